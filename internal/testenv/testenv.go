@@ -1,0 +1,141 @@
+// Package testenv gives integration tests their real dependencies: one Firestore emulator per test
+// binary (started from TestMain, or reused from FIRESTORE_EMULATOR_HOST), and a fresh, isolated
+// project id per test so tests never see each other's documents.
+//
+// When the emulator cannot be had, tests skip locally but fail under CI=true, so a CI run can
+// never pass by skipping what it was meant to prove. Integration tests skip under -short.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/wapipe/wapipe/internal/firestoreemu"
+)
+
+var (
+	mu          sync.Mutex
+	fsHost      string
+	fsStartErr  error
+	fsRequested bool
+)
+
+// InCI reports whether the tests run in CI, where a missing emulator is a failure, not a skip.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v == "true" || v == "1"
+}
+
+// RunWithFirestore is for TestMain: it makes a Firestore emulator available to the tests (reusing
+// FIRESTORE_EMULATOR_HOST when set, else starting one on a free port), runs them, stops the
+// emulator it started and returns the exit code. Under -short no emulator is started.
+func RunWithFirestore(m *testing.M) int {
+	mu.Lock()
+	fsRequested = true
+	mu.Unlock()
+	if host := firestoreemu.FromEnv(); host != "" {
+		fsHost = host
+		return m.Run()
+	}
+	if isShort() {
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	emu, err := firestoreemu.Start(ctx, firestoreemu.Options{})
+	cancel()
+	if err != nil {
+		fsStartErr = err
+		return m.Run()
+	}
+	fsHost = emu.Host
+	os.Setenv(firestoreemu.Env, emu.Host)
+	code := m.Run()
+	emu.Stop()
+	return code
+}
+
+// isShort reads -test.short before m.Run has parsed flags into testing.Short.
+func isShort() bool {
+	for _, a := range os.Args[1:] {
+		if a == "-test.short" || a == "-test.short=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// FirestoreHost returns the emulator's host:port, skipping the test when there is none (failing it
+// under CI).
+func FirestoreHost(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped under -short")
+	}
+	mu.Lock()
+	requested := fsRequested
+	mu.Unlock()
+	if !requested {
+		t.Fatal("testenv: the package's TestMain must call testenv.RunWithFirestore")
+	}
+	if fsHost == "" {
+		msg := fmt.Sprintf("Firestore emulator unavailable: %v", fsStartErr)
+		if InCI() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return fsHost
+}
+
+var projectSanitizer = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// ProjectID returns a project id unique to this test, so its documents are its own.
+func ProjectID(t testing.TB) string {
+	name := projectSanitizer.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "t-" + strings.Trim(name, "-") + "-" + hex.EncodeToString(b)
+}
+
+// Firestore returns a client on the emulator for a project of the test's own, closed when the
+// test ends, and the project id.
+func Firestore(t testing.TB) (*firestore.Client, string) {
+	t.Helper()
+	FirestoreHost(t)
+	project := ProjectID(t)
+	c, err := firestore.NewClient(context.Background(), project)
+	if err != nil {
+		t.Fatalf("firestore.NewClient: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, project
+}
+
+// Eventually polls cond every interval until it returns true or the deadline passes, then fails
+// the test with msg. It is the only way tests wait: never a bare sleep.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,109 @@
+package whatsapp
+
+import "encoding/json"
+
+// Message is one inbound message, normalised out of Meta's envelope so that everything after the
+// webhook (the outbound task body, the Responder, the records) sees one flat shape whatever the
+// message type. It is the "message" of the outbound task body, so its JSON names are part of the
+// task contract.
+type Message struct {
+	// ID is Meta's message id (wamid.…), unique per message.
+	ID string `json:"id"`
+	// From is the sender's WhatsApp id (a phone number: never log it in clear).
+	From string `json:"from"`
+	// ContactName is the sender's profile name when Meta sent one.
+	ContactName string `json:"contact_name,omitempty"`
+	// PhoneNumberID and DisplayPhoneNumber name the business number that received the message.
+	PhoneNumberID      string `json:"phone_number_id"`
+	DisplayPhoneNumber string `json:"display_phone_number,omitempty"`
+	// Timestamp is Meta's Unix time in seconds, as sent.
+	Timestamp string `json:"timestamp,omitempty"`
+	// Type is Meta's message type: text, image, audio, video, document, sticker, location,
+	// contacts, interactive, button, reaction, order, system, request_welcome, unsupported, or a
+	// type Meta adds later (kept as sent).
+	Type string `json:"type"`
+
+	// Text is the body of a text message or the caption of a media message.
+	Text string `json:"text,omitempty"`
+	// Media is set for image, audio, video, document and sticker messages.
+	Media *Media `json:"media,omitempty"`
+	// Location is set for location messages.
+	Location *Location `json:"location,omitempty"`
+	// Reaction is set for reaction messages.
+	Reaction *Reaction `json:"reaction,omitempty"`
+	// Reply is set when the user tapped a reply button, a list row or a template quick reply.
+	Reply *Reply `json:"reply,omitempty"`
+	// ContextID is the id of the message this one replies to, when it quotes one.
+	ContextID string `json:"context_id,omitempty"`
+	// Errors are set for unsupported messages: Meta explains there why it could not deliver
+	// the content.
+	Errors []Error `json:"errors,omitempty"`
+	// Raw is the message object exactly as Meta sent it, so a Responder can read fields this
+	// shape does not carry.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// Media describes an attachment. The content itself is fetched from the Graph API by ID.
+type Media struct {
+	ID       string `json:"id"`
+	MimeType string `json:"mime_type,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
+	Filename string `json:"filename,omitempty"`
+	Animated bool   `json:"animated,omitempty"`
+	Voice    bool   `json:"voice,omitempty"`
+}
+
+// Location is a shared location pin.
+type Location struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Name      string  `json:"name,omitempty"`
+	Address   string  `json:"address,omitempty"`
+	URL       string  `json:"url,omitempty"`
+}
+
+// Reaction is an emoji reaction to an earlier message; an empty Emoji removes the reaction.
+type Reaction struct {
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji,omitempty"`
+}
+
+// Reply is the choice a user made on an interactive message or a template button.
+type Reply struct {
+	// Kind is button_reply, list_reply, nfm_reply (flows) or button (template quick reply).
+	Kind        string `json:"kind"`
+	ID          string `json:"id,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Status is one delivery status update for a message the business sent.
+type Status struct {
+	// ID is the wamid of the outbound message the status is about.
+	ID string `json:"id"`
+	// Status is sent, delivered, read, failed, deleted or a value Meta adds later.
+	Status string `json:"status"`
+	// Timestamp is Meta's Unix time in seconds, as sent.
+	Timestamp string `json:"timestamp,omitempty"`
+	// RecipientID is the customer's WhatsApp id (a phone number: never log it in clear).
+	RecipientID   string `json:"recipient_id,omitempty"`
+	PhoneNumberID string `json:"phone_number_id"`
+	// BizOpaqueCallbackData echoes what the send set; wapipe puts the idempotency key there.
+	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
+	// ConversationID, PricingCategory and Billable carry Meta's billing details when sent.
+	ConversationID  string  `json:"conversation_id,omitempty"`
+	PricingCategory string  `json:"pricing_category,omitempty"`
+	Billable        *bool   `json:"billable,omitempty"`
+	Errors          []Error `json:"errors,omitempty"`
+}
+
+// DedupeKey is the key statuses are deduplicated on: "<id>:<status>".
+func (s Status) DedupeKey() string { return s.ID + ":" + s.Status }
+
+// Error is Meta's error object as it appears in messages, statuses and the envelope.
+type Error struct {
+	Code    int    `json:"code"`
+	Title   string `json:"title,omitempty"`
+	Message string `json:"message,omitempty"`
+	Details string `json:"details,omitempty"`
+}

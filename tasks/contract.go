@@ -1,0 +1,81 @@
+package tasks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// Routes on the worker that tasks target.
+const (
+	ProcessInboundPath  = "/internal/process_inbound"
+	ProcessOutboundPath = "/internal/process_outbound"
+)
+
+// Headers every task carries, and the ones Cloud Tasks adds on dispatch that the worker reads.
+const (
+	HeaderInternalToken   = "X-Internal-Token"
+	HeaderCorrelationID   = "X-Correlation-ID"
+	HeaderTaskName        = "X-CloudTasks-TaskName"
+	HeaderQueueName       = "X-CloudTasks-QueueName"
+	HeaderTaskRetryCount  = "X-CloudTasks-TaskRetryCount"
+	HeaderTaskExecCount   = "X-CloudTasks-TaskExecutionCount"
+	HeaderTaskETA         = "X-CloudTasks-TaskETA"
+	HeaderPreviousResp    = "X-CloudTasks-TaskPreviousResponse"
+	HeaderTaskRetryReason = "X-CloudTasks-TaskRetryReason"
+)
+
+// MaxTaskBodyBytes is what wapipe lets a task body grow to before the payload goes out of band.
+// Cloud Tasks refuses tasks over 1 MB (the whole task, headers and name included), so this keeps
+// a margin for the rest.
+const MaxTaskBodyBytes = 900 * 1024
+
+// Inbound is the body of a task on the inbound queue: one Meta webhook delivery. Exactly one of
+// Payload and PayloadRef is set: a payload too large for a task is stored out of band (see
+// internal/dedupe) and PayloadRef names it.
+type Inbound struct {
+	InboundEventID string          `json:"inbound_event_id"`
+	CorrelationID  string          `json:"correlation_id"`
+	ReceivedAt     time.Time       `json:"received_at"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	PayloadRef     string          `json:"payload_ref,omitempty"`
+}
+
+// Outbound is the body of a task on the outbound queue: the reply to one inbound message.
+type Outbound struct {
+	IdempotencyKey string           `json:"idempotency_key"`
+	CorrelationID  string           `json:"correlation_id"`
+	InboundEventID string           `json:"inbound_event_id"`
+	PhoneNumberID  string           `json:"phone_number_id"`
+	To             string           `json:"to"`
+	Message        whatsapp.Message `json:"message"`
+}
+
+// InboundTaskID is the task id of the inbound task for an event. Cloud Tasks advises against
+// sequential names (they hot-spot its index), and Meta's ids are not valid task ids, so the id is
+// a hash; being deterministic, a second attempt to create it answers AlreadyExists.
+func InboundTaskID(inboundEventID string) string {
+	return hashID("inbound", inboundEventID) + "-in"
+}
+
+// OutboundTaskID is the task id of the outbound task answering an inbound message, derived from
+// the message id alone, so the same message in two deliveries or two inbound tasks yields one
+// task.
+func OutboundTaskID(messageID string) string {
+	return hashID("outbound", messageID) + "-out"
+}
+
+// IdempotencyKey is the key of the outbound record (outbound_messages) for the reply to an
+// inbound message. It also travels to Meta as biz_opaque_callback_data, so a status webhook can
+// name the record it is about.
+func IdempotencyKey(messageID string) string {
+	return "reply-" + hashID("reply", messageID)
+}
+
+func hashID(kind, id string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + id))
+	return hex.EncodeToString(sum[:16])
+}
