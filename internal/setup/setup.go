@@ -1,0 +1,86 @@
+// Package setup holds what both services share at start-up: the configuration they both read from
+// the environment, its validation, and the construction of their Firestore and Cloud Tasks
+// clients.
+package setup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// Application environments. prod is the default because it is the strictest.
+const (
+	EnvDev     = "dev"
+	EnvStaging = "staging"
+	EnvProd    = "prod"
+)
+
+// Base is the configuration both services read.
+type Base struct {
+	AppEnv            string `env:"APP_ENV, default=prod"`
+	ProjectID         string `env:"GOOGLE_CLOUD_PROJECT, required"`
+	FirestoreDatabase string `env:"FIRESTORE_DATABASE, default=(default)"`
+	// TasksEmulatorHost points the Cloud Tasks client at an emulator (gRPC, no TLS, no auth).
+	TasksEmulatorHost        string `env:"CLOUD_TASKS_EMULATOR_HOST"`
+	TasksLocation            string `env:"TASKS_LOCATION, required"`
+	InternalTaskBaseURL      string `env:"INTERNAL_TASK_BASE_URL, required"`
+	InternalTaskToken        string `env:"INTERNAL_TASK_TOKEN, required"`
+	TasksServiceAccountEmail string `env:"TASKS_SERVICE_ACCOUNT_EMAIL"`
+	Port                     string `env:"PORT, default=8080"`
+	LogLevel                 string `env:"LOG_LEVEL, default=INFO"`
+}
+
+// Validate checks the values the environment gave.
+func (b *Base) Validate() error {
+	var errs []error
+	switch b.AppEnv {
+	case EnvDev, EnvStaging, EnvProd:
+	default:
+		errs = append(errs, fmt.Errorf("APP_ENV: must be dev, staging or prod, got %q", b.AppEnv))
+	}
+	u, err := url.Parse(b.InternalTaskBaseURL)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		errs = append(errs, errors.New("INTERNAL_TASK_BASE_URL: must be an absolute http(s) URL"))
+	case u.Scheme != "https" && b.AppEnv != EnvDev:
+		errs = append(errs, fmt.Errorf("INTERNAL_TASK_BASE_URL: must be https when APP_ENV is %s", b.AppEnv))
+	}
+	if len(b.InternalTaskToken) < 16 && b.AppEnv != EnvDev {
+		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must be at least 16 characters outside dev"))
+	}
+	if strings.TrimSpace(b.TasksLocation) == "" {
+		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// IsDev reports whether the service runs in the dev environment.
+func (b *Base) IsDev() bool { return b.AppEnv == EnvDev }
+
+// WorkerURL joins the worker's base URL and a route path.
+func (b *Base) WorkerURL(path string) string {
+	return strings.TrimRight(b.InternalTaskBaseURL, "/") + path
+}
+
+// Validator is a configuration that checks itself after loading.
+type Validator interface{ Validate() error }
+
+// Load fills cfg from l (the process environment when nil) and validates it. Errors name the
+// variable, never a secret's value.
+func Load(ctx context.Context, l envconfig.Lookuper, cfg Validator) error {
+	if l == nil {
+		l = envconfig.OsLookuper()
+	}
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: cfg, Lookuper: l}); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
+}

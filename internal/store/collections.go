@@ -1,0 +1,40 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Firestore collections of the contract. Every document in them has an expire_at timestamp that a
+// TTL policy (terraform/firestore.tf) deletes on.
+const (
+	InboundEvents    = "inbound_events"
+	InboundTraces    = "inbound_traces"
+	OutboundMessages = "outbound_messages"
+	MessageStatuses  = "message_statuses"
+	DeadLetters      = "dead_letters"
+)
+
+// PayloadChunks is the subcollection, under an inbound_events document, that holds a payload too
+// large for one task (Cloud Tasks caps a task at 1 MB, Firestore a document at 1 MiB). It has its
+// own TTL policy, as TTL policies apply per collection group.
+const PayloadChunks = "payload_chunks"
+
+// Collections lists every collection group with a TTL policy.
+func Collections() []string {
+	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks}
+}
+
+// ExpireAtField is the TTL field of every document.
+const ExpireAtField = "expire_at"
+
+// DefaultRetention is how long records other than the dedupe markers are kept.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// DocID turns a key that may hold characters Firestore forbids in ids (Meta's wamids are base64
+// and may contain "/") into a fixed-length id.
+func DocID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}

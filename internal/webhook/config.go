@@ -1,0 +1,54 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// Dedupe fail modes: what the webhook does when the dedupe store cannot be reached.
+const (
+	FailClosed = "closed" // answer 500 so Meta redelivers later
+	FailOpen   = "open"   // log loudly and enqueue anyway (dev only)
+)
+
+// Config is the webhook service's configuration, read from the environment.
+type Config struct {
+	setup.Base
+
+	InboundQueue   string        `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
+	AppSecret      string        `env:"WHATSAPP_APP_SECRET, required"`
+	VerifyToken    string        `env:"WHATSAPP_VERIFY_TOKEN, required"`
+	DedupeTTL      time.Duration `env:"DEDUPE_TTL, default=168h"`
+	DedupeFailMode string        `env:"DEDUPE_FAIL_MODE"`
+}
+
+// Validate checks the webhook's values on top of the shared ones, and settles DEDUPE_FAIL_MODE's
+// default: closed, except open in dev.
+func (c *Config) Validate() error {
+	errs := []error{c.Base.Validate()}
+	if c.DedupeTTL <= 0 {
+		errs = append(errs, errors.New("DEDUPE_TTL: must be a positive duration"))
+	}
+	switch c.DedupeFailMode {
+	case "":
+		c.DedupeFailMode = FailClosed
+		if c.IsDev() {
+			c.DedupeFailMode = FailOpen
+		}
+	case FailClosed:
+	case FailOpen:
+		if !c.IsDev() {
+			errs = append(errs, fmt.Errorf("DEDUPE_FAIL_MODE: open is allowed only when APP_ENV=dev, not %s", c.AppEnv))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("DEDUPE_FAIL_MODE: must be closed or open, got %q", c.DedupeFailMode))
+	}
+	if tasks.QueueID(c.InboundQueue) == "" {
+		errs = append(errs, errors.New("INBOUND_TASK_QUEUE_NAME: must not be empty"))
+	}
+	return errors.Join(errs...)
+}

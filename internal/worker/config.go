@@ -1,0 +1,35 @@
+package worker
+
+import (
+	"errors"
+	"net/url"
+
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// DefaultGraphAPIBaseURL is the Graph API version wapipe is written against.
+const DefaultGraphAPIBaseURL = "https://graph.facebook.com/v24.0"
+
+// Config is the worker service's configuration, read from the environment.
+type Config struct {
+	setup.Base
+
+	OutboundQueue   string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
+	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
+	AccessToken     string `env:"WHATSAPP_ACCESS_TOKEN, required"`
+}
+
+// Validate checks the worker's values on top of the shared ones.
+func (c *Config) Validate() error {
+	errs := []error{c.Base.Validate()}
+	if u, err := url.Parse(c.GraphAPIBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be an absolute http(s) URL"))
+	} else if u.Scheme != "https" && !c.IsDev() {
+		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be https outside dev"))
+	}
+	if tasks.QueueID(c.OutboundQueue) == "" {
+		errs = append(errs, errors.New("OUTBOUND_TASK_QUEUE_NAME: must not be empty"))
+	}
+	return errors.Join(errs...)
+}
