@@ -1,0 +1,59 @@
+// Package server runs an HTTP handler the way Cloud Run expects: listen on $PORT, stop accepting on
+// SIGTERM (the context ending), and drain in-flight requests before returning.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// DrainTimeout is how long in-flight requests get after the context ends. Cloud Run allows 10 s
+// between SIGTERM and SIGKILL.
+const DrainTimeout = 8 * time.Second
+
+// Serve listens on addr and serves h until ctx ends, then drains.
+func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ServeListener(ctx, ln, h, logger)
+}
+
+// ServeListener is Serve on a listener the caller opened (tests pass one on a free port).
+func ServeListener(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Meta sends up to 3 MB; a slow client must not hold a connection forever.
+		ReadTimeout: 60 * time.Second,
+		IdleTimeout: 120 * time.Second,
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("listening", "event", "server_started", "addr", ln.Addr().String())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests", "event", "server_draining")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped", "event", "server_stopped")
+	return nil
+}

@@ -1,0 +1,68 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
+
+func TestPayloadsRoundTrip(t *testing.T) {
+	t.Parallel()
+	fs, _ := testenv.Firestore(t)
+	p := store.NewPayloads(fs, time.Hour)
+	ctx := context.Background()
+	for _, size := range []int{1, 768 * 1024, 768*1024 + 1, 3 << 20} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			body := make([]byte, size)
+			r := rand.New(rand.NewPCG(uint64(size), 1))
+			for i := range body {
+				body[i] = byte(r.UintN(256))
+			}
+			event := fmt.Sprintf("wamid.big/%d", size)
+			ref, err := p.Put(ctx, event, body)
+			if err != nil {
+				t.Fatalf("Put: %v", err)
+			}
+			got, err := p.Get(ctx, ref)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if !bytes.Equal(got, body) {
+				t.Fatalf("Get returned %d bytes that differ from the %d stored", len(got), len(body))
+			}
+			chunks, err := fs.Collection(store.InboundEvents).Doc(store.DocID(event)).Collection(store.PayloadChunks).Documents(ctx).GetAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range chunks {
+				if _, err := c.DataAt(store.ExpireAtField); err != nil {
+					t.Errorf("chunk %s has no %s: %v", c.Ref.ID, store.ExpireAtField, err)
+				}
+			}
+		})
+	}
+}
+
+func TestPayloadsBadRef(t *testing.T) {
+	t.Parallel()
+	fs, _ := testenv.Firestore(t)
+	p := store.NewPayloads(fs, time.Hour)
+	for _, ref := range []string{"", "inbound_events/x", "firestore://dead_letters/x"} {
+		if _, err := p.Get(context.Background(), ref); !errors.Is(err, store.ErrBadRef) {
+			t.Errorf("Get(%q) = %v, want ErrBadRef", ref, err)
+		}
+	}
+	if _, err := p.Get(context.Background(), "firestore://inbound_events/none"); err == nil {
+		t.Error("Get(missing payload) succeeded")
+	}
+}

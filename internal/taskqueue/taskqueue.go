@@ -1,0 +1,164 @@
+// Package taskqueue creates wapipe's HTTP tasks on Cloud Tasks (or the local emulator): every task
+// targets the worker, carries the internal token, the correlation id and the trace context, has a
+// deterministic name, and optionally an OIDC token. It is the only code that imports the Cloud
+// Tasks client library for producing tasks.
+package taskqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// Config says where tasks go and how they authenticate to the worker.
+type Config struct {
+	ProjectID string
+	Location  string
+	// EmulatorHost is CLOUD_TASKS_EMULATOR_HOST: gRPC without TLS or credentials.
+	EmulatorHost string
+	// BaseURL is the worker's base URL; task targets are BaseURL + path.
+	BaseURL string
+	// Token is sent as X-Internal-Token on every task.
+	Token string
+	// ServiceAccountEmail, when set, makes Cloud Tasks attach an OIDC token for this account,
+	// with the worker's base URL as audience.
+	ServiceAccountEmail string
+}
+
+// Client creates tasks. It is safe for concurrent use.
+type Client struct {
+	tc  *cloudtasks.Client
+	cfg Config
+}
+
+// New connects to Cloud Tasks, or to the emulator when cfg.EmulatorHost is set.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	tc, err := NewCloudTasksClient(ctx, cfg.EmulatorHost)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{tc: tc, cfg: cfg}, nil
+}
+
+// NewCloudTasksClient returns the official client, pointed at emulatorHost when it is not empty.
+func NewCloudTasksClient(ctx context.Context, emulatorHost string) (*cloudtasks.Client, error) {
+	var opts []option.ClientOption
+	if emulatorHost != "" {
+		opts = append(opts,
+			option.WithEndpoint(emulatorHost),
+			option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		)
+	}
+	tc, err := cloudtasks.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cloudtasks.NewClient: %w", err)
+	}
+	return tc, nil
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.tc.Close() }
+
+// CloudTasks exposes the underlying client for read-only uses (queue stats, the operator CLI).
+func (c *Client) CloudTasks() *cloudtasks.Client { return c.tc }
+
+// QueuePath returns the full resource name of a queue given its id or its full name.
+func (c *Client) QueuePath(queue string) string {
+	if strings.HasPrefix(queue, "projects/") {
+		return queue
+	}
+	return fmt.Sprintf("projects/%s/locations/%s/queues/%s", c.cfg.ProjectID, c.cfg.Location, queue)
+}
+
+// Task is one task to create.
+type Task struct {
+	// Queue is the queue id or full name.
+	Queue string
+	// ID is the task id (the last part of its name); deterministic ids make creation idempotent.
+	ID string
+	// Path is the worker route, e.g. tasks.ProcessInboundPath.
+	Path string
+	// Body is the JSON body.
+	Body []byte
+	// CorrelationID travels as X-Correlation-ID.
+	CorrelationID string
+	// ScheduleTime delays the first attempt; zero means now.
+	ScheduleTime time.Time
+}
+
+var errEmptyID = errors.New("task id is empty")
+
+// Result says what Enqueue did.
+type Result struct {
+	// Name is the task's full resource name.
+	Name string
+	// Existed is true when a task of that name already existed (or had run within the name
+	// reservation window), so nothing new was created.
+	Existed bool
+}
+
+// Enqueue creates the task. A task of the same name that already exists counts as success, as the
+// name makes creation idempotent.
+func (c *Client) Enqueue(ctx context.Context, t Task) (Result, error) {
+	if t.ID == "" {
+		return Result{}, errEmptyID
+	}
+	queue := c.QueuePath(t.Queue)
+	name := queue + "/tasks/" + t.ID
+	headers := map[string]string{
+		"Content-Type":            "application/json",
+		tasks.HeaderInternalToken: c.cfg.Token,
+		tasks.HeaderCorrelationID: t.CorrelationID,
+	}
+	// traceparent (and tracestate) make webhook → worker → Graph one trace.
+	otel.GetTextMapPropagator().Inject(ctx, propagation.MapCarrier(headers))
+
+	req := &cloudtaskspb.HttpRequest{
+		Url:        strings.TrimRight(c.cfg.BaseURL, "/") + t.Path,
+		HttpMethod: cloudtaskspb.HttpMethod_POST,
+		Headers:    headers,
+		Body:       t.Body,
+	}
+	if c.cfg.ServiceAccountEmail != "" {
+		req.AuthorizationHeader = &cloudtaskspb.HttpRequest_OidcToken{OidcToken: &cloudtaskspb.OidcToken{
+			ServiceAccountEmail: c.cfg.ServiceAccountEmail,
+			Audience:            Audience(c.cfg.BaseURL),
+		}}
+	}
+	task := &cloudtaskspb.Task{
+		Name:        name,
+		MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: req},
+	}
+	if !t.ScheduleTime.IsZero() {
+		task.ScheduleTime = timestamppb.New(t.ScheduleTime)
+	}
+	_, err := c.tc.CreateTask(ctx, &cloudtaskspb.CreateTaskRequest{Parent: queue, Task: task})
+	switch {
+	case err == nil:
+		return Result{Name: name}, nil
+	case status.Code(err) == codes.AlreadyExists:
+		return Result{Name: name, Existed: true}, nil
+	default:
+		return Result{Name: name}, fmt.Errorf("create task %s: %w", t.ID, err)
+	}
+}
+
+// Audience is the OIDC audience of wapipe's tasks: the worker's base URL, which is what a Cloud
+// Run service expects and what the worker checks.
+func Audience(baseURL string) string { return strings.TrimRight(baseURL, "/") }
