@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -52,6 +53,9 @@ type Outbound struct {
 	PhoneNumberID  string           `json:"phone_number_id"`
 	To             string           `json:"to"`
 	Message        whatsapp.Message `json:"message"`
+	// ReceivedAt is when the webhook received the delivery, carried so the outbound record can
+	// measure webhook-to-sent latency. Not in the contract's field list; additive.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
 }
 
 // InboundTaskID is the task id of the inbound task for an event. Cloud Tasks advises against
@@ -72,7 +76,20 @@ func OutboundTaskID(messageID string) string {
 // inbound message. It also travels to Meta as biz_opaque_callback_data, so a status webhook can
 // name the record it is about.
 func IdempotencyKey(messageID string) string {
-	return "reply-" + hashID("reply", messageID)
+	return idempotencyKeyPrefix + hashID("reply", messageID)
+}
+
+const idempotencyKeyPrefix = "reply-"
+
+// IsIdempotencyKey reports whether s has the form IdempotencyKey gives, so a status webhook's
+// biz_opaque_callback_data can be told apart from data another sender on the number set.
+func IsIdempotencyKey(s string) bool {
+	h, ok := strings.CutPrefix(s, idempotencyKeyPrefix)
+	if !ok || len(h) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 func hashID(kind, id string) string {

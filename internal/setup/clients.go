@@ -5,16 +5,41 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/telemetry"
 )
 
 // Logger returns the service's JSON logger in Cloud Logging's format.
 func (b *Base) Logger() *slog.Logger {
 	return logging.New(os.Stdout, logging.Options{Level: logging.ParseLevel(b.LogLevel), ProjectID: b.ProjectID})
+}
+
+// Telemetry sets up tracing for the service. The returned function flushes and stops it on its own
+// short deadline (the service's context has ended by then); defer it after the server drains.
+func (b *Base) Telemetry(ctx context.Context, service string, logger *slog.Logger) (func(), error) {
+	shutdown, err := telemetry.Setup(ctx, telemetry.Options{
+		ServiceName: service,
+		ProjectID:   b.ProjectID,
+		Exporter:    b.TraceExporter,
+		Dev:         b.IsDev(),
+		SampleRatio: b.TraceSampleRatio,
+		Logger:      logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			logger.Warn("telemetry not flushed", "event", "telemetry_error", "error", err)
+		}
+	}, nil
 }
 
 // Firestore connects to the configured database (the emulator when FIRESTORE_EMULATOR_HOST is

@@ -33,6 +33,9 @@ type Base struct {
 	TasksServiceAccountEmail string `env:"TASKS_SERVICE_ACCOUNT_EMAIL"`
 	Port                     string `env:"PORT, default=8080"`
 	LogLevel                 string `env:"LOG_LEVEL, default=INFO"`
+	// TraceExporter is none, cloudtrace or stdout; empty means cloudtrace outside dev, none in dev.
+	TraceExporter    string  `env:"TRACE_EXPORTER"`
+	TraceSampleRatio float64 `env:"TRACE_SAMPLE_RATIO, default=1"`
 }
 
 // Validate checks the values the environment gave.
@@ -52,6 +55,14 @@ func (b *Base) Validate() error {
 	}
 	if len(b.InternalTaskToken) < 16 && b.AppEnv != EnvDev {
 		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must be at least 16 characters outside dev"))
+	}
+	if b.TraceSampleRatio < 0 || b.TraceSampleRatio > 1 {
+		errs = append(errs, errors.New("TRACE_SAMPLE_RATIO: must be between 0 and 1"))
+	}
+	switch b.TraceExporter {
+	case "", "none", "cloudtrace", "stdout":
+	default:
+		errs = append(errs, fmt.Errorf("TRACE_EXPORTER: must be none, cloudtrace or stdout, got %q", b.TraceExporter))
 	}
 	if strings.TrimSpace(b.TasksLocation) == "" {
 		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))

@@ -18,6 +18,8 @@ type Config struct {
 	OutboundQueue   string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
 	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
 	AccessToken     string `env:"WHATSAPP_ACCESS_TOKEN, required"`
+	// AckText is the default Responder's answer to a text message.
+	AckText string `env:"REPLY_ACK_TEXT"`
 }
 
 // Validate checks the worker's values on top of the shared ones.

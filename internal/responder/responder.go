@@ -1,0 +1,93 @@
+// Package responder is the seam between a normalised inbound message and the reply wapipe sends:
+// a Responder decides what to answer, the worker takes care of sending it exactly once.
+// Conversation logic (bookings, support flows) plugs in here; the default acknowledges.
+package responder
+
+import (
+	"context"
+	"strings"
+
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// Reply is what to send back. The zero Reply means no reply.
+type Reply struct {
+	// Text is a plain text reply.
+	Text string
+	// Message, when set, is sent instead of Text: a Graph API message object without
+	// messaging_product and to, e.g. {"type":"interactive","interactive":{...}}.
+	Message map[string]any
+	// Quote makes the reply quote the inbound message (Graph API context.message_id).
+	Quote bool
+}
+
+// IsZero reports whether there is nothing to send.
+func (r Reply) IsZero() bool { return r.Text == "" && r.Message == nil }
+
+// Responder turns an inbound message into the reply to send.
+type Responder interface {
+	Respond(ctx context.Context, m whatsapp.Message) (Reply, error)
+}
+
+// Func adapts a function to Responder.
+type Func func(ctx context.Context, m whatsapp.Message) (Reply, error)
+
+// Respond calls f.
+func (f Func) Respond(ctx context.Context, m whatsapp.Message) (Reply, error) { return f(ctx, m) }
+
+// DefaultAckText is the acknowledgement Ack sends for text when none is configured.
+const DefaultAckText = "Thanks! We got your message and will get back to you shortly."
+
+// Ack is the default Responder: it acknowledges every message with a reply that fits its type.
+type Ack struct {
+	// Text answers text messages; DefaultAckText when empty.
+	Text string
+}
+
+// Respond acknowledges m.
+func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
+	text := a.Text
+	if text == "" {
+		text = DefaultAckText
+	}
+	switch m.Type {
+	case "text":
+		return Reply{Text: text, Quote: true}, nil
+	case "image", "video", "audio", "document", "sticker":
+		return Reply{Text: "Thanks, we received your " + mediaNoun(m.Type) + ".", Quote: true}, nil
+	case "location":
+		return Reply{Text: "Thanks for sharing your location.", Quote: true}, nil
+	case "contacts":
+		return Reply{Text: "Thanks, we received the contact card.", Quote: true}, nil
+	case "reaction":
+		// A removed reaction (empty emoji) asks for nothing.
+		if m.Reaction == nil || m.Reaction.Emoji == "" {
+			return Reply{}, nil
+		}
+		return Reply{Text: "Thanks for your reaction " + m.Reaction.Emoji}, nil
+	case "interactive", "button":
+		if m.Reply != nil && m.Reply.Title != "" {
+			return Reply{Text: "You chose: " + m.Reply.Title + ". " + text, Quote: true}, nil
+		}
+		return Reply{Text: text, Quote: true}, nil
+	case "request_welcome":
+		return Reply{Text: "Hello! How can we help you today?"}, nil
+	case "system":
+		// Number changes and similar notices are not the customer talking to us.
+		return Reply{}, nil
+	default:
+		// unsupported, order and types Meta adds later.
+		return Reply{Text: "Sorry, we can't read this kind of message yet. Could you send it as text?", Quote: true}, nil
+	}
+}
+
+func mediaNoun(t string) string {
+	switch t {
+	case "image":
+		return "photo"
+	case "audio":
+		return "voice message"
+	default:
+		return strings.ToLower(t)
+	}
+}

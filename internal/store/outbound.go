@@ -1,0 +1,351 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Outbound record states. A record is pending when nothing is being sent for it (new, or after a
+// send that Meta definitely refused with a retryable error), sending while a send is in progress
+// or its outcome is unknown, and sent or failed for good. skipped is a reply the Responder chose
+// not to send.
+const (
+	OutboundPending = "pending"
+	OutboundSending = "sending"
+	OutboundSent    = "sent"
+	OutboundFailed  = "failed"
+	OutboundSkipped = "skipped"
+)
+
+// Delivery statuses Meta reports for a sent message, in rank order. failed is terminal.
+const (
+	DeliverySent      = "sent"
+	DeliveryDelivered = "delivered"
+	DeliveryRead      = "read"
+	DeliveryFailed    = "failed"
+)
+
+// DeliveryRank orders delivery statuses; an update with a rank not above the record's is ignored,
+// so statuses arriving out of order never move a record back. failed outranks everything.
+func DeliveryRank(s string) int {
+	switch s {
+	case DeliverySent:
+		return 1
+	case DeliveryDelivered:
+		return 2
+	case DeliveryRead:
+		return 3
+	case DeliveryFailed:
+		return 100
+	default:
+		return 0
+	}
+}
+
+// OutboundRecord is the idempotency record of one reply (outbound_messages), keyed by the
+// outbound task's idempotency_key.
+type OutboundRecord struct {
+	IdempotencyKey string    `firestore:"idempotency_key" json:"idempotency_key"`
+	State          string    `firestore:"state" json:"state"`
+	InboundEventID string    `firestore:"inbound_event_id" json:"inbound_event_id"`
+	MessageID      string    `firestore:"inbound_message_id" json:"inbound_message_id"`
+	CorrelationID  string    `firestore:"correlation_id" json:"correlation_id"`
+	PhoneNumberID  string    `firestore:"phone_number_id" json:"phone_number_id"`
+	ToHash         string    `firestore:"to_hash" json:"to_hash"`
+	GraphMessageID string    `firestore:"graph_message_id,omitempty" json:"graph_message_id,omitempty"`
+	Attempts       int64     `firestore:"attempts" json:"attempts"`
+	SendingSince   time.Time `firestore:"sending_since,omitempty" json:"sending_since,omitempty"`
+	LastErrorCode  int64     `firestore:"last_error_code,omitempty" json:"last_error_code,omitempty"`
+	LastError      string    `firestore:"last_error,omitempty" json:"last_error,omitempty"`
+	Reconciled     bool      `firestore:"reconciled,omitempty" json:"reconciled,omitempty"`
+	ReadMarked     bool      `firestore:"read_marked,omitempty" json:"read_marked,omitempty"`
+	DeliveryStatus string    `firestore:"delivery_status,omitempty" json:"delivery_status,omitempty"`
+	DeliveryError  int64     `firestore:"delivery_error_code,omitempty" json:"delivery_error_code,omitempty"`
+	ReceivedAt     time.Time `firestore:"received_at,omitempty" json:"received_at,omitempty"`
+	CreatedAt      time.Time `firestore:"created_at" json:"created_at"`
+	UpdatedAt      time.Time `firestore:"updated_at" json:"updated_at"`
+	SentAt         time.Time `firestore:"sent_at,omitempty" json:"sent_at,omitempty"`
+	LatencyMS      int64     `firestore:"latency_ms,omitempty" json:"latency_ms,omitempty"`
+	ExpireAt       time.Time `firestore:"expire_at" json:"expire_at"`
+}
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("record not found")
+
+// Decision is what BeginSend decided.
+type Decision int
+
+const (
+	// Send: the record is now sending; send the reply.
+	Send Decision = iota + 1
+	// AlreadyDone: the record is sent, failed or skipped; do nothing.
+	AlreadyDone
+	// AwaitReconcile: an earlier send's outcome is unknown; wait for the status webhook.
+	AwaitReconcile
+)
+
+// Records is the worker's Firestore state: outbound records, statuses, traces and dead letters.
+type Records struct {
+	fs        *firestore.Client
+	retention time.Duration
+	// ReconcileWindow is how long a send of unknown outcome blocks a resend, waiting for the
+	// status webhook that would prove Meta accepted it.
+	reconcileWindow time.Duration
+	now             func() time.Time
+}
+
+// RecordsOptions configure Records.
+type RecordsOptions struct {
+	Retention       time.Duration
+	ReconcileWindow time.Duration
+	Now             func() time.Time
+}
+
+// NewRecords returns the worker's record store.
+func NewRecords(fs *firestore.Client, opts RecordsOptions) *Records {
+	r := &Records{fs: fs, retention: opts.Retention, reconcileWindow: opts.ReconcileWindow, now: opts.Now}
+	if r.retention <= 0 {
+		r.retention = DefaultRetention
+	}
+	if r.reconcileWindow <= 0 {
+		r.reconcileWindow = 2 * time.Minute
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r
+}
+
+func (r *Records) outboundDoc(key string) *firestore.DocumentRef {
+	return r.fs.Collection(OutboundMessages).Doc(DocID(key))
+}
+
+// BeginSend moves the record for seed.IdempotencyKey to sending, creating it if need be, unless it
+// is done or an earlier send may have reached Meta. It returns the record as it now stands.
+func (r *Records) BeginSend(ctx context.Context, seed OutboundRecord) (Decision, OutboundRecord, error) {
+	ref := r.outboundDoc(seed.IdempotencyKey)
+	var dec Decision
+	var out OutboundRecord
+	err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		now := r.now()
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			rec := seed
+			rec.State, rec.Attempts, rec.SendingSince = OutboundSending, 1, now
+			rec.CreatedAt, rec.UpdatedAt, rec.ExpireAt = now, now, now.Add(r.retention)
+			dec, out = Send, rec
+			return tx.Create(ref, rec)
+		}
+		if err != nil {
+			return err
+		}
+		var rec OutboundRecord
+		if err := snap.DataTo(&rec); err != nil {
+			return err
+		}
+		out = rec
+		switch rec.State {
+		case OutboundSent, OutboundFailed, OutboundSkipped:
+			dec = AlreadyDone
+			return nil
+		case OutboundSending:
+			if now.Sub(rec.SendingSince) < r.reconcileWindow {
+				dec = AwaitReconcile
+				return nil
+			}
+		}
+		rec.State, rec.SendingSince, rec.UpdatedAt = OutboundSending, now, now
+		rec.Attempts++
+		dec, out = Send, rec
+		return tx.Set(ref, rec)
+	})
+	if err != nil {
+		return 0, OutboundRecord{}, fmt.Errorf("begin send %s: %w", seed.IdempotencyKey, err)
+	}
+	return dec, out, nil
+}
+
+// MarkSent records Meta's acceptance of the reply. It does not overwrite a record a status
+// webhook already reconciled.
+func (r *Records) MarkSent(ctx context.Context, key, graphMessageID string) (OutboundRecord, error) {
+	return r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
+		if rec.State == OutboundSent {
+			return false
+		}
+		rec.State, rec.GraphMessageID, rec.SentAt = OutboundSent, graphMessageID, now
+		rec.LastError, rec.LastErrorCode = "", 0
+		if !rec.ReceivedAt.IsZero() {
+			rec.LatencyMS = now.Sub(rec.ReceivedAt).Milliseconds()
+		}
+		return true
+	})
+}
+
+// MarkSkipped records that no reply is sent for this message.
+func (r *Records) MarkSkipped(ctx context.Context, key string) error {
+	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
+		rec.State = OutboundSkipped
+		return true
+	})
+	return err
+}
+
+// MarkFailed records a permanent failure (or retries exhausted).
+func (r *Records) MarkFailed(ctx context.Context, key string, code int, msg string) error {
+	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
+		if rec.State == OutboundSent {
+			return false
+		}
+		rec.State, rec.LastErrorCode, rec.LastError = OutboundFailed, int64(code), msg
+		return true
+	})
+	return err
+}
+
+// MarkRetry records a send that will be retried. definite says Meta answered with an error, so
+// nothing was sent and the retry may send at once; otherwise the outcome is unknown and the
+// record stays sending until the reconcile window passes.
+func (r *Records) MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error {
+	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
+		if rec.State != OutboundSending {
+			return false
+		}
+		if definite {
+			rec.State = OutboundPending
+		}
+		rec.LastErrorCode, rec.LastError = int64(code), msg
+		return true
+	})
+	return err
+}
+
+// MarkReadDone notes that the inbound message was marked as read.
+func (r *Records) MarkReadDone(ctx context.Context, key string) error {
+	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
+		rec.ReadMarked = true
+		return true
+	})
+	return err
+}
+
+func (r *Records) update(ctx context.Context, key string, f func(*OutboundRecord, time.Time) bool) (OutboundRecord, error) {
+	ref := r.outboundDoc(key)
+	var out OutboundRecord
+	err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := snap.DataTo(&out); err != nil {
+			return err
+		}
+		now := r.now()
+		if !f(&out, now) {
+			return nil
+		}
+		out.UpdatedAt = now
+		return tx.Set(ref, out)
+	})
+	if err != nil {
+		return OutboundRecord{}, fmt.Errorf("update outbound record %s: %w", key, err)
+	}
+	return out, nil
+}
+
+// GetOutbound reads one record.
+func (r *Records) GetOutbound(ctx context.Context, key string) (OutboundRecord, error) {
+	snap, err := r.outboundDoc(key).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return OutboundRecord{}, ErrNotFound
+	}
+	if err != nil {
+		return OutboundRecord{}, fmt.Errorf("read outbound record %s: %w", key, err)
+	}
+	var rec OutboundRecord
+	if err := snap.DataTo(&rec); err != nil {
+		return OutboundRecord{}, fmt.Errorf("decode outbound record %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// StatusUpdate is one delivery status to apply to an outbound record.
+type StatusUpdate struct {
+	// Key is the idempotency key echoed in biz_opaque_callback_data, when present.
+	Key string
+	// GraphMessageID is the wamid of the sent message.
+	GraphMessageID string
+	Status         string
+	ErrorCode      int
+}
+
+// ApplyResult says what ApplyStatus did.
+type ApplyResult struct {
+	// Matched is false when no record is about this message (not sent by wapipe).
+	Matched bool
+	// Applied is false when the rank guard kept the record as it was.
+	Applied bool
+	// Reconciled is true when the status proved that a send of unknown outcome reached Meta.
+	Reconciled bool
+	Key        string
+}
+
+// ApplyStatus applies a delivery status to the record it is about, found by the echoed key or
+// else by the Graph message id. The rank guard keeps the highest status; a status for a record
+// still sending or pending proves Meta accepted the send, which reconciles the record to sent.
+func (r *Records) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult, error) {
+	key := u.Key
+	if key == "" {
+		q := r.fs.Collection(OutboundMessages).Where("graph_message_id", "==", u.GraphMessageID).Limit(1)
+		it := q.Documents(ctx)
+		snap, err := it.Next()
+		it.Stop()
+		if errors.Is(err, iterator.Done) {
+			return ApplyResult{}, nil
+		}
+		if err != nil {
+			return ApplyResult{}, fmt.Errorf("find outbound record by message id: %w", err)
+		}
+		k, err := snap.DataAt("idempotency_key")
+		if err != nil {
+			return ApplyResult{}, fmt.Errorf("find outbound record by message id: %w", err)
+		}
+		key, _ = k.(string)
+	}
+	res := ApplyResult{Key: key}
+	_, err := r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
+		res.Matched = true
+		changed := false
+		if rec.State == OutboundSending || rec.State == OutboundPending {
+			rec.State, rec.GraphMessageID, rec.SentAt, rec.Reconciled = OutboundSent, u.GraphMessageID, now, true
+			if !rec.ReceivedAt.IsZero() {
+				rec.LatencyMS = now.Sub(rec.ReceivedAt).Milliseconds()
+			}
+			res.Reconciled, changed = true, true
+		}
+		if rec.DeliveryStatus != DeliveryFailed && DeliveryRank(u.Status) > DeliveryRank(rec.DeliveryStatus) {
+			rec.DeliveryStatus = u.Status
+			if u.Status == DeliveryFailed {
+				rec.DeliveryError = int64(u.ErrorCode)
+			}
+			res.Applied, changed = true, true
+		}
+		return changed
+	})
+	if errors.Is(err, ErrNotFound) {
+		return ApplyResult{Key: key}, nil
+	}
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	return res, nil
+}

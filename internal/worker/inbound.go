@@ -1,0 +1,236 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// handleProcessInbound normalises one delivery, records its statuses and creates one outbound
+// task per message. It answers 503 when anything must be retried: already-created outbound tasks
+// deduplicate by name, already-recorded statuses by key.
+func (s *Server) handleProcessInbound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		start := s.deps.Now()
+		var in tasks.Inbound
+		raw, err := readTask(r, &in)
+		if err == nil && in.InboundEventID == "" {
+			err = errors.New("inbound_event_id is empty")
+		}
+		if err == nil && len(in.Payload) == 0 && in.PayloadRef == "" {
+			err = errors.New("neither payload nor payload_ref is set")
+		}
+		if err != nil {
+			// Retrying cannot fix a malformed task: keep it as a dead letter instead.
+			s.deadLetterNow(ctx, w, raw, tasks.ProcessInboundPath, fmt.Errorf("malformed inbound task: %w", err), 0, in.InboundEventID, "", in.CorrelationID)
+			return
+		}
+		ctx, logger := logging.With(ctx, "inbound_event_id", in.InboundEventID, "correlation_id", in.CorrelationID)
+
+		outcome, err := s.processInbound(ctx, logger, in)
+		if err != nil {
+			s.failOrRetry(ctx, w, raw, tasks.ProcessInboundPath, err, 0, 0, in.InboundEventID, "", in.CorrelationID)
+			return
+		}
+		logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
+			"messages", outcome.Messages, "statuses", outcome.Statuses, "tasks_created", outcome.Created,
+			"tasks_existed", outcome.Existed, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+		writeJSON(w, http.StatusOK, outcome)
+	})
+}
+
+type inboundOutcome struct {
+	Status   string `json:"status"`
+	Messages int    `json:"messages"`
+	Statuses int    `json:"statuses"`
+	Created  int    `json:"tasks_created"`
+	Existed  int    `json:"tasks_existed"`
+}
+
+func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, in tasks.Inbound) (inboundOutcome, error) {
+	ti := taskFrom(ctx)
+	payloadBytes := []byte(in.Payload)
+	if in.PayloadRef != "" {
+		b, err := s.deps.Payloads.Get(ctx, in.PayloadRef)
+		if err != nil {
+			return inboundOutcome{}, fmt.Errorf("load payload out of band: %w", err)
+		}
+		payloadBytes = b
+	}
+	payload, err := whatsapp.Parse(payloadBytes)
+	if err != nil {
+		// The webhook parsed it before enqueueing, so this is a defect, not bad luck: retrying
+		// will not help, and the dead letter keeps the payload.
+		return inboundOutcome{}, permanent(fmt.Errorf("parse payload: %w", err))
+	}
+	msgs, statuses := whatsapp.Normalize(payload)
+
+	traceID := ""
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		traceID = sc.TraceID().String()
+	}
+	if err := s.deps.Records.StartTrace(ctx, store.Trace{
+		InboundEventID: in.InboundEventID,
+		CorrelationID:  in.CorrelationID,
+		TaskName:       ti.Name,
+		TraceID:        traceID,
+		Attempt:        int64(ti.RetryCount) + 1,
+		Messages:       int64(len(msgs)),
+		Statuses:       int64(len(statuses)),
+		ReceivedAt:     in.ReceivedAt,
+	}); err != nil {
+		return inboundOutcome{}, err
+	}
+
+	out := inboundOutcome{Status: "ok", Messages: len(msgs), Statuses: len(statuses)}
+	targets, fanErr := s.fanOut(ctx, in, msgs)
+	for _, t := range targets {
+		switch t.Status {
+		case "created":
+			out.Created++
+		case "existed":
+			out.Existed++
+		}
+	}
+	statusErr := s.applyStatuses(ctx, logger, in, statuses)
+
+	err = errors.Join(fanErr, statusErr)
+	state, errText := store.TraceFinished, ""
+	if err != nil {
+		state, errText = store.TraceRetrying, err.Error()
+	}
+	if ferr := s.deps.Records.FinishTrace(ctx, in.InboundEventID, state, targets, errText); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
+	return out, err
+}
+
+// fanOut creates one outbound task per message, a bounded number at a time. It returns the outcome
+// of each enqueue by idempotency key.
+func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.Message) (map[string]store.TraceTarget, error) {
+	var mu sync.Mutex
+	targets := make(map[string]store.TraceTarget, len(msgs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.deps.FanOut)
+	var errs []error
+	for _, m := range msgs {
+		g.Go(func() error {
+			key := tasks.IdempotencyKey(m.ID)
+			body, err := json.Marshal(tasks.Outbound{
+				IdempotencyKey: key,
+				CorrelationID:  in.CorrelationID,
+				InboundEventID: in.InboundEventID,
+				PhoneNumberID:  m.PhoneNumberID,
+				To:             m.From,
+				Message:        m,
+				ReceivedAt:     in.ReceivedAt,
+			})
+			t := store.TraceTarget{MessageID: m.ID}
+			if err == nil {
+				var res taskqueue.Result
+				res, err = s.deps.Tasks.Enqueue(gctx, taskqueue.Task{
+					Queue:         s.cfg.OutboundQueue,
+					ID:            tasks.OutboundTaskID(m.ID),
+					Path:          tasks.ProcessOutboundPath,
+					Body:          body,
+					CorrelationID: in.CorrelationID,
+				})
+				t.TaskName = res.Name
+				t.Status = "created"
+				if res.Existed {
+					t.Status = "existed"
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Status, t.Error = "failed", err.Error()
+				errs = append(errs, fmt.Errorf("create outbound task for message %d: %w", len(errs), err))
+			}
+			targets[key] = t
+			// One failed enqueue does not stop the others: the retry then has less to do.
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return targets, errors.Join(errs...)
+}
+
+// applyStatuses records each status once and applies it to the outbound record it is about.
+func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, statuses []whatsapp.Status) error {
+	var errs []error
+	for _, st := range statuses {
+		code, title := 0, ""
+		if len(st.Errors) > 0 {
+			code, title = st.Errors[0].Code, st.Errors[0].Title
+		}
+		key := st.DedupeKey()
+		fresh, err := s.deps.Records.RecordStatus(ctx, store.StatusRecord{
+			Key:            key,
+			GraphMessageID: st.ID,
+			Status:         st.Status,
+			Timestamp:      st.Timestamp,
+			PhoneNumberID:  st.PhoneNumberID,
+			RecipientHash:  logging.HashPhone(st.RecipientID),
+			IdempotencyKey: callbackKey(st.BizOpaqueCallbackData),
+			ErrorCode:      int64(code),
+			ErrorTitle:     title,
+			InboundEventID: in.InboundEventID,
+			CorrelationID:  in.CorrelationID,
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !fresh {
+			logger.DebugContext(ctx, "status already recorded", "event", "status_duplicate", "status", st.Status)
+			continue
+		}
+		res, err := s.deps.Records.ApplyStatus(ctx, store.StatusUpdate{
+			Key:            callbackKey(st.BizOpaqueCallbackData),
+			GraphMessageID: st.ID,
+			Status:         st.Status,
+			ErrorCode:      code,
+		})
+		if err != nil {
+			// Forget it so the retry records and applies it again.
+			errs = append(errs, err, s.deps.Records.ForgetStatus(ctx, key))
+			continue
+		}
+		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,
+			"recipient", logging.HashPhone(st.RecipientID), "matched", res.Matched, "applied", res.Applied,
+			"reconciled", res.Reconciled}
+		switch {
+		case st.Status == store.DeliveryFailed:
+			logger.ErrorContext(ctx, "message delivery failed", append(attrs, "meta_error_code", code, "meta_error_title", title)...)
+		case res.Reconciled:
+			logger.WarnContext(ctx, "status reconciled a send of unknown outcome", attrs...)
+		default:
+			logger.InfoContext(ctx, "status applied", attrs...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// callbackKey returns the idempotency key wapipe put in biz_opaque_callback_data, or "" when the
+// data is something else (a message sent by another system on the same number).
+func callbackKey(data string) string {
+	if tasks.IsIdempotencyKey(data) {
+		return data
+	}
+	return ""
+}

@@ -1,0 +1,236 @@
+package worker
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// maxTaskBody caps a task body; Cloud Tasks caps a task at 1 MB.
+const maxTaskBody = 1 << 20
+
+// Enqueuer creates tasks; *taskqueue.Client implements it.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
+}
+
+// PayloadReader reads payloads stored out of band; *store.Payloads implements it.
+type PayloadReader interface {
+	Get(ctx context.Context, ref string) ([]byte, error)
+}
+
+// Records is the worker's Firestore state; *store.Records implements it.
+type Records interface {
+	StartTrace(ctx context.Context, t store.Trace) error
+	FinishTrace(ctx context.Context, eventID, state string, outbound map[string]store.TraceTarget, errText string) error
+	RecordStatus(ctx context.Context, s store.StatusRecord) (bool, error)
+	ForgetStatus(ctx context.Context, key string) error
+	ApplyStatus(ctx context.Context, u store.StatusUpdate) (store.ApplyResult, error)
+	BeginSend(ctx context.Context, seed store.OutboundRecord) (store.Decision, store.OutboundRecord, error)
+	MarkSent(ctx context.Context, key, graphMessageID string) (store.OutboundRecord, error)
+	MarkSkipped(ctx context.Context, key string) error
+	MarkFailed(ctx context.Context, key string, code int, msg string) error
+	MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error
+	MarkReadDone(ctx context.Context, key string) error
+	PutDeadLetter(ctx context.Context, d store.DeadLetter) (string, error)
+}
+
+// Sender talks to the Graph API; graphSender adapts the graph client to it.
+type Sender interface {
+	// Send sends reply to `to` from the business number, with callbackData as
+	// biz_opaque_callback_data and replyTo (when not empty) as the quoted message. It returns
+	// Meta's message id.
+	Send(ctx context.Context, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
+	MarkRead(ctx context.Context, phoneNumberID, messageID string) error
+}
+
+// TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
+type TokenVerifier interface {
+	Verify(ctx context.Context, rawToken string) (email string, err error)
+}
+
+// Deps are the worker's dependencies.
+type Deps struct {
+	Tasks     Enqueuer
+	Payloads  PayloadReader
+	Records   Records
+	Sender    Sender
+	Responder responder.Responder
+	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
+	Verifier TokenVerifier
+	// Queues gives each queue's max_attempts for dead letters; the embedded queues.yaml when nil.
+	Queues *tasks.QueueFile
+	Logger *slog.Logger
+	Now    func() time.Time
+	// FanOut bounds the outbound tasks created at once by one inbound task; 16 when zero.
+	FanOut int
+	// MarkReadTimeout bounds the best-effort mark-as-read call; 5 s when zero.
+	MarkReadTimeout time.Duration
+}
+
+// Server is the worker service.
+type Server struct {
+	cfg  *Config
+	deps Deps
+}
+
+// NewServer returns the worker service for a validated cfg.
+func NewServer(cfg *Config, deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Queues == nil {
+		deps.Queues = tasks.DefaultQueues()
+	}
+	if deps.Responder == nil {
+		deps.Responder = responder.Ack{}
+	}
+	if deps.FanOut <= 0 {
+		deps.FanOut = 16
+	}
+	if deps.MarkReadTimeout <= 0 {
+		deps.MarkReadTimeout = 5 * time.Second
+	}
+	return &Server{cfg: cfg, deps: deps}
+}
+
+// Routes returns the service's handler with its middleware.
+func (s *Server) Routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	r.Route("/internal", func(r chi.Router) {
+		r.Use(s.withTask)
+		r.Use(s.authenticate)
+		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
+		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
+	})
+	return otelhttp.NewHandler(r, "worker",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+}
+
+// taskInfo is what Cloud Tasks tells a handler about the task it runs.
+type taskInfo struct {
+	Queue      string
+	Name       string
+	RetryCount int
+	Correlated string
+}
+
+type taskInfoKey struct{}
+
+// withTask reads Cloud Tasks' headers into the context and a logger that names the task.
+func (s *Server) withTask(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ti := taskInfo{
+			Queue:      r.Header.Get(tasks.HeaderQueueName),
+			Name:       r.Header.Get(tasks.HeaderTaskName),
+			Correlated: r.Header.Get(tasks.HeaderCorrelationID),
+		}
+		ti.RetryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
+		logger := s.deps.Logger.With("task_name", ti.Name, "queue", ti.Queue, "retry_count", ti.RetryCount)
+		if ti.Correlated != "" {
+			logger = logger.With("correlation_id", ti.Correlated)
+		}
+		ctx := context.WithValue(r.Context(), taskInfoKey{}, ti)
+		next.ServeHTTP(w, r.WithContext(logging.WithLogger(ctx, logger)))
+	})
+}
+
+func taskFrom(ctx context.Context) taskInfo {
+	ti, _ := ctx.Value(taskInfoKey{}).(taskInfo)
+	return ti
+}
+
+// authenticate checks X-Internal-Token in constant time and, when a service account is
+// configured, the OIDC token Cloud Tasks attaches. Nothing is processed without both.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		logger := logging.FromContext(ctx)
+		token := r.Header.Get(tasks.HeaderInternalToken)
+		if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.InternalTaskToken)) != 1 {
+			logger.WarnContext(ctx, "internal request refused: missing or wrong X-Internal-Token", "event", "auth_refused",
+				"reason", "internal_token", "path", r.URL.Path)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"})
+			return
+		}
+		if want := s.cfg.TasksServiceAccountEmail; want != "" {
+			raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			email, err := "", error(nil)
+			if ok && s.deps.Verifier != nil {
+				email, err = s.deps.Verifier.Verify(ctx, raw)
+			}
+			if !ok || s.deps.Verifier == nil || err != nil || email != want {
+				logger.WarnContext(ctx, "internal request refused: OIDC token missing or invalid", "event", "auth_refused",
+					"reason", "oidc", "path", r.URL.Path, "error", err)
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readTask reads a task body under the size cap.
+func readTask(r *http.Request, v any) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxTaskBody {
+		return body[:maxTaskBody], errTaskTooLarge
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if err := dec.Decode(v); err != nil {
+		return body, err
+	}
+	return body, nil
+}
+
+type workerError string
+
+func (e workerError) Error() string { return string(e) }
+
+const errTaskTooLarge = workerError("task body over 1 MiB")
+
+// writeJSON encodes into a buffer first, so a failure never leaves half a response.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"status":"error","error":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// retryLater answers 503, which makes Cloud Tasks retry; a Retry-After is honoured by it.
+func retryLater(w http.ResponseWriter, after time.Duration, v any) {
+	if after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((after+time.Second-1)/time.Second)))
+	}
+	writeJSON(w, http.StatusServiceUnavailable, v)
+}
