@@ -7,6 +7,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -14,9 +15,10 @@ import (
 type Reply struct {
 	// Text is a plain text reply.
 	Text string
-	// Message, when set, is sent instead of Text: a Graph API message object without
-	// messaging_product and to, e.g. {"type":"interactive","interactive":{...}}.
-	Message map[string]any
+	// Message, when set, is sent instead of Text: any Graph API message (interactive buttons or
+	// lists, templates, media…). The worker fills in the recipient, the quote and the callback
+	// data.
+	Message *graph.Message
 	// Quote makes the reply quote the inbound message (Graph API context.message_id).
 	Quote bool
 }

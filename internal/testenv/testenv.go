@@ -18,9 +18,13 @@ import (
 	"testing"
 	"time"
 
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/firestore"
 
 	"github.com/wapipe/wapipe/internal/firestoreemu"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tasksemu"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 var (
@@ -138,4 +142,43 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg strin
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Tasks starts a Cloud Tasks emulator of the test's own (in-process, on a free port) with the
+// given queues (the embedded queues.yaml when nil), stopped when the test ends. It returns the
+// emulator and an official client connected to it.
+func Tasks(t testing.TB, project, location string, queues *tasks.QueueFile) (*tasksemu.Server, *cloudtasks.Client) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped under -short")
+	}
+	if queues == nil {
+		queues = tasks.DefaultQueues()
+	}
+	ctx := context.Background()
+	emu, err := tasksemu.Start(ctx, tasksemu.Options{Addr: "127.0.0.1:0", Project: project, Location: location, Queues: queues})
+	if err != nil {
+		t.Fatalf("start tasks emulator: %v", err)
+	}
+	t.Cleanup(emu.Stop)
+	c, err := taskqueue.NewCloudTasksClient(ctx, emu.Addr())
+	if err != nil {
+		t.Fatalf("tasks client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return emu, c
+}
+
+// FastQueues is queues.yaml with backoffs short enough for tests to watch retries happen.
+func FastQueues(t testing.TB) *tasks.QueueFile {
+	t.Helper()
+	f := tasks.DefaultQueues()
+	for id, q := range f.Queues {
+		q.RetryConfig.MinBackoff.Duration = 50 * time.Millisecond
+		q.RetryConfig.MaxBackoff.Duration = 200 * time.Millisecond
+		q.RetryConfig.MaxAttempts = 5
+		q.RateLimits.MaxDispatchesPerSecond = 500
+		f.Queues[id] = q
+	}
+	return f
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
@@ -36,12 +35,16 @@ func Run(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger)
 	}
 	defer tq.Close()
 
-	httpClient := &http.Client{Timeout: 15 * time.Second, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	httpClient := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)
+	if err != nil {
+		return fmt.Errorf("graph.NewClient: %w", err)
+	}
 	deps := Deps{
 		Tasks:     tq,
 		Payloads:  store.NewPayloads(fs, 0),
 		Records:   store.NewRecords(fs, store.RecordsOptions{}),
-		Sender:    NewGraphSender(graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)),
+		Sender:    NewGraphSender(gc),
 		Responder: responder.Ack{Text: cfg.AckText},
 		Logger:    logger,
 	}

@@ -1,0 +1,615 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/wapipe/wapipe/internal/dedupe"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/webhook"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
+
+const (
+	appSecret   = "test-app-secret-value"
+	verifyToken = "test-verify-token"
+	taskToken   = "test-internal-token-0123456789"
+	location    = "us-central1"
+	senderPhone = "16505551234"
+	messageText = "I would like to book a table for two"
+)
+
+// textPayload is a Meta text message webhook.
+func textPayload(msgID string) []byte {
+	return []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"WABA_ID","changes":[{"field":"messages","value":{
+ "messaging_product":"whatsapp","metadata":{"display_phone_number":"15550001111","phone_number_id":"PNID1"},
+ "contacts":[{"profile":{"name":"Ana"},"wa_id":%q}],
+ "messages":[{"from":%q,"id":%q,"timestamp":"1763800000","type":"text","text":{"body":%q}}]}}]}]}`,
+		senderPhone, senderPhone, msgID, messageText))
+}
+
+// env is one test's webhook wired to the real Firestore emulator and its own Cloud Tasks
+// emulator, with the inbound queue paused so tasks stay where the test can count them.
+type env struct {
+	t       *testing.T
+	fs      *firestore.Client
+	tc      *cloudtasks.Client
+	project string
+	cfg     *webhook.Config
+	srv     *httptest.Server
+	logs    *syncBuffer
+	clock   *clock
+	queue   string
+}
+
+type envOptions struct {
+	failMode     string
+	dedupe       webhook.Deduper // overrides the Firestore store
+	tasks        func(webhook.Enqueuer) webhook.Enqueuer
+	serviceEmail string
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	fs, project := testenv.Firestore(t)
+	emu, tc := testenv.Tasks(t, project, location, nil)
+	e := &env{t: t, fs: fs, tc: tc, project: project, logs: &syncBuffer{}, clock: &clock{now: time.Now()}}
+	e.queue = fmt.Sprintf("projects/%s/locations/%s/queues/%s", project, location, tasks.InboundQueueID)
+	if _, err := tc.PauseQueue(context.Background(), &cloudtaskspb.PauseQueueRequest{Name: e.queue}); err != nil {
+		t.Fatalf("pause queue: %v", err)
+	}
+	e.cfg = &webhook.Config{
+		Base: setup.Base{
+			AppEnv: "dev", ProjectID: project, TasksLocation: location, TasksEmulatorHost: emu.Addr(),
+			InternalTaskBaseURL: "http://127.0.0.1:1/", InternalTaskToken: taskToken,
+			TasksServiceAccountEmail: o.serviceEmail,
+		},
+		InboundQueue: tasks.InboundQueueID, AppSecret: appSecret, VerifyToken: verifyToken,
+		DedupeTTL: time.Hour, DedupeFailMode: o.failMode,
+	}
+	if err := e.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tq, err := e.cfg.Tasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tq.Close() })
+	var enq webhook.Enqueuer = tq
+	if o.tasks != nil {
+		enq = o.tasks(tq)
+	}
+	var dd webhook.Deduper = dedupe.New(fs, dedupe.Options{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
+	if o.dedupe != nil {
+		dd = o.dedupe
+	}
+	s := webhook.NewServer(e.cfg, webhook.Deps{
+		Dedupe: dd, Payloads: store.NewPayloads(fs, time.Hour), Tasks: enq,
+		Logger:       logging.New(e.logs, logging.Options{Level: slog.LevelDebug}),
+		StoreTimeout: 2 * time.Second, InFlightWait: 300 * time.Millisecond,
+	})
+	e.srv = httptest.NewServer(s.Routes())
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *env) post(body []byte, header map[string]string) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+webhook.Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, appSecret))
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (e *env) tasks() []*cloudtaskspb.Task {
+	e.t.Helper()
+	it := e.tc.ListTasks(context.Background(), &cloudtaskspb.ListTasksRequest{Parent: e.queue, ResponseView: cloudtaskspb.Task_FULL})
+	var out []*cloudtaskspb.Task
+	for {
+		task, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out
+		}
+		if err != nil {
+			e.t.Fatalf("ListTasks: %v", err)
+		}
+		out = append(out, task)
+	}
+}
+
+func (e *env) wantTasks(n int) []*cloudtaskspb.Task {
+	e.t.Helper()
+	got := e.tasks()
+	if len(got) != n {
+		e.t.Fatalf("%d tasks in the inbound queue, want %d", len(got), n)
+	}
+	return got
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// events returns the `event` names logged, in order.
+func (b *syncBuffer) events() []string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			if ev, ok := m["event"].(string); ok {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out
+}
+
+func (b *syncBuffer) has(event string) bool {
+	for _, ev := range b.events() {
+		if ev == event {
+			return true
+		}
+	}
+	return false
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func TestVerifyHandshake(t *testing.T) {
+	t.Parallel()
+	s := webhook.NewServer(&webhook.Config{VerifyToken: verifyToken}, webhook.Deps{Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(s.Routes())
+	defer srv.Close()
+	tests := []struct {
+		name     string
+		query    string
+		wantCode int
+		wantBody string
+	}{
+		{"matching token", "hub.mode=subscribe&hub.verify_token=" + verifyToken + "&hub.challenge=1158201444", 200, "1158201444"},
+		{"wrong token", "hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1", 403, ""},
+		{"wrong mode", "hub.mode=unsubscribe&hub.verify_token=" + verifyToken + "&hub.challenge=1", 403, ""},
+		{"no token", "hub.mode=subscribe&hub.challenge=1", 403, ""},
+		{"nothing", "", 403, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Get(srv.URL + webhook.Path + "?" + tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantCode || (tc.wantBody != "" && string(b) != tc.wantBody) {
+				t.Errorf("GET ?%s = %d %q, want %d %q", tc.query, resp.StatusCode, b, tc.wantCode, tc.wantBody)
+			}
+		})
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+	s := webhook.NewServer(&webhook.Config{}, webhook.Deps{})
+	rec := httptest.NewRecorder()
+	s.Routes().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != 200 {
+		t.Fatalf("GET /healthz = %d", rec.Code)
+	}
+}
+
+// TestPostStatusCodes drives every refusal in the contract through the real handler and checks
+// that none of them creates a task.
+func TestPostStatusCodes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	good := textPayload("wamid.codes1")
+	tests := []struct {
+		name     string
+		body     []byte
+		header   map[string]string
+		wantCode int
+		wantLog  string
+	}{
+		{"no signature", good, map[string]string{"X-Hub-Signature-256": ""}, 401, "signature_invalid"},
+		{"wrong signature", good, map[string]string{"X-Hub-Signature-256": webhook.Sign(good, "other-secret")}, 401, "signature_invalid"},
+		{"signature not hex", good, map[string]string{"X-Hub-Signature-256": "sha256=zz"}, 401, "signature_invalid"},
+		{"signature without prefix", good, map[string]string{"X-Hub-Signature-256": strings.TrimPrefix(webhook.Sign(good, appSecret), "sha256=")}, 401, "signature_invalid"},
+		{"signature over other bytes", append([]byte(" "), good...), map[string]string{"X-Hub-Signature-256": webhook.Sign(good, appSecret)}, 401, "signature_invalid"},
+		{"malformed JSON, good signature", []byte(`{"object":`), nil, 400, "payload_malformed"},
+		{"JSON array, good signature", []byte(`[1,2]`), nil, 400, "payload_malformed"},
+	}
+	for _, tc := range tests {
+		code, body := e.post(tc.body, tc.header)
+		if code != tc.wantCode {
+			t.Errorf("%s: status %d (%s), want %d", tc.name, code, body, tc.wantCode)
+		}
+		if !e.logs.has(tc.wantLog) {
+			t.Errorf("%s: no %q log line", tc.name, tc.wantLog)
+		}
+	}
+	e.wantTasks(0)
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	big := bytes.Repeat([]byte("a"), webhook.MaxBodyBytes+1)
+	// Declared length over the cap: refused before reading.
+	if code, _ := e.post(big, nil); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("declared oversize body: %d, want 413", code)
+	}
+	// Chunked, no declared length: refused once the cap is crossed.
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+webhook.Path, io.MultiReader(bytes.NewReader(big)))
+	req.ContentLength = -1
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign(big, appSecret))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked oversize body: %d, want 413", resp.StatusCode)
+	}
+	if !e.logs.has("body_too_large") {
+		t.Error("no body_too_large log line")
+	}
+	e.wantTasks(0)
+}
+
+// TestAcceptCreatesTask checks the inbound task against the contract: name, headers, body.
+func TestAcceptCreatesTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{serviceEmail: "tasks-invoker@p.iam.gserviceaccount.com"})
+	body := textPayload("wamid.accept1")
+	code, resp := e.post(body, map[string]string{"X-Correlation-ID": "corr-abc"})
+	if code != 200 {
+		t.Fatalf("POST = %d %s, want 200", code, resp)
+	}
+	task := e.wantTasks(1)[0]
+	if want := e.queue + "/tasks/" + tasks.InboundTaskID("wamid.accept1"); task.Name != want {
+		t.Errorf("task name %s, want %s", task.Name, want)
+	}
+	hr := task.GetHttpRequest()
+	if hr.Url != "http://127.0.0.1:1"+tasks.ProcessInboundPath || hr.HttpMethod != cloudtaskspb.HttpMethod_POST {
+		t.Errorf("target %s %s", hr.HttpMethod, hr.Url)
+	}
+	for k, want := range map[string]string{"X-Internal-Token": taskToken, "X-Correlation-ID": "corr-abc", "Content-Type": "application/json"} {
+		if hr.Headers[k] != want {
+			t.Errorf("header %s = %q, want %q", k, hr.Headers[k], want)
+		}
+	}
+	if oidc := hr.GetOidcToken(); oidc == nil || oidc.ServiceAccountEmail != "tasks-invoker@p.iam.gserviceaccount.com" || oidc.Audience != "http://127.0.0.1:1" {
+		t.Errorf("oidc token = %v", oidc)
+	}
+	var in tasks.Inbound
+	if err := json.Unmarshal(hr.Body, &in); err != nil {
+		t.Fatalf("task body is not JSON: %v", err)
+	}
+	var sent, got any
+	_ = json.Unmarshal(body, &sent)
+	_ = json.Unmarshal(in.Payload, &got)
+	if in.InboundEventID != "wamid.accept1" || in.CorrelationID != "corr-abc" || in.ReceivedAt.IsZero() || fmt.Sprint(sent) != fmt.Sprint(got) {
+		t.Errorf("task body = %s", hr.Body)
+	}
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(hr.Body, &raw)
+	for _, k := range []string{"inbound_event_id", "correlation_id", "received_at", "payload"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("task body has no %q", k)
+		}
+	}
+	m, err := dedupe.New(e.fs, dedupe.Options{}).Get(context.Background(), "wamid.accept1")
+	if err != nil || m.State != dedupe.StateEnqueued || m.TaskName != task.Name {
+		t.Errorf("marker = %+v, %v; want enqueued with the task name", m, err)
+	}
+}
+
+func TestCorrelationIDGenerated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	if code, _ := e.post(textPayload("wamid.corr1"), map[string]string{"X-Correlation-ID": "bad id with spaces"}); code != 200 {
+		t.Fatalf("POST = %d", code)
+	}
+	hr := e.wantTasks(1)[0].GetHttpRequest()
+	id := hr.Headers["X-Correlation-ID"]
+	if len(id) != 32 || strings.Contains(id, " ") {
+		t.Errorf("generated correlation id %q", id)
+	}
+	if !strings.Contains(string(hr.Body), `"correlation_id":"`+id+`"`) {
+		t.Error("the body's correlation_id differs from the header's")
+	}
+}
+
+func TestDuplicateSequential(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	body := textPayload("wamid.dup3")
+	for i := range 3 {
+		if code, resp := e.post(body, nil); code != 200 {
+			t.Fatalf("delivery %d: %d %s", i+1, code, resp)
+		}
+	}
+	e.wantTasks(1)
+	if n := strings.Count(e.logs.String(), `"event":"duplicate_dropped"`); n != 2 {
+		t.Errorf("%d duplicate_dropped lines, want 2", n)
+	}
+}
+
+func TestDuplicateConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	body := textPayload("wamid.dup50")
+	var wg sync.WaitGroup
+	codes := make(chan int, 50)
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, _ := e.post(body, nil)
+			codes <- code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	counts := map[int]int{}
+	for c := range codes {
+		counts[c]++
+	}
+	// Every delivery is answered 200 (the task exists) or 503 (still in flight: Meta redelivers,
+	// which is safe); none is lost and none makes a second task.
+	if counts[200] == 0 || counts[200]+counts[503] != 50 {
+		t.Errorf("status codes %v, want only 200s and 503s", counts)
+	}
+	e.wantTasks(1)
+}
+
+// TestDifferentEventsEachGetATask guards against dedupe that is too eager.
+func TestDifferentEventsEachGetATask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	for i := range 5 {
+		if code, _ := e.post(textPayload(fmt.Sprintf("wamid.distinct%d", i)), nil); code != 200 {
+			t.Fatalf("POST %d = %d", i, code)
+		}
+	}
+	e.wantTasks(5)
+}
+
+// downStore is a Firestore client on a port where nothing listens.
+func downStore(t *testing.T) *dedupe.Store {
+	t.Helper()
+	// FIRESTORE_EMULATOR_HOST wins over an endpoint option, but not over a connection.
+	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := firestore.NewClient(context.Background(), "down", option.WithGRPCConn(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return dedupe.New(c, dedupe.Options{})
+}
+
+func TestStoreOutage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode      string
+		wantCode  int
+		wantTasks int
+	}{
+		{webhook.FailClosed, 500, 0},
+		{webhook.FailOpen, 200, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{failMode: tc.mode, dedupe: downStore(t)})
+			if code, resp := e.post(textPayload("wamid.outage"), nil); code != tc.wantCode {
+				t.Fatalf("POST = %d %s, want %d", code, resp, tc.wantCode)
+			}
+			e.wantTasks(tc.wantTasks)
+			if !strings.Contains(e.logs.String(), `"severity":"ERROR"`) || !e.logs.has("dedupe_unavailable") {
+				t.Error("the outage is not logged at ERROR with event dedupe_unavailable")
+			}
+		})
+	}
+}
+
+// failingEnqueuer fails the first n creations, like a Cloud Tasks outage.
+type failingEnqueuer struct {
+	next webhook.Enqueuer
+	n    atomic.Int32
+}
+
+func (f *failingEnqueuer) Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error) {
+	if f.n.Add(-1) >= 0 {
+		return taskqueue.Result{}, errors.New("create task: rpc error: code = Unavailable")
+	}
+	return f.next.Enqueue(ctx, t)
+}
+
+func TestTaskFailureThenRedelivery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{tasks: func(next webhook.Enqueuer) webhook.Enqueuer {
+		f := &failingEnqueuer{next: next}
+		f.n.Store(1)
+		return f
+	}})
+	body := textPayload("wamid.redeliver")
+	if code, _ := e.post(body, nil); code < 500 {
+		t.Fatalf("first delivery with Cloud Tasks failing: %d, want 5xx", code)
+	}
+	e.wantTasks(0)
+	if !e.logs.has("enqueue_failed") {
+		t.Error("no enqueue_failed log line")
+	}
+	// Meta redelivers: it must go through, at once (the marker was released, not left leased).
+	if code, resp := e.post(body, nil); code != 200 {
+		t.Fatalf("redelivery: %d %s, want 200", code, resp)
+	}
+	e.wantTasks(1)
+	if code, _ := e.post(body, nil); code != 200 {
+		t.Fatal("third delivery not a 200 duplicate")
+	}
+	e.wantTasks(1)
+}
+
+func TestStaleMarkerTakenOver(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		taskCreated bool // the crashed instance got as far as creating the task
+	}{
+		{"crashed before the task", false},
+		{"crashed after the task", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{})
+			id := "wamid.stale-" + strings.ReplaceAll(tc.name, " ", "-")
+			body := textPayload(id)
+			crashed := dedupe.New(e.fs, dedupe.Options{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
+			if _, err := crashed.Begin(context.Background(), id, "corr-crashed"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.taskCreated {
+				tq, _ := e.cfg.Tasks(context.Background())
+				defer tq.Close()
+				if _, err := tq.Enqueue(context.Background(), taskqueue.Task{Queue: tasks.InboundQueueID, ID: tasks.InboundTaskID(id),
+					Path: tasks.ProcessInboundPath, Body: []byte(`{}`)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Within the lease, the delivery is told to come back.
+			if code, _ := e.post(body, nil); code != 503 {
+				t.Fatalf("delivery during the lease: %d, want 503", code)
+			}
+			e.clock.Add(31 * time.Second)
+			if code, resp := e.post(body, nil); code != 200 {
+				t.Fatalf("delivery after the lease: %d %s, want 200", code, resp)
+			}
+			if !e.logs.has("marker_taken_over") {
+				t.Error("no marker_taken_over log line")
+			}
+			e.wantTasks(1)
+		})
+	}
+}
+
+func TestLargePayloadOutOfBand(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	// A 3 MB delivery: one message plus Meta-style bulk (many statuses).
+	var sb strings.Builder
+	sb.WriteString(`{"object":"whatsapp_business_account","entry":[{"id":"WABA","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"1555","phone_number_id":"PNID1"},"messages":[{"from":"1650","id":"wamid.big3mb","timestamp":"1","type":"text","text":{"body":"hi"}}],"statuses":[`)
+	for i := 0; sb.Len() < 3_000_000; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"wamid.s%07d","status":"delivered","timestamp":"1763800000","recipient_id":"16505550000","conversation":{"id":"c%07d","origin":{"type":"service"}},"pricing":{"billable":true,"pricing_model":"CBP","category":"service"}}`, i, i)
+	}
+	sb.WriteString(`]}}]}]}`)
+	body := []byte(sb.String())
+	if code, resp := e.post(body, nil); code != 200 {
+		t.Fatalf("3 MB POST = %d %s", code, resp)
+	}
+	task := e.wantTasks(1)[0]
+	var in tasks.Inbound
+	if err := json.Unmarshal(task.GetHttpRequest().Body, &in); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Payload) != 0 || in.PayloadRef == "" || len(task.GetHttpRequest().Body) > 4096 {
+		t.Fatalf("task carries %d payload bytes and ref %q; want only a reference", len(in.Payload), in.PayloadRef)
+	}
+	got, err := store.NewPayloads(e.fs, time.Hour).Get(context.Background(), in.PayloadRef)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("stored payload: %d bytes, err %v; want the %d bytes sent", len(got), err, len(body))
+	}
+}
+
+// TestLogsKeepSecrets: nothing a customer wrote, no phone number and no secret reaches the logs.
+func TestLogsKeepSecrets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	body := textPayload("wamid.privacy")
+	e.post(body, nil)
+	e.post(body, nil)
+	e.post(body, map[string]string{"X-Hub-Signature-256": "sha256=00"})
+	e.post([]byte(`{"bad":`), nil)
+	logs := e.logs.String()
+	for _, secret := range []string{senderPhone, messageText, appSecret, taskToken, verifyToken} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain %q", secret)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %s", line)
+		}
+		if m["severity"] == nil || m["message"] == nil {
+			t.Errorf("log line without severity or message: %s", line)
+		}
+	}
+}
