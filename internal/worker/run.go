@@ -16,29 +16,25 @@ import (
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
-// Run builds the worker's clients from cfg and serves on ln (or on :$PORT when ln is nil) until ctx
-// ends, then drains and closes the clients.
-func Run(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger) error {
-	stopTelemetry, err := cfg.Telemetry(ctx, "worker", logger)
-	if err != nil {
-		return err
-	}
-	defer stopTelemetry()
+// Build connects the worker's clients from cfg and returns the service and a function that closes
+// the clients. Each option may adjust the dependencies before the service is made (the local
+// stack and tests use this to wrap or replace one).
+func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*Deps)) (*Server, func(), error) {
 	fs, err := cfg.Firestore(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer fs.Close()
 	tq, err := cfg.Tasks(ctx)
 	if err != nil {
-		return err
+		fs.Close()
+		return nil, nil, err
 	}
-	defer tq.Close()
-
+	closeAll := func() { tq.Close(); fs.Close() }
 	httpClient := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)
 	if err != nil {
-		return fmt.Errorf("graph.NewClient: %w", err)
+		closeAll()
+		return nil, nil, fmt.Errorf("graph.NewClient: %w", err)
 	}
 	deps := Deps{
 		Tasks:     tq,
@@ -55,13 +51,30 @@ func Run(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger)
 		}
 		deps.Verifier = NewOIDCVerifier(issuer, taskqueue.Audience(cfg.InternalTaskBaseURL))
 	}
-	srv := NewServer(cfg, deps)
+	for _, o := range opts {
+		o(&deps)
+	}
 	logger.Info("worker configured", "event", "config_loaded", "app_env", cfg.AppEnv,
 		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
 		"oidc", cfg.TasksServiceAccountEmail != "")
+	return NewServer(cfg, deps), closeAll, nil
+}
+
+// Run serves the worker on ln (or on :$PORT when ln is nil) until ctx ends, then drains, flushes
+// telemetry and closes the clients.
+func Run(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger) error {
+	stopTelemetry, err := cfg.Telemetry(ctx, "worker", logger)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	srv, closeClients, err := Build(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeClients()
 	if ln == nil {
-		ln, err = net.Listen("tcp", ":"+cfg.Port)
-		if err != nil {
+		if ln, err = net.Listen("tcp", ":"+cfg.Port); err != nil {
 			return fmt.Errorf("listen on :%s: %w", cfg.Port, err)
 		}
 	}

@@ -1,0 +1,281 @@
+// Package devstack runs the whole wapipe pipeline on one machine: the Firestore emulator (through
+// gcloud, or one already running), the project's Cloud Tasks emulator with the queues of
+// tasks/queues.yaml, the fake Graph API, and the webhook and worker services with dev settings,
+// wired to each other exactly as in production. cmd/devstack runs it for people; the end-to-end
+// tests run it in-process.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/firestoreemu"
+	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/server"
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/tasksemu"
+	"github.com/wapipe/wapipe/internal/webhook"
+	"github.com/wapipe/wapipe/internal/worker"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// Dev secrets: fixed so that a person can copy them from the README; never used outside dev.
+const (
+	DevAppSecret     = "dev-app-secret"
+	DevVerifyToken   = "dev-verify-token"
+	DevInternalToken = "dev-internal-token"
+	DevAccessToken   = "dev-access-token"
+)
+
+// Options configure Start. Zero values take dev defaults.
+type Options struct {
+	// FirestoreHost reuses a running Firestore emulator; empty starts one through gcloud.
+	FirestoreHost string
+	// Project and Location name the emulated project; "wapipe-dev" and "us-central1" by default.
+	Project, Location string
+	// Queues are created in the Cloud Tasks emulator; the embedded queues.yaml when nil.
+	Queues *tasks.QueueFile
+	// Addresses to listen on; "127.0.0.1:0" (a free port) when empty.
+	WebhookAddr, WorkerAddr, TasksAddr, GraphAddr string
+	// ServiceAccountEmail, when set, makes every task carry an OIDC token the worker verifies.
+	ServiceAccountEmail string
+	// Logs returns where a component's logs go ("webhook", "worker", "tasks-emulator",
+	// "firestore", "graph"); nil discards them.
+	Logs func(component string) io.Writer
+	// LogLevel for the services; INFO when zero.
+	LogLevel slog.Level
+	// Webhook and Worker adjust the services' dependencies (tests wrap or replace one).
+	Webhook []func(*webhook.Deps)
+	Worker  []func(*worker.Deps)
+	// WorkerConfig adjusts the worker's configuration before it starts.
+	WorkerConfig func(*worker.Config)
+}
+
+// Stack is a running local pipeline.
+type Stack struct {
+	WebhookURL    string
+	WorkerURL     string
+	GraphURL      string
+	TasksAddr     string
+	FirestoreHost string
+	Project       string
+	Location      string
+	AppSecret     string
+	VerifyToken   string
+	InternalToken string
+
+	Graph *graphfake.Fake
+	Tasks *tasksemu.Server
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closers  []func()
+	firestor *firestoreemu.Emulator
+	errs     chan error
+}
+
+// Start brings the stack up and returns once every part answers.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	if o.Project == "" {
+		o.Project = "wapipe-dev"
+	}
+	if o.Location == "" {
+		o.Location = "us-central1"
+	}
+	if o.Queues == nil {
+		o.Queues = tasks.DefaultQueues()
+	}
+	logs := func(c string) io.Writer {
+		if o.Logs == nil {
+			return io.Discard
+		}
+		return o.Logs(c)
+	}
+	s := &Stack{
+		Project: o.Project, Location: o.Location,
+		AppSecret: DevAppSecret, VerifyToken: DevVerifyToken, InternalToken: DevInternalToken,
+		errs: make(chan error, 4),
+	}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+
+	// Firestore: reuse, or start through gcloud.
+	s.FirestoreHost = o.FirestoreHost
+	if s.FirestoreHost == "" {
+		emu, err := firestoreemu.Start(ctx, firestoreemu.Options{Log: logs("firestore")})
+		if err != nil {
+			return nil, err
+		}
+		s.firestor = emu
+		s.FirestoreHost = emu.Host
+	}
+	// The Firestore client library reads the emulator's address from the environment.
+	if os.Getenv(firestoreemu.Env) != s.FirestoreHost {
+		os.Setenv(firestoreemu.Env, s.FirestoreHost)
+	}
+
+	tasksEmu, err := tasksemu.Start(runCtx, tasksemu.Options{
+		Addr: orFree(o.TasksAddr), Project: o.Project, Location: o.Location, Queues: o.Queues,
+		Logger: logging.New(logs("tasks-emulator"), logging.Options{Level: o.LogLevel}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start tasks emulator: %w", err)
+	}
+	s.Tasks, s.TasksAddr = tasksEmu, tasksEmu.Addr()
+	s.closers = append(s.closers, tasksEmu.Stop)
+
+	s.Graph = graphfake.New(graphfake.WithToken(DevAccessToken))
+	graphLn, err := net.Listen("tcp", orFree(o.GraphAddr))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake Graph API: %w", err)
+	}
+	s.GraphURL = "http://" + graphLn.Addr().String() + "/v24.0"
+	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{}))
+
+	workerLn, err := net.Listen("tcp", orFree(o.WorkerAddr))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the worker: %w", err)
+	}
+	s.WorkerURL = "http://" + workerLn.Addr().String()
+	webhookLn, err := net.Listen("tcp", orFree(o.WebhookAddr))
+	if err != nil {
+		workerLn.Close()
+		return nil, fmt.Errorf("listen for the webhook: %w", err)
+	}
+	s.WebhookURL = "http://" + webhookLn.Addr().String() + webhook.Path
+
+	base := setup.Base{
+		AppEnv: setup.EnvDev, ProjectID: o.Project, FirestoreDatabase: "(default)",
+		TasksEmulatorHost: s.TasksAddr, TasksLocation: o.Location,
+		InternalTaskBaseURL: s.WorkerURL, InternalTaskToken: DevInternalToken,
+		TasksServiceAccountEmail: o.ServiceAccountEmail, LogLevel: o.LogLevel.String(), TraceSampleRatio: 1,
+	}
+	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, GraphAPIBaseURL: s.GraphURL, AccessToken: DevAccessToken}
+	if o.WorkerConfig != nil {
+		o.WorkerConfig(wcfg)
+	}
+	hcfg := &webhook.Config{Base: base, InboundQueue: tasks.InboundQueueID, AppSecret: DevAppSecret,
+		VerifyToken: DevVerifyToken, DedupeTTL: time.Hour}
+	for _, v := range []setup.Validator{wcfg, hcfg} {
+		if err := v.Validate(); err != nil {
+			workerLn.Close()
+			webhookLn.Close()
+			return nil, err
+		}
+	}
+
+	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
+	// The worker judges a task's last attempt against the queues the emulator really has.
+	workerOpts := append([]func(*worker.Deps){func(d *worker.Deps) { d.Queues = o.Queues }}, o.Worker...)
+	wsrv, wclose, err := worker.Build(ctx, wcfg, wlog, workerOpts...)
+	if err != nil {
+		workerLn.Close()
+		webhookLn.Close()
+		return nil, fmt.Errorf("build worker: %w", err)
+	}
+	s.closers = append(s.closers, wclose)
+	s.serve(runCtx, "worker", workerLn, wsrv.Routes(), wlog)
+
+	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
+	hsrv, hclose, err := webhook.Build(ctx, hcfg, hlog, o.Webhook...)
+	if err != nil {
+		webhookLn.Close()
+		return nil, fmt.Errorf("build webhook: %w", err)
+	}
+	s.closers = append(s.closers, hclose)
+	s.serve(runCtx, "webhook", webhookLn, hsrv.Routes(), hlog)
+
+	if err := s.waitHealthy(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func orFree(addr string) string {
+	if addr == "" {
+		return "127.0.0.1:0"
+	}
+	return addr
+}
+
+func (s *Stack) serve(ctx context.Context, name string, ln net.Listener, h http.Handler, logger *slog.Logger) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := server.ServeListener(ctx, ln, h, logger); err != nil {
+			select {
+			case s.errs <- fmt.Errorf("%s: %w", name, err):
+			default:
+			}
+		}
+	}()
+}
+
+func (s *Stack) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for _, u := range []string{s.WorkerURL + "/healthz", s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz"} {
+		for {
+			resp, err := client.Get(u)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case err := <-s.errs:
+				return err
+			case <-ctx.Done():
+				return fmt.Errorf("%s not healthy: %w", u, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Err returns a channel that receives a service's failure while the stack runs.
+func (s *Stack) Err() <-chan error { return s.errs }
+
+// QueuePath is the full name of a queue of the stack.
+func (s *Stack) QueuePath(id string) string {
+	return fmt.Sprintf("projects/%s/locations/%s/queues/%s", s.Project, s.Location, id)
+}
+
+// Stop drains the services and stops the emulators it started.
+func (s *Stack) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+	if s.firestor != nil {
+		s.firestor.Stop()
+		s.firestor = nil
+	}
+}
+
+// ErrNoGcloud is returned when the Firestore emulator cannot be started for want of gcloud.
+var ErrNoGcloud = firestoreemu.ErrNoGcloud
+
+// IsNoGcloud reports whether err means gcloud is missing.
+func IsNoGcloud(err error) bool { return errors.Is(err, firestoreemu.ErrNoGcloud) }

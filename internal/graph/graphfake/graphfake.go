@@ -1,0 +1,442 @@
+// Package graphfake is a fake WhatsApp Cloud API (Graph API) for worker tests and the local
+// stack. It answers POST /{version}/{phone-number-id}/messages (the version segment is
+// optional) the way Meta does: a send gets a fresh wamid, a mark-as-read gets
+// {"success":true}, a request without a Bearer token gets 401 with code 190. It records every
+// request, can be told to fail the next calls with Meta's error bodies, and lets tests wait for
+// sends without sleeping.
+//
+// The same controls are served as JSON under /_fake/ so a CLI or the local stack can drive a
+// fake running in another process:
+//
+//	GET  /_fake/requests  {"requests":[…]}
+//	POST /_fake/reset
+//	POST /_fake/fail      {"n":2,"http_status":400,"code":130429,"retry_after":"3"}
+package graphfake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// Request kinds.
+const (
+	KindSend  = "send"  // a message send
+	KindRead  = "read"  // a mark-as-read
+	KindOther = "other" // anything else (wrong path or method, unreadable body)
+)
+
+// Request is one call the fake answered.
+type Request struct {
+	Method        string `json:"method"`
+	Path          string `json:"path"`
+	PhoneNumberID string `json:"phone_number_id,omitempty"`
+	Kind          string `json:"kind"`
+	// Body is the decoded JSON body (numbers as json.Number); nil when it was not an object.
+	Body map[string]any `json:"body,omitempty"`
+	// RawBody is the body as received, for decoding into graph.Message.
+	RawBody json.RawMessage `json:"-"`
+	Time    time.Time       `json:"time"`
+	// Status is the HTTP status the fake answered.
+	Status int `json:"status"`
+	// MessageID is the wamid a successful send returned.
+	MessageID string `json:"message_id,omitempty"`
+}
+
+// Failure is a scripted error answer. Zero fields take Meta's usual values for Code.
+type Failure struct {
+	HTTPStatus int    `json:"http_status"`
+	Code       int    `json:"code"`
+	Subcode    int    `json:"subcode,omitempty"`
+	Type       string `json:"type,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Details    string `json:"details,omitempty"`
+	// RetryAfter, when set, is sent as the Retry-After header (seconds or an HTTP date).
+	RetryAfter string `json:"retry_after,omitempty"`
+	// Kind, when set (KindSend or KindRead), limits the failure to calls of that kind; other
+	// calls pass it by. Empty fails the next call of any kind.
+	Kind string `json:"kind,omitempty"`
+}
+
+// Fake is the fake Graph API. Its zero value is not usable; call New. It is safe for
+// concurrent use.
+type Fake struct {
+	token string
+	now   func() time.Time
+
+	mu       sync.Mutex
+	requests []Request
+	failures []Failure
+	// changed is closed and replaced whenever requests change, waking every waiter.
+	changed chan struct{}
+}
+
+// Option configures a Fake.
+type Option func(*Fake)
+
+// WithToken makes the fake accept only this access token (by default any Bearer token).
+func WithToken(token string) Option { return func(f *Fake) { f.token = token } }
+
+// WithClock sets the clock that stamps requests.
+func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
+
+// New returns a fake with no requests and no scripted failures.
+func New(opts ...Option) *Fake {
+	f := &Fake{now: time.Now, changed: make(chan struct{})}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// NewTestServer starts the fake on an httptest server; its URL is the base URL for the
+// client, e.g. srv.URL + "/v24.0". Close it when done.
+func (f *Fake) NewTestServer() *httptest.Server { return httptest.NewServer(f) }
+
+// Serve answers on l until ctx ends, then shuts down gracefully.
+func (f *Fake) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("graphfake serve: %w", err)
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("graphfake shutdown: %w", err)
+		}
+		return nil
+	}
+}
+
+// Requests returns every recorded request, oldest first.
+func (f *Fake) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.requests...)
+}
+
+// Sends returns the message sends the fake accepted (status 200), oldest first: the messages
+// that "went out". Failed attempts are in Requests.
+func (f *Fake) Sends() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sendsLocked()
+}
+
+func (f *Fake) sendsLocked() []Request {
+	var out []Request
+	for _, r := range f.requests {
+		if r.Kind == KindSend && r.Status == http.StatusOK {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Reset forgets every request and scripted failure.
+func (f *Fake) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests, f.failures = nil, nil
+	f.notifyLocked()
+}
+
+// FailNext makes the next n API calls (sends and reads) fail with httpStatus and Meta's error
+// body for metaCode.
+func (f *Fake) FailNext(n, httpStatus, metaCode int) {
+	f.FailWith(n, Failure{HTTPStatus: httpStatus, Code: metaCode})
+}
+
+// FailWith makes the next n API calls fail with fl. Failures queue up after earlier ones.
+func (f *Fake) FailWith(n int, fl Failure) {
+	fl = fl.withDefaults()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range n {
+		f.failures = append(f.failures, fl)
+	}
+}
+
+// WaitForSends blocks until at least n sends were accepted (see Sends) and returns them, or
+// returns ctx's error with the sends so far.
+func (f *Fake) WaitForSends(ctx context.Context, n int) ([]Request, error) {
+	return f.wait(ctx, func() []Request {
+		if s := f.sendsLocked(); len(s) >= n {
+			return s
+		}
+		return nil
+	}, f.Sends)
+}
+
+// WaitForRequests blocks until at least n requests of any kind were answered.
+func (f *Fake) WaitForRequests(ctx context.Context, n int) ([]Request, error) {
+	return f.wait(ctx, func() []Request {
+		if len(f.requests) >= n {
+			return append([]Request(nil), f.requests...)
+		}
+		return nil
+	}, f.Requests)
+}
+
+func (f *Fake) wait(ctx context.Context, done func() []Request, sofar func() []Request) ([]Request, error) {
+	for {
+		f.mu.Lock()
+		if rs := done(); rs != nil {
+			f.mu.Unlock()
+			return rs, nil
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return sofar(), fmt.Errorf("graphfake wait: %w", ctx.Err())
+		}
+	}
+}
+
+func (f *Fake) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *Fake) record(r Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, r)
+	f.notifyLocked()
+}
+
+// nextFailure takes the first queued failure that applies to a call of this kind.
+func (f *Fake) nextFailure(kind string) (Failure, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, fl := range f.failures {
+		if fl.Kind == "" || fl.Kind == kind {
+			f.failures = append(f.failures[:i:i], f.failures[i+1:]...)
+			return fl, true
+		}
+	}
+	return Failure{}, false
+}
+
+// messagesPath matches /{version}/{phone_number_id}/messages and /{phone_number_id}/messages.
+var messagesPath = regexp.MustCompile(`^(?:/v[0-9]+(?:\.[0-9]+)?)?/([^/]+)/messages/?$`)
+
+// ServeHTTP answers like the Graph API, and serves the /_fake/ controls.
+func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/_fake/") {
+		f.serveAdmin(w, r)
+		return
+	}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
+	status, resp, header := f.answer(r, &rec)
+	rec.Status = status
+	f.record(rec)
+	for k, v := range header {
+		w.Header().Set(k, v)
+	}
+	writeJSON(w, status, resp)
+}
+
+// answer decides the response to one API call and fills rec.
+func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]string) {
+	m := messagesPath.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		return http.StatusBadRequest, metaError(Failure{Code: 100, Type: "GraphMethodException",
+			Message: "Unsupported " + strings.ToLower(r.Method) + " request. Object does not exist or does not support this operation"}), nil
+	}
+	rec.PhoneNumberID = m[1]
+	if r.Method != http.MethodPost {
+		return http.StatusBadRequest, metaError(Failure{Code: 100, Type: "GraphMethodException",
+			Message: "Unsupported " + strings.ToLower(r.Method) + " request"}), nil
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" || (f.token != "" && tok != f.token) {
+		fl := Failure{HTTPStatus: http.StatusUnauthorized, Code: 190}.withDefaults()
+		if !ok || tok == "" {
+			fl.Message = "An active access token must be used to query information about the current user."
+		}
+		return fl.HTTPStatus, metaError(fl), nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) Could not read the request body"}.withDefaults()), nil
+	}
+	rec.RawBody = raw
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&rec.Body); err != nil || rec.Body == nil {
+		rec.Body = nil
+		return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) Invalid parameter",
+			Details: "The request body must be a JSON object"}.withDefaults()), nil
+	}
+	if rec.Body["status"] == "read" {
+		rec.Kind = KindRead
+	} else {
+		rec.Kind = KindSend
+	}
+	if fl, ok := f.nextFailure(rec.Kind); ok {
+		h := map[string]string{}
+		if fl.RetryAfter != "" {
+			h["Retry-After"] = fl.RetryAfter
+		}
+		return fl.HTTPStatus, metaError(fl), h
+	}
+	if rec.Body["messaging_product"] != "whatsapp" {
+		return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) The parameter messaging_product is required."}.withDefaults()), nil
+	}
+	if rec.Kind == KindRead {
+		if id, _ := rec.Body["message_id"].(string); id == "" {
+			return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) The parameter message_id is required."}.withDefaults()), nil
+		}
+		return http.StatusOK, map[string]any{"success": true}, nil
+	}
+	to, _ := rec.Body["to"].(string)
+	if to == "" {
+		return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) The parameter to is required."}.withDefaults()), nil
+	}
+	rec.MessageID = whatsapp.NewMessageID()
+	return http.StatusOK, map[string]any{
+		"messaging_product": "whatsapp",
+		"contacts":          []any{map[string]any{"input": to, "wa_id": waID(to)}},
+		"messages":          []any{map[string]any{"id": rec.MessageID}},
+	}, nil
+}
+
+// waID is the WhatsApp id Meta reports for an input number: its digits.
+func waID(to string) string {
+	var b strings.Builder
+	for _, c := range to {
+		if c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// knownErrors are Meta's messages for the codes tests script most.
+var knownErrors = map[int]struct {
+	status  int
+	message string
+	details string
+}{
+	1:      {http.StatusInternalServerError, "An unknown error occurred", "Invalid request or possible server error."},
+	2:      {http.StatusServiceUnavailable, "Service temporarily unavailable", "Temporary due to downtime or due to being overloaded."},
+	4:      {http.StatusBadRequest, "(#4) Application request limit reached", "The app has reached its API call rate limit."},
+	10:     {http.StatusForbidden, "(#10) Application does not have permission for this action", "Permission is either not granted or has been removed."},
+	100:    {http.StatusBadRequest, "(#100) Invalid parameter", "The request included one or more unsupported or misspelled parameters."},
+	190:    {http.StatusUnauthorized, "Error validating access token: Session has expired.", "The access token has expired."},
+	80007:  {http.StatusBadRequest, "(#80007) Rate limit issues", "The WhatsApp Business Account has reached its rate limit."},
+	130429: {http.StatusBadRequest, "(#130429) Rate limit hit", "Cloud API message throughput has been reached."},
+	131000: {http.StatusInternalServerError, "(#131000) Something went wrong", "Message failed to send due to an unknown error."},
+	131016: {http.StatusServiceUnavailable, "(#131016) Service unavailable", "A service is temporarily unavailable."},
+	131026: {http.StatusBadRequest, "(#131026) Message undeliverable", "Unable to deliver message."},
+	131047: {http.StatusBadRequest, "(#131047) Re-engagement message", "More than 24 hours have passed since the recipient last replied to the sender number."},
+	131051: {http.StatusBadRequest, "(#131051) Unsupported message type", "Unsupported message type."},
+	131052: {http.StatusBadRequest, "(#131052) Media download error", "Unable to download the media sent by the user."},
+	131053: {http.StatusBadRequest, "(#131053) Media upload error", "Unable to upload the media used in the message."},
+	131056: {http.StatusBadRequest, "(#131056) (Business Account, Consumer Account) pair rate limit hit", "Too many messages sent from the sender phone number to the same recipient phone number in a short period of time."},
+	133004: {http.StatusServiceUnavailable, "(#133004) Server temporarily unavailable", "Server is temporarily unavailable."},
+}
+
+func (fl Failure) withDefaults() Failure {
+	k, ok := knownErrors[fl.Code]
+	if fl.HTTPStatus == 0 {
+		fl.HTTPStatus = http.StatusBadRequest
+		if ok {
+			fl.HTTPStatus = k.status
+		}
+	}
+	if fl.Type == "" {
+		fl.Type = "OAuthException"
+	}
+	if fl.Message == "" {
+		fl.Message = fmt.Sprintf("(#%d) Error", fl.Code)
+		if ok {
+			fl.Message = k.message
+		}
+	}
+	if fl.Details == "" && ok {
+		fl.Details = k.details
+	}
+	return fl
+}
+
+// metaError is Meta's error body for fl.
+func metaError(fl Failure) map[string]any {
+	e := map[string]any{
+		"message":    fl.Message,
+		"type":       fl.Type,
+		"code":       fl.Code,
+		"fbtrace_id": newTraceID(),
+	}
+	if fl.Subcode != 0 {
+		e["error_subcode"] = fl.Subcode
+	}
+	if fl.Details != "" {
+		e["error_data"] = map[string]any{"messaging_product": "whatsapp", "details": fl.Details}
+	}
+	return map[string]any{"error": e}
+}
+
+func newTraceID() string {
+	var b [18]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// serveAdmin serves the /_fake/ controls.
+func (f *Fake) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/_fake/requests" && r.Method == http.MethodGet:
+		rs := f.Requests()
+		if rs == nil {
+			rs = []Request{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"requests": rs})
+	case r.URL.Path == "/_fake/reset" && r.Method == http.MethodPost:
+		f.Reset()
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	case r.URL.Path == "/_fake/fail" && r.Method == http.MethodPost:
+		var in struct {
+			N int `json:"n"`
+			Failure
+		}
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields() // a typo in a test script should fail loudly
+		if err := dec.Decode(&in); err != nil || in.N < 1 {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "want a JSON object with n >= 1, http_status, code"})
+			return
+		}
+		f.FailWith(in.N, in.Failure)
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown fake control"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encode response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

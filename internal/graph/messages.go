@@ -1,0 +1,231 @@
+package graph
+
+// The types below are the outgoing message bodies of the Cloud API "messages" endpoint, as
+// Meta documents them. Message is the whole body; the typed parts cover what wapipe sends and
+// the common types, and Send takes any Message.
+
+// Message is a body for POST /{phone-number-id}/messages. Set To, Type and the object named
+// by Type; Send fills MessagingProduct.
+type Message struct {
+	MessagingProduct string `json:"messaging_product"`
+	// RecipientType is "individual" (the default when empty).
+	RecipientType string `json:"recipient_type,omitempty"`
+	// To is the customer's WhatsApp id or phone number.
+	To   string `json:"to"`
+	Type string `json:"type"`
+	// Context makes the message a quoted reply to Context.MessageID.
+	Context *Context `json:"context,omitempty"`
+
+	Text        *Text        `json:"text,omitempty"`
+	Interactive *Interactive `json:"interactive,omitempty"`
+	Template    *Template    `json:"template,omitempty"`
+	Image       *Media       `json:"image,omitempty"`
+	Audio       *Media       `json:"audio,omitempty"`
+	Video       *Media       `json:"video,omitempty"`
+	Document    *Media       `json:"document,omitempty"`
+	Sticker     *Media       `json:"sticker,omitempty"`
+	Location    *Location    `json:"location,omitempty"`
+	Reaction    *Reaction    `json:"reaction,omitempty"`
+	// Contacts is a contacts message's cards, passed through as given.
+	Contacts []any `json:"contacts,omitempty"`
+
+	// BizOpaqueCallbackData is echoed in the message's status webhooks; wapipe sets it to the
+	// idempotency key so a status can be traced back to the task that sent it.
+	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
+}
+
+// Context is the message a reply quotes.
+type Context struct {
+	MessageID string `json:"message_id"`
+}
+
+// Text is a text message body. PreviewURL asks WhatsApp to render a preview of the first URL.
+type Text struct {
+	Body       string `json:"body"`
+	PreviewURL bool   `json:"preview_url,omitempty"`
+}
+
+// Media is an attachment by uploaded media ID or by public Link.
+type Media struct {
+	ID       string `json:"id,omitempty"`
+	Link     string `json:"link,omitempty"`
+	Caption  string `json:"caption,omitempty"`
+	Filename string `json:"filename,omitempty"`
+}
+
+// Location is a location pin.
+type Location struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+	Name      string  `json:"name,omitempty"`
+	Address   string  `json:"address,omitempty"`
+}
+
+// Reaction reacts to MessageID with Emoji (empty removes the reaction).
+type Reaction struct {
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji"`
+}
+
+// Interactive is an interactive message: Type "button" (reply buttons) or "list".
+type Interactive struct {
+	Type   string  `json:"type"`
+	Header *Header `json:"header,omitempty"`
+	Body   *Body   `json:"body,omitempty"`
+	Footer *Footer `json:"footer,omitempty"`
+	Action Action  `json:"action"`
+}
+
+// Header is the optional header of an interactive message; wapipe uses text headers.
+type Header struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+}
+
+// Body is the main text of an interactive message.
+type Body struct {
+	Text string `json:"text"`
+}
+
+// Footer is the optional small print of an interactive message.
+type Footer struct {
+	Text string `json:"text"`
+}
+
+// Action holds the buttons (reply buttons) or the button text and sections (list).
+type Action struct {
+	Buttons  []ActionButton `json:"buttons,omitempty"`
+	Button   string         `json:"button,omitempty"`
+	Sections []Section      `json:"sections,omitempty"`
+}
+
+// ActionButton is one reply button ({"type":"reply","reply":{"id","title"}}).
+type ActionButton struct {
+	Type  string      `json:"type"`
+	Reply ButtonReply `json:"reply"`
+}
+
+// ButtonReply is a reply button's id (returned in the customer's answer) and label.
+type ButtonReply struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+// Section is a titled group of list rows.
+type Section struct {
+	Title string `json:"title,omitempty"`
+	Rows  []Row  `json:"rows"`
+}
+
+// Row is one choice of a list.
+type Row struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+}
+
+// Template is a pre-approved template message.
+type Template struct {
+	Name       string      `json:"name"`
+	Language   Language    `json:"language"`
+	Components []Component `json:"components,omitempty"`
+}
+
+// Language is the template's language, e.g. {Code: "en_US"}.
+type Language struct {
+	Code   string `json:"code"`
+	Policy string `json:"policy,omitempty"`
+}
+
+// Component fills a template part: Type "header", "body" or "button" (with SubType and Index).
+type Component struct {
+	Type       string      `json:"type"`
+	SubType    string      `json:"sub_type,omitempty"`
+	Index      string      `json:"index,omitempty"`
+	Parameters []Parameter `json:"parameters,omitempty"`
+}
+
+// Parameter is one template variable: Type "text", "payload", "currency", "date_time",
+// "image", "document" or "video", with the matching field set.
+type Parameter struct {
+	Type string `json:"type"`
+	// ParameterName is set for templates with named parameters.
+	ParameterName string    `json:"parameter_name,omitempty"`
+	Text          string    `json:"text,omitempty"`
+	Payload       string    `json:"payload,omitempty"`
+	Currency      *Currency `json:"currency,omitempty"`
+	DateTime      *DateTime `json:"date_time,omitempty"`
+	Image         *Media    `json:"image,omitempty"`
+	Document      *Media    `json:"document,omitempty"`
+	Video         *Media    `json:"video,omitempty"`
+}
+
+// Currency is a money amount parameter; Amount1000 is the amount times 1000.
+type Currency struct {
+	FallbackValue string `json:"fallback_value"`
+	Code          string `json:"code"`
+	Amount1000    int64  `json:"amount_1000"`
+}
+
+// DateTime is a date parameter shown as FallbackValue.
+type DateTime struct {
+	FallbackValue string `json:"fallback_value"`
+}
+
+// SendOptions are the options every send takes.
+type SendOptions struct {
+	// ReplyTo quotes that message (context.message_id).
+	ReplyTo string
+	// BizOpaqueCallbackData is echoed in status webhooks (wapipe: the idempotency key).
+	BizOpaqueCallbackData string
+}
+
+func (o SendOptions) apply(m *Message) {
+	if o.ReplyTo != "" {
+		m.Context = &Context{MessageID: o.ReplyTo}
+	}
+	m.BizOpaqueCallbackData = o.BizOpaqueCallbackData
+}
+
+// Button is a reply button for SendButtons.
+type Button struct {
+	ID    string
+	Title string
+}
+
+// Buttons is a reply-buttons message: Body with one to three buttons.
+type Buttons struct {
+	Header  string // optional text header
+	Body    string
+	Footer  string // optional
+	Buttons []Button
+}
+
+// List is a list message: Body, the label of the button that opens the list, and sections.
+type List struct {
+	Header     string // optional text header
+	Body       string
+	Footer     string // optional
+	ButtonText string
+	Sections   []Section
+}
+
+// Limits Meta enforces on interactive messages; checking them here fails fast and clearly
+// instead of spending a Graph API call on an error 131009.
+const (
+	MaxReplyButtons = 3
+	MaxListRows     = 10
+	MaxListSections = 10
+)
+
+func interactiveParts(header, body, footer string) (*Header, *Body, *Footer) {
+	var h *Header
+	var f *Footer
+	if header != "" {
+		h = &Header{Type: "text", Text: header}
+	}
+	if footer != "" {
+		f = &Footer{Text: footer}
+	}
+	return h, &Body{Text: body}, f
+}

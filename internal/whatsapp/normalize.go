@@ -1,0 +1,148 @@
+package whatsapp
+
+// Normalize flattens every message and every status of a payload into wapipe's Message and
+// Status shapes.
+//
+// Order: payload order. Entries in order, within an entry its changes in order, within a change
+// its messages (or statuses) in order. Meta does not promise that order is the order in which
+// things happened, so consumers that care compare Timestamp; but a stable order keeps the
+// outbound tasks and the records reproducible for the same body.
+//
+// Every change is read whatever its field: the messages and statuses arrays only occur under
+// the "messages" field today, and reading them wherever they occur keeps Normalize in step
+// with InboundEventID, which scans the same way.
+func Normalize(p *Payload) ([]Message, []Status) {
+	if p == nil {
+		return nil, nil
+	}
+	var msgs []Message
+	var sts []Status
+	for _, e := range p.Entry {
+		for _, c := range e.Changes {
+			v := &c.Value
+			for i := range v.Messages {
+				msgs = append(msgs, normalizeMessage(v, &v.Messages[i]))
+			}
+			for i := range v.Statuses {
+				sts = append(sts, normalizeStatus(v, &v.Statuses[i]))
+			}
+		}
+	}
+	return msgs, sts
+}
+
+func normalizeMessage(v *Value, in *InboundMessage) Message {
+	m := Message{
+		ID:                 in.ID,
+		From:               in.From,
+		ContactName:        contactName(v.Contacts, in.From),
+		PhoneNumberID:      v.Metadata.PhoneNumberID,
+		DisplayPhoneNumber: v.Metadata.DisplayPhoneNumber,
+		Timestamp:          in.Timestamp,
+		Type:               in.Type,
+		Errors:             convertErrors(in.Errors),
+		Raw:                in.Raw,
+	}
+	if in.Context != nil {
+		m.ContextID = in.Context.ID
+	}
+	if in.Text != nil {
+		m.Text = in.Text.Body
+	}
+	// Media objects are read by the sub-object present rather than by Type, so that a media
+	// message whose type Meta renames still carries its attachment.
+	for _, md := range []*MediaObject{in.Image, in.Audio, in.Video, in.Document, in.Sticker} {
+		if md == nil {
+			continue
+		}
+		m.Media = &Media{
+			ID:       md.ID,
+			MimeType: md.MimeType,
+			SHA256:   md.SHA256,
+			Filename: md.Filename,
+			Animated: md.Animated,
+			Voice:    md.Voice,
+		}
+		if m.Text == "" {
+			m.Text = md.Caption
+		}
+		break
+	}
+	if l := in.Location; l != nil {
+		m.Location = &Location{Latitude: l.Latitude, Longitude: l.Longitude, Name: l.Name, Address: l.Address, URL: l.URL}
+	}
+	if r := in.Reaction; r != nil {
+		m.Reaction = &Reaction{MessageID: r.MessageID, Emoji: r.Emoji}
+	}
+	m.Reply = reply(in)
+	return m
+}
+
+// reply extracts the user's choice from an interactive answer or a template button.
+func reply(in *InboundMessage) *Reply {
+	if it := in.Interactive; it != nil {
+		switch {
+		case it.ButtonReply != nil:
+			return &Reply{Kind: "button_reply", ID: it.ButtonReply.ID, Title: it.ButtonReply.Title}
+		case it.ListReply != nil:
+			return &Reply{Kind: "list_reply", ID: it.ListReply.ID, Title: it.ListReply.Title, Description: it.ListReply.Description}
+		case it.NFMReply != nil:
+			// A Flow answer has no id of its own: its name says which kind of Flow ("flow",
+			// "address_message") and the body is the text shown in the chat. The answers
+			// themselves (response_json) stay in Raw.
+			return &Reply{Kind: "nfm_reply", ID: it.NFMReply.Name, Title: it.NFMReply.Body}
+		}
+	}
+	if b := in.Button; b != nil {
+		return &Reply{Kind: "button", ID: b.Payload, Title: b.Text}
+	}
+	return nil
+}
+
+// contactName returns the profile name of the contact whose wa_id is the sender. Meta sends
+// one contact per sender in the change, but a batch may hold several senders.
+func contactName(cs []Contact, waID string) string {
+	for _, c := range cs {
+		if c.WaID == waID {
+			return c.Profile.Name
+		}
+	}
+	return ""
+}
+
+func normalizeStatus(v *Value, in *StatusUpdate) Status {
+	s := Status{
+		ID:                    in.ID,
+		Status:                in.Status,
+		Timestamp:             in.Timestamp,
+		RecipientID:           in.RecipientID,
+		PhoneNumberID:         v.Metadata.PhoneNumberID,
+		BizOpaqueCallbackData: in.BizOpaqueCallbackData,
+		Errors:                convertErrors(in.Errors),
+	}
+	if in.Conversation != nil {
+		s.ConversationID = in.Conversation.ID
+	}
+	if in.Pricing != nil {
+		s.PricingCategory = in.Pricing.Category
+		if b := in.Pricing.Billable; b != nil {
+			billable := *b // a copy: the Status must not alias the parsed payload
+			s.Billable = &billable
+		}
+	}
+	return s
+}
+
+func convertErrors(es []MetaError) []Error {
+	if len(es) == 0 {
+		return nil
+	}
+	out := make([]Error, len(es))
+	for i, e := range es {
+		out[i] = Error{Code: e.Code, Title: e.Title, Message: e.Message}
+		if e.ErrorData != nil {
+			out[i].Details = e.ErrorData.Details
+		}
+	}
+	return out
+}

@@ -1,0 +1,253 @@
+package whatsapp
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Sample payload builders produce webhook bodies shaped exactly like Meta's, for tests, the
+// local stack and the CLI. Each returns a complete body (object, entry, change "messages",
+// metadata, contacts for inbound messages) ready to be signed and POSTed to the webhook.
+
+// SampleOptions describe the parties and ids of a sample payload. Zero fields take the
+// defaults of DefaultSampleOptions; MessageID left empty gets a fresh NewMessageID, and a zero
+// Timestamp is the current time.
+type SampleOptions struct {
+	// WABAID is the WhatsApp Business Account id (entry[].id).
+	WABAID string
+	// PhoneNumberID and DisplayPhoneNumber name the business number (value.metadata).
+	PhoneNumberID      string
+	DisplayPhoneNumber string
+	// From is the customer's WhatsApp id: the sender of a message, the recipient of a status.
+	From string
+	// ContactName is the customer's profile name.
+	ContactName string
+	// MessageID is the id of the inbound message, or of the outbound message a status is about.
+	MessageID string
+	// Timestamp is when the event happened.
+	Timestamp time.Time
+	// ContextID, when set, makes an inbound message quote that message (context.id); it is
+	// always set for interactive replies, which Meta sends with the id of the message answered.
+	ContextID string
+	// BizOpaqueCallbackData is echoed in statuses (wapipe sets it to the idempotency key).
+	BizOpaqueCallbackData string
+}
+
+// DefaultSampleOptions are the values SampleOptions fall back to: the test numbers of Meta's
+// own examples.
+var DefaultSampleOptions = SampleOptions{
+	WABAID:             "102290129340398",
+	PhoneNumberID:      "106540352242922",
+	DisplayPhoneNumber: "15550783881",
+	From:               "16505551234",
+	ContactName:        "Sheena Nelson",
+}
+
+// NewMessageID returns a fresh wamid-style id ("wamid." and 48 base64 characters), unique with
+// overwhelming probability.
+func NewMessageID() string {
+	var b [36]byte
+	// crypto/rand.Read never returns an error (it crashes the program instead).
+	_, _ = rand.Read(b[:])
+	return "wamid." + base64.StdEncoding.EncodeToString(b[:])
+}
+
+func (o SampleOptions) withDefaults() SampleOptions {
+	d := DefaultSampleOptions
+	def := func(v *string, dv string) {
+		if *v == "" {
+			*v = dv
+		}
+	}
+	def(&o.WABAID, d.WABAID)
+	def(&o.PhoneNumberID, d.PhoneNumberID)
+	def(&o.DisplayPhoneNumber, d.DisplayPhoneNumber)
+	def(&o.From, d.From)
+	def(&o.ContactName, d.ContactName)
+	if o.MessageID == "" {
+		o.MessageID = NewMessageID()
+	}
+	if o.Timestamp.IsZero() {
+		o.Timestamp = time.Now()
+	}
+	return o
+}
+
+func (o SampleOptions) unix() string { return strconv.FormatInt(o.Timestamp.Unix(), 10) }
+
+// envelope wraps one value in Meta's object/entry/changes envelope and encodes it.
+func (o SampleOptions) envelope(v Value) []byte {
+	v.MessagingProduct = "whatsapp"
+	v.Metadata = Metadata{DisplayPhoneNumber: o.DisplayPhoneNumber, PhoneNumberID: o.PhoneNumberID}
+	p := Payload{
+		Object: "whatsapp_business_account",
+		Entry:  []Entry{{ID: o.WABAID, Changes: []Change{{Field: "messages", Value: v}}}},
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Only types of this package are encoded, and they always encode.
+		panic(fmt.Sprintf("whatsapp: encode sample payload: %v", err))
+	}
+	return b
+}
+
+// inbound builds a one-message body: the message gets From, ID, Timestamp and ContextID from o.
+func (o SampleOptions) inbound(m InboundMessage) []byte {
+	m.From, m.ID, m.Timestamp = o.From, o.MessageID, o.unix()
+	if o.ContextID != "" && m.Context == nil {
+		m.Context = &Context{From: o.DisplayPhoneNumber, ID: o.ContextID}
+	}
+	return o.envelope(Value{
+		Contacts: []Contact{{Profile: Profile{Name: o.ContactName}, WaID: o.From}},
+		Messages: []InboundMessage{m},
+	})
+}
+
+// interactiveContext is the context Meta sends with an interactive reply: the id of the
+// interactive message the customer answered.
+func (o SampleOptions) interactiveContext() *Context {
+	id := o.ContextID
+	if id == "" {
+		id = NewMessageID()
+	}
+	return &Context{From: o.DisplayPhoneNumber, ID: id}
+}
+
+// SampleText is a text message.
+func SampleText(o SampleOptions, body string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{Type: "text", Text: &Text{Body: body}})
+}
+
+// SampleButtonReply is a tap on a reply button of an interactive message.
+func SampleButtonReply(o SampleOptions, id, title string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{
+		Type:        "interactive",
+		Context:     o.interactiveContext(),
+		Interactive: &Interactive{Type: "button_reply", ButtonReply: &ButtonReply{ID: id, Title: title}},
+	})
+}
+
+// SampleListReply is a row chosen from an interactive list.
+func SampleListReply(o SampleOptions, id, title, description string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{
+		Type:        "interactive",
+		Context:     o.interactiveContext(),
+		Interactive: &Interactive{Type: "list_reply", ListReply: &ListReply{ID: id, Title: title, Description: description}},
+	})
+}
+
+// SampleImage is an image with an optional caption; mediaID is the id to fetch it by.
+func SampleImage(o SampleOptions, mediaID, mimeType, caption string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{
+		Type: "image",
+		Image: &MediaObject{
+			ID:       mediaID,
+			MimeType: mimeType,
+			// Meta sends the base64 SHA-256 of the file; one of the id does for a sample.
+			SHA256:  b64SHA256(mediaID),
+			Caption: caption,
+		},
+	})
+}
+
+// SampleLocation is a shared location pin.
+func SampleLocation(o SampleOptions, lat, lng float64, name, address string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{
+		Type:     "location",
+		Location: &LocationObject{Latitude: lat, Longitude: lng, Name: name, Address: address},
+	})
+}
+
+// SampleReaction is an emoji reaction to messageID; an empty emoji removes a reaction.
+func SampleReaction(o SampleOptions, messageID, emoji string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{Type: "reaction", Reaction: &ReactionObject{MessageID: messageID, Emoji: emoji}})
+}
+
+// SampleBatch is one change carrying n text messages from the same sender, as Meta batches
+// them under load: bodies "message 1" … "message n", ids fresh (o.MessageID is ignored),
+// timestamps one second apart from o.Timestamp.
+func SampleBatch(o SampleOptions, n int) []byte {
+	o = o.withDefaults()
+	msgs := make([]InboundMessage, n)
+	for i := range msgs {
+		msgs[i] = InboundMessage{
+			From:      o.From,
+			ID:        NewMessageID(),
+			Timestamp: strconv.FormatInt(o.Timestamp.Unix()+int64(i), 10),
+			Type:      "text",
+			Text:      &Text{Body: "message " + strconv.Itoa(i+1)},
+		}
+	}
+	return o.envelope(Value{
+		Contacts: []Contact{{Profile: Profile{Name: o.ContactName}, WaID: o.From}},
+		Messages: msgs,
+	})
+}
+
+// SampleStatus is a status update ("sent", "delivered", "read", …) of the outbound message
+// o.MessageID sent to o.From. Billing details are those of a free customer-service reply.
+func SampleStatus(o SampleOptions, status string) []byte {
+	o = o.withDefaults()
+	return o.envelope(Value{Statuses: []StatusUpdate{o.status(status)}})
+}
+
+// SampleFailedStatus is a "failed" status with Meta's error, e.g. 131026 "Message
+// undeliverable" or 131047 "Re-engagement message".
+func SampleFailedStatus(o SampleOptions, code int, title, details string) []byte {
+	o = o.withDefaults()
+	s := o.status("failed")
+	s.Conversation, s.Pricing = nil, nil // Meta bills nothing for a failed message
+	s.Errors = []MetaError{{
+		Code:      code,
+		Title:     title,
+		Message:   title,
+		ErrorData: &ErrorData{Details: details},
+		Href:      "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/",
+	}}
+	return o.envelope(Value{Statuses: []StatusUpdate{s}})
+}
+
+func (o SampleOptions) status(status string) StatusUpdate {
+	billable := false
+	s := StatusUpdate{
+		ID:                    o.MessageID,
+		Status:                status,
+		Timestamp:             o.unix(),
+		RecipientID:           o.From,
+		BizOpaqueCallbackData: o.BizOpaqueCallbackData,
+		Conversation: &Conversation{
+			ID:     conversationID(o.MessageID),
+			Origin: &ConversationOrigin{Type: "service"},
+		},
+		Pricing: &Pricing{Billable: &billable, PricingModel: "PMP", Category: "service", Type: "free_customer_service"},
+	}
+	if status == "sent" {
+		// Meta tells when the conversation window closes only on the first status.
+		s.Conversation.ExpirationTimestamp = strconv.FormatInt(o.Timestamp.Add(24*time.Hour).Unix(), 10)
+	}
+	return s
+}
+
+// conversationID derives a stable 32-hex-digit conversation id from a message id, so that the
+// statuses of one message share a conversation.
+func conversationID(messageID string) string {
+	sum := sha256.Sum256([]byte(messageID))
+	return hex.EncodeToString(sum[:16])
+}
+
+func b64SHA256(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
