@@ -226,6 +226,22 @@ func (r *Records) MarkRetry(ctx context.Context, key string, definite bool, code
 	return err
 }
 
+// ReopenOutbound makes a failed record pending again, so that a replayed dead letter may send.
+// A sent record is never reopened: that reply reached Meta already.
+func (r *Records) ReopenOutbound(ctx context.Context, key string) error {
+	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
+		if rec.State != OutboundFailed {
+			return false
+		}
+		rec.State = OutboundPending
+		return true
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // MarkReadDone notes that the inbound message was marked as read.
 func (r *Records) MarkReadDone(ctx context.Context, key string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {

@@ -221,3 +221,46 @@ func (r *Records) MarkReplayed(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// DeadLettersFor lists the dead letters of one inbound event or one reply (by idempotency key).
+func (r *Records) DeadLettersFor(ctx context.Context, inboundEventID, idempotencyKey string) ([]DeadLetter, error) {
+	var out []DeadLetter
+	seen := map[string]bool{}
+	for _, q := range []struct{ field, value string }{{"inbound_event_id", inboundEventID}, {"idempotency_key", idempotencyKey}} {
+		if q.value == "" {
+			continue
+		}
+		docs, err := r.fs.Collection(DeadLetters).Where(q.field, "==", q.value).Documents(ctx).GetAll()
+		if err != nil {
+			return nil, fmt.Errorf("list dead letters: %w", err)
+		}
+		for _, d := range docs {
+			if seen[d.Ref.ID] {
+				continue
+			}
+			seen[d.Ref.ID] = true
+			var dl DeadLetter
+			if err := d.DataTo(&dl); err != nil {
+				return nil, fmt.Errorf("decode dead letter: %w", err)
+			}
+			out = append(out, dl)
+		}
+	}
+	return out, nil
+}
+
+// GetDeadLetter reads one dead letter by id.
+func (r *Records) GetDeadLetter(ctx context.Context, id string) (DeadLetter, error) {
+	snap, err := r.fs.Collection(DeadLetters).Doc(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return DeadLetter{}, ErrNotFound
+	}
+	if err != nil {
+		return DeadLetter{}, fmt.Errorf("read dead letter: %w", err)
+	}
+	var d DeadLetter
+	if err := snap.DataTo(&d); err != nil {
+		return DeadLetter{}, fmt.Errorf("decode dead letter: %w", err)
+	}
+	return d, nil
+}
