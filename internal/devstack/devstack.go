@@ -164,7 +164,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		InternalTaskBaseURL: s.WorkerURL, InternalTaskToken: DevInternalToken,
 		TasksServiceAccountEmail: o.ServiceAccountEmail, LogLevel: o.LogLevel.String(), TraceSampleRatio: 1,
 	}
-	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, GraphAPIBaseURL: s.GraphURL, AccessToken: DevAccessToken}
+	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID, GraphAPIBaseURL: s.GraphURL, AccessToken: DevAccessToken}
 	if o.WorkerConfig != nil {
 		o.WorkerConfig(wcfg)
 	}

@@ -73,6 +73,9 @@ type OutboundRecord struct {
 	UpdatedAt      time.Time `firestore:"updated_at" json:"updated_at"`
 	SentAt         time.Time `firestore:"sent_at,omitempty" json:"sent_at,omitempty"`
 	LatencyMS      int64     `firestore:"latency_ms,omitempty" json:"latency_ms,omitempty"`
+	// LatencyBucket indexes LatencyBounds, so health can compute percentiles with count
+	// aggregations instead of reading every record.
+	LatencyBucket int64 `firestore:"latency_bucket" json:"latency_bucket"`
 	ExpireAt       time.Time `firestore:"expire_at" json:"expire_at"`
 }
 
@@ -181,9 +184,7 @@ func (r *Records) MarkSent(ctx context.Context, key, graphMessageID string) (Out
 		}
 		rec.State, rec.GraphMessageID, rec.SentAt = OutboundSent, graphMessageID, now
 		rec.LastError, rec.LastErrorCode = "", 0
-		if !rec.ReceivedAt.IsZero() {
-			rec.LatencyMS = now.Sub(rec.ReceivedAt).Milliseconds()
-		}
+		rec.setLatency(now)
 		return true
 	})
 }
@@ -343,9 +344,7 @@ func (r *Records) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult,
 		changed := false
 		if rec.State == OutboundSending || rec.State == OutboundPending {
 			rec.State, rec.GraphMessageID, rec.SentAt, rec.Reconciled = OutboundSent, u.GraphMessageID, now, true
-			if !rec.ReceivedAt.IsZero() {
-				rec.LatencyMS = now.Sub(rec.ReceivedAt).Milliseconds()
-			}
+			rec.setLatency(now)
 			res.Reconciled, changed = true, true
 		}
 		if rec.DeliveryStatus != DeliveryFailed && DeliveryRank(u.Status) > DeliveryRank(rec.DeliveryStatus) {
@@ -364,4 +363,27 @@ func (r *Records) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult,
 		return ApplyResult{}, err
 	}
 	return res, nil
+}
+
+// LatencyBounds are the upper bounds, in milliseconds, of the webhook-to-sent latency buckets; the
+// last bucket (index len(LatencyBounds)) holds everything slower.
+var LatencyBounds = []int64{100, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 300000}
+
+// LatencyBucket returns the bucket of a latency.
+func LatencyBucket(ms int64) int64 {
+	for i, b := range LatencyBounds {
+		if ms <= b {
+			return int64(i)
+		}
+	}
+	return int64(len(LatencyBounds))
+}
+
+func (rec *OutboundRecord) setLatency(now time.Time) {
+	if rec.ReceivedAt.IsZero() {
+		rec.LatencyBucket = -1
+		return
+	}
+	rec.LatencyMS = now.Sub(rec.ReceivedAt).Milliseconds()
+	rec.LatencyBucket = LatencyBucket(rec.LatencyMS)
 }

@@ -55,17 +55,22 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return &Client{tc: tc, cfg: cfg}, nil
 }
 
+// ClientOptions are the options that point a Cloud Tasks client (v2 or v2beta3) at emulatorHost:
+// gRPC without TLS or credentials. None when emulatorHost is empty.
+func ClientOptions(emulatorHost string) []option.ClientOption {
+	if emulatorHost == "" {
+		return nil
+	}
+	return []option.ClientOption{
+		option.WithEndpoint(emulatorHost),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+}
+
 // NewCloudTasksClient returns the official client, pointed at emulatorHost when it is not empty.
 func NewCloudTasksClient(ctx context.Context, emulatorHost string) (*cloudtasks.Client, error) {
-	var opts []option.ClientOption
-	if emulatorHost != "" {
-		opts = append(opts,
-			option.WithEndpoint(emulatorHost),
-			option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		)
-	}
-	tc, err := cloudtasks.NewClient(ctx, opts...)
+	tc, err := cloudtasks.NewClient(ctx, ClientOptions(emulatorHost)...)
 	if err != nil {
 		return nil, fmt.Errorf("cloudtasks.NewClient: %w", err)
 	}

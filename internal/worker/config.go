@@ -15,7 +15,9 @@ const DefaultGraphAPIBaseURL = "https://graph.facebook.com/v24.0"
 type Config struct {
 	setup.Base
 
-	OutboundQueue   string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
+	OutboundQueue string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
+	// InboundQueue is read for health only (its backlog); the webhook is the one that enqueues.
+	InboundQueue    string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
 	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
 	AccessToken     string `env:"WHATSAPP_ACCESS_TOKEN, required"`
 	// AckText is the default Responder's answer to a text message.

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 
+	cloudtasksbeta "cloud.google.com/go/cloudtasks/apiv2beta3"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/server"
 	"github.com/wapipe/wapipe/internal/store"
@@ -29,7 +31,13 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 		fs.Close()
 		return nil, nil, err
 	}
-	closeAll := func() { tq.Close(); fs.Close() }
+	beta, err := cloudtasksbeta.NewClient(ctx, taskqueue.ClientOptions(cfg.TasksEmulatorHost)...)
+	if err != nil {
+		tq.Close()
+		fs.Close()
+		return nil, nil, fmt.Errorf("cloudtasks v2beta3 NewClient: %w", err)
+	}
+	closeAll := func() { beta.Close(); tq.Close(); fs.Close() }
 	httpClient := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)
 	if err != nil {
@@ -43,6 +51,7 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 		Sender:    NewGraphSender(gc),
 		Responder: responder.Ack{Text: cfg.AckText},
 		Logger:    logger,
+		Health:    health.New(fs, beta, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
 	}
 	if cfg.TasksServiceAccountEmail != "" {
 		issuer := GoogleIssuer

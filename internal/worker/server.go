@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
@@ -65,6 +66,11 @@ type TokenVerifier interface {
 	Verify(ctx context.Context, rawToken string) (email string, err error)
 }
 
+// HealthChecker computes the health report; *health.Checker implements it.
+type HealthChecker interface {
+	Check(ctx context.Context) (health.Report, error)
+}
+
 // Deps are the worker's dependencies.
 type Deps struct {
 	Tasks     Enqueuer
@@ -72,6 +78,8 @@ type Deps struct {
 	Records   Records
 	Sender    Sender
 	Responder responder.Responder
+	// Health answers GET /internal/health; the route answers 404 without it.
+	Health HealthChecker
 	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
 	Verifier TokenVerifier
 	// Queues gives each queue's max_attempts for dead letters; the embedded queues.yaml when nil.
@@ -126,6 +134,7 @@ func (s *Server) Routes() http.Handler {
 		r.Use(s.authenticate)
 		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
 		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
+		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
 	return otelhttp.NewHandler(r, "worker",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
@@ -191,6 +200,26 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// handleHealth answers the health report: 200 when ok or degraded, 503 when failing, so an uptime
+// check can alert on the status code alone.
+func (s *Server) handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.deps.Health == nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"status": "error", "error": "health not configured"})
+			return
+		}
+		rep, err := s.deps.Health.Check(r.Context())
+		if err != nil {
+			logging.FromContext(r.Context()).WarnContext(r.Context(), "health check incomplete", "event", "health_check_failed", "error", err)
+		}
+		code := http.StatusOK
+		if rep.Status == health.Failing {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, rep)
 	})
 }
 

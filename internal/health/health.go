@@ -1,0 +1,287 @@
+// Package health answers "is wapipe all right?" in one request: queue depth and oldest task age for
+// both queues (Cloud Tasks queue stats), outbound records pending, sending and failed, dead letters
+// waiting, and over the last hour the send success rate and the webhook-to-sent latency p50/p95,
+// all from Firestore count aggregations rather than scans. The verdict is ok, degraded or
+// failing, with the reasons.
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2beta3"
+	"cloud.google.com/go/cloudtasks/apiv2beta3/cloudtaskspb"
+	"cloud.google.com/go/firestore"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	"github.com/wapipe/wapipe/internal/store"
+)
+
+// Verdicts.
+const (
+	OK       = "ok"
+	Degraded = "degraded"
+	Failing  = "failing"
+)
+
+// Report is the health answer.
+type Report struct {
+	Status      string                `json:"status"`
+	Reason      string                `json:"reason"`
+	CheckedAt   time.Time             `json:"checked_at"`
+	Queues      map[string]QueueStats `json:"queues"`
+	Outbound    OutboundCounts        `json:"outbound"`
+	DeadLetters int64                 `json:"dead_letters_pending"`
+	LastHour    LastHour              `json:"last_hour"`
+}
+
+// QueueStats is one queue's backlog, from Cloud Tasks.
+type QueueStats struct {
+	Tasks              int64   `json:"tasks"`
+	OldestTaskAgeS     float64 `json:"oldest_task_age_s"`
+	ExecutedLastMinute int64   `json:"executed_last_minute"`
+	InFlight           int64   `json:"in_flight"`
+	Paused             bool    `json:"paused"`
+	Error              string  `json:"error,omitempty"`
+}
+
+// OutboundCounts are the outbound records by state that need attention.
+type OutboundCounts struct {
+	Pending int64 `json:"pending"`
+	Sending int64 `json:"sending"`
+	Failed  int64 `json:"failed"`
+}
+
+// LastHour summarises the sends of the last hour.
+type LastHour struct {
+	Sent        int64   `json:"sent"`
+	Failed      int64   `json:"failed"`
+	SuccessRate float64 `json:"success_rate"`
+	// LatencyP50MS and LatencyP95MS are webhook-to-sent latencies, interpolated within
+	// store.LatencyBounds buckets.
+	LatencyP50MS float64 `json:"latency_p50_ms"`
+	LatencyP95MS float64 `json:"latency_p95_ms"`
+}
+
+// Thresholds decide the verdict.
+type Thresholds struct {
+	// BacklogAge over which a queue is degraded, and failing at 5x.
+	BacklogAge time.Duration
+	// MinSuccessRate under which sends are degraded (failing under half of it).
+	MinSuccessRate float64
+	// MaxP95 over which latency is degraded.
+	MaxP95 time.Duration
+}
+
+// DefaultThresholds suit a bot that should answer within seconds.
+var DefaultThresholds = Thresholds{BacklogAge: 2 * time.Minute, MinSuccessRate: 0.95, MaxP95: 30 * time.Second}
+
+// Checker computes reports.
+type Checker struct {
+	fs         *firestore.Client
+	tc         *cloudtasks.Client
+	queues     []string
+	thresholds Thresholds
+	now        func() time.Time
+}
+
+// Options adjust a Checker; zero values take the defaults.
+type Options struct {
+	Thresholds Thresholds
+	Now        func() time.Time
+}
+
+// New returns a Checker over the given queues (full resource names).
+func New(fs *firestore.Client, tc *cloudtasks.Client, queues []string, opts ...Options) *Checker {
+	c := &Checker{fs: fs, tc: tc, queues: queues, thresholds: DefaultThresholds, now: time.Now}
+	for _, o := range opts {
+		if o.Thresholds != (Thresholds{}) {
+			c.thresholds = o.Thresholds
+		}
+		if o.Now != nil {
+			c.now = o.Now
+		}
+	}
+	return c
+}
+
+// Check computes the report. Its parts are fetched concurrently; a part that fails makes the
+// verdict failing with the error as reason, never a half-silent ok.
+func (c *Checker) Check(ctx context.Context) (Report, error) {
+	now := c.now()
+	r := Report{CheckedAt: now.UTC(), Queues: map[string]QueueStats{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, q := range c.queues {
+		run(func() error {
+			st, err := c.queueStats(ctx, q, now)
+			mu.Lock()
+			r.Queues[q[strings.LastIndex(q, "/")+1:]] = st
+			mu.Unlock()
+			return err
+		})
+	}
+	outbound := c.fs.Collection(store.OutboundMessages)
+	since := now.Add(-time.Hour)
+	count := func(dst *int64, q firestore.Query, what string) {
+		run(func() error {
+			n, err := countOf(ctx, q)
+			if err != nil {
+				return fmt.Errorf("count %s: %w", what, err)
+			}
+			*dst = n
+			return nil
+		})
+	}
+	count(&r.Outbound.Pending, outbound.Where("state", "==", store.OutboundPending), "pending")
+	count(&r.Outbound.Sending, outbound.Where("state", "==", store.OutboundSending), "sending")
+	count(&r.Outbound.Failed, outbound.Where("state", "==", store.OutboundFailed), "failed")
+	count(&r.DeadLetters, c.fs.Collection(store.DeadLetters).Where("replayed", "==", false), "dead letters")
+	count(&r.LastHour.Sent, outbound.Where("state", "==", store.OutboundSent).Where("sent_at", ">=", since), "sent last hour")
+	count(&r.LastHour.Failed, outbound.Where("state", "==", store.OutboundFailed).Where("updated_at", ">=", since), "failed last hour")
+	buckets := make([]int64, len(store.LatencyBounds)+1)
+	for i := range buckets {
+		count(&buckets[i], outbound.Where("state", "==", store.OutboundSent).Where("latency_bucket", "==", i).
+			Where("sent_at", ">=", since), "latency bucket")
+	}
+	wg.Wait()
+
+	if total := r.LastHour.Sent + r.LastHour.Failed; total > 0 {
+		r.LastHour.SuccessRate = float64(r.LastHour.Sent) / float64(total)
+	} else {
+		r.LastHour.SuccessRate = 1
+	}
+	r.LastHour.LatencyP50MS = percentile(buckets, 0.50)
+	r.LastHour.LatencyP95MS = percentile(buckets, 0.95)
+	c.judge(&r, errs)
+	return r, errors.Join(errs...)
+}
+
+func countOf(ctx context.Context, q firestore.Query) (int64, error) {
+	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	switch v := res["n"].(type) {
+	case int64:
+		return v, nil
+	default:
+		// The client returns a protobuf Value for counts.
+		if pv, ok := v.(interface{ GetIntegerValue() int64 }); ok {
+			return pv.GetIntegerValue(), nil
+		}
+		return 0, fmt.Errorf("unexpected count type %T", v)
+	}
+}
+
+func (c *Checker) queueStats(ctx context.Context, name string, now time.Time) (QueueStats, error) {
+	q, err := c.tc.GetQueue(ctx, &cloudtaskspb.GetQueueRequest{Name: name, ReadMask: &fieldmaskpb.FieldMask{Paths: []string{"name", "state", "stats"}}})
+	if err != nil {
+		return QueueStats{Error: "unavailable"}, fmt.Errorf("queue stats %s: %w", name, err)
+	}
+	st := QueueStats{Paused: q.GetState() == cloudtaskspb.Queue_PAUSED}
+	if s := q.GetStats(); s != nil {
+		st.Tasks, st.ExecutedLastMinute, st.InFlight = s.TasksCount, s.ExecutedLastMinuteCount, s.ConcurrentDispatchesCount
+		if t := s.GetOldestEstimatedArrivalTime(); t != nil && st.Tasks > 0 {
+			if age := now.Sub(t.AsTime()); age > 0 {
+				st.OldestTaskAgeS = age.Seconds()
+			}
+		}
+	}
+	return st, nil
+}
+
+// percentile interpolates linearly within the bucket that holds the p-th quantile.
+func percentile(buckets []int64, p float64) float64 {
+	var total int64
+	for _, n := range buckets {
+		total += n
+	}
+	if total == 0 {
+		return 0
+	}
+	target := p * float64(total)
+	var cum float64
+	for i, n := range buckets {
+		if n == 0 {
+			continue
+		}
+		lo, hi := 0.0, 0.0
+		if i > 0 {
+			lo = float64(store.LatencyBounds[i-1])
+		}
+		if i < len(store.LatencyBounds) {
+			hi = float64(store.LatencyBounds[i])
+		} else {
+			hi = lo * 2
+		}
+		if cum+float64(n) >= target {
+			return lo + (hi-lo)*(target-cum)/float64(n)
+		}
+		cum += float64(n)
+	}
+	return float64(store.LatencyBounds[len(store.LatencyBounds)-1])
+}
+
+// judge sets the verdict: failing beats degraded beats ok; every reason is listed.
+func (c *Checker) judge(r *Report, errs []error) {
+	var failing, degraded []string
+	for _, err := range errs {
+		failing = append(failing, "check failed: "+err.Error())
+	}
+	ids := make([]string, 0, len(r.Queues))
+	for id := range r.Queues {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		q := r.Queues[id]
+		age := time.Duration(q.OldestTaskAgeS * float64(time.Second))
+		switch {
+		case q.Paused:
+			failing = append(failing, fmt.Sprintf("queue %s is paused", id))
+		case age > 5*c.thresholds.BacklogAge:
+			failing = append(failing, fmt.Sprintf("queue %s: oldest task waiting %s", id, age.Round(time.Second)))
+		case age > c.thresholds.BacklogAge:
+			degraded = append(degraded, fmt.Sprintf("queue %s: backlog of %d, oldest waiting %s", id, q.Tasks, age.Round(time.Second)))
+		}
+	}
+	lh := r.LastHour
+	switch {
+	case lh.Sent+lh.Failed >= 10 && lh.SuccessRate < c.thresholds.MinSuccessRate/2:
+		failing = append(failing, fmt.Sprintf("send success rate %.0f%% in the last hour", 100*lh.SuccessRate))
+	case lh.Failed > 0 && lh.SuccessRate < c.thresholds.MinSuccessRate:
+		degraded = append(degraded, fmt.Sprintf("send success rate %.0f%% in the last hour (%d failed)", 100*lh.SuccessRate, lh.Failed))
+	}
+	if r.DeadLetters > 0 {
+		degraded = append(degraded, fmt.Sprintf("%d dead letters waiting for replay", r.DeadLetters))
+	}
+	if p95 := time.Duration(lh.LatencyP95MS * float64(time.Millisecond)); p95 > c.thresholds.MaxP95 {
+		degraded = append(degraded, fmt.Sprintf("webhook-to-sent p95 %s in the last hour", p95.Round(time.Millisecond)))
+	}
+	switch {
+	case len(failing) > 0:
+		r.Status, r.Reason = Failing, strings.Join(append(failing, degraded...), "; ")
+	case len(degraded) > 0:
+		r.Status, r.Reason = Degraded, strings.Join(degraded, "; ")
+	default:
+		r.Status, r.Reason = OK, "queues flowing, sends succeeding"
+	}
+}
