@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	cloudtasksbeta "cloud.google.com/go/cloudtasks/apiv2beta3"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	cloudtasksbeta "cloud.google.com/go/cloudtasks/apiv2beta3"
 
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/store"
@@ -144,4 +144,3 @@ func TestHealthSeesProblems(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

@@ -75,8 +75,8 @@ type OutboundRecord struct {
 	LatencyMS      int64     `firestore:"latency_ms,omitempty" json:"latency_ms,omitempty"`
 	// LatencyBucket indexes LatencyBounds, so health can compute percentiles with count
 	// aggregations instead of reading every record.
-	LatencyBucket int64 `firestore:"latency_bucket" json:"latency_bucket"`
-	ExpireAt       time.Time `firestore:"expire_at" json:"expire_at"`
+	LatencyBucket int64     `firestore:"latency_bucket" json:"latency_bucket"`
+	ExpireAt      time.Time `firestore:"expire_at" json:"expire_at"`
 }
 
 // ErrNotFound is returned when a record does not exist.
