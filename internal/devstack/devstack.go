@@ -17,12 +17,15 @@ import (
 	"sync"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/server"
 	"github.com/wapipe/wapipe/internal/setup"
 	"github.com/wapipe/wapipe/internal/tasksemu"
+	"github.com/wapipe/wapipe/internal/telemetry"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
@@ -58,6 +61,10 @@ type Options struct {
 	Worker  []func(*worker.Deps)
 	// WorkerConfig adjusts the worker's configuration before it starts.
 	WorkerConfig func(*worker.Config)
+	// Tracing installs a tracer provider for the process (both services share it, as they share
+	// the process), exporting as TRACE_EXPORTER says, or to SpanExporter when set.
+	Tracing      bool
+	SpanExporter sdktrace.SpanExporter
 }
 
 // Stack is a running local pipeline.
@@ -112,6 +119,20 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+
+	if o.Tracing || o.SpanExporter != nil {
+		shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "wapipe-devstack", ProjectID: o.Project,
+			Exporter: os.Getenv("TRACE_EXPORTER"), Dev: true, SpanExporter: o.SpanExporter,
+			Logger: logging.New(logs("webhook"), logging.Options{})})
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(ctx)
+		})
+	}
 
 	// Firestore: reuse, or start through gcloud.
 	s.FirestoreHost = o.FirestoreHost
