@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,7 +156,7 @@ func (s *Server) handleEvent() http.Handler {
 			writeJSON(w, http.StatusBadRequest, statusBody{Status: "error", Error: "body_unreadable"})
 			return
 		}
-		if !validSignature(r.Header.Get("X-Hub-Signature-256"), body, s.cfg.AppSecret) {
+		if !VerifySignature(r.Header.Get("X-Hub-Signature-256"), body, s.cfg.AppSecret) {
 			logger.WarnContext(ctx, "signature missing or wrong", "event", "signature_invalid",
 				"signature_present", r.Header.Get("X-Hub-Signature-256") != "", "bytes", len(body))
 			writeJSON(w, http.StatusUnauthorized, statusBody{Status: "error", Error: "invalid_signature"})
@@ -179,8 +180,13 @@ func (s *Server) handleEvent() http.Handler {
 		// rest runs to completion on its own deadline.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		code, resp := s.accept(ctx, logger, eventID, correlationID, received, body)
+		code, resp, after := s.accept(ctx, logger, eventID, correlationID, received, body)
 		writeJSON(w, code, resp)
+		if after != nil {
+			// Meta has its answer; recording it in the marker is not on its clock.
+			_ = http.NewResponseController(w).Flush()
+			after()
+		}
 	})
 }
 
@@ -189,12 +195,13 @@ type statusBody struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// accept runs mark_if_new and creates the inbound task. It answers 200 only once the task exists.
-func (s *Server) accept(ctx context.Context, logger *slog.Logger, eventID, correlationID string, received time.Time, body []byte) (int, statusBody) {
+// accept runs mark_if_new and creates the inbound task. It answers 200 only once the task exists;
+// the returned function, when not nil, completes the marker and runs after the answer is sent.
+func (s *Server) accept(ctx context.Context, logger *slog.Logger, eventID, correlationID string, received time.Time, body []byte) (int, statusBody, func()) {
 	start := s.deps.Now()
 	owned, code, resp := s.claim(ctx, logger, eventID, correlationID)
 	if code != 0 {
-		return code, resp
+		return code, resp, nil
 	}
 
 	task, err := s.buildTask(ctx, logger, eventID, correlationID, received, body)
@@ -202,17 +209,20 @@ func (s *Server) accept(ctx context.Context, logger *slog.Logger, eventID, corre
 		var res taskqueue.Result
 		res, err = s.deps.Tasks.Enqueue(ctx, task)
 		if err == nil {
-			if owned {
-				if err := s.storeCall(ctx, func(ctx context.Context) error { return s.deps.Dedupe.Complete(ctx, eventID, res.Name) }); err != nil {
-					// The task exists, so the event is safe; a redelivery after the lease will
-					// find the task by name and complete the marker then.
-					logger.WarnContext(ctx, "task created but marker not completed", "event", "marker_complete_failed", "error", err)
-				}
-			}
 			logger.InfoContext(ctx, "webhook accepted", "event", "webhook_accepted",
 				"task_name", res.Name, "task_existed", res.Existed, "bytes", len(body),
 				"duration_ms", s.deps.Now().Sub(start).Milliseconds())
-			return http.StatusOK, statusBody{Status: "accepted"}
+			complete := func() {
+				if !owned {
+					return
+				}
+				if err := s.storeCall(ctx, func(ctx context.Context) error { return s.deps.Dedupe.Complete(ctx, eventID, res.Name) }); err != nil {
+					// The task exists, so the event is safe; a redelivery after the lease
+					// finds the task by name and completes the marker then.
+					logger.WarnContext(ctx, "task created but marker not completed", "event", "marker_complete_failed", "error", err)
+				}
+			}
+			return http.StatusOK, statusBody{Status: "accepted"}, complete
 		}
 	}
 
@@ -223,7 +233,7 @@ func (s *Server) accept(ctx context.Context, logger *slog.Logger, eventID, corre
 			logger.WarnContext(ctx, "marker not released", "event", "marker_release_failed", "error", rerr)
 		}
 	}
-	return http.StatusServiceUnavailable, statusBody{Status: "error", Error: "enqueue_failed"}
+	return http.StatusServiceUnavailable, statusBody{Status: "error", Error: "enqueue_failed"}, nil
 }
 
 // claim runs mark_if_new. It returns owned=true when this delivery holds the marker, or a non-zero
@@ -314,8 +324,8 @@ func (s *Server) buildTask(ctx context.Context, logger *slog.Logger, eventID, co
 	}, nil
 }
 
-// validSignature checks X-Hub-Signature-256 ("sha256=<hex>") over the raw body in constant time.
-func validSignature(header string, body []byte, secret string) bool {
+// VerifySignature checks X-Hub-Signature-256 ("sha256=<hex>") over the raw body in constant time.
+func VerifySignature(header string, body []byte, secret string) bool {
 	hexSig, ok := strings.CutPrefix(header, "sha256=")
 	if !ok {
 		return false
@@ -353,7 +363,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	if err != nil {
 		code, b = http.StatusInternalServerError, []byte(`{"status":"error","error":"internal"}`)
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	// A declared length lets the client finish reading before the handler returns.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
