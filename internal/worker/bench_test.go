@@ -1,0 +1,120 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+
+	"github.com/wapipe/wapipe/internal/devstack"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/webhook"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+func benchStack(b *testing.B) *devstack.Stack {
+	b.Helper()
+	host := testenv.FirestoreHost(b)
+	_, project := testenv.Firestore(b)
+	st, err := devstack.Start(context.Background(), devstack.Options{FirestoreHost: host, Project: project})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Stop)
+	return st
+}
+
+// BenchmarkFanOut100 is process_inbound's time for a delivery of 100 messages: normalise, trace,
+// and create 100 outbound tasks (the outbound queue is paused, so no send competes).
+func BenchmarkFanOut100(b *testing.B) {
+	st := benchStack(b)
+	ctx := context.Background()
+	tc, err := taskqueue.NewCloudTasksClient(ctx, st.TasksAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tc.Close()
+	if _, err := tc.PauseQueue(ctx, &cloudtaskspb.PauseQueueRequest{Name: st.QueuePath(tasks.OutboundQueueID)}); err != nil {
+		b.Fatal(err)
+	}
+	run := func() time.Duration {
+		payload := whatsapp.SampleBatch(whatsapp.SampleOptions{}, 100)
+		body, _ := json.Marshal(tasks.Inbound{InboundEventID: fmt.Sprintf("bench-%d", time.Now().UnixNano()), CorrelationID: "bench", ReceivedAt: time.Now(), Payload: payload})
+		req, _ := http.NewRequest(http.MethodPost, st.WorkerURL+tasks.ProcessInboundPath, bytes.NewReader(body))
+		req.Header.Set(tasks.HeaderInternalToken, st.InternalToken)
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if resp.StatusCode != 200 {
+			b.Fatalf("process_inbound = %d %s", resp.StatusCode, out)
+		}
+		return d
+	}
+	run() // warm the emulators
+	var lat []time.Duration
+	for b.Loop() {
+		lat = append(lat, run())
+	}
+	p := latencyPercentiles(lat)
+	b.ReportMetric(p[0], "p50-ms")
+	b.ReportMetric(p[1], "p95-ms")
+}
+
+// BenchmarkInboundToGraph is one message's latency from the webhook's answer to its reply reaching
+// the (fake) Graph API, through both queues of the emulator with production's queue settings.
+func BenchmarkInboundToGraph(b *testing.B) {
+	st := benchStack(b)
+	one := func(i int) time.Duration {
+		payload := whatsapp.SampleText(whatsapp.SampleOptions{MessageID: fmt.Sprintf("wamid.bench-%d-%d", b.N, i)}, "hi")
+		before := len(st.Graph.Sends())
+		req, _ := http.NewRequest(http.MethodPost, st.WebhookURL, bytes.NewReader(payload))
+		req.Header.Set("X-Hub-Signature-256", webhook.Sign(payload, st.AppSecret))
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := st.Graph.WaitForSends(ctx, before+1); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for i := range 20 {
+		one(-i - 1) // warm up
+	}
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		lat = append(lat, one(i))
+	}
+	p := latencyPercentiles(lat)
+	b.ReportMetric(p[0], "p50-ms")
+	b.ReportMetric(p[1], "p95-ms")
+}
+
+func latencyPercentiles(lat []time.Duration) [2]float64 {
+	slices.Sort(lat)
+	at := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	return [2]float64{at(0.50), at(0.95)}
+}
