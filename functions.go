@@ -1,0 +1,75 @@
+// Package wapipe registers wapipe's two services as Cloud Functions (2nd gen) entry points, for
+// teams that prefer `gcloud functions deploy --gen2` to Cloud Run services, or that want to run a
+// handler locally through the Functions Framework (cmd/functions):
+//
+//	Webhook: the public webhook (GET and POST /webhooks/whatsapp, GET /healthz)
+//	Worker:  the private worker (/internal/process_inbound, /internal/process_outbound, /internal/health)
+//
+// Cloud Functions builds the package at the root of the source, which is why this file is here
+// and not under cmd/. Each entry point reads the same environment as its Cloud Run service and
+// builds its clients on the first request, so a function instance loads only its own
+// configuration.
+package wapipe
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/webhook"
+	"github.com/wapipe/wapipe/internal/worker"
+)
+
+func init() {
+	functions.HTTP("Webhook", lazy("webhook", func(ctx context.Context) (http.Handler, error) {
+		var cfg webhook.Config
+		if err := setup.Load(ctx, nil, &cfg); err != nil {
+			return nil, err
+		}
+		srv, _, err := webhook.Build(ctx, &cfg, cfg.Logger())
+		if err != nil {
+			return nil, err
+		}
+		return srv.Routes(), nil
+	}))
+	functions.HTTP("Worker", lazy("worker", func(ctx context.Context) (http.Handler, error) {
+		var cfg worker.Config
+		if err := setup.Load(ctx, nil, &cfg); err != nil {
+			return nil, err
+		}
+		srv, _, err := worker.Build(ctx, &cfg, cfg.Logger())
+		if err != nil {
+			return nil, err
+		}
+		return srv.Routes(), nil
+	}))
+}
+
+// lazy builds the handler on the first request and serves every request with it. A build that
+// fails answers 500 and is tried again on the next request (a secret may not be mounted yet).
+// The clients live as long as the function instance; Cloud Functions gives no shutdown hook.
+func lazy(name string, build func(context.Context) (http.Handler, error)) func(http.ResponseWriter, *http.Request) {
+	var mu sync.Mutex
+	var h http.Handler
+	logger := logging.New(os.Stdout, logging.Options{})
+	return func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if h == nil {
+			built, err := build(context.WithoutCancel(r.Context()))
+			if err != nil {
+				mu.Unlock()
+				logger.ErrorContext(r.Context(), name+" function not started: "+err.Error(), "event", "startup_failed")
+				http.Error(w, `{"status":"error","error":"not_configured"}`, http.StatusInternalServerError)
+				return
+			}
+			h = built
+		}
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}
+}
