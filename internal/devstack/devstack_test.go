@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,22 +29,6 @@ type keptSpans struct{ *tracetest.InMemoryExporter }
 
 func (keptSpans) Shutdown(context.Context) error { return nil }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 const (
 	customerPhone = "447700900123"
@@ -59,7 +42,7 @@ func TestOneTracePerMessage(t *testing.T) {
 	host := testenv.FirestoreHost(t)
 	_, project := testenv.Firestore(t)
 	exp := keptSpans{tracetest.NewInMemoryExporter()}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	st, err := devstack.Start(context.Background(), devstack.Options{
 		FirestoreHost: host, Project: project, Queues: testenv.FastQueues(t),
 		Logs:         func(string) io.Writer { return logs },

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/server"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
 )
@@ -66,4 +69,27 @@ func (b *Base) Tasks(ctx context.Context) (*taskqueue.Client, error) {
 		return nil, fmt.Errorf("taskqueue.New: %w", err)
 	}
 	return c, nil
+}
+
+// Serve runs a service the way both binaries do: tracing set up first, the service built, served
+// on ln (or on :$PORT when ln is nil) until ctx ends, then drained, its clients closed and its
+// telemetry flushed.
+func (b *Base) Serve(ctx context.Context, name string, ln net.Listener, logger *slog.Logger,
+	build func(context.Context) (http.Handler, func(), error)) error {
+	stopTelemetry, err := b.Telemetry(ctx, name, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	h, closeClients, err := build(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClients()
+	if ln == nil {
+		if ln, err = net.Listen("tcp", ":"+b.Port); err != nil {
+			return fmt.Errorf("listen on :%s: %w", b.Port, err)
+		}
+	}
+	return server.ServeListener(ctx, ln, h, logger)
 }

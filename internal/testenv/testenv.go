@@ -182,3 +182,33 @@ func FastQueues(t testing.TB) *tasks.QueueFile {
 	}
 	return f
 }
+
+// LogBuffer collects the JSON log lines of a test's services; safe for concurrent writers.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+// Write appends p.
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Has reports whether a line with "event":event was logged.
+func (b *LogBuffer) Has(event string) bool {
+	return strings.Contains(b.String(), `"event":"`+event+`"`)
+}
+
+// Count counts the lines with "event":event.
+func (b *LogBuffer) Count(event string) int {
+	return strings.Count(b.String(), `"event":"`+event+`"`)
+}

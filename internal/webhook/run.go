@@ -2,12 +2,11 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 
 	"github.com/wapipe/wapipe/internal/dedupe"
-	"github.com/wapipe/wapipe/internal/server"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -38,23 +37,14 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 	return NewServer(cfg, deps), func() { tq.Close(); fs.Close() }, nil
 }
 
-// Run serves the webhook on ln (or on :$PORT when ln is nil) until ctx ends, then drains, flushes
-// telemetry and closes the clients.
+// Run serves the webhook on ln (or on :$PORT when ln is nil) until ctx ends, then drains, closes
+// the clients and flushes telemetry.
 func Run(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger) error {
-	stopTelemetry, err := cfg.Telemetry(ctx, "webhook", logger)
-	if err != nil {
-		return err
-	}
-	defer stopTelemetry()
-	srv, closeClients, err := Build(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer closeClients()
-	if ln == nil {
-		if ln, err = net.Listen("tcp", ":"+cfg.Port); err != nil {
-			return fmt.Errorf("listen on :%s: %w", cfg.Port, err)
+	return cfg.Serve(ctx, "webhook", ln, logger, func(ctx context.Context) (http.Handler, func(), error) {
+		srv, closeClients, err := Build(ctx, cfg, logger)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	return server.ServeListener(ctx, ln, srv.Routes(), logger)
+		return srv.Routes(), closeClients, nil
+	})
 }

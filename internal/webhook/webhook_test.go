@@ -66,7 +66,7 @@ type env struct {
 	project string
 	cfg     *webhook.Config
 	srv     *httptest.Server
-	logs    *syncBuffer
+	logs    *testenv.LogBuffer
 	clock   *clock
 	queue   string
 }
@@ -82,7 +82,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	fs, project := testenv.Firestore(t)
 	emu, tc := testenv.Tasks(t, project, location, nil)
-	e := &env{t: t, fs: fs, tc: tc, project: project, logs: &syncBuffer{}, clock: &clock{now: time.Now()}}
+	e := &env{t: t, fs: fs, tc: tc, project: project, logs: &testenv.LogBuffer{}, clock: &clock{now: time.Now()}}
 	e.queue = fmt.Sprintf("projects/%s/locations/%s/queues/%s", project, location, tasks.InboundQueueID)
 	if _, err := tc.PauseQueue(context.Background(), &cloudtaskspb.PauseQueueRequest{Name: e.queue}); err != nil {
 		t.Fatalf("pause queue: %v", err)
@@ -170,46 +170,6 @@ func (e *env) wantTasks(n int) []*cloudtaskspb.Task {
 	return got
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// events returns the `event` names logged, in order.
-func (b *syncBuffer) events() []string {
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil {
-			if ev, ok := m["event"].(string); ok {
-				out = append(out, ev)
-			}
-		}
-	}
-	return out
-}
-
-func (b *syncBuffer) has(event string) bool {
-	for _, ev := range b.events() {
-		if ev == event {
-			return true
-		}
-	}
-	return false
-}
-
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -286,7 +246,7 @@ func TestPostStatusCodes(t *testing.T) {
 		if code != tc.wantCode {
 			t.Errorf("%s: status %d (%s), want %d", tc.name, code, body, tc.wantCode)
 		}
-		if !e.logs.has(tc.wantLog) {
+		if !e.logs.Has(tc.wantLog) {
 			t.Errorf("%s: no %q log line", tc.name, tc.wantLog)
 		}
 	}
@@ -313,7 +273,7 @@ func TestBodyTooLarge(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("chunked oversize body: %d, want 413", resp.StatusCode)
 	}
-	if !e.logs.has("body_too_large") {
+	if !e.logs.Has("body_too_large") {
 		t.Error("no body_too_large log line")
 	}
 	e.wantTasks(0)
@@ -394,7 +354,7 @@ func TestDuplicateSequential(t *testing.T) {
 		}
 	}
 	e.wantTasks(1)
-	if n := strings.Count(e.logs.String(), `"event":"duplicate_dropped"`); n != 2 {
+	if n := e.logs.Count("duplicate_dropped"); n != 2 {
 		t.Errorf("%d duplicate_dropped lines, want 2", n)
 	}
 }
@@ -473,7 +433,7 @@ func TestStoreOutage(t *testing.T) {
 				t.Fatalf("POST = %d %s, want %d", code, resp, tc.wantCode)
 			}
 			e.wantTasks(tc.wantTasks)
-			if !strings.Contains(e.logs.String(), `"severity":"ERROR"`) || !e.logs.has("dedupe_unavailable") {
+			if !strings.Contains(e.logs.String(), `"severity":"ERROR"`) || !e.logs.Has("dedupe_unavailable") {
 				t.Error("the outage is not logged at ERROR with event dedupe_unavailable")
 			}
 		})
@@ -505,7 +465,7 @@ func TestTaskFailureThenRedelivery(t *testing.T) {
 		t.Fatalf("first delivery with Cloud Tasks failing: %d, want 5xx", code)
 	}
 	e.wantTasks(0)
-	if !e.logs.has("enqueue_failed") {
+	if !e.logs.Has("enqueue_failed") {
 		t.Error("no enqueue_failed log line")
 	}
 	// Meta redelivers: it must go through, at once (the marker was released, not left leased).
@@ -554,7 +514,7 @@ func TestStaleMarkerTakenOver(t *testing.T) {
 			if code, resp := e.post(body, nil); code != 200 {
 				t.Fatalf("delivery after the lease: %d %s, want 200", code, resp)
 			}
-			if !e.logs.has("marker_taken_over") {
+			if !e.logs.Has("marker_taken_over") {
 				t.Error("no marker_taken_over log line")
 			}
 			e.wantTasks(1)

@@ -13,7 +13,6 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/responder"
-	"github.com/wapipe/wapipe/internal/server"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -69,23 +68,14 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 	return NewServer(cfg, deps), closeAll, nil
 }
 
-// Run serves the worker on ln (or on :$PORT when ln is nil) until ctx ends, then drains, flushes
-// telemetry and closes the clients.
+// Run serves the worker on ln (or on :$PORT when ln is nil) until ctx ends, then drains, closes
+// the clients and flushes telemetry.
 func Run(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger) error {
-	stopTelemetry, err := cfg.Telemetry(ctx, "worker", logger)
-	if err != nil {
-		return err
-	}
-	defer stopTelemetry()
-	srv, closeClients, err := Build(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer closeClients()
-	if ln == nil {
-		if ln, err = net.Listen("tcp", ":"+cfg.Port); err != nil {
-			return fmt.Errorf("listen on :%s: %w", cfg.Port, err)
+	return cfg.Serve(ctx, "worker", ln, logger, func(ctx context.Context) (http.Handler, func(), error) {
+		srv, closeClients, err := Build(ctx, cfg, logger)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	return server.ServeListener(ctx, ln, srv.Routes(), logger)
+		return srv.Routes(), closeClients, nil
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ type stack struct {
 	t       *testing.T
 	fs      *firestore.Client
 	records *store.Records
-	logs    *syncBuffer
+	logs    *testenv.LogBuffer
 }
 
 type stackOptions struct {
@@ -53,7 +52,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	host := testenv.FirestoreHost(t)
 	fs, project := testenv.Firestore(t)
 	queues := testenv.FastQueues(t)
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	st, err := devstack.Start(context.Background(), devstack.Options{
 		FirestoreHost: host, Project: project, Queues: queues,
 		ServiceAccountEmail: o.serviceAccount,
@@ -422,21 +421,4 @@ func TestUnauthorizedChangesNothing(t *testing.T) {
 	payload := whatsapp.SampleText(whatsapp.SampleOptions{}, "hello")
 	s.deliver(payload)
 	s.waitSends(1)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
