@@ -1,0 +1,21 @@
+# The APIs wapipe uses. disable_on_destroy = false: removing wapipe must not switch an API off for
+# everything else in the project.
+resource "google_project_service" "api" {
+  for_each = toset([
+    "artifactregistry.googleapis.com",
+    "cloudbuild.googleapis.com",
+    # Project IAM grants and the google_project data source go through Resource Manager.
+    "cloudresourcemanager.googleapis.com",
+    "cloudtasks.googleapis.com",
+    "cloudtrace.googleapis.com",
+    "firestore.googleapis.com",
+    "iam.googleapis.com",
+    "logging.googleapis.com",
+    "run.googleapis.com",
+    "secretmanager.googleapis.com",
+  ])
+
+  project            = var.project_id
+  service            = each.value
+  disable_on_destroy = false
+}

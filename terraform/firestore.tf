@@ -1,0 +1,100 @@
+# The database both services use (FIRESTORE_DATABASE). A project that already has a "(default)"
+# database imports it instead (README.md).
+resource "google_firestore_database" "database" {
+  project     = var.project_id
+  name        = var.firestore_database
+  location_id = local.firestore_location
+  type        = "FIRESTORE_NATIVE"
+
+  # The dedupe markers and idempotency records are what keep a message from being answered twice:
+  # the database must not go away with a careless destroy.
+  delete_protection_state = "DELETE_PROTECTION_ENABLED"
+  deletion_policy         = "ABANDON"
+
+  depends_on = [google_project_service.api["firestore.googleapis.com"]]
+}
+
+locals {
+  # Every collection group whose documents carry expire_at: store.Collections(), including the
+  # payload_chunks subcollection under inbound_events. A TTL policy applies to one collection group,
+  # so each needs its own; terraform_test.go checks this list against the code.
+  ttl_collection_groups = [
+    "inbound_events",
+    "inbound_traces",
+    "outbound_messages",
+    "message_statuses",
+    "dead_letters",
+    "payload_chunks",
+  ]
+}
+
+# One TTL policy on expire_at (store.ExpireAtField) per collection group. Firestore deletes a
+# document some time (typically within a day) after its expire_at has passed.
+resource "google_firestore_field" "expire_at" {
+  for_each = toset(local.ttl_collection_groups)
+
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = each.value
+  field      = "expire_at"
+
+  ttl_config {}
+
+  # No query filters or orders on expire_at, and an indexed timestamp that only grows (every write
+  # sets now + retention) is a write hot spot, as Firestore's TTL guidance warns: an empty
+  # index_config switches the single-field indexes off for this field, in every scope (collection
+  # and collection group).
+  index_config {}
+}
+
+# Composite indexes for the health report's count aggregations (internal/health): equality on
+# state (and latency_bucket) with a range on a timestamp. Equality-only queries use Firestore's
+# automatic single-field indexes.
+resource "google_firestore_index" "outbound_sent_since" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "outbound_messages"
+
+  fields {
+    field_path = "state"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "sent_at"
+    order      = "ASCENDING"
+  }
+}
+
+resource "google_firestore_index" "outbound_updated_since" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "outbound_messages"
+
+  fields {
+    field_path = "state"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "updated_at"
+    order      = "ASCENDING"
+  }
+}
+
+resource "google_firestore_index" "outbound_latency" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "outbound_messages"
+
+  fields {
+    field_path = "state"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "latency_bucket"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "sent_at"
+    order      = "ASCENDING"
+  }
+}

@@ -1,0 +1,49 @@
+output "whatsapp_webhook_url" {
+  description = "Callback URL to give Meta (App Dashboard > WhatsApp > Configuration), with the WHATSAPP_VERIFY_TOKEN secret's value as the verify token."
+  value       = "${google_cloud_run_v2_service.webhook.uri}/webhooks/whatsapp"
+}
+
+output "webhook_service_uri" {
+  description = "Base URL of the webhook service."
+  value       = google_cloud_run_v2_service.webhook.uri
+}
+
+output "worker_url" {
+  description = "The worker's deterministic run.app URL: INTERNAL_TASK_BASE_URL of both services and the audience of the tasks' OIDC tokens. Reachable only from Cloud Tasks in this project."
+  value       = local.worker_url
+}
+
+output "worker_service_uri" {
+  description = "The worker's URL as Cloud Run reports it (may be the hash-based run.app URL; both reach the same service)."
+  value       = google_cloud_run_v2_service.worker.uri
+}
+
+output "queues" {
+  description = "Full resource names of the Cloud Tasks queues, by queue id."
+  value       = { for id, queue in google_cloud_tasks_queue.queue : id => queue.id }
+}
+
+output "tasks_location" {
+  description = "Location of the Cloud Tasks queues (TASKS_LOCATION)."
+  value       = local.tasks_location
+}
+
+output "service_accounts" {
+  description = "Service account emails: the two runtime identities, the Cloud Tasks OIDC invoker, and the Cloud Build deployer."
+  value = {
+    webhook       = google_service_account.webhook.email
+    worker        = google_service_account.worker.email
+    tasks_invoker = google_service_account.tasks_invoker.email
+    deployer      = google_service_account.deployer.email
+  }
+}
+
+output "secret_ids" {
+  description = "Secret Manager secret ids by environment variable: add the real values with gcloud secrets versions add."
+  value       = { for env, secret in google_secret_manager_secret.secret : env => secret.secret_id }
+}
+
+output "image_repository" {
+  description = "Artifact Registry path images are pushed to (cloudbuild.yaml's _REGION and _REPOSITORY)."
+  value       = "${google_artifact_registry_repository.images.location}-docker.pkg.dev/${var.project_id}/${google_artifact_registry_repository.images.repository_id}"
+}

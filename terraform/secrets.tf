@@ -1,0 +1,61 @@
+locals {
+  # The secrets the services read, by environment variable, with the services that may read each.
+  # A service is granted access to exactly the secrets listed for it here, and services.tf sets
+  # the same variables from Secret Manager (terraform_test.go checks that they agree).
+  secret_readers = {
+    WHATSAPP_APP_SECRET   = ["webhook"]
+    WHATSAPP_VERIFY_TOKEN = ["webhook"]
+    INTERNAL_TASK_TOKEN   = ["webhook", "worker"]
+    WHATSAPP_ACCESS_TOKEN = ["worker"]
+  }
+
+  secret_grants = merge([
+    for env, readers in local.secret_readers : {
+      for reader in readers : "${env}/${reader}" => { env = env, reader = reader }
+    }
+  ]...)
+}
+
+# Secret ids are <prefix>-<variable in kebab case>, e.g. wapipe-whatsapp-app-secret.
+resource "google_secret_manager_secret" "secret" {
+  for_each = local.secret_readers
+
+  project   = var.project_id
+  secret_id = "${var.name_prefix}-${lower(replace(each.key, "_", "-"))}"
+
+  replication {
+    auto {}
+  }
+
+  depends_on = [google_project_service.api["secretmanager.googleapis.com"]]
+}
+
+# A first version, so the services can start (Cloud Run refuses a revision whose secret has no
+# version). Its value is a placeholder, long enough to pass INTERNAL_TASK_TOKEN's length check:
+# the real values are added out of band, so they never enter Terraform state:
+#
+#   printf %s "$VALUE" | gcloud secrets versions add wapipe-whatsapp-app-secret --data-file=-
+#
+# The services read "latest", resolved when an instance starts: redeploy (or wait for instances to
+# turn over) after adding a version. Terraform ignores this version's value and state, so
+# rotating, or disabling the placeholder, is never undone.
+resource "google_secret_manager_secret_version" "placeholder" {
+  for_each = google_secret_manager_secret.secret
+
+  secret      = each.value.id
+  secret_data = "placeholder-${lower(each.key)}-replace-with-gcloud-secrets-versions-add"
+
+  lifecycle {
+    ignore_changes = [secret_data, enabled]
+  }
+}
+
+# Each runtime service account may read only the secrets its service reads.
+resource "google_secret_manager_secret_iam_member" "reader" {
+  for_each = local.secret_grants
+
+  project   = var.project_id
+  secret_id = google_secret_manager_secret.secret[each.value.env].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${local.runtime_service_accounts[each.value.reader]}"
+}

@@ -1,0 +1,306 @@
+# Two Cloud Run services from one image (Dockerfile): the command picks the binary. Terraform owns
+# their configuration; Cloud Build owns which image and revision serve (cloudbuild.yaml), hence the
+# ignore_changes on image, traffic and the client fields gcloud stamps.
+
+# The worker: private, invoked only by Cloud Tasks.
+#
+# Ingress is INGRESS_TRAFFIC_INTERNAL_ONLY ("internal + IAM" in the contract). Cloud Tasks delivers
+# over the worker's public run.app URL, and Cloud Run counts requests from Cloud Tasks in the same
+# project (or VPC Service Controls perimeter) as internal when they use the default run.app URL, not
+# a custom domain: https://cloud.google.com/run/docs/securing/ingress lists Cloud Tasks among the
+# products the "Internal" setting admits. So internal-only ingress blocks the internet and still
+# lets the queues in, as long as the queues stay in this project and tasks target local.worker_url
+# (a run.app URL). On top of ingress: IAM (only the invoker account has run.invoker), and in the
+# code the OIDC token's email and X-Internal-Token.
+resource "google_cloud_run_v2_service" "worker" {
+  project             = var.project_id
+  name                = local.worker_service_name
+  location            = var.region
+  ingress             = "INGRESS_TRAFFIC_INTERNAL_ONLY"
+  deletion_protection = var.deletion_protection
+
+  # The tasks' OIDC audience is local.worker_url. It is one of the service's run.app URLs already;
+  # naming it as a custom audience keeps Cloud Run's IAM check accepting it whatever URL Cloud Run
+  # reports as primary.
+  custom_audiences = [local.worker_url]
+
+  template {
+    service_account                  = google_service_account.worker.email
+    max_instance_request_concurrency = var.worker_concurrency
+
+    scaling {
+      min_instance_count = var.worker_min_instances
+      max_instance_count = var.worker_max_instances
+    }
+
+    containers {
+      image   = var.image
+      command = ["/worker"]
+
+      ports {
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = var.cpu
+          memory = var.memory
+        }
+        cpu_idle          = true
+        startup_cpu_boost = var.startup_cpu_boost
+      }
+
+      env {
+        name  = "APP_ENV"
+        value = var.app_env
+      }
+      env {
+        name  = "GOOGLE_CLOUD_PROJECT"
+        value = var.project_id
+      }
+      env {
+        name  = "FIRESTORE_DATABASE"
+        value = google_firestore_database.database.name
+      }
+      env {
+        name  = "TASKS_LOCATION"
+        value = local.tasks_location
+      }
+      env {
+        name  = "OUTBOUND_TASK_QUEUE_NAME"
+        value = local.outbound_queue.name
+      }
+      # The worker reports both queues' stats (GET /internal/health).
+      env {
+        name  = "INBOUND_TASK_QUEUE_NAME"
+        value = local.inbound_queue.name
+      }
+      env {
+        name  = "INTERNAL_TASK_BASE_URL"
+        value = local.worker_url
+      }
+      env {
+        name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
+        value = google_service_account.tasks_invoker.email
+      }
+      env {
+        name  = "GRAPH_API_BASE_URL"
+        value = var.graph_api_base_url
+      }
+      env {
+        name  = "LOG_LEVEL"
+        value = var.log_level
+      }
+      env {
+        name  = "TRACE_SAMPLE_RATIO"
+        value = tostring(var.trace_sample_ratio)
+      }
+      env {
+        name = "INTERNAL_TASK_TOKEN"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["INTERNAL_TASK_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "WHATSAPP_ACCESS_TOKEN"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["WHATSAPP_ACCESS_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+
+      startup_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 2
+        timeout_seconds   = 1
+        failure_threshold = 15
+      }
+
+      liveness_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 30
+        timeout_seconds   = 3
+        failure_threshold = 3
+      }
+    }
+  }
+
+  traffic {
+    type    = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+    percent = 100
+  }
+
+  lifecycle {
+    ignore_changes = [
+      template[0].containers[0].image,
+      client,
+      client_version,
+      # cloudbuild.yaml with _TRAFFIC=tagged deploys with --no-traffic and a tag, then promotes.
+      traffic,
+    ]
+  }
+
+  depends_on = [
+    google_project_service.api["run.googleapis.com"],
+    google_secret_manager_secret_version.placeholder,
+    google_secret_manager_secret_iam_member.reader,
+  ]
+}
+
+# The webhook: public (Meta calls it), ingress from everywhere, unauthenticated at the IAM layer
+# (iam.tf); it authenticates deliveries by their signature.
+resource "google_cloud_run_v2_service" "webhook" {
+  project             = var.project_id
+  name                = local.webhook_service_name
+  location            = var.region
+  ingress             = "INGRESS_TRAFFIC_ALL"
+  deletion_protection = var.deletion_protection
+
+  template {
+    service_account                  = google_service_account.webhook.email
+    max_instance_request_concurrency = var.webhook_concurrency
+
+    scaling {
+      min_instance_count = var.webhook_min_instances
+      max_instance_count = var.webhook_max_instances
+    }
+
+    containers {
+      image   = var.image
+      command = ["/webhook"]
+
+      ports {
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = var.cpu
+          memory = var.memory
+        }
+        cpu_idle          = true
+        startup_cpu_boost = var.startup_cpu_boost
+      }
+
+      env {
+        name  = "APP_ENV"
+        value = var.app_env
+      }
+      env {
+        name  = "GOOGLE_CLOUD_PROJECT"
+        value = var.project_id
+      }
+      env {
+        name  = "FIRESTORE_DATABASE"
+        value = google_firestore_database.database.name
+      }
+      env {
+        name  = "TASKS_LOCATION"
+        value = local.tasks_location
+      }
+      env {
+        name  = "INBOUND_TASK_QUEUE_NAME"
+        value = local.inbound_queue.name
+      }
+      env {
+        name  = "INTERNAL_TASK_BASE_URL"
+        value = local.worker_url
+      }
+      env {
+        name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
+        value = google_service_account.tasks_invoker.email
+      }
+      env {
+        name  = "DEDUPE_TTL"
+        value = var.dedupe_ttl
+      }
+      env {
+        name  = "LOG_LEVEL"
+        value = var.log_level
+      }
+      env {
+        name  = "TRACE_SAMPLE_RATIO"
+        value = tostring(var.trace_sample_ratio)
+      }
+      env {
+        name = "INTERNAL_TASK_TOKEN"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["INTERNAL_TASK_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "WHATSAPP_APP_SECRET"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["WHATSAPP_APP_SECRET"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "WHATSAPP_VERIFY_TOKEN"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["WHATSAPP_VERIFY_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+
+      startup_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 2
+        timeout_seconds   = 1
+        failure_threshold = 15
+      }
+
+      liveness_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 30
+        timeout_seconds   = 3
+        failure_threshold = 3
+      }
+    }
+  }
+
+  traffic {
+    type    = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+    percent = 100
+  }
+
+  lifecycle {
+    ignore_changes = [
+      template[0].containers[0].image,
+      client,
+      client_version,
+      # cloudbuild.yaml with _TRAFFIC=tagged deploys with --no-traffic and a tag, then promotes.
+      traffic,
+    ]
+  }
+
+  depends_on = [
+    google_project_service.api["run.googleapis.com"],
+    google_secret_manager_secret_version.placeholder,
+    google_secret_manager_secret_iam_member.reader,
+    # Deliveries become tasks for the worker at once: it exists, and can be invoked, first.
+    google_cloud_run_v2_service_iam_member.worker_invoker,
+    google_cloud_tasks_queue_iam_member.webhook_enqueues_inbound,
+    google_service_account_iam_member.enqueuer_acts_as_invoker,
+  ]
+}
