@@ -292,7 +292,11 @@ func WriteReport(w io.Writer, r *Report) error {
 		if o := m.Outbound; o != nil {
 			p("  outbound record (%s): %s, %d attempt(s), graph_message_id %s", store.OutboundMessages, o.State, o.Attempts, or(o.GraphMessageID, "-"))
 			p("    to %s, phone_number_id %s, correlation_id %s", or(o.ToHash, "-"), o.PhoneNumberID, o.CorrelationID)
-			p("    created %s, updated %s, sent %s, latency %dms", stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.SentAt), o.LatencyMS)
+			if o.SentAt.IsZero() {
+				p("    created %s, updated %s, not sent", stamp(o.CreatedAt), stamp(o.UpdatedAt))
+			} else {
+				p("    created %s, updated %s, sent %s, webhook-to-sent latency %dms", stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.SentAt), o.LatencyMS)
+			}
 			if o.DeliveryStatus != "" {
 				p("    delivery: %s", o.DeliveryStatus)
 			}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/loadgen"
+	"github.com/wapipe/wapipe/internal/ops"
+)
+
+const benchUsage = `Usage: wapipe bench [flags]
+
+Posts --n signed, unique text messages to the webhook, --concurrency at a time (or paced at
+--rate per second), and stops by itself after --n messages or --duration. Prints the throughput,
+the webhook's answer time p50/p95/p99/max and the status codes. With --wait-replies it then
+polls the fake Graph API (GET /_fake/requests at --graph-url) until every accepted message has
+its reply, matched by biz_opaque_callback_data or the quoted message id, and prints the end-to-end
+latency (send → reply at the fake). End-to-end throughput is bounded by the outbound queue's
+rate limit (wa-outbound: 10 dispatches/s in tasks/queues.yaml).
+
+Traffic stays on this machine: a non-loopback --url or --graph-url is refused unless
+--allow-remote. Exits 1 when a request failed, or a reply is missing or duplicated.`
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", benchUsage)
+	var (
+		cfg                              loadgen.Config
+		graphURL                         string
+		allowRemote, waitReplies, asJSON bool
+		replyTimeout                     time.Duration
+		quiet                            bool
+	)
+	fs.StringVar(&cfg.URL, "url", defaultWebhookURL, "webhook URL")
+	fs.StringVar(&cfg.Secret, "secret", env("WHATSAPP_APP_SECRET", devAppSecret), "Meta app secret that signs the bodies (env WHATSAPP_APP_SECRET; default the devstack dev secret)")
+	fs.IntVar(&cfg.N, "n", 100, fmt.Sprintf("messages to send (at most %d)", loadgen.MaxMessages))
+	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "requests in flight at once")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "start requests at this many per second (0: as fast as --concurrency allows)")
+	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "cap on the sending phase")
+	fs.StringVar(&cfg.From, "from", "", "sender's WhatsApp id (default: Meta's sample number)")
+	fs.BoolVar(&allowRemote, "allow-remote", false, "allow a URL that is not on this machine (loopback)")
+	fs.BoolVar(&waitReplies, "wait-replies", false, "wait for every reply at the fake Graph API and measure end to end")
+	fs.StringVar(&graphURL, "graph-url", "http://127.0.0.1:8090", "the fake Graph API (for --wait-replies)")
+	fs.DurationVar(&replyTimeout, "reply-timeout", 3*time.Minute, "cap on the wait for replies")
+	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("unexpected argument %q", pos[0])
+	}
+	if !allowRemote {
+		if err := loadgen.CheckLocal(cfg.URL); err != nil {
+			return usageErrorf("--url: %v", err)
+		}
+		if waitReplies {
+			if err := loadgen.CheckLocal(graphURL); err != nil {
+				return usageErrorf("--graph-url: %v", err)
+			}
+		}
+	}
+	if replyTimeout <= 0 {
+		return usageErrorf("--reply-timeout must be positive")
+	}
+	if !quiet {
+		cfg.Progress = func(p loadgen.Progress) {
+			fmt.Fprintf(stderr, "bench: %s: %d/%d started, %d answered\n", p.Elapsed.Round(time.Second), p.Started, p.Target, p.Answered)
+		}
+	}
+	res, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	var replies *loadgen.Replies
+	if waitReplies && len(res.Sent) > 0 {
+		rc := loadgen.ReplyConfig{GraphURL: graphURL, Sent: res.Sent, Timeout: replyTimeout}
+		if !quiet {
+			last := time.Time{}
+			rc.Progress = func(seen, want int, elapsed time.Duration) {
+				if time.Since(last) >= time.Second || seen == want {
+					last = time.Now()
+					fmt.Fprintf(stderr, "bench: waiting for replies: %d/%d after %s\n", seen, want, elapsed.Round(time.Second))
+				}
+			}
+		}
+		if replies, err = loadgen.WaitReplies(ctx, rc); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		err = ops.WriteJSON(stdout, benchJSON(cfg, res, replies))
+	} else {
+		_, err = io.WriteString(stdout, benchReport(cfg, res, replies))
+	}
+	if err != nil {
+		return err
+	}
+	return benchVerdict(res, replies)
+}
+
+func benchReport(cfg loadgen.Config, res *loadgen.Result, replies *loadgen.Replies) string {
+	var b strings.Builder
+	mode := fmt.Sprintf("concurrency %d", cfg.Concurrency)
+	if cfg.Rate > 0 {
+		mode += fmt.Sprintf(", rate %.0f/s", cfg.Rate)
+	}
+	fmt.Fprintf(&b, "bench: %d messages to %s, %s\n", res.Target, cfg.URL, mode)
+	fmt.Fprintf(&b, "sent %d, answered %d, transport errors %d in %s: %.1f req/s\n",
+		res.Started, res.Answered, res.Errors, res.Elapsed.Round(time.Millisecond), res.Throughput)
+	if res.StoppedEarly != "" {
+		fmt.Fprintf(&b, "stopped early: %s\n", res.StoppedEarly)
+	}
+	codes := make([]int, 0, len(res.Codes))
+	for c := range res.Codes {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d×%d", c, res.Codes[c])
+	}
+	fmt.Fprintf(&b, "status codes: %s\n", strings.Join(parts, " "))
+	for _, e := range res.FirstErrors {
+		fmt.Fprintf(&b, "  error: %s\n", oneLine(e))
+	}
+	fmt.Fprintf(&b, "webhook answer time: %s\n", fmtSummary(res.Latency))
+	if replies != nil {
+		fmt.Fprintf(&b, "end to end (send → reply at the fake Graph API): %d/%d replies, %d duplicate(s), %.1f replies/s\n",
+			replies.Seen, replies.Want, replies.Duplicates, replies.Throughput)
+		fmt.Fprintf(&b, "end-to-end latency: %s\n", fmtSummary(replies.Latency))
+		if len(replies.Missing) > 0 {
+			fmt.Fprintf(&b, "missing replies (first %d): %s\n", len(replies.Missing), strings.Join(replies.Missing, " "))
+		}
+	}
+	return b.String()
+}
+
+func fmtSummary(s loadgen.Summary) string {
+	if s.Count == 0 {
+		return "no samples"
+	}
+	r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+	return fmt.Sprintf("p50 %s  p95 %s  p99 %s  max %s  (min %s, mean %s, n=%d)",
+		r(s.P50), r(s.P95), r(s.P99), r(s.Max), r(s.Min), r(s.Mean), s.Count)
+}
+
+type summaryJSON struct {
+	Count  int     `json:"count"`
+	MinMS  float64 `json:"min_ms"`
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P95MS  float64 `json:"p95_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	MaxMS  float64 `json:"max_ms"`
+}
+
+func toJSON(s loadgen.Summary) summaryJSON {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return summaryJSON{s.Count, ms(s.Min), ms(s.Mean), ms(s.P50), ms(s.P95), ms(s.P99), ms(s.Max)}
+}
+
+func benchJSON(cfg loadgen.Config, res *loadgen.Result, replies *loadgen.Replies) map[string]any {
+	codes := map[string]int{}
+	for c, n := range res.Codes {
+		codes[fmt.Sprint(c)] = n
+	}
+	out := map[string]any{
+		"url": cfg.URL, "n": res.Target, "concurrency": cfg.Concurrency, "rate": cfg.Rate,
+		"started": res.Started, "answered": res.Answered, "errors": res.Errors, "stopped_early": res.StoppedEarly,
+		"elapsed_s": res.Elapsed.Seconds(), "throughput_rps": res.Throughput, "status_codes": codes,
+		"webhook_latency": toJSON(res.Latency),
+	}
+	if replies != nil {
+		out["replies"] = map[string]any{
+			"want": replies.Want, "seen": replies.Seen, "duplicates": replies.Duplicates, "missing": replies.Missing,
+			"throughput_rps": replies.Throughput, "end_to_end_latency": toJSON(replies.Latency),
+		}
+	}
+	return out
+}
+
+// benchVerdict fails the run when the pipeline did not do its job.
+func benchVerdict(res *loadgen.Result, replies *loadgen.Replies) error {
+	bad := res.Errors
+	for c, n := range res.Codes {
+		if c < 200 || c > 299 {
+			bad += n
+		}
+	}
+	switch {
+	case bad > 0:
+		return fmt.Errorf("%d of %d requests failed", bad, res.Started)
+	case res.StoppedEarly != "":
+		return fmt.Errorf("sent %d of %d messages: %s", res.Started, res.Target, res.StoppedEarly)
+	case replies != nil && replies.Seen < replies.Want:
+		return fmt.Errorf("%d of %d replies missing after %s", replies.Want-replies.Seen, replies.Want, replies.Elapsed.Round(time.Second))
+	case replies != nil && replies.Duplicates > 0:
+		return fmt.Errorf("%d duplicate replies", replies.Duplicates)
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+
+	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// connFlags are the settings that say where Firestore and Cloud Tasks are.
+type connFlags struct {
+	conn          ops.Conn
+	firestoreHost string
+}
+
+func (c *connFlags) register(fs *flagSet) {
+	fs.StringVar(&c.conn.Project, "project", os.Getenv("GOOGLE_CLOUD_PROJECT"), "Google Cloud project id (env GOOGLE_CLOUD_PROJECT)")
+	fs.StringVar(&c.conn.Location, "location", env("TASKS_LOCATION", "us-central1"), "Cloud Tasks location (env TASKS_LOCATION)")
+	fs.StringVar(&c.conn.TasksEmulatorHost, "tasks-emulator", os.Getenv("CLOUD_TASKS_EMULATOR_HOST"),
+		"host:port of the Cloud Tasks emulator; empty means real Cloud Tasks with Application Default Credentials (env CLOUD_TASKS_EMULATOR_HOST)")
+	fs.StringVar(&c.firestoreHost, "firestore-emulator", "",
+		"host:port of the Firestore emulator (default: env FIRESTORE_EMULATOR_HOST, read by the client library; empty means real Firestore)")
+	fs.StringVar(&c.conn.FirestoreDatabase, "database", env("FIRESTORE_DATABASE", "(default)"), "Firestore database (env FIRESTORE_DATABASE)")
+}
+
+// resolve validates the settings and applies --firestore-emulator, which the Firestore client
+// library only takes from the environment.
+func (c *connFlags) resolve() error {
+	if err := c.conn.Validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	if c.firestoreHost != "" && os.Getenv("FIRESTORE_EMULATOR_HOST") != c.firestoreHost {
+		os.Setenv("FIRESTORE_EMULATOR_HOST", c.firestoreHost)
+	}
+	return nil
+}
+
+// queueFlags are the queue ids the services use.
+type queueFlags struct{ inbound, outbound string }
+
+func (q *queueFlags) register(fs *flagSet) {
+	fs.StringVar(&q.inbound, "inbound-queue", tasks.QueueID(env("INBOUND_TASK_QUEUE_NAME", tasks.InboundQueueID)), "inbound queue id (env INBOUND_TASK_QUEUE_NAME)")
+	fs.StringVar(&q.outbound, "outbound-queue", tasks.QueueID(env("OUTBOUND_TASK_QUEUE_NAME", tasks.OutboundQueueID)), "outbound queue id (env OUTBOUND_TASK_QUEUE_NAME)")
+}

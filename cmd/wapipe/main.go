@@ -1,0 +1,185 @@
+// Command wapipe is the operator's CLI for a wapipe deployment or the local stack (cmd/devstack):
+//
+//	wapipe trigger   sign and post realistic Meta webhook payloads to the webhook
+//	wapipe inspect   follow one event: dedupe marker, trace, outbound record, statuses, dead letters, queued tasks
+//	wapipe tasks     list or describe the tasks of a queue, like gcloud tasks list/describe
+//	wapipe replay    re-enqueue dead letters, never answering twice
+//	wapipe bench     load the webhook (loopback only by default) and measure it, end to end with the fake Graph API
+//	wapipe health    print the worker's health report; exit 1 unless it is ok
+//
+// Every subcommand has --help. Connection settings come from flags with the services' environment
+// variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
+// FIRESTORE_EMULATOR_HOST, FIRESTORE_DATABASE, INTERNAL_TASK_BASE_URL, INTERNAL_TASK_TOKEN). An
+// error is one line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "wapipe: panic: %v\n", r)
+			os.Exit(2)
+		}
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wapipe: "+oneLine(err.Error()))
+		os.Exit(exitCode(err))
+	}
+}
+
+// command is one subcommand.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"trigger", "sign and post realistic Meta webhook payloads to the webhook", runTrigger},
+		{"inspect", "show what wapipe knows about an inbound_event_id or message id", runInspect},
+		{"tasks", "list or describe the tasks of a queue (like gcloud tasks list/describe)", runTasks},
+		{"replay", "re-enqueue dead letters without creating duplicates", runReplay},
+		{"bench", "load the webhook and measure answer times (and end to end with the fake Graph API)", runBench},
+		{"health", "print the worker's health report; exit 1 unless it is ok", runHealth},
+	}
+}
+
+// run is the whole CLI; main only adds signals and the exit code. Tests call it in-process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		writeUsage(stderr)
+		return usageErrorf("no command given")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		writeUsage(stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, args[1:], stdout, stderr)
+			if errors.Is(err, errHelp) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
+		}
+	}
+	return usageErrorf("unknown command %q (see wapipe --help)", args[0])
+}
+
+func writeUsage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("wapipe: operate wapipe (the local stack or a deployment)\n\nUsage: wapipe COMMAND [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun wapipe COMMAND --help for a command's flags.\n")
+	io.WriteString(w, b.String())
+}
+
+// errHelp ends a command after its --help was printed.
+var errHelp = errors.New("help shown")
+
+// usageError is a command line the CLI cannot run; it exits 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit code other than 1 or 2's meaning (health's verdicts).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	var x exitError
+	if errors.As(err, &x) {
+		return x.code
+	}
+	return 1
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// flagSet is a subcommand's flags and the usage text its --help prints above them.
+type flagSet struct {
+	*flag.FlagSet
+	cmd, usage string
+}
+
+// newFlagSet returns a flag set that reports errors to the caller instead of printing them.
+func newFlagSet(cmd, usage string) *flagSet {
+	fs := flag.NewFlagSet("wapipe "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, cmd: cmd, usage: usage}
+}
+
+// parse parses args, allowing flags after positional arguments (wapipe inspect ID --json), and
+// returns the positional arguments. --help prints the usage to stdout and returns errHelp.
+func (fs *flagSet) parse(args []string, stdout io.Writer) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp(stdout)
+				return nil, errHelp
+			}
+			return nil, usageErrorf("%v (see wapipe %s --help)", err, fs.cmd)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func (fs *flagSet) printHelp(w io.Writer) {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(fs.usage) + "\n\nFlags:\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	io.WriteString(w, b.String())
+}
+
+// env returns the environment variable key, or def when it is unset or empty.
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(fs *flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
