@@ -29,7 +29,6 @@ type keptSpans struct{ *tracetest.InMemoryExporter }
 
 func (keptSpans) Shutdown(context.Context) error { return nil }
 
-
 const (
 	customerPhone = "447700900123"
 	customerText  = "Can I move my booking to Friday at 7pm?"
