@@ -81,6 +81,12 @@ func IdempotencyKey(messageID string) string {
 
 const idempotencyKeyPrefix = "reply-"
 
+// ReplayTaskID is the task id of the replay of a dead letter: deterministic, so replaying the same
+// dead letter twice meets AlreadyExists instead of making a second task.
+func ReplayTaskID(deadLetterID string) string {
+	return hashID("replay", deadLetterID) + "-replay"
+}
+
 // IsIdempotencyKey reports whether s has the form IdempotencyKey gives, so a status webhook's
 // biz_opaque_callback_data can be told apart from data another sender on the number set.
 func IsIdempotencyKey(s string) bool {

@@ -432,9 +432,6 @@ func TestHealth(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, nil)
 	out, _, err := cli(t, "health", "--worker-url", s.WorkerURL, "--token", s.InternalToken)
-	if err != nil && strings.Contains(err.Error(), "404") {
-		t.Skip("TODO: the worker's /internal/health is not wired yet; un-skip when it is")
-	}
 	var h struct{ Status, Reason string }
 	if jerr := json.Unmarshal([]byte(out), &h); jerr != nil {
 		t.Fatalf("health printed no JSON (%v): %v\n%s", err, jerr, out)
@@ -444,6 +441,16 @@ func TestHealth(t *testing.T) {
 	}
 	if _, _, err := cli(t, "health", "--worker-url", s.WorkerURL, "--token", "wrong"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("health with a wrong token: %v, want the 401 explained", err)
+	}
+	// --direct computes the same report without the worker (whose ingress is internal in
+	// production): from the queues and the records.
+	out, _, err = cli(t, s.conn("health", "--direct")...)
+	var d struct {
+		Status string
+		Queues map[string]any
+	}
+	if jerr := json.Unmarshal([]byte(out), &d); jerr != nil || d.Status != h.Status || len(d.Queues) != 2 {
+		t.Errorf("health --direct = %q (%v, %v), want the worker's verdict %q with both queues", out, err, jerr, h.Status)
 	}
 }
 

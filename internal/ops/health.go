@@ -8,6 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	cloudtasksbeta "cloud.google.com/go/cloudtasks/apiv2beta3"
+
+	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -61,4 +65,26 @@ func FetchHealth(ctx context.Context, client *http.Client, workerURL, token stri
 	}
 	h.Status, h.Reason = v.Status, v.Reason
 	return h, nil
+}
+
+// ComputeHealth computes the health report here, as the worker would, from Cloud Tasks queue
+// stats and Firestore count aggregations.
+func ComputeHealth(ctx context.Context, c Conn, inboundQueue, outboundQueue string) (Health, error) {
+	fs, err := c.Firestore(ctx)
+	if err != nil {
+		return Health{}, err
+	}
+	defer fs.Close()
+	tc, err := cloudtasksbeta.NewClient(ctx, taskqueue.ClientOptions(c.TasksEmulatorHost)...)
+	if err != nil {
+		return Health{}, fmt.Errorf("cloudtasks v2beta3 NewClient: %w", err)
+	}
+	defer tc.Close()
+	// A part that could not be read is in the verdict already (failing, with the reason).
+	rep, _ := health.New(fs, tc, []string{c.QueuePath(inboundQueue), c.QueuePath(outboundQueue)}).Check(ctx)
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		return Health{}, fmt.Errorf("encode the health report: %w", err)
+	}
+	return Health{HTTPStatus: http.StatusOK, Status: rep.Status, Reason: rep.Reason, Raw: raw}, nil
 }

@@ -2,8 +2,6 @@ package ops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +19,7 @@ import (
 // second task. It is a hash, as Cloud Tasks advises against sequential names. A replay that
 // fails again is dead-lettered under its own task name, so it gets a new dead letter id and can
 // be replayed in turn.
-func ReplayTaskID(deadLetterID string) string {
-	sum := sha256.Sum256([]byte("replay\x00" + deadLetterID))
-	return hex.EncodeToString(sum[:16]) + "-replay"
-}
+func ReplayTaskID(deadLetterID string) string { return tasks.ReplayTaskID(deadLetterID) }
 
 // deadLetterStore is what replaying needs of the records; *store.Records implements it.
 type deadLetterStore interface {

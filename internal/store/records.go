@@ -182,7 +182,8 @@ func (r *Records) PutDeadLetter(ctx context.Context, d DeadLetter) (string, erro
 	return d.ID, nil
 }
 
-// ListDeadLetters returns dead letters, newest first, optionally only those not yet replayed.
+// ListDeadLetters returns dead letters in no particular order, optionally only those not yet
+// replayed.
 func (r *Records) ListDeadLetters(ctx context.Context, onlyPending bool, limit int) ([]DeadLetter, error) {
 	q := r.fs.Collection(DeadLetters).Query
 	if onlyPending {
