@@ -175,13 +175,19 @@ func (r *Records) BeginSend(ctx context.Context, seed OutboundRecord) (Decision,
 	return dec, out, nil
 }
 
-// MarkSent records Meta's acceptance of the reply. It does not overwrite a record a status
-// webhook already reconciled.
-func (r *Records) MarkSent(ctx context.Context, key, graphMessageID string) (OutboundRecord, error) {
+// MarkSent records Meta's acceptance of the reply, and whether the inbound message was marked as
+// read beside it (one write, so the two never contend for the record). It does not overwrite a
+// record a status webhook already reconciled.
+func (r *Records) MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (OutboundRecord, error) {
 	return r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
 		if rec.State == OutboundSent {
+			if readMarked && !rec.ReadMarked {
+				rec.ReadMarked = true
+				return true
+			}
 			return false
 		}
+		rec.ReadMarked = rec.ReadMarked || readMarked
 		rec.State, rec.GraphMessageID, rec.SentAt = OutboundSent, graphMessageID, now
 		rec.LastError, rec.LastErrorCode = "", 0
 		rec.setLatency(now)
@@ -240,15 +246,6 @@ func (r *Records) ReopenOutbound(ctx context.Context, key string) error {
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
-	return err
-}
-
-// MarkReadDone notes that the inbound message was marked as read.
-func (r *Records) MarkReadDone(ctx context.Context, key string) error {
-	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
-		rec.ReadMarked = true
-		return true
-	})
 	return err
 }
 

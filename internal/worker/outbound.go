@@ -83,17 +83,18 @@ func (s *Server) handleProcessOutbound() http.Handler {
 			return
 		}
 
-		// Mark-as-read runs beside the reply and never holds it up; the handler waits for it only
-		// so no goroutine outlives the request.
-		var wg sync.WaitGroup
-		if !rec.ReadMarked {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.markRead(context.WithoutCancel(ctx), logger, out)
-			}()
+		// Mark-as-read runs beside the reply and never holds it up. Its outcome is recorded with
+		// the send's, in the same write; the handler waits for it (bounded by its timeout) so no
+		// goroutine outlives the request.
+		readDone := make(chan bool, 1)
+		if rec.ReadMarked {
+			readDone <- true
+		} else {
+			go func() { readDone <- s.markRead(context.WithoutCancel(ctx), logger, out) }()
 		}
-		defer wg.Wait()
+		readMarked := false
+		waitRead := sync.OnceFunc(func() { readMarked = <-readDone })
+		defer waitRead()
 
 		replyTo := ""
 		if reply.Quote {
@@ -101,7 +102,8 @@ func (s *Server) handleProcessOutbound() http.Handler {
 		}
 		graphID, err := s.deps.Sender.Send(ctx, out.PhoneNumberID, out.To, reply, out.IdempotencyKey, replyTo)
 		if err == nil {
-			if _, err := s.deps.Records.MarkSent(ctx, out.IdempotencyKey, graphID); err != nil {
+			waitRead()
+			if _, err := s.deps.Records.MarkSent(ctx, out.IdempotencyKey, graphID, readMarked); err != nil {
 				// Meta has the message; the status webhook that echoes the key will settle
 				// the record. Answering 200 stops a retry from sending it again.
 				logger.ErrorContext(ctx, "reply sent but record not updated: the status webhook will reconcile it",
@@ -143,16 +145,16 @@ func (s *Server) markRetry(ctx context.Context, logger *slog.Logger, key string,
 	}
 }
 
-func (s *Server) markRead(ctx context.Context, logger *slog.Logger, out tasks.Outbound) {
+// markRead marks the inbound message as read, best effort: a failure is logged and retried with
+// the next attempt, if any.
+func (s *Server) markRead(ctx context.Context, logger *slog.Logger, out tasks.Outbound) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.deps.MarkReadTimeout)
 	defer cancel()
 	if err := s.deps.Sender.MarkRead(ctx, out.PhoneNumberID, out.Message.ID); err != nil {
 		logger.WarnContext(ctx, "mark as read failed (best effort)", "event", "mark_read_failed", "error", err)
-		return
+		return false
 	}
-	if err := s.deps.Records.MarkReadDone(ctx, out.IdempotencyKey); err != nil {
-		logger.WarnContext(ctx, "mark as read not recorded", "event", "mark_read_failed", "error", err)
-	}
+	return true
 }
 
 func validateOutbound(o tasks.Outbound) error {

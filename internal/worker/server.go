@@ -44,11 +44,10 @@ type Records interface {
 	ForgetStatus(ctx context.Context, key string) error
 	ApplyStatus(ctx context.Context, u store.StatusUpdate) (store.ApplyResult, error)
 	BeginSend(ctx context.Context, seed store.OutboundRecord) (store.Decision, store.OutboundRecord, error)
-	MarkSent(ctx context.Context, key, graphMessageID string) (store.OutboundRecord, error)
+	MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (store.OutboundRecord, error)
 	MarkSkipped(ctx context.Context, key string) error
 	MarkFailed(ctx context.Context, key string, code int, msg string) error
 	MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error
-	MarkReadDone(ctx context.Context, key string) error
 	PutDeadLetter(ctx context.Context, d store.DeadLetter) (string, error)
 }
 
