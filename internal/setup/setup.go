@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
@@ -88,10 +89,36 @@ func Load(ctx context.Context, l envconfig.Lookuper, cfg Validator) error {
 		l = envconfig.OsLookuper()
 	}
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: cfg, Lookuper: l}); err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return fmt.Errorf("configuration: %s", nameVariable(cfg, err.Error()))
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		// One line, whatever the number of problems.
+		return fmt.Errorf("configuration: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return nil
+}
+
+// nameVariable rewrites go-envconfig's "Field: Nested: problem" into "ENV_NAME: problem", so the
+// line names the variable the operator sets, not a Go field path.
+func nameVariable(cfg any, msg string) string {
+	t := reflect.TypeOf(cfg)
+	rest := msg
+	for {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		field, after, ok := strings.Cut(rest, ": ")
+		if !ok || t.Kind() != reflect.Struct {
+			return msg
+		}
+		f, found := t.FieldByName(field)
+		if !found {
+			return msg
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("env"), ","); name != "" {
+			after, _, _ = strings.Cut(after, ": "+name) // "missing required value: NAME"
+			return name + ": " + after
+		}
+		t, rest = f.Type, after
+	}
 }

@@ -1,0 +1,71 @@
+package webhook_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/webhook"
+)
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{
+		"GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
+		"INTERNAL_TASK_BASE_URL": "https://worker.example", "INTERNAL_TASK_TOKEN": "0123456789abcdef",
+		"WHATSAPP_APP_SECRET": "app-secret-value", "WHATSAPP_VERIFY_TOKEN": "verify",
+	}
+	tests := []struct {
+		name     string
+		change   map[string]string
+		wantErr  string
+		wantMode string
+	}{
+		{"prod defaults", nil, "", webhook.FailClosed},
+		{"dev defaults to open", map[string]string{"APP_ENV": "dev"}, "", webhook.FailOpen},
+		{"dev may close", map[string]string{"APP_ENV": "dev", "DEDUPE_FAIL_MODE": "closed"}, "", webhook.FailClosed},
+		{"open outside dev", map[string]string{"DEDUPE_FAIL_MODE": "open"}, "DEDUPE_FAIL_MODE", ""},
+		{"unknown mode", map[string]string{"DEDUPE_FAIL_MODE": "maybe"}, "DEDUPE_FAIL_MODE", ""},
+		{"missing app secret", map[string]string{"WHATSAPP_APP_SECRET": ""}, "WHATSAPP_APP_SECRET", ""},
+		{"missing verify token", map[string]string{"WHATSAPP_VERIFY_TOKEN": ""}, "WHATSAPP_VERIFY_TOKEN", ""},
+		{"bad ttl", map[string]string{"DEDUPE_TTL": "soon"}, "DEDUPE_TTL", ""},
+		{"negative ttl", map[string]string{"DEDUPE_TTL": "-1h"}, "DEDUPE_TTL", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range tc.change {
+				if v == "" {
+					delete(env, k)
+				} else {
+					env[k] = v
+				}
+			}
+			var cfg webhook.Config
+			err := setup.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "app-secret-value") {
+					t.Fatalf("the error shows a secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.DedupeFailMode != tc.wantMode || cfg.DedupeTTL != 168*time.Hour || cfg.InboundQueue != "wa-inbound" {
+				t.Errorf("config = mode %s ttl %s queue %s", cfg.DedupeFailMode, cfg.DedupeTTL, cfg.InboundQueue)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package worker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/worker"
+)
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{
+		"GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
+		"INTERNAL_TASK_BASE_URL": "https://worker.example", "INTERNAL_TASK_TOKEN": "0123456789abcdef",
+		"WHATSAPP_ACCESS_TOKEN": "EAAG-secret-token",
+	}
+	tests := []struct {
+		name    string
+		change  map[string]string
+		wantErr string
+	}{
+		{"defaults", nil, ""},
+		{"missing access token", map[string]string{"WHATSAPP_ACCESS_TOKEN": ""}, "WHATSAPP_ACCESS_TOKEN"},
+		{"graph over http in prod", map[string]string{"GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, "GRAPH_API_BASE_URL"},
+		{"graph over http in dev", map[string]string{"APP_ENV": "dev", "GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, ""},
+		{"graph not a URL", map[string]string{"GRAPH_API_BASE_URL": "graph"}, "GRAPH_API_BASE_URL"},
+		{"worker over http in prod", map[string]string{"INTERNAL_TASK_BASE_URL": "http://worker"}, "INTERNAL_TASK_BASE_URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range tc.change {
+				if v == "" {
+					delete(env, k)
+				} else {
+					env[k] = v
+				}
+			}
+			var cfg worker.Config
+			err := setup.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "EAAG-secret-token") {
+					t.Fatalf("the error shows a secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.change == nil && (cfg.GraphAPIBaseURL != worker.DefaultGraphAPIBaseURL || cfg.OutboundQueue != "wa-outbound") {
+				t.Errorf("defaults = %+v", cfg)
+			}
+		})
+	}
+}
