@@ -55,6 +55,21 @@ func (b *Base) Firestore(ctx context.Context) (*firestore.Client, error) {
 	return c, nil
 }
 
+// Clients connects both services' shared clients, Firestore and the task producer, and returns a
+// function that closes them.
+func (b *Base) Clients(ctx context.Context) (*firestore.Client, *taskqueue.Client, func(), error) {
+	fs, err := b.Firestore(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tq, err := b.Tasks(ctx)
+	if err != nil {
+		fs.Close()
+		return nil, nil, nil, err
+	}
+	return fs, tq, func() { tq.Close(); fs.Close() }, nil
+}
+
 // Tasks connects to Cloud Tasks (or CLOUD_TASKS_EMULATOR_HOST) with the task settings of b.
 func (b *Base) Tasks(ctx context.Context) (*taskqueue.Client, error) {
 	c, err := taskqueue.New(ctx, taskqueue.Config{

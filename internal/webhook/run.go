@@ -13,13 +13,8 @@ import (
 // Build connects the webhook's clients from cfg and returns the service and a function that
 // closes the clients. Each option may adjust the dependencies before the service is made.
 func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*Deps)) (*Server, func(), error) {
-	fs, err := cfg.Firestore(ctx)
+	fs, tq, closeClients, err := cfg.Clients(ctx)
 	if err != nil {
-		return nil, nil, err
-	}
-	tq, err := cfg.Tasks(ctx)
-	if err != nil {
-		fs.Close()
 		return nil, nil, err
 	}
 	deps := Deps{
@@ -34,7 +29,7 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 	logger.Info("webhook configured", "event", "config_loaded", "app_env", cfg.AppEnv,
 		"inbound_queue", tq.QueuePath(cfg.InboundQueue), "dedupe_fail_mode", cfg.DedupeFailMode,
 		"tasks_emulator", cfg.TasksEmulatorHost != "", "oidc", cfg.TasksServiceAccountEmail != "")
-	return NewServer(cfg, deps), func() { tq.Close(); fs.Close() }, nil
+	return NewServer(cfg, deps), closeClients, nil
 }
 
 // Run serves the webhook on ln (or on :$PORT when ln is nil) until ctx ends, then drains, closes

@@ -21,22 +21,17 @@ import (
 // the clients. Each option may adjust the dependencies before the service is made (the local
 // stack and tests use this to wrap or replace one).
 func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*Deps)) (*Server, func(), error) {
-	fs, err := cfg.Firestore(ctx)
+	fs, tq, closeClients, err := cfg.Clients(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	tq, err := cfg.Tasks(ctx)
-	if err != nil {
-		fs.Close()
-		return nil, nil, err
-	}
+	// Queue stats for health are only in the v2beta3 API.
 	beta, err := cloudtasksbeta.NewClient(ctx, taskqueue.ClientOptions(cfg.TasksEmulatorHost)...)
 	if err != nil {
-		tq.Close()
-		fs.Close()
+		closeClients()
 		return nil, nil, fmt.Errorf("cloudtasks v2beta3 NewClient: %w", err)
 	}
-	closeAll := func() { beta.Close(); tq.Close(); fs.Close() }
+	closeAll := func() { beta.Close(); closeClients() }
 	httpClient := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)
 	if err != nil {
