@@ -314,8 +314,8 @@ type ApplyResult struct {
 }
 
 // ApplyStatus applies a delivery status to the record it is about, found by the echoed key or
-// else by the Graph message id. The rank guard keeps the highest status; a status for a record
-// still sending or pending proves Meta accepted the send, which reconciles the record to sent.
+// else by the Graph message id. The rank guard keeps the highest status; a status for a record not
+// yet sent proves Meta accepted the send, which reconciles the record to sent.
 func (r *Records) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult, error) {
 	key := u.Key
 	if key == "" {
@@ -339,7 +339,10 @@ func (r *Records) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult,
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
 		res.Matched = true
 		changed := false
-		if rec.State == OutboundSending || rec.State == OutboundPending {
+		// Any status echoing the key proves Meta accepted a send for this record, even one that
+		// gave up on it (retries exhausted after a lost answer): it was sent, and a replay must
+		// not send it again.
+		if rec.State == OutboundSending || rec.State == OutboundPending || rec.State == OutboundFailed {
 			rec.State, rec.GraphMessageID, rec.SentAt, rec.Reconciled = OutboundSent, u.GraphMessageID, now, true
 			rec.setLatency(now)
 			res.Reconciled, changed = true, true
