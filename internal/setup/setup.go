@@ -54,7 +54,9 @@ func (b *Base) Validate() error {
 	case u.Scheme != "https" && b.AppEnv != EnvDev:
 		errs = append(errs, fmt.Errorf("INTERNAL_TASK_BASE_URL: must be https when APP_ENV is %s", b.AppEnv))
 	}
-	if len(b.InternalTaskToken) < 16 && b.AppEnv != EnvDev {
+	if b.InternalTaskToken == "" {
+		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must not be empty"))
+	} else if len(b.InternalTaskToken) < 16 && b.AppEnv != EnvDev {
 		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must be at least 16 characters outside dev"))
 	}
 	if b.TraceSampleRatio < 0 || b.TraceSampleRatio > 1 {

@@ -111,6 +111,11 @@ type RecordsOptions struct {
 	Now             func() time.Time
 }
 
+// DefaultReconcileWindow is how long a send of unknown outcome holds off a resend. Its status
+// webhook must make it through the webhook and the inbound queue's backoff first; the outbound
+// queue's retries span over an hour, so waiting this long costs a reply little.
+const DefaultReconcileWindow = 15 * time.Minute
+
 // NewRecords returns the worker's record store.
 func NewRecords(fs *firestore.Client, opts RecordsOptions) *Records {
 	r := &Records{fs: fs, retention: opts.Retention, reconcileWindow: opts.ReconcileWindow, now: opts.Now}
@@ -118,7 +123,7 @@ func NewRecords(fs *firestore.Client, opts RecordsOptions) *Records {
 		r.retention = DefaultRetention
 	}
 	if r.reconcileWindow <= 0 {
-		r.reconcileWindow = 2 * time.Minute
+		r.reconcileWindow = DefaultReconcileWindow
 	}
 	if r.now == nil {
 		r.now = time.Now

@@ -44,13 +44,17 @@ func (r *Records) RecordStatus(ctx context.Context, s StatusRecord) (bool, error
 	return true, nil
 }
 
-// ForgetStatus removes a recorded status, so that a retry of a task whose status could not be
-// applied records and applies it again.
-func (r *Records) ForgetStatus(ctx context.Context, key string) error {
-	if _, err := r.fs.Collection(MessageStatuses).Doc(DocID(key)).Delete(ctx); err != nil {
-		return fmt.Errorf("forget status: %w", err)
+// StatusSeen reports whether a status ("<id>:<status>") was recorded already.
+func (r *Records) StatusSeen(ctx context.Context, key string) (bool, error) {
+	_, err := r.fs.Collection(MessageStatuses).Doc(DocID(key)).Get(ctx)
+	switch status.Code(err) {
+	case codes.OK:
+		return true, nil
+	case codes.NotFound:
+		return false, nil
+	default:
+		return false, fmt.Errorf("read status: %w", err)
 	}
-	return nil
 }
 
 // StatusesFor lists the statuses recorded for a Graph message id.

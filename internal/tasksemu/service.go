@@ -21,7 +21,7 @@ import (
 
 // Limits Cloud Tasks enforces on tasks.
 const (
-	maxTaskBytes         = 1 << 20 // CONTRACT.md: "Cloud Tasks caps a task at 1 MB"
+	maxTaskBytes         = 1_000_000 // "1 MB": the stricter reading, so the emulator never accepts what production refuses
 	maxDispatchDeadline  = 30 * time.Minute
 	defaultDeadline      = 10 * time.Minute
 	maxScheduleAhead     = 30 * 24 * time.Hour

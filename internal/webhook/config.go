@@ -30,6 +30,16 @@ type Config struct {
 // default: closed, except open in dev.
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
+	// required only asks that a variable exist: an empty app secret would let anyone sign.
+	if c.AppSecret == "" {
+		errs = append(errs, errors.New("WHATSAPP_APP_SECRET: must not be empty"))
+	}
+	if c.VerifyToken == "" {
+		errs = append(errs, errors.New("WHATSAPP_VERIFY_TOKEN: must not be empty"))
+	}
+	if _, ok := tasks.DefaultQueues().Queue(tasks.QueueID(c.InboundQueue)); !ok {
+		errs = append(errs, fmt.Errorf("INBOUND_TASK_QUEUE_NAME: queue %q is not defined in tasks/queues.yaml", tasks.QueueID(c.InboundQueue)))
+	}
 	if c.DedupeTTL <= 0 {
 		errs = append(errs, errors.New("DEDUPE_TTL: must be a positive duration"))
 	}
@@ -46,9 +56,6 @@ func (c *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("DEDUPE_FAIL_MODE: must be closed or open, got %q", c.DedupeFailMode))
-	}
-	if tasks.QueueID(c.InboundQueue) == "" {
-		errs = append(errs, errors.New("INBOUND_TASK_QUEUE_NAME: must not be empty"))
 	}
 	return errors.Join(errs...)
 }

@@ -32,7 +32,11 @@ func TestConfig(t *testing.T) {
 		{"unknown mode", map[string]string{"DEDUPE_FAIL_MODE": "maybe"}, "DEDUPE_FAIL_MODE", ""},
 		{"missing app secret", map[string]string{"WHATSAPP_APP_SECRET": ""}, "WHATSAPP_APP_SECRET", ""},
 		{"missing verify token", map[string]string{"WHATSAPP_VERIFY_TOKEN": ""}, "WHATSAPP_VERIFY_TOKEN", ""},
+		{"empty app secret (anyone could sign)", map[string]string{"WHATSAPP_APP_SECRET": "<empty>"}, "WHATSAPP_APP_SECRET", ""},
+		{"empty verify token", map[string]string{"WHATSAPP_VERIFY_TOKEN": "<empty>"}, "WHATSAPP_VERIFY_TOKEN", ""},
+		{"empty internal token in dev", map[string]string{"APP_ENV": "dev", "INTERNAL_TASK_TOKEN": "<empty>"}, "INTERNAL_TASK_TOKEN", ""},
 		{"bad ttl", map[string]string{"DEDUPE_TTL": "soon"}, "DEDUPE_TTL", ""},
+		{"queue not in queues.yaml", map[string]string{"INBOUND_TASK_QUEUE_NAME": "wa-elsewhere"}, "INBOUND_TASK_QUEUE_NAME", ""},
 		{"negative ttl", map[string]string{"DEDUPE_TTL": "-1h"}, "DEDUPE_TTL", ""},
 	}
 	for _, tc := range tests {
@@ -43,9 +47,12 @@ func TestConfig(t *testing.T) {
 				env[k] = v
 			}
 			for k, v := range tc.change {
-				if v == "" {
+				switch v {
+				case "":
 					delete(env, k)
-				} else {
+				case "<empty>":
+					env[k] = ""
+				default:
 					env[k] = v
 				}
 			}

@@ -19,7 +19,8 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 	}
 	deps := Deps{
 		Dedupe:   dedupe.New(fs, dedupe.Options{TTL: cfg.DedupeTTL}),
-		Payloads: store.NewPayloads(fs, cfg.DedupeTTL),
+		// Out-of-band payloads live as long as dead letters do, so a replay can still read one.
+		Payloads: store.NewPayloads(fs, store.DefaultRetention),
 		Tasks:    tq,
 		Logger:   logger,
 	}

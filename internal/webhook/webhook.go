@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -291,7 +292,18 @@ func (s *Server) storeCall(ctx context.Context, f func(context.Context) error) e
 // buildTask makes the inbound task, moving a payload too large for a task out of band.
 func (s *Server) buildTask(ctx context.Context, logger *slog.Logger, eventID, correlationID string, received time.Time, body []byte) (taskqueue.Task, error) {
 	in := tasks.Inbound{InboundEventID: eventID, CorrelationID: correlationID, ReceivedAt: received}
-	if len(body) > tasks.MaxTaskBodyBytes-1024 {
+	// Compact keeps the task small and readable; the signature was checked on the raw bytes.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, body); err != nil {
+		return taskqueue.Task{}, fmt.Errorf("json.Compact: %w", err)
+	}
+	in.Payload = compact.Bytes()
+	b, err := encodeTask(in)
+	if err != nil {
+		return taskqueue.Task{}, err
+	}
+	// The size that counts is the encoded task's, not the body's.
+	if len(b) > tasks.MaxTaskBodyBytes {
 		var ref string
 		err := s.storeCall(ctx, func(ctx context.Context) error {
 			var err error
@@ -299,21 +311,13 @@ func (s *Server) buildTask(ctx context.Context, logger *slog.Logger, eventID, co
 			return err
 		})
 		if err != nil {
+			return taskqueue.Task{}, fmt.Errorf("store payload out of band: %w", err)
+		}
+		in.Payload, in.PayloadRef = nil, ref
+		if b, err = encodeTask(in); err != nil {
 			return taskqueue.Task{}, err
 		}
-		in.PayloadRef = ref
 		logger.InfoContext(ctx, "payload stored out of band", "event", "payload_out_of_band", "bytes", len(body))
-	} else {
-		// Compact keeps the task small and readable; the signature was checked on the raw bytes.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, body); err != nil {
-			return taskqueue.Task{}, err
-		}
-		in.Payload = buf.Bytes()
-	}
-	b, err := json.Marshal(in)
-	if err != nil {
-		return taskqueue.Task{}, err
 	}
 	return taskqueue.Task{
 		Queue:         s.cfg.InboundQueue,
@@ -322,6 +326,18 @@ func (s *Server) buildTask(ctx context.Context, logger *slog.Logger, eventID, co
 		Body:          b,
 		CorrelationID: correlationID,
 	}, nil
+}
+
+// encodeTask encodes a task body without HTML escaping, which would grow every <, > and & in a
+// message to six bytes.
+func encodeTask(in tasks.Inbound) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(in); err != nil {
+		return nil, fmt.Errorf("encode inbound task: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // VerifySignature checks X-Hub-Signature-256 ("sha256=<hex>") over the raw body in constant time.

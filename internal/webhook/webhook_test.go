@@ -578,3 +578,39 @@ func TestLogsKeepSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestPayloadNearTheTaskLimit: what decides inline or out of band is the encoded task's size, and
+// characters JSON may escape (<, >, &) must not grow a task past Cloud Tasks' limit.
+func TestPayloadNearTheTaskLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	tests := []struct {
+		name       string
+		size       int
+		wantInline bool
+	}{
+		{"880 KB of <&> inline", 880 << 10, true},
+		{"950 KB out of band", 950 << 10, false},
+	}
+	for i, tc := range tests {
+		id := fmt.Sprintf("wamid.near-%d", i)
+		filler := strings.Repeat("<&>", tc.size/3)
+		body := []byte(fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"W","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"phone_number_id":"P"},"messages":[{"from":"1","id":%q,"type":"text","text":{"body":%q}}]}}]}]}`, id, filler))
+		if code, resp := e.post(body, nil); code != 200 {
+			t.Fatalf("%s: %d %s", tc.name, code, resp)
+		}
+		task, err := e.tc.GetTask(context.Background(), &cloudtaskspb.GetTaskRequest{
+			Name: e.queue + "/tasks/" + tasks.InboundTaskID(id), ResponseView: cloudtaskspb.Task_FULL})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var in tasks.Inbound
+		if err := json.Unmarshal(task.GetHttpRequest().Body, &in); err != nil {
+			t.Fatal(err)
+		}
+		if inline := len(in.Payload) > 0; inline != tc.wantInline || len(task.GetHttpRequest().Body) > tasks.MaxTaskBodyBytes {
+			t.Errorf("%s: inline=%v with a %d-byte task, want inline=%v and at most %d bytes",
+				tc.name, inline, len(task.GetHttpRequest().Body), tc.wantInline, tasks.MaxTaskBodyBytes)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 
 	"github.com/wapipe/wapipe/internal/setup"
@@ -32,8 +33,18 @@ func (c *Config) Validate() error {
 	} else if u.Scheme != "https" && !c.IsDev() {
 		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be https outside dev"))
 	}
-	if tasks.QueueID(c.OutboundQueue) == "" {
-		errs = append(errs, errors.New("OUTBOUND_TASK_QUEUE_NAME: must not be empty"))
+	if c.AccessToken == "" {
+		errs = append(errs, errors.New("WHATSAPP_ACCESS_TOKEN: must not be empty"))
+	}
+	// The worker knows a task's last attempt (dead letters) from the queue's definition: a queue
+	// missing from queues.yaml would silently never dead-letter.
+	for _, q := range []struct{ env, id string }{
+		{"OUTBOUND_TASK_QUEUE_NAME", tasks.QueueID(c.OutboundQueue)},
+		{"INBOUND_TASK_QUEUE_NAME", tasks.QueueID(c.InboundQueue)},
+	} {
+		if _, ok := tasks.DefaultQueues().Queue(q.id); !ok {
+			errs = append(errs, fmt.Errorf("%s: queue %q is not defined in tasks/queues.yaml", q.env, q.id))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -25,6 +25,8 @@ func TestConfig(t *testing.T) {
 	}{
 		{"defaults", nil, ""},
 		{"missing access token", map[string]string{"WHATSAPP_ACCESS_TOKEN": ""}, "WHATSAPP_ACCESS_TOKEN"},
+		{"empty access token", map[string]string{"WHATSAPP_ACCESS_TOKEN": "<empty>"}, "WHATSAPP_ACCESS_TOKEN"},
+		{"outbound queue not in queues.yaml", map[string]string{"OUTBOUND_TASK_QUEUE_NAME": "wa-out-staging"}, "OUTBOUND_TASK_QUEUE_NAME"},
 		{"graph over http in prod", map[string]string{"GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, "GRAPH_API_BASE_URL"},
 		{"graph over http in dev", map[string]string{"APP_ENV": "dev", "GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, ""},
 		{"graph not a URL", map[string]string{"GRAPH_API_BASE_URL": "graph"}, "GRAPH_API_BASE_URL"},
@@ -38,9 +40,12 @@ func TestConfig(t *testing.T) {
 				env[k] = v
 			}
 			for k, v := range tc.change {
-				if v == "" {
+				switch v {
+				case "":
 					delete(env, k)
-				} else {
+				case "<empty>":
+					env[k] = ""
+				default:
 					env[k] = v
 				}
 			}

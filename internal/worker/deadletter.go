@@ -61,9 +61,24 @@ func (s *Server) failOrRetry(ctx context.Context, w http.ResponseWriter, raw []b
 // lost.
 func (s *Server) deadLetterNow(ctx context.Context, w http.ResponseWriter, raw []byte, path string, cause error,
 	code int, eventID, key, correlationID string) {
-	ti := taskFrom(ctx)
 	logger := logging.FromContext(ctx)
-	id, err := s.deps.Records.PutDeadLetter(ctx, store.DeadLetter{
+	id, err := s.putDeadLetter(ctx, raw, path, cause, code, eventID, key, correlationID)
+	if err != nil {
+		logger.ErrorContext(ctx, "dead letter not written: leaving the task to Cloud Tasks", "event", "dead_letter_failed",
+			"error", err, "cause", cause)
+		retryLater(w, 0, map[string]any{"status": "retry", "error": "dead_letter_failed"})
+		return
+	}
+	logger.ErrorContext(ctx, "task dead-lettered", "event", "dead_lettered", "path", path, "dead_letter_id", id,
+		"error", cause, "meta_error_code", code, "permanent", isPermanent(cause))
+	writeJSON(w, http.StatusOK, map[string]any{"status": "dead_lettered", "dead_letter_id": id})
+}
+
+// putDeadLetter writes the current task to dead_letters with its body and last error.
+func (s *Server) putDeadLetter(ctx context.Context, raw []byte, path string, cause error, code int,
+	eventID, key, correlationID string) (string, error) {
+	ti := taskFrom(ctx)
+	return s.deps.Records.PutDeadLetter(ctx, store.DeadLetter{
 		Queue:          ti.Queue,
 		TaskName:       ti.Name,
 		Path:           path,
@@ -75,13 +90,4 @@ func (s *Server) deadLetterNow(ctx context.Context, w http.ResponseWriter, raw [
 		InboundEventID: eventID,
 		IdempotencyKey: key,
 	})
-	if err != nil {
-		logger.ErrorContext(ctx, "dead letter not written: leaving the task to Cloud Tasks", "event", "dead_letter_failed",
-			"error", err, "cause", cause)
-		retryLater(w, 0, map[string]any{"status": "retry", "error": "dead_letter_failed"})
-		return
-	}
-	logger.ErrorContext(ctx, "task dead-lettered", "event", "dead_lettered", "path", path, "dead_letter_id", id,
-		"error", cause, "meta_error_code", code, "permanent", isPermanent(cause))
-	writeJSON(w, http.StatusOK, map[string]any{"status": "dead_lettered", "dead_letter_id": id})
 }

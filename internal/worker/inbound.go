@@ -28,6 +28,12 @@ func (s *Server) handleProcessInbound() http.Handler {
 		start := s.deps.Now()
 		var in tasks.Inbound
 		raw, err := readTask(r, &in)
+		if errors.Is(err, errReadBody) {
+			logging.FromContext(ctx).WarnContext(ctx, "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
+			retryLater(w, 0, map[string]any{"status": "retry", "error": "body_unreadable"})
+			return
+		}
+		in.CorrelationID = correlationID(ctx, in.CorrelationID)
 		if err == nil && in.InboundEventID == "" {
 			err = errors.New("inbound_event_id is empty")
 		}
@@ -159,7 +165,7 @@ func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 			defer mu.Unlock()
 			if err != nil {
 				t.Status, t.Error = "failed", err.Error()
-				errs = append(errs, fmt.Errorf("create outbound task for message %d: %w", len(errs), err))
+				errs = append(errs, fmt.Errorf("create outbound task %s: %w", tasks.OutboundTaskID(m.ID), err))
 			}
 			targets[key] = t
 			// One failed enqueue does not stop the others: the retry then has less to do.
@@ -170,7 +176,10 @@ func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 	return targets, errors.Join(errs...)
 }
 
-// applyStatuses records each status once and applies it to the outbound record it is about.
+// applyStatuses applies each status to the outbound record it is about, once. It applies first
+// and records second: a crash between the two leaves a status unrecorded, and the retry applies it
+// again, which the rank guard makes harmless; the other order could leave a status recorded as
+// seen but never applied, and a send of unknown outcome never reconciled.
 func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, statuses []whatsapp.Status) error {
 	var errs []error
 	for _, st := range statuses {
@@ -179,25 +188,13 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			code, title = st.Errors[0].Code, st.Errors[0].Title
 		}
 		key := st.DedupeKey()
-		fresh, err := s.deps.Records.RecordStatus(ctx, store.StatusRecord{
-			Key:            key,
-			GraphMessageID: st.ID,
-			Status:         st.Status,
-			Timestamp:      st.Timestamp,
-			PhoneNumberID:  st.PhoneNumberID,
-			RecipientHash:  logging.HashPhone(st.RecipientID),
-			IdempotencyKey: callbackKey(st.BizOpaqueCallbackData),
-			ErrorCode:      int64(code),
-			ErrorTitle:     title,
-			InboundEventID: in.InboundEventID,
-			CorrelationID:  in.CorrelationID,
-		})
+		seen, err := s.deps.Records.StatusSeen(ctx, key)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !fresh {
-			logger.DebugContext(ctx, "status already recorded", "event", "status_duplicate", "status", st.Status)
+		if seen {
+			logger.DebugContext(ctx, "status already applied", "event", "status_duplicate", "status", st.Status)
 			continue
 		}
 		res, err := s.deps.Records.ApplyStatus(ctx, store.StatusUpdate{
@@ -207,8 +204,23 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			ErrorCode:      code,
 		})
 		if err != nil {
-			// Forget it so the retry records and applies it again.
-			errs = append(errs, err, s.deps.Records.ForgetStatus(ctx, key))
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := s.deps.Records.RecordStatus(ctx, store.StatusRecord{
+			Key:            key,
+			GraphMessageID: st.ID,
+			Status:         st.Status,
+			Timestamp:      st.Timestamp,
+			PhoneNumberID:  st.PhoneNumberID,
+			RecipientHash:  logging.HashPhone(st.RecipientID),
+			IdempotencyKey: res.Key,
+			ErrorCode:      int64(code),
+			ErrorTitle:     title,
+			InboundEventID: in.InboundEventID,
+			CorrelationID:  in.CorrelationID,
+		}); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,

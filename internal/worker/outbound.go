@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
@@ -20,6 +21,12 @@ func (s *Server) handleProcessOutbound() http.Handler {
 		start := s.deps.Now()
 		var out tasks.Outbound
 		raw, err := readTask(r, &out)
+		if errors.Is(err, errReadBody) {
+			logging.FromContext(ctx).WarnContext(ctx, "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
+			retryLater(w, 0, map[string]any{"status": "retry", "error": "body_unreadable"})
+			return
+		}
+		out.CorrelationID = correlationID(ctx, out.CorrelationID)
 		if err == nil {
 			err = validateOutbound(out)
 		}
@@ -122,6 +129,11 @@ func (s *Server) handleProcessOutbound() http.Handler {
 				fail(merr, f.Code, sendFailure{})
 				return
 			}
+			if graph.Classify(err) == graph.Auth {
+				// A bad or expired token fails every reply, not this one: keep each as a dead
+				// letter to replay once an operator has fixed the token.
+				s.keepDeadLetter(ctx, logger, raw, err, f.Code, out)
+			}
 			logger.ErrorContext(ctx, "reply refused by WhatsApp: not retrying", "event", "outbound_failed",
 				"meta_error_code", f.Code, "class", f.Class, "error", err)
 			writeJSON(w, http.StatusOK, map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": f.Code})
@@ -155,6 +167,17 @@ func (s *Server) markRead(ctx context.Context, logger *slog.Logger, out tasks.Ou
 		return false
 	}
 	return true
+}
+
+// keepDeadLetter writes the task to dead_letters without changing the answer.
+func (s *Server) keepDeadLetter(ctx context.Context, logger *slog.Logger, raw []byte, cause error, code int, out tasks.Outbound) {
+	id, err := s.putDeadLetter(ctx, raw, tasks.ProcessOutboundPath, cause, code, out.InboundEventID, out.IdempotencyKey, out.CorrelationID)
+	if err != nil {
+		logger.ErrorContext(ctx, "dead letter not written", "event", "dead_letter_failed", "error", err)
+		return
+	}
+	logger.ErrorContext(ctx, "reply kept as a dead letter: fix the access token, then replay", "event", "dead_lettered",
+		"dead_letter_id", id, "meta_error_code", code)
 }
 
 func validateOutbound(o tasks.Outbound) error {

@@ -62,7 +62,15 @@ func classify(err error) sendFailure {
 	}
 	var ge *graph.Error
 	if errors.As(err, &ge) {
-		f.Code, f.Definite = ge.Code, ge.HTTPStatus != 0
+		f.Code = ge.Code
+		// Only Meta's own error object on an error status proves nothing was sent. A gateway's
+		// 5xx without it, or a 2xx Meta answered but that could not be read, leaves the outcome
+		// unknown: the message may be on its way, so wait for its status webhook, never resend
+		// at once.
+		f.Definite = ge.Code != 0 && ge.HTTPStatus >= 300
+		if ge.HTTPStatus >= 200 && ge.HTTPStatus < 300 {
+			f.Retryable, f.Class = true, "unreadable_success"
+		}
 	}
 	return f
 }

@@ -1,9 +1,12 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -41,7 +44,7 @@ type Records interface {
 	StartTrace(ctx context.Context, t store.Trace) error
 	FinishTrace(ctx context.Context, eventID, state string, outbound map[string]store.TraceTarget, errText string) error
 	RecordStatus(ctx context.Context, s store.StatusRecord) (bool, error)
-	ForgetStatus(ctx context.Context, key string) error
+	StatusSeen(ctx context.Context, key string) (bool, error)
 	ApplyStatus(ctx context.Context, u store.StatusUpdate) (store.ApplyResult, error)
 	BeginSend(ctx context.Context, seed store.OutboundRecord) (store.Decision, store.OutboundRecord, error)
 	MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (store.OutboundRecord, error)
@@ -158,10 +161,8 @@ func (s *Server) withTask(next http.Handler) http.Handler {
 			Correlated: r.Header.Get(tasks.HeaderCorrelationID),
 		}
 		ti.RetryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
+		// correlation_id is attached by each handler, from the body (see correlationID).
 		logger := s.deps.Logger.With("task_name", ti.Name, "queue", ti.Queue, "retry_count", ti.RetryCount)
-		if ti.Correlated != "" {
-			logger = logger.With("correlation_id", ti.Correlated)
-		}
 		ctx := context.WithValue(r.Context(), taskInfoKey{}, ti)
 		next.ServeHTTP(w, r.WithContext(logging.WithLogger(ctx, logger)))
 	})
@@ -222,27 +223,39 @@ func (s *Server) handleHealth() http.Handler {
 	})
 }
 
-// readTask reads a task body under the size cap.
+// readTask reads a task body, one JSON object under the size cap. A body that could not be read
+// (the connection broke) is errReadBody, which a retry can fix; any other error is the body's
+// own fault, which no retry will fix.
 func readTask(r *http.Request, v any) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errReadBody, err)
 	}
 	if len(body) > maxTaskBody {
 		return body[:maxTaskBody], errTaskTooLarge
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
-		return body, err
+		return body, fmt.Errorf("decode task body: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return body, errors.New("decode task body: data after the JSON object")
 	}
 	return body, nil
 }
 
-type workerError string
+var (
+	errReadBody     = errors.New("read task body")
+	errTaskTooLarge = errors.New("task body over 1 MiB")
+)
 
-func (e workerError) Error() string { return string(e) }
-
-const errTaskTooLarge = workerError("task body over 1 MiB")
+// correlationID is the task's correlation id: the body's, else the header's.
+func correlationID(ctx context.Context, fromBody string) string {
+	if fromBody != "" {
+		return fromBody
+	}
+	return taskFrom(ctx).Correlated
+}
 
 // writeJSON encodes into a buffer first, so a failure never leaves half a response.
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -422,3 +422,25 @@ func TestUnauthorizedChangesNothing(t *testing.T) {
 	s.deliver(payload)
 	s.waitSends(1)
 }
+
+// TestAuthErrorKeptForReplay: a bad token fails every reply, so each is kept as a dead letter for
+// replay once the token is fixed, while the task still answers 200 and is not retried.
+func TestAuthErrorKeptForReplay(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	failSends(s, 1, graphfake.Failure{HTTPStatus: 401, Code: 190})
+	payload := whatsapp.SampleText(whatsapp.SampleOptions{}, "hello")
+	id := messageIDs(t, payload)[0]
+	s.deliver(payload)
+	s.idle()
+	if attempts := s.sendAttempts(); attempts != 1 {
+		t.Errorf("%d send attempts, want 1", attempts)
+	}
+	if rec := s.outbound(id); rec.State != store.OutboundFailed || rec.LastErrorCode != 190 {
+		t.Errorf("record %s/%d, want failed/190", rec.State, rec.LastErrorCode)
+	}
+	dls, err := s.records.DeadLettersFor(context.Background(), "", tasks.IdempotencyKey(id))
+	if err != nil || len(dls) != 1 || dls[0].LastErrorCode != 190 {
+		t.Fatalf("dead letters %+v (%v), want one with code 190", dls, err)
+	}
+}
