@@ -18,7 +18,7 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 		return nil, nil, err
 	}
 	deps := Deps{
-		Dedupe:   dedupe.New(fs, dedupe.Options{TTL: cfg.DedupeTTL}),
+		Dedupe: dedupe.New(fs, dedupe.Options{TTL: cfg.DedupeTTL}),
 		// Out-of-band payloads live as long as dead letters do, so a replay can still read one.
 		Payloads: store.NewPayloads(fs, store.DefaultRetention),
 		Tasks:    tq,
