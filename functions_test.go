@@ -9,14 +9,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
-	"google.golang.org/api/iterator"
 
 	"github.com/wapipe/wapipe/internal/firestoreemu"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -46,31 +49,62 @@ func TestLazyRetriesAFailedBuild(t *testing.T) {
 	}
 }
 
+// function is the Functions Framework serving the Webhook entry point, started once per test
+// binary: the framework serves until the process ends, and the entry point builds its clients
+// once, so the emulator it talks to must outlive any one test.
+var function struct {
+	once    sync.Once
+	base    string
+	project string
+	tc      *cloudtasks.Client
+	err     error
+}
+
+func startFunction(t *testing.T) {
+	t.Helper()
+	testenv.FirestoreHost(t)
+	function.once.Do(func() {
+		project := "wapipe-functions-test"
+		emu, err := tasksemu.Start(context.Background(), tasksemu.Options{Project: project, Location: "us-central1", Queues: tasks.DefaultQueues()})
+		if err != nil {
+			function.err = err
+			return
+		}
+		tc, err := taskqueue.NewCloudTasksClient(context.Background(), emu.Addr())
+		if err != nil {
+			function.err = err
+			return
+		}
+		queue := "projects/" + project + "/locations/us-central1/queues/" + tasks.InboundQueueID
+		if _, err := tc.PauseQueue(context.Background(), &cloudtaskspb.PauseQueueRequest{Name: queue}); err != nil {
+			function.err = err
+			return
+		}
+		port, err := firestoreemu.FreePort()
+		if err != nil {
+			function.err = err
+			return
+		}
+		for k, v := range map[string]string{
+			"FUNCTION_TARGET": "Webhook", "APP_ENV": "dev", "GOOGLE_CLOUD_PROJECT": project, "TASKS_LOCATION": "us-central1",
+			"CLOUD_TASKS_EMULATOR_HOST": emu.Addr(), "INTERNAL_TASK_BASE_URL": "http://127.0.0.1:1", "INTERNAL_TASK_TOKEN": "tok",
+			"WHATSAPP_APP_SECRET": "fn-secret", "WHATSAPP_VERIFY_TOKEN": "fn-verify",
+		} {
+			os.Setenv(k, v)
+		}
+		go func() { _ = funcframework.StartHostPort("127.0.0.1", strconv.Itoa(port)) }()
+		function.base, function.project, function.tc = "http://127.0.0.1:"+strconv.Itoa(port), project, tc
+	})
+	if function.err != nil {
+		t.Fatalf("start the Webhook function: %v", function.err)
+	}
+}
+
 // TestWebhookFunction serves the Webhook entry point through the Functions Framework, as Cloud
 // Functions would, against the emulators: the handshake and a signed delivery that becomes a task.
 func TestWebhookFunction(t *testing.T) {
-	testenv.FirestoreHost(t)
-	project := testenv.ProjectID(t)
-	emu, tc := testenv.Tasks(t, project, "us-central1", nil)
-	queue := "projects/" + project + "/locations/us-central1/queues/" + tasks.InboundQueueID
-	if _, err := tc.PauseQueue(context.Background(), &cloudtaskspb.PauseQueueRequest{Name: queue}); err != nil {
-		t.Fatal(err)
-	}
-	port, err := firestoreemu.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{
-		"FUNCTION_TARGET": "Webhook", "APP_ENV": "dev", "GOOGLE_CLOUD_PROJECT": project, "TASKS_LOCATION": "us-central1",
-		"CLOUD_TASKS_EMULATOR_HOST": emu.Addr(), "INTERNAL_TASK_BASE_URL": "http://127.0.0.1:1", "INTERNAL_TASK_TOKEN": "tok",
-		"WHATSAPP_APP_SECRET": "fn-secret", "WHATSAPP_VERIFY_TOKEN": "fn-verify",
-	} {
-		t.Setenv(k, v)
-	}
-	// The framework serves until the process ends: the test binary's end stops it.
-	go func() { _ = funcframework.StartHostPort("127.0.0.1", strconv.Itoa(port)) }()
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-
+	startFunction(t)
+	base := function.base
 	var challenge string
 	testenv.Eventually(t, 10*time.Second, func() bool {
 		resp, err := http.Get(base + webhook.Path + "?hub.mode=subscribe&hub.verify_token=fn-verify&hub.challenge=4242")
@@ -86,7 +120,8 @@ func TestWebhookFunction(t *testing.T) {
 		t.Fatalf("handshake answered %q", challenge)
 	}
 
-	body := whatsapp.SampleText(whatsapp.SampleOptions{}, "hello")
+	msgID := whatsapp.NewMessageID()
+	body := whatsapp.SampleText(whatsapp.SampleOptions{MessageID: msgID}, "hello")
 	req, _ := http.NewRequest(http.MethodPost, base+webhook.Path, bytes.NewReader(body))
 	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, "fn-secret"))
 	resp, err := http.DefaultClient.Do(req)
@@ -97,19 +132,8 @@ func TestWebhookFunction(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("POST through the function = %d", resp.StatusCode)
 	}
-	it := tc.ListTasks(context.Background(), &cloudtaskspb.ListTasksRequest{Parent: queue})
-	n := 0
-	for {
-		_, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	if n != 1 {
-		t.Fatalf("%d inbound tasks, want 1", n)
+	name := "projects/" + function.project + "/locations/us-central1/queues/" + tasks.InboundQueueID + "/tasks/" + tasks.InboundTaskID(msgID)
+	if _, err := function.tc.GetTask(context.Background(), &cloudtaskspb.GetTaskRequest{Name: name}); err != nil {
+		t.Fatalf("the delivery's inbound task: %v", err)
 	}
 }

@@ -218,10 +218,13 @@ func TestRateLimitAndBurst(t *testing.T) {
 	hits := tg.waitHits(t, n, 20*time.Second)
 	burst := int(maxBurstSize(rate))
 	start := hits[0].at
-	// Token bucket: by time d after the first dispatch, at most burst + rate*d dispatches.
+	// Token bucket: by time d after the first dispatch, at most burst + rate*d dispatches. Times are
+	// taken where requests arrive, so a loaded machine's delivery jitter (a late first arrival makes
+	// the rest look early) is allowed for: 100 ms of it.
+	const jitter = 0.1
 	for i, h := range hits {
 		d := h.at.Sub(start).Seconds()
-		if allowed := float64(burst) + rate*d + 1; float64(i+1) > allowed {
+		if allowed := float64(burst) + rate*(d+jitter) + 1; float64(i+1) > allowed {
 			t.Fatalf("dispatch %d at +%.3fs exceeds burst %d + rate %v/s", i+1, d, burst, rate)
 		}
 	}
