@@ -620,7 +620,9 @@ func TestRetryLimits(t *testing.T) {
 			if !tt.wantCount(len(hits)) {
 				t.Errorf("attempts = %d", len(hits))
 			}
-			if span := hits[len(hits)-1].at.Sub(hits[0].at); span < tt.minSpan {
+			// Times are taken where attempts arrive: a first attempt delivered late under load
+			// shortens the span seen here by that delay, so 50 ms of jitter is allowed for.
+			if span := hits[len(hits)-1].at.Sub(hits[0].at); tt.minSpan > 0 && span < tt.minSpan-50*ms {
 				t.Errorf("attempts spanned %v, want at least %v", span, tt.minSpan)
 			}
 		})
