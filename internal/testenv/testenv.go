@@ -212,3 +212,23 @@ func (b *LogBuffer) Has(event string) bool {
 func (b *LogBuffer) Count(event string) int {
 	return strings.Count(b.String(), `"event":"`+event+`"`)
 }
+
+// Env returns base with change applied, for configuration tests: a change to "" removes the
+// variable, a change to "<empty>" sets it to the empty string.
+func Env(base, change map[string]string) map[string]string {
+	env := make(map[string]string, len(base)+len(change))
+	for k, v := range base {
+		env[k] = v
+	}
+	for k, v := range change {
+		switch v {
+		case "":
+			delete(env, k)
+		case "<empty>":
+			env[k] = ""
+		default:
+			env[k] = v
+		}
+	}
+	return env
+}

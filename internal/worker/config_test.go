@@ -8,6 +8,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/worker"
 )
 
@@ -35,20 +36,7 @@ func TestConfig(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{}
-			for k, v := range base {
-				env[k] = v
-			}
-			for k, v := range tc.change {
-				switch v {
-				case "":
-					delete(env, k)
-				case "<empty>":
-					env[k] = ""
-				default:
-					env[k] = v
-				}
-			}
+			env := testenv.Env(base, tc.change)
 			var cfg worker.Config
 			err := setup.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
 			if tc.wantErr != "" {

@@ -27,10 +27,8 @@ func (s *Server) handleProcessInbound() http.Handler {
 		ctx := r.Context()
 		start := s.deps.Now()
 		var in tasks.Inbound
-		raw, err := readTask(r, &in)
-		if errors.Is(err, errReadBody) {
-			logging.FromContext(ctx).WarnContext(ctx, "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
-			retryLater(w, 0, map[string]any{"status": "retry", "error": "body_unreadable"})
+		raw, ok, err := s.readTask(w, r, &in)
+		if !ok {
 			return
 		}
 		in.CorrelationID = correlationID(ctx, in.CorrelationID)

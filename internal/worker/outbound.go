@@ -20,10 +20,8 @@ func (s *Server) handleProcessOutbound() http.Handler {
 		ctx := r.Context()
 		start := s.deps.Now()
 		var out tasks.Outbound
-		raw, err := readTask(r, &out)
-		if errors.Is(err, errReadBody) {
-			logging.FromContext(ctx).WarnContext(ctx, "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
-			retryLater(w, 0, map[string]any{"status": "retry", "error": "body_unreadable"})
+		raw, ok, err := s.readTask(w, r, &out)
+		if !ok {
 			return
 		}
 		out.CorrelationID = correlationID(ctx, out.CorrelationID)

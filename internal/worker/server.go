@@ -223,14 +223,22 @@ func (s *Server) handleHealth() http.Handler {
 	})
 }
 
-// readTask reads a task body, one JSON object under the size cap. A body that could not be read
-// (the connection broke) is errReadBody, which a retry can fix; any other error is the body's
-// own fault, which no retry will fix.
-func readTask(r *http.Request, v any) ([]byte, error) {
+// readTask reads a task body, one JSON object under the size cap, into v. A body that could not be
+// read (the connection broke) a retry can fix: readTask answers 503 itself and ok is false. Any
+// other error is the body's own fault, which no retry will fix: the caller keeps it as a dead
+// letter.
+func (s *Server) readTask(w http.ResponseWriter, r *http.Request, v any) (raw []byte, ok bool, err error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errReadBody, err)
+		logging.FromContext(r.Context()).WarnContext(r.Context(), "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
+		retryLater(w, 0, map[string]any{"status": "retry", "error": "body_unreadable"})
+		return nil, false, nil
 	}
+	raw, err = decodeTask(body, v)
+	return raw, true, err
+}
+
+func decodeTask(body []byte, v any) ([]byte, error) {
 	if len(body) > maxTaskBody {
 		return body[:maxTaskBody], errTaskTooLarge
 	}
@@ -244,10 +252,7 @@ func readTask(r *http.Request, v any) ([]byte, error) {
 	return body, nil
 }
 
-var (
-	errReadBody     = errors.New("read task body")
-	errTaskTooLarge = errors.New("task body over 1 MiB")
-)
+var errTaskTooLarge = errors.New("task body over 1 MiB")
 
 // correlationID is the task's correlation id: the body's, else the header's.
 func correlationID(ctx context.Context, fromBody string) string {
