@@ -163,6 +163,3 @@ func MaskPhone(phone string) string {
 	}
 	return strings.Repeat("*", len(phone)-2) + phone[len(phone)-2:]
 }
-
-// Phone is the log attribute for a phone number: its hash, never the number.
-func Phone(key, phone string) slog.Attr { return slog.String(key, HashPhone(phone)) }

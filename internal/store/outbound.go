@@ -283,18 +283,23 @@ func (r *Records) update(ctx context.Context, key string, f func(*OutboundRecord
 
 // GetOutbound reads one record.
 func (r *Records) GetOutbound(ctx context.Context, key string) (OutboundRecord, error) {
-	snap, err := r.outboundDoc(key).Get(ctx)
+	return getDoc[OutboundRecord](ctx, r.outboundDoc(key), "outbound record "+key)
+}
+
+// getDoc reads and decodes one document; ErrNotFound when it does not exist.
+func getDoc[T any](ctx context.Context, ref *firestore.DocumentRef, what string) (T, error) {
+	var v T
+	snap, err := ref.Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return OutboundRecord{}, ErrNotFound
+		return v, ErrNotFound
 	}
 	if err != nil {
-		return OutboundRecord{}, fmt.Errorf("read outbound record %s: %w", key, err)
+		return v, fmt.Errorf("read %s: %w", what, err)
 	}
-	var rec OutboundRecord
-	if err := snap.DataTo(&rec); err != nil {
-		return OutboundRecord{}, fmt.Errorf("decode outbound record %s: %w", key, err)
+	if err := snap.DataTo(&v); err != nil {
+		return v, fmt.Errorf("decode %s: %w", what, err)
 	}
-	return rec, nil
+	return v, nil
 }
 
 // StatusUpdate is one delivery status to apply to an outbound record.

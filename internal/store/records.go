@@ -138,18 +138,7 @@ func (r *Records) FinishTrace(ctx context.Context, eventID, state string, outbou
 
 // GetTrace reads an event's trace.
 func (r *Records) GetTrace(ctx context.Context, eventID string) (Trace, error) {
-	snap, err := r.fs.Collection(InboundTraces).Doc(DocID(eventID)).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return Trace{}, ErrNotFound
-	}
-	if err != nil {
-		return Trace{}, fmt.Errorf("read trace: %w", err)
-	}
-	var t Trace
-	if err := snap.DataTo(&t); err != nil {
-		return Trace{}, fmt.Errorf("decode trace: %w", err)
-	}
-	return t, nil
+	return getDoc[Trace](ctx, r.fs.Collection(InboundTraces).Doc(DocID(eventID)), "trace")
 }
 
 // DeadLetter is a task that failed on its last attempt (dead_letters), kept with its body so it
@@ -256,16 +245,5 @@ func (r *Records) DeadLettersFor(ctx context.Context, inboundEventID, idempotenc
 
 // GetDeadLetter reads one dead letter by id.
 func (r *Records) GetDeadLetter(ctx context.Context, id string) (DeadLetter, error) {
-	snap, err := r.fs.Collection(DeadLetters).Doc(id).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return DeadLetter{}, ErrNotFound
-	}
-	if err != nil {
-		return DeadLetter{}, fmt.Errorf("read dead letter: %w", err)
-	}
-	var d DeadLetter
-	if err := snap.DataTo(&d); err != nil {
-		return DeadLetter{}, fmt.Errorf("decode dead letter: %w", err)
-	}
-	return d, nil
+	return getDoc[DeadLetter](ctx, r.fs.Collection(DeadLetters).Doc(id), "dead letter")
 }

@@ -80,9 +80,6 @@ func NewCloudTasksClient(ctx context.Context, emulatorHost string) (*cloudtasks.
 // Close releases the connection.
 func (c *Client) Close() error { return c.tc.Close() }
 
-// CloudTasks exposes the underlying client for read-only uses (queue stats, the operator CLI).
-func (c *Client) CloudTasks() *cloudtasks.Client { return c.tc }
-
 // QueuePath returns the full resource name of a queue given its id or its full name.
 func (c *Client) QueuePath(queue string) string {
 	if strings.HasPrefix(queue, "projects/") {

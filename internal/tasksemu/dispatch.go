@@ -12,17 +12,20 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/wapipe/wapipe/tasks"
 )
 
-// The headers Cloud Tasks sets on every HTTP task request (and the task may not set itself).
+// The headers Cloud Tasks sets on every HTTP task request (and the task may not set itself),
+// named once in the task contract.
 const (
-	headerQueueName        = "X-CloudTasks-QueueName"
-	headerTaskName         = "X-CloudTasks-TaskName"
-	headerRetryCount       = "X-CloudTasks-TaskRetryCount"
-	headerExecutionCount   = "X-CloudTasks-TaskExecutionCount"
-	headerETA              = "X-CloudTasks-TaskETA"
-	headerPreviousResponse = "X-CloudTasks-TaskPreviousResponse"
-	headerRetryReason      = "X-CloudTasks-TaskRetryReason"
+	headerQueueName        = tasks.HeaderQueueName
+	headerTaskName         = tasks.HeaderTaskName
+	headerRetryCount       = tasks.HeaderTaskRetryCount
+	headerExecutionCount   = tasks.HeaderTaskExecCount
+	headerETA              = tasks.HeaderTaskETA
+	headerPreviousResponse = tasks.HeaderPreviousResp
+	headerRetryReason      = tasks.HeaderTaskRetryReason
 	userAgent              = "Google-Cloud-Tasks"
 )
 
