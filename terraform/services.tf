@@ -84,6 +84,12 @@ resource "google_cloud_run_v2_service" "worker" {
         value = google_service_account.tasks_invoker.email
       }
       env {
+        # Cloud Run requires IAM on this service: it verifies each task's OIDC token itself and
+        # forwards it with the signature removed, so the worker judges such a token on its claims.
+        name  = "OIDC_VERIFIED_BY_PLATFORM"
+        value = "true"
+      }
+      env {
         name  = "GRAPH_API_BASE_URL"
         value = var.graph_api_base_url
       }

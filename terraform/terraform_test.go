@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/sethvargo/go-envconfig"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
@@ -26,6 +28,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wapipe/wapipe/internal/setup"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -334,6 +337,50 @@ func TestServiceEnvironment(t *testing.T) {
 
 	if url := m.text(m.localExpr(t, "worker_url")); !strings.HasPrefix(url, `"https://`) || !strings.HasSuffix(url, `.run.app"`) {
 		t.Errorf("local.worker_url = %s, want an https run.app URL (APP_ENV staging and prod refuse http)", url)
+	}
+}
+
+// TestWorkerTrustsCloudRunsIAMCheck (security item 1): the worker requires IAM, so Cloud Run checks
+// each task's OIDC token and hands it on with its signature replaced by SIGNATURE_REMOVED_BY_GOOGLE.
+// The worker is deployed with OIDC_VERIFIED_BY_PLATFORM=true, and with the environment this
+// configuration gives it, such a token passes.
+func TestWorkerTrustsCloudRunsIAMCheck(t *testing.T) {
+	t.Parallel()
+	m := loadModule(t)
+	env := m.serviceEnv(t, services["worker"])
+	e := env["OIDC_VERIFIED_BY_PLATFORM"]
+	if e == nil {
+		t.Fatalf("%s: OIDC_VERIFIED_BY_PLATFORM is not set: every task would be refused", services["worker"])
+	}
+	value, ok := literalString(attrExpr(e.Body, "value"))
+	if !ok || value != "true" {
+		t.Fatalf("%s: OIDC_VERIFIED_BY_PLATFORM = %s, want \"true\"", services["worker"], m.text(attrExpr(e.Body, "value")))
+	}
+	if webhookEnv := m.serviceEnv(t, services["webhook"]); webhookEnv["OIDC_VERIFIED_BY_PLATFORM"] != nil {
+		t.Errorf("%s: sets OIDC_VERIFIED_BY_PLATFORM; only the IAM-only worker may", services["webhook"])
+	}
+
+	const workerURL, invoker = "https://wapipe-worker-123456789012.us-central1.run.app", "wapipe-tasks-invoker@p.iam.gserviceaccount.com"
+	var cfg worker.Config
+	err := setup.Load(t.Context(), envconfig.MapLookuper(map[string]string{
+		"GOOGLE_CLOUD_PROJECT":        "p",
+		"TASKS_LOCATION":              "us-central1",
+		"INTERNAL_TASK_BASE_URL":      workerURL,
+		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
+		"TASKS_SERVICE_ACCOUNT_EMAIL": invoker,
+		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test",
+		"OIDC_VERIFIED_BY_PLATFORM":   value,
+	}), &cfg)
+	if err != nil {
+		t.Fatalf("load the worker's configuration: %v", err)
+	}
+	claims, _ := json.Marshal(map[string]any{"iss": "https://accounts.google.com", "aud": workerURL,
+		"exp": time.Now().Add(time.Hour).Unix(), "email": invoker, "email_verified": true})
+	enc := base64.RawURLEncoding.EncodeToString
+	token := enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc(claims) + ".SIGNATURE_REMOVED_BY_GOOGLE"
+	email, err := cfg.OIDCVerifier().Verify(t.Context(), token)
+	if err != nil || email != invoker {
+		t.Fatalf("a token as Cloud Run forwards it: Verify = %q, %v; want %s", email, err, invoker)
 	}
 }
 

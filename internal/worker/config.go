@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -23,6 +24,10 @@ type Config struct {
 	AccessToken     string `env:"WHATSAPP_ACCESS_TOKEN, required"`
 	// AckText is the default Responder's answer to a text message.
 	AckText string `env:"REPLY_ACK_TEXT"`
+	// OIDCVerifiedByPlatform says Cloud Run (IAM required, invoker only) verifies each task's OIDC
+	// token before the request reaches the worker, and hands it on with its signature removed.
+	// Terraform sets it for the IAM-only worker; without it a token must carry its signature.
+	OIDCVerifiedByPlatform bool `env:"OIDC_VERIFIED_BY_PLATFORM, default=false"`
 }
 
 // Validate checks the worker's values on top of the shared ones.
@@ -32,6 +37,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be an absolute http(s) URL"))
 	} else if u.Scheme != "https" && !c.IsDev() {
 		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be https outside dev"))
+	}
+	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
+		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
 	}
 	if c.AccessToken == "" {
 		errs = append(errs, errors.New("WHATSAPP_ACCESS_TOKEN: must not be empty"))
@@ -47,4 +55,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// OIDCVerifier returns the verifier of the tasks' OIDC tokens, or nil when tasks carry none
+// (TASKS_SERVICE_ACCOUNT_EMAIL unset). Tokens come from Google in production and from the
+// emulator's issuer locally; the audience is the worker's base URL.
+func (c *Config) OIDCVerifier() *OIDCVerifier {
+	if c.TasksServiceAccountEmail == "" {
+		return nil
+	}
+	issuer := GoogleIssuer
+	if c.TasksEmulatorHost != "" {
+		issuer = "http://" + c.TasksEmulatorHost
+	}
+	return NewOIDCVerifier(issuer, taskqueue.Audience(c.InternalTaskBaseURL), c.OIDCVerifiedByPlatform)
 }

@@ -17,20 +17,31 @@ import (
 // GoogleIssuer issues the OIDC tokens Cloud Tasks attaches in production.
 const GoogleIssuer = "https://accounts.google.com"
 
+// SignatureRemovedByGoogle is what Cloud Run puts in place of a token's signature when it has
+// verified the token itself (a service that requires IAM) before handing the request on.
+const SignatureRemovedByGoogle = "SIGNATURE_REMOVED_BY_GOOGLE"
+
 // OIDCVerifier verifies the OIDC tokens Cloud Tasks attaches: signed by the issuer's keys (Google's
 // in production, the emulator's locally), for the worker's audience, and for a verified email.
 // Discovery runs on first use, not at start-up, so the worker starts even while the issuer is
 // briefly unreachable; a failed discovery is tried again on the next request.
 type OIDCVerifier struct {
 	issuer, audience string
+	// platformVerified says the platform in front of the worker (Cloud Run with IAM required)
+	// checked each token's signature before the request reached the container. Only then may a
+	// token arrive without its signature; anywhere else an unsigned token proves nothing.
+	platformVerified bool
 
 	mu       sync.Mutex
 	verifier *oidc.IDTokenVerifier
 }
 
 // NewOIDCVerifier returns a verifier for tokens from issuer with the given audience.
-func NewOIDCVerifier(issuer, audience string) *OIDCVerifier {
-	return &OIDCVerifier{issuer: issuer, audience: audience}
+// platformVerified must be true only where the platform verifies the signature itself (Cloud Run
+// requiring IAM: OIDC_VERIFIED_BY_PLATFORM); then a token whose signature the platform removed is
+// judged on its claims.
+func NewOIDCVerifier(issuer, audience string, platformVerified bool) *OIDCVerifier {
+	return &OIDCVerifier{issuer: issuer, audience: audience, platformVerified: platformVerified}
 }
 
 func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
@@ -50,7 +61,10 @@ func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 
 // Verify checks raw and returns the service account email it was issued for.
 func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (string, error) {
-	if v.issuer == GoogleIssuer && signatureStripped(raw) {
+	if signatureStripped(raw) {
+		if !v.platformVerified || v.issuer != GoogleIssuer {
+			return "", errors.New("oidc token without signature: only accepted behind a platform that verified it (OIDC_VERIFIED_BY_PLATFORM)")
+		}
 		return v.verifyStripped(raw, time.Now())
 	}
 	ver, err := v.get(ctx)
@@ -74,12 +88,13 @@ func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (string, error) {
 	return claims.Email, nil
 }
 
-// signatureStripped reports whether a JWT arrives without its signature. Cloud Run may pass the
-// token on that way after its own IAM check has verified it (the worker is invoker-only), so the
-// signature cannot be checked here again; the claims still are.
+// signatureStripped reports whether a JWT arrives without its signature. Cloud Run passes the
+// token on that way after its own IAM check has verified it (the worker is invoker-only): the
+// third part is the literal SIGNATURE_REMOVED_BY_GOOGLE. The signature cannot be checked here
+// again; the claims still are.
 func signatureStripped(raw string) bool {
 	parts := strings.Split(raw, ".")
-	return len(parts) == 2 || (len(parts) == 3 && parts[2] == "")
+	return len(parts) == 2 || (len(parts) == 3 && (parts[2] == "" || parts[2] == SignatureRemovedByGoogle))
 }
 
 // verifyStripped checks the claims of a token whose signature the platform verified and removed:

@@ -47,19 +47,15 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 		Logger:    logger,
 		Health:    health.New(fs, beta, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
 	}
-	if cfg.TasksServiceAccountEmail != "" {
-		issuer := GoogleIssuer
-		if cfg.TasksEmulatorHost != "" {
-			issuer = "http://" + cfg.TasksEmulatorHost
-		}
-		deps.Verifier = NewOIDCVerifier(issuer, taskqueue.Audience(cfg.InternalTaskBaseURL))
+	if v := cfg.OIDCVerifier(); v != nil {
+		deps.Verifier = v
 	}
 	for _, o := range opts {
 		o(&deps)
 	}
 	logger.Info("worker configured", "event", "config_loaded", "app_env", cfg.AppEnv,
 		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
-		"oidc", cfg.TasksServiceAccountEmail != "")
+		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform)
 	return NewServer(cfg, deps), closeAll, nil
 }
 
