@@ -41,8 +41,10 @@
 //
 // # Errors
 //
-// Errors never contain plaintext, and this package logs nothing. Decrypt failures are
-// classified: ErrNotAuthentic (tampered, wrong AD, another key: permanent), ErrKeyKind (dev vs
-// KMS ciphertext: permanent), ErrMalformed (not a ciphertext of this package), ErrKMS (Cloud KMS
-// could not be reached or refused the call: usually transient or an IAM problem). Use errors.Is.
+// Errors never contain plaintext, and this package logs nothing; it also silences the Google
+// client libraries' own debug logging (GOOGLE_SDK_GO_LOGGING_LEVEL), whose request log would
+// show data keys in clear. Decrypt failures are classified: ErrNotAuthentic (tampered, wrong AD,
+// another key: permanent), ErrKeyKind (dev vs KMS ciphertext: permanent), ErrMalformed (not a
+// ciphertext of this package), ErrKMS (Cloud KMS could not be reached or refused the call:
+// usually transient, or an IAM problem). Use errors.Is.
 package secrets

@@ -287,6 +287,20 @@ func TestKMSOutageIsWrapped(t *testing.T) {
 	}
 }
 
+func TestKMSUnreachableIsWrapped(t *testing.T) {
+	t.Parallel()
+	fake := kmsfake.New()
+	srv := fake.NewTestServer()
+	url, hc := srv.URL, srv.Client()
+	srv.Close() // nothing listens there any more
+	k := newKeeper(t, secrets.Config{KMSKeyName: testKey, KMSEndpoint: url, HTTPClient: hc})
+	_, err := k.Encrypt(t.Context(), []byte(secretText), secrets.AD("acme-bus", secrets.PurposeAccessToken))
+	if !errors.Is(err, secrets.ErrKMS) {
+		t.Errorf("Encrypt with KMS unreachable: %v; want ErrKMS", err)
+	}
+	checkNoLeak(t, err)
+}
+
 func TestOneKMSCallPerOperation(t *testing.T) {
 	t.Parallel()
 	env := newKMSEnv(t)
