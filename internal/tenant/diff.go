@@ -111,7 +111,14 @@ func (d *differ) limit(path string, prev, next Limit) {
 // item is one element of a keyed list: its key, how it is shown, and its attributes in order.
 type item struct {
 	key, label string
-	attrs      [][2]string // name, value compared and shown as by differ.text
+	attrs      []attr
+}
+
+// attr is an attribute of an item. A text is compared and shown as by differ.text; any
+// other value (a field list, a role list) is shown whole.
+type attr struct {
+	name, value string
+	text        bool
 }
 
 // list compares keyed lists: additions and changes in next's order, then removals in prev's
@@ -131,7 +138,13 @@ func (d *differ) list(path string, prev, next []item, showKeys bool) {
 			continue
 		}
 		for i, a := range it.attrs {
-			d.text(path+"["+it.label+"]."+a[0], was.attrs[i][1], a[1])
+			p, b := path+"["+it.label+"]."+a.name, was.attrs[i]
+			switch {
+			case a.text:
+				d.text(p, b.value, a.value)
+			case a.value != b.value:
+				d.out = append(d.out, Change{Modified, p, b.value + " -> " + a.value})
+			}
 		}
 	}
 	for _, it := range prev {
@@ -139,21 +152,21 @@ func (d *differ) list(path string, prev, next []item, showKeys bool) {
 			d.out = append(d.out, Change{Removed, path, it.label})
 		}
 	}
-	// The order of the items both lists hold.
+	// The order of the items both lists hold, by key (a label changes with a name).
 	var po, no []string
 	for _, it := range prev {
 		if now[it.key] {
-			po = append(po, it.label)
+			po = append(po, it.key)
 		}
 	}
 	for _, it := range next {
 		if _, ok := old[it.key]; ok {
-			no = append(no, it.label)
+			no = append(no, it.key)
 		}
 	}
 	if !d.create && !slices.Equal(po, no) {
 		text := "order changed"
-		if showKeys {
+		if showKeys { // the keys are the labels: numbers' ids, intents' names
 			text = "order " + strings.Join(po, ", ") + " -> " + strings.Join(no, ", ")
 		}
 		d.out = append(d.out, Change{Modified, path, text})
@@ -163,7 +176,7 @@ func (d *differ) list(path string, prev, next []item, showKeys bool) {
 func numberItems(ps []PhoneNumber) []item {
 	out := make([]item, len(ps))
 	for i, p := range ps {
-		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: [][2]string{{"waba_id", p.WABAID}}}
+		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: []attr{{"waba_id", p.WABAID, true}}}
 	}
 	return out
 }
@@ -171,8 +184,8 @@ func numberItems(ps []PhoneNumber) []item {
 func memberItems(ms []Member) []item {
 	out := make([]item, len(ms))
 	for i, m := range ms {
-		out[i] = item{key: m.WaID, label: MemberLabel(m), attrs: [][2]string{
-			{"name", m.Name}, {"role", string(m.Role)}, {"language", m.Language},
+		out[i] = item{key: m.WaID, label: MemberLabel(m), attrs: []attr{
+			{"name", m.Name, true}, {"role", string(m.Role), true}, {"language", m.Language, true},
 		}}
 	}
 	return out
@@ -185,12 +198,12 @@ func intentItems(ins []Intent) []item {
 		for j, r := range in.Roles {
 			roles[j] = string(r)
 		}
-		out[i] = item{key: in.Name, label: in.Name, attrs: [][2]string{
-			{"description", in.Description},
-			{"fields", in.Fields.String()},
-			{"required", "[" + strings.Join(in.Required, ", ") + "]"},
-			{"confirm", strconv.FormatBool(in.Confirm)},
-			{"roles", "[" + strings.Join(roles, ", ") + "]"},
+		out[i] = item{key: in.Name, label: in.Name, attrs: []attr{
+			{"description", in.Description, true},
+			{"fields", in.Fields.String(), false},
+			{"required", "[" + strings.Join(in.Required, ", ") + "]", false},
+			{"confirm", strconv.FormatBool(in.Confirm), false},
+			{"roles", "[" + strings.Join(roles, ", ") + "]", false},
 		}}
 	}
 	return out

@@ -211,32 +211,20 @@ type Template struct {
 
 // The contract's defaults and Cloud Tasks' bounds.
 const (
-	DefaultPerSecond         = 20
-	DefaultMaxConcurrent     = 2
-	DefaultConversationMax   = 5
-	DefaultConversationPer   = 30 * time.Second
-	DefaultSenderMax         = 20
-	DefaultSenderPer         = 5 * time.Minute
-	DefaultMode              = ModeAck
-	DefaultModel             = "gemini-2.5-flash"
-	DefaultMinConfidence     = 0.7
-	DefaultRole              = RoleMember
-	MaxPerSecond             = 500  // Cloud Tasks' max dispatches per second
-	MaxConcurrentLimit       = 1000 // Cloud Tasks' max concurrent dispatches
-	maxTextLen               = 4096 // WhatsApp's limit on a text message body
-	maxIntentNameLen         = 64
-	maxIDLen, minIDLen       = 40, 3
-	minWaIDLen, maxWaIDLen   = 6, 15
-	maxGraphIDLen            = 32
-	maxTemplateNameLen       = 512
-	maxModelNameLen          = 128
-	maxFieldNameLen          = 64
-	maxDescriptionLen        = 1024
-	maxNameLen               = 200
-	maxInstructionsLen       = 32 * 1024
-	maxIntents, maxFields    = 100, 50
-	maxMembersInFile         = 10000
-	maxPhoneNumbersPerTenant = 100
+	DefaultPerSecond       = 20
+	DefaultMaxConcurrent   = 2
+	DefaultConversationMax = 5
+	DefaultConversationPer = 30 * time.Second
+	DefaultSenderMax       = 20
+	DefaultSenderPer       = 5 * time.Minute
+	DefaultMode            = ModeAck
+	DefaultModel           = "gemini-2.5-flash"
+	DefaultMinConfidence   = 0.7
+	DefaultRole            = RoleMember
+	MaxPerSecond           = 500  // Cloud Tasks' max dispatches per second
+	MaxConcurrentLimit     = 1000 // Cloud Tasks' max concurrent dispatches
+
+	maxTextLen = 4096 // WhatsApp's limit on a text message body (ack_text)
 )
 
 // ApplyDefaults fills the zero fields that have a default: sending (20/s, 2 concurrent),
