@@ -18,6 +18,9 @@ import (
 // field path and the file's line. A field written with an explicit zero keeps it (so
 // "per_second: 0" is an error rather than the default).
 func Parse(data []byte) (*Tenant, error) {
+	if len(data) > MaxFileSize {
+		return nil, Problems{{Message: fmt.Sprintf("the file is %d bytes; a tenant file is at most %d", len(data), MaxFileSize)}}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -76,6 +79,14 @@ func Marshal(t *Tenant) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MaxFileSize bounds a tenant file; the largest sensible one (long instructions, many
+// members) is far smaller.
+const MaxFileSize = 1 << 20
+
+// maxNodes bounds the nodes the shape check visits, aliases expanded, so a file of nested
+// aliases ("billion laughs") fails fast instead of walking forever.
+const maxNodes = 100_000
+
 var (
 	durationType    = reflect.TypeFor[time.Duration]()
 	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
@@ -88,6 +99,8 @@ type shape struct {
 	lines map[string]int
 	// present holds the paths the file sets to a non-null value.
 	present map[string]bool
+	// visited counts nodes against maxNodes.
+	visited int
 }
 
 func (s *shape) add(path string, line int, format string, args ...any) {
@@ -95,6 +108,12 @@ func (s *shape) add(path string, line int, format string, args ...any) {
 }
 
 func (s *shape) check(n *yaml.Node, t reflect.Type, path string) {
+	if s.visited++; s.visited > maxNodes {
+		if s.visited == maxNodes+1 {
+			s.add("", n.Line, "too many values (more than %d, aliases expanded)", maxNodes)
+		}
+		return
+	}
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // absent: the zero value

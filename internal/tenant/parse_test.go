@@ -521,3 +521,56 @@ func TestTagsMatch(t *testing.T) {
 	}
 	walk(reflect.TypeFor[Tenant]())
 }
+
+func TestParseRefusesHugeInputs(t *testing.T) {
+	t.Parallel()
+	// Aliases multiply: 2000 intents, each an alias of one with 2000 required fields.
+	var b strings.Builder
+	b.WriteString(base + "x: &r [" + strings.Repeat("a, ", 1999) + "a]\n")
+	b.WriteString("assistant:\n  intents:\n    - &i {name: a, description: d, required: *r}\n")
+	b.WriteString(strings.Repeat("    - *i\n", 1999))
+	_, err := Parse([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "too many values") {
+		t.Errorf("Parse(aliases) = %.300v", err)
+	}
+	if _, err := Parse(make([]byte, MaxFileSize+1)); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("Parse(too big) = %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(base + llm))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tn, err := Parse(data)
+		if err != nil {
+			var ps Problems
+			if !errors.As(err, &ps) || len(ps) == 0 {
+				t.Fatalf("error is not Problems: %v", err)
+			}
+			return
+		}
+		// A parsed tenant is valid, and writes back to itself.
+		if err := tn.Validate(); err != nil {
+			t.Fatalf("Parse accepted an invalid tenant:\n%v", err)
+		}
+		out, err := Marshal(tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse(out)
+		if err != nil {
+			t.Fatalf("Parse(Marshal) failed:\n%v\n%s", err, out)
+		}
+		if d := Diff(tn, again); len(d) != 0 {
+			t.Fatalf("round trip changed %v", d)
+		}
+	})
+}

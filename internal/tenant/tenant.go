@@ -100,6 +100,14 @@ type Limit struct {
 	Per time.Duration `yaml:"per" firestore:"per"`
 }
 
+// MarshalYAML writes Per as the file does ("5m", not Duration.String's "5m0s").
+func (l Limit) MarshalYAML() (any, error) {
+	return struct {
+		Max int    `yaml:"max"`
+		Per string `yaml:"per"`
+	}{l.Max, fmtDuration(l.Per)}, nil
+}
+
 // Quota caps a tenant's LLM calls.
 type Quota struct {
 	// LLMCallsPerMonth is nil when the file has none. Nil and 0 both mean unlimited (see
