@@ -1,0 +1,277 @@
+package tenant
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ChangeKind is the mark of a Change: '+' added, '-' removed, '~' modified.
+type ChangeKind byte
+
+// The kinds of Change.
+const (
+	Added    ChangeKind = '+'
+	Removed  ChangeKind = '-'
+	Modified ChangeKind = '~'
+)
+
+// Change is one line of what an apply changes.
+type Change struct {
+	Kind ChangeKind
+	// Path names the field or list: "language", "members", "assistant.intents[create_booking].roles".
+	Path string
+	// Text is the value added or removed, or "old -> new".
+	Text string
+}
+
+// String renders the change as one line: "~ language: en -> fr".
+func (c Change) String() string { return string(c.Kind) + " " + c.Path + ": " + c.Text }
+
+// Diff returns what applying next over prev changes, one Change a line, in the file's order:
+// scalars as "~ path: old -> new", list items (numbers by phone_number_id, members by wa_id,
+// intents by name) as "+ list: item" and "- list: item", changes inside an item as
+// "~ list[item].field: old -> new", and "~ list: order …" when only the order changed. prev
+// nil is a create: "+ tenant: <id>" then every set value. An empty result means no change:
+// Diff is empty exactly when the two tenants are equal (nil and empty lists alike).
+//
+// A member's number is never shown whole: members appear as "Name (…7890)". Long or
+// multi-line texts (instructions) show as their length.
+func Diff(prev, next *Tenant) []Change {
+	d := differ{create: prev == nil}
+	if prev == nil {
+		prev = &Tenant{}
+		d.out = append(d.out, Change{Added, "tenant", next.ID})
+	}
+	if !d.create {
+		d.text("id", prev.ID, next.ID)
+	}
+	d.text("name", prev.Name, next.Name)
+	d.text("language", prev.Language, next.Language)
+	d.text("audience", string(prev.Audience), string(next.Audience))
+	d.list("phone_numbers", numberItems(prev.PhoneNumbers), numberItems(next.PhoneNumbers), true)
+	d.list("members", memberItems(prev.Members), memberItems(next.Members), false)
+	d.value("sending.per_second", fmtFloat(prev.Sending.PerSecond), fmtFloat(next.Sending.PerSecond))
+	d.value("sending.max_concurrent", strconv.Itoa(prev.Sending.MaxConcurrent), strconv.Itoa(next.Sending.MaxConcurrent))
+	d.limit("limits.conversation", prev.Limits.Conversation, next.Limits.Conversation)
+	d.limit("limits.sender", prev.Limits.Sender, next.Limits.Sender)
+	d.value("quota.llm_calls_per_month", fmtQuota(prev.Quota), fmtQuota(next.Quota))
+	pa, na := prev.Assistant, next.Assistant
+	d.text("assistant.mode", string(pa.Mode), string(na.Mode))
+	d.text("assistant.ack_text", pa.AckText, na.AckText)
+	d.text("assistant.model", pa.Model, na.Model)
+	d.text("assistant.instructions", pa.Instructions, na.Instructions)
+	d.value("assistant.min_confidence", fmtFloat(pa.MinConfidence), fmtFloat(na.MinConfidence))
+	d.text("assistant.action_url", pa.ActionURL, na.ActionURL)
+	d.list("assistant.intents", intentItems(pa.Intents), intentItems(na.Intents), true)
+	d.text("templates.reengage", fmtTemplate(prev.Templates.Reengage), fmtTemplate(next.Templates.Reengage))
+	return d.out
+}
+
+type differ struct {
+	out    []Change
+	create bool
+}
+
+// value compares two rendered values that are never empty (numbers, durations).
+func (d *differ) value(path, prev, next string) {
+	switch {
+	case d.create:
+		d.out = append(d.out, Change{Added, path, next})
+	case prev != next:
+		d.out = append(d.out, Change{Modified, path, prev + " -> " + next})
+	}
+}
+
+// text compares two texts; empty is "(none)", and long or multi-line texts show as lengths.
+func (d *differ) text(path, prev, next string) {
+	switch {
+	case prev == next && !d.create:
+	case d.create && next == "":
+	case prev == "" && (next != "" || d.create):
+		d.out = append(d.out, Change{Added, path, show(next)})
+	case next == "":
+		d.out = append(d.out, Change{Removed, path, show(prev)})
+	case isLong(prev) || isLong(next):
+		d.out = append(d.out, Change{Modified, path, fmt.Sprintf("changed (%d -> %d characters)",
+			utf8.RuneCountInString(prev), utf8.RuneCountInString(next))})
+	default:
+		d.out = append(d.out, Change{Modified, path, show(prev) + " -> " + show(next)})
+	}
+}
+
+func (d *differ) limit(path string, prev, next Limit) {
+	d.value(path+".max", strconv.Itoa(prev.Max), strconv.Itoa(next.Max))
+	d.value(path+".per", fmtDuration(prev.Per), fmtDuration(next.Per))
+}
+
+// item is one element of a keyed list: its key, how it is shown, and its attributes in order.
+type item struct {
+	key, label string
+	attrs      []attr
+}
+
+// attr is an attribute of an item. A text is compared and shown as by differ.text; any
+// other value (a field list, a role list) is shown whole.
+type attr struct {
+	name, value string
+	text        bool
+}
+
+// list compares keyed lists: additions and changes in next's order, then removals in prev's
+// order, then the order itself. showKeys prints the keys in an order change (not for
+// members, whose keys are numbers).
+func (d *differ) list(path string, prev, next []item, showKeys bool) {
+	old := map[string]item{}
+	for _, it := range prev {
+		old[it.key] = it
+	}
+	now := map[string]bool{}
+	for _, it := range next {
+		now[it.key] = true
+		was, ok := old[it.key]
+		if !ok || d.create {
+			d.out = append(d.out, Change{Added, path, it.label})
+			continue
+		}
+		for i, a := range it.attrs {
+			p, b := path+"["+it.label+"]."+a.name, was.attrs[i]
+			switch {
+			case a.text:
+				d.text(p, b.value, a.value)
+			case a.value != b.value:
+				d.out = append(d.out, Change{Modified, p, b.value + " -> " + a.value})
+			}
+		}
+	}
+	for _, it := range prev {
+		if !now[it.key] {
+			d.out = append(d.out, Change{Removed, path, it.label})
+		}
+	}
+	// The order of the items both lists hold, by key (a label changes with a name).
+	var po, no []string
+	for _, it := range prev {
+		if now[it.key] {
+			po = append(po, it.key)
+		}
+	}
+	for _, it := range next {
+		if _, ok := old[it.key]; ok {
+			no = append(no, it.key)
+		}
+	}
+	if !d.create && !slices.Equal(po, no) {
+		text := "order changed"
+		if showKeys { // the keys are the labels: numbers' ids, intents' names
+			text = "order " + strings.Join(po, ", ") + " -> " + strings.Join(no, ", ")
+		}
+		d.out = append(d.out, Change{Modified, path, text})
+	}
+}
+
+func numberItems(ps []PhoneNumber) []item {
+	out := make([]item, len(ps))
+	for i, p := range ps {
+		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: []attr{{"waba_id", p.WABAID, true}}}
+	}
+	return out
+}
+
+func memberItems(ms []Member) []item {
+	out := make([]item, len(ms))
+	for i, m := range ms {
+		out[i] = item{key: m.WaID, label: MemberLabel(m), attrs: []attr{
+			{"name", m.Name, true}, {"role", string(m.Role), true}, {"language", m.Language, true},
+		}}
+	}
+	return out
+}
+
+func intentItems(ins []Intent) []item {
+	out := make([]item, len(ins))
+	for i, in := range ins {
+		roles := make([]string, len(in.Roles))
+		for j, r := range in.Roles {
+			roles[j] = string(r)
+		}
+		out[i] = item{key: in.Name, label: in.Name, attrs: []attr{
+			{"description", in.Description, true},
+			{"fields", in.Fields.String(), false},
+			{"required", "[" + strings.Join(in.Required, ", ") + "]", false},
+			{"confirm", strconv.FormatBool(in.Confirm), false},
+			{"roles", "[" + strings.Join(roles, ", ") + "]", false},
+		}}
+	}
+	return out
+}
+
+// MemberLabel shows a member without their full number: "Pak Agus (…7890)", or "…7890" when
+// the member has no name. Use it wherever an operator sees a member.
+func MemberLabel(m Member) string {
+	masked := "…" + lastDigits(m.WaID, 4)
+	if m.Name == "" {
+		return masked
+	}
+	return m.Name + " (" + masked + ")"
+}
+
+// lastDigits returns the last n characters of s, or nothing when s is not longer than n (a
+// short id would be shown whole).
+func lastDigits(s string, n int) string {
+	if len(s) <= n {
+		return ""
+	}
+	return s[len(s)-n:]
+}
+
+const maxShown = 60
+
+func isLong(s string) bool { return strings.Contains(s, "\n") || utf8.RuneCountInString(s) > maxShown }
+
+// show renders a text for a change line.
+func show(s string) string {
+	switch {
+	case s == "":
+		return "(none)"
+	case isLong(s):
+		return fmt.Sprintf("(%d characters)", utf8.RuneCountInString(s))
+	default:
+		return s
+	}
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// fmtDuration drops the zero units Duration.String adds: 5m, not 5m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func fmtQuota(q Quota) string {
+	switch {
+	case q.LLMCallsPerMonth == nil:
+		return "unlimited"
+	case *q.LLMCallsPerMonth == 0:
+		return "0 (unlimited)"
+	default:
+		return strconv.Itoa(*q.LLMCallsPerMonth)
+	}
+}
+
+func fmtTemplate(t *Template) string {
+	if t == nil {
+		return ""
+	}
+	return t.Name + " (" + t.Language + ")"
+}

@@ -1,0 +1,309 @@
+package tenant
+
+import (
+	"slices"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/i18n"
+)
+
+// Tenant is one business, as in its tenant file. Parse returns it with the defaults filled.
+type Tenant struct {
+	// ID names the tenant everywhere: [a-z0-9-]{3,40}.
+	ID string `yaml:"id" firestore:"id"`
+	// Name is the business's display name.
+	Name string `yaml:"name" firestore:"name"`
+	// Language is the language of system messages and the assistant's default: one of
+	// i18n.Languages.
+	Language string `yaml:"language" firestore:"language"`
+	// Audience says who is served.
+	Audience Audience `yaml:"audience" firestore:"audience"`
+	// PhoneNumbers are the WhatsApp business numbers the tenant owns; at least one. The first
+	// is the tenant's default sender.
+	PhoneNumbers []PhoneNumber `yaml:"phone_numbers" firestore:"phone_numbers"`
+	// Members are the members the file declares.
+	Members []Member `yaml:"members,omitempty" firestore:"members"`
+	// Sending is the tenant's own send queue's rate.
+	Sending Sending `yaml:"sending" firestore:"sending"`
+	// Limits are the inbound rate limits applied before any LLM call.
+	Limits Limits `yaml:"limits" firestore:"limits"`
+	// Quota caps the LLM calls.
+	Quota Quota `yaml:"quota,omitempty" firestore:"quota"`
+	// Assistant says how messages are answered.
+	Assistant Assistant `yaml:"assistant" firestore:"assistant"`
+	// Templates are the message templates wapipe uses on the tenant's behalf.
+	Templates Templates `yaml:"templates,omitempty" firestore:"templates"`
+}
+
+// Audience says who a tenant serves.
+type Audience string
+
+const (
+	// AudienceMembers: only members are served; others get the onboarding prompt.
+	AudienceMembers Audience = "members"
+	// AudiencePublic: anyone is served.
+	AudiencePublic Audience = "public"
+)
+
+// PhoneNumber is a WhatsApp business number, by its Graph ids.
+type PhoneNumber struct {
+	// PhoneNumberID is the Graph id of the number (metadata.phone_number_id in webhooks).
+	PhoneNumberID string `yaml:"phone_number_id" firestore:"phone_number_id"`
+	// WABAID is the WhatsApp Business Account that holds it.
+	WABAID string `yaml:"waba_id" firestore:"waba_id"`
+}
+
+// Role is a member's role.
+type Role string
+
+// The roles, from most to least powerful.
+const (
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// Member is a person the tenant knows, by WhatsApp id.
+type Member struct {
+	// WaID is the member's WhatsApp id: the number in international form, digits only.
+	WaID string `yaml:"wa_id" firestore:"wa_id"`
+	// Role defaults to RoleMember.
+	Role Role `yaml:"role" firestore:"role"`
+	// Name is how the business calls the member; optional.
+	Name string `yaml:"name,omitempty" firestore:"name"`
+	// Language overrides the tenant's for this member; optional.
+	Language string `yaml:"language,omitempty" firestore:"language"`
+}
+
+// Sending is the rate of a tenant's send queue (a Cloud Tasks queue).
+type Sending struct {
+	// PerSecond is the queue's max dispatch rate: > 0 and at most MaxPerSecond.
+	PerSecond float64 `yaml:"per_second" firestore:"per_second"`
+	// MaxConcurrent is the queue's max concurrent dispatches: 1 to MaxConcurrentLimit.
+	MaxConcurrent int `yaml:"max_concurrent" firestore:"max_concurrent"`
+}
+
+// Limits are inbound rate limits: over one, a message gets one localized notice per window
+// and no LLM call.
+type Limits struct {
+	// Conversation limits one conversation (tenant, number, contact).
+	Conversation Limit `yaml:"conversation" firestore:"conversation"`
+	// Sender limits one contact across the tenant's numbers.
+	Sender Limit `yaml:"sender" firestore:"sender"`
+}
+
+// Limit allows Max messages per window of Per.
+type Limit struct {
+	Max int `yaml:"max" firestore:"max"`
+	// Per is written as a Go duration in the file ("30s", "5m"); Firestore stores it as
+	// integer nanoseconds.
+	Per time.Duration `yaml:"per" firestore:"per"`
+}
+
+// MarshalYAML writes Per as the file does ("5m", not Duration.String's "5m0s").
+func (l Limit) MarshalYAML() (any, error) {
+	return struct {
+		Max int    `yaml:"max"`
+		Per string `yaml:"per"`
+	}{l.Max, fmtDuration(l.Per)}, nil
+}
+
+// Quota caps a tenant's LLM calls.
+type Quota struct {
+	// LLMCallsPerMonth is nil when the file has none. Nil and 0 both mean unlimited (see
+	// MonthlyLLMCalls); the pointer keeps "absent" apart from an explicit 0 so a file applies
+	// back unchanged.
+	LLMCallsPerMonth *int `yaml:"llm_calls_per_month,omitempty" firestore:"llm_calls_per_month,omitempty"`
+}
+
+// MonthlyLLMCalls returns the monthly cap of LLM calls and whether there is one: absent or 0
+// means unlimited.
+func (q Quota) MonthlyLLMCalls() (limit int, limited bool) {
+	if q.LLMCallsPerMonth == nil || *q.LLMCallsPerMonth == 0 {
+		return 0, false
+	}
+	return *q.LLMCallsPerMonth, true
+}
+
+// Mode is how the assistant answers.
+type Mode string
+
+const (
+	// ModeAck answers every message with a fixed acknowledgement.
+	ModeAck Mode = "ack"
+	// ModeLLM answers with the LLM and the tenant's intents.
+	ModeLLM Mode = "llm"
+)
+
+// Assistant configures the answers to inbound messages.
+type Assistant struct {
+	Mode Mode `yaml:"mode" firestore:"mode"`
+	// AckText is the reply in ModeAck; empty means the i18n.Ack message in the tenant's
+	// language (see Tenant.EffectiveAckText).
+	AckText string `yaml:"ack_text,omitempty" firestore:"ack_text"`
+	// Model is the Vertex AI Gemini model.
+	Model string `yaml:"model" firestore:"model"`
+	// Instructions is the business's own prompt.
+	Instructions string `yaml:"instructions,omitempty" firestore:"instructions"`
+	// MinConfidence: below it the model's reply is a clarification and nothing is pending.
+	MinConfidence float64 `yaml:"min_confidence" firestore:"min_confidence"`
+	// ActionURL receives the actions of intents; required in ModeLLM when there are intents.
+	ActionURL string `yaml:"action_url,omitempty" firestore:"action_url"`
+	// Intents are the requests the assistant recognises besides GeneralQuery, in file order.
+	Intents []Intent `yaml:"intents,omitempty" firestore:"intents"`
+}
+
+// GeneralQuery is the built-in intent of a message that asks for no action; the model answers
+// it from the instructions. No tenant intent may take the name.
+const GeneralQuery = "general_query"
+
+// Intent is a request the assistant recognises and turns into an action call.
+type Intent struct {
+	// Name is [a-z][a-z0-9_]{0,63}, unique in the tenant, not GeneralQuery.
+	Name string `yaml:"name" firestore:"name"`
+	// Description tells the model what the intent is.
+	Description string `yaml:"description" firestore:"description"`
+	// Fields are the data the model extracts, in file order.
+	Fields Fields `yaml:"fields,omitempty" firestore:"fields"`
+	// Required are the fields without which the model asks a question instead.
+	Required []string `yaml:"required,omitempty" firestore:"required"`
+	// Confirm makes the assistant ask with Yes/No buttons before acting.
+	Confirm bool `yaml:"confirm" firestore:"confirm"`
+	// Roles, when set, are the only member roles allowed to use the intent.
+	Roles []Role `yaml:"roles,omitempty" firestore:"roles"`
+}
+
+// AllowedFor reports whether a sender with role may use the intent. A non-member has the
+// empty role and may use only intents with no Roles.
+func (i Intent) AllowedFor(role Role) bool {
+	return len(i.Roles) == 0 || slices.Contains(i.Roles, role)
+}
+
+// FieldType is the type of an intent field, which the model's response schema uses.
+type FieldType string
+
+// The field types. Dates and times are strings in ISO 8601 form.
+const (
+	FieldString   FieldType = "string"   // free text
+	FieldInteger  FieldType = "integer"  // a whole number
+	FieldNumber   FieldType = "number"   // any number
+	FieldBoolean  FieldType = "boolean"  // true or false
+	FieldDate     FieldType = "date"     // YYYY-MM-DD
+	FieldTime     FieldType = "time"     // HH:MM, 24-hour, the business's local time (a departure time)
+	FieldDateTime FieldType = "datetime" // YYYY-MM-DDTHH:MM, the business's local time
+)
+
+// FieldTypes lists the valid field types.
+func FieldTypes() []FieldType {
+	return []FieldType{FieldString, FieldInteger, FieldNumber, FieldBoolean, FieldDate, FieldTime, FieldDateTime}
+}
+
+// Field is one datum of an intent.
+type Field struct {
+	Name string    `yaml:"name" firestore:"name"`
+	Type FieldType `yaml:"type" firestore:"type"`
+}
+
+// Templates are the tenant's message templates (approved by Meta).
+type Templates struct {
+	// Reengage is sent when a reply falls outside the 24-hour customer service window.
+	Reengage *Template `yaml:"reengage,omitempty" firestore:"reengage,omitempty"`
+}
+
+// Template names an approved template.
+type Template struct {
+	Name string `yaml:"name" firestore:"name"`
+	// Language is Meta's template language code: "id", "en_US".
+	Language string `yaml:"language" firestore:"language"`
+}
+
+// The contract's defaults and Cloud Tasks' bounds.
+const (
+	DefaultPerSecond       = 20
+	DefaultMaxConcurrent   = 2
+	DefaultConversationMax = 5
+	DefaultConversationPer = 30 * time.Second
+	DefaultSenderMax       = 20
+	DefaultSenderPer       = 5 * time.Minute
+	DefaultMode            = ModeAck
+	DefaultModel           = "gemini-2.5-flash"
+	DefaultMinConfidence   = 0.7
+	DefaultRole            = RoleMember
+	MaxPerSecond           = 500  // Cloud Tasks' max dispatches per second
+	MaxConcurrentLimit     = 1000 // Cloud Tasks' max concurrent dispatches
+
+	maxTextLen = 4096 // WhatsApp's limit on a text message body (ack_text)
+)
+
+// ApplyDefaults fills the zero fields that have a default: sending (20/s, 2 concurrent),
+// limits (conversation 5 per 30s, sender 20 per 5m), assistant mode ack, model
+// gemini-2.5-flash, min_confidence 0.7, and each member's role (member). It cannot tell an
+// explicit zero from an absent value; Parse, which sees the file, keeps explicit zeros so
+// Validate can reject them (or, for min_confidence, keep them).
+func (t *Tenant) ApplyDefaults() { applyDefaults(t, nil) }
+
+// applyDefaults fills zero fields whose path is not in explicit.
+func applyDefaults(t *Tenant, explicit map[string]bool) {
+	set := func(path string, zero bool, fill func()) {
+		if zero && !explicit[path] {
+			fill()
+		}
+	}
+	s, l, a := &t.Sending, &t.Limits, &t.Assistant
+	set("sending.per_second", s.PerSecond == 0, func() { s.PerSecond = DefaultPerSecond })
+	set("sending.max_concurrent", s.MaxConcurrent == 0, func() { s.MaxConcurrent = DefaultMaxConcurrent })
+	set("limits.conversation.max", l.Conversation.Max == 0, func() { l.Conversation.Max = DefaultConversationMax })
+	set("limits.conversation.per", l.Conversation.Per == 0, func() { l.Conversation.Per = DefaultConversationPer })
+	set("limits.sender.max", l.Sender.Max == 0, func() { l.Sender.Max = DefaultSenderMax })
+	set("limits.sender.per", l.Sender.Per == 0, func() { l.Sender.Per = DefaultSenderPer })
+	set("assistant.mode", a.Mode == "", func() { a.Mode = DefaultMode })
+	set("assistant.model", a.Model == "", func() { a.Model = DefaultModel })
+	set("assistant.min_confidence", a.MinConfidence == 0, func() { a.MinConfidence = DefaultMinConfidence })
+	for i := range t.Members {
+		m := &t.Members[i]
+		set(index("members", i)+".role", m.Role == "", func() { m.Role = DefaultRole })
+	}
+}
+
+// Member returns the member with WhatsApp id waID.
+func (t *Tenant) Member(waID string) (Member, bool) {
+	for _, m := range t.Members {
+		if m.WaID == waID {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// OwnsNumber reports whether phoneNumberID is one of the tenant's numbers.
+func (t *Tenant) OwnsNumber(phoneNumberID string) bool {
+	return slices.ContainsFunc(t.PhoneNumbers, func(p PhoneNumber) bool { return p.PhoneNumberID == phoneNumberID })
+}
+
+// Intent returns the tenant's intent called name (never GeneralQuery, which is built in).
+func (t *Tenant) Intent(name string) (Intent, bool) {
+	for _, in := range t.Assistant.Intents {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return Intent{}, false
+}
+
+// EffectiveLanguage is the language to talk to m in: the member's own, else the tenant's.
+// Pass the zero Member for a non-member.
+func (t *Tenant) EffectiveLanguage(m Member) string {
+	if m.Language != "" {
+		return m.Language
+	}
+	return t.Language
+}
+
+// EffectiveAckText is the reply in ModeAck: ack_text, else the i18n.Ack message in the
+// tenant's language.
+func (t *Tenant) EffectiveAckText() string {
+	if t.Assistant.AckText != "" {
+		return t.Assistant.AckText
+	}
+	return i18n.Text(t.Language, i18n.Ack)
+}

@@ -1,0 +1,282 @@
+package tenant
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/wapipe/wapipe/internal/i18n"
+)
+
+var (
+	idRE           = regexp.MustCompile(`^[a-z0-9-]{3,40}$`)
+	digitsRE       = regexp.MustCompile(`^[0-9]{1,32}$`)
+	waIDRE         = regexp.MustCompile(`^[0-9]{6,15}$`)
+	intentNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	fieldNameRE    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	modelRE        = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	templateNameRE = regexp.MustCompile(`^[a-z0-9_]{1,512}$`)
+	// Meta's template languages are a language code, sometimes with a region: id, en_US, zh_HK.
+	templateLangRE = regexp.MustCompile(`^[a-z]{2,3}(_[A-Z]{2})?$`)
+)
+
+// Validate checks a tenant (with its defaults filled) and returns every problem as Problems,
+// or nil. Lines are 0: Parse adds them when the tenant comes from a file.
+func (t *Tenant) Validate() error {
+	return t.validate().err()
+}
+
+func (t *Tenant) validate() Problems {
+	var c problems
+	if !idRE.MatchString(t.ID) {
+		if t.ID == "" {
+			c.add("id", "required: 3 to 40 characters of a-z, 0-9 and -")
+		} else {
+			c.add("id", "must be 3 to 40 characters of a-z, 0-9 and -")
+		}
+	}
+	if strings.TrimSpace(t.Name) == "" {
+		c.add("name", "required")
+	}
+	checkLanguage(&c, "language", t.Language, true)
+	switch t.Audience {
+	case AudienceMembers, AudiencePublic:
+	case "":
+		c.add("audience", "required: members or public")
+	default:
+		c.add("audience", "must be members or public, not %q", t.Audience)
+	}
+	t.validateNumbers(&c)
+	t.validateMembers(&c)
+	t.validateSending(&c)
+	validateLimit(&c, "limits.conversation", t.Limits.Conversation)
+	validateLimit(&c, "limits.sender", t.Limits.Sender)
+	if q := t.Quota.LLMCallsPerMonth; q != nil && *q < 0 {
+		c.add("quota.llm_calls_per_month", "must be 0 or more (0 or absent: unlimited)")
+	}
+	t.validateAssistant(&c)
+	if r := t.Templates.Reengage; r != nil {
+		switch {
+		case r.Name == "":
+			c.add("templates.reengage.name", "required: the approved template's name")
+		case !templateNameRE.MatchString(r.Name):
+			c.add("templates.reengage.name", "must be a template name: lower-case letters, digits and _")
+		}
+		switch {
+		case r.Language == "":
+			c.add("templates.reengage.language", "required: the template's language code, such as id or en_US")
+		case !templateLangRE.MatchString(r.Language):
+			c.add("templates.reengage.language", "must be a template language code, such as id or en_US")
+		}
+	}
+	return c.list
+}
+
+func checkLanguage(c *problems, path, lang string, required bool) {
+	switch {
+	case lang == "" && !required:
+	case lang == "":
+		c.add(path, "required: one of %s", strings.Join(i18n.Languages(), ", "))
+	case !i18n.Supported(lang):
+		c.add(path, "must be one of %s, not %q", strings.Join(i18n.Languages(), ", "), lang)
+	}
+}
+
+func (t *Tenant) validateNumbers(c *problems) {
+	if len(t.PhoneNumbers) == 0 {
+		c.add("phone_numbers", "required: at least one {phone_number_id, waba_id}")
+	}
+	first := map[string]int{}
+	for i, p := range t.PhoneNumbers {
+		path := index("phone_numbers", i)
+		switch {
+		case p.PhoneNumberID == "":
+			c.add(path+".phone_number_id", "required")
+		case !digitsRE.MatchString(p.PhoneNumberID):
+			c.add(path+".phone_number_id", "must be digits (the Graph id of the number, not the number itself)")
+		default:
+			if j, dup := first[p.PhoneNumberID]; dup {
+				c.add(path+".phone_number_id", "%s is listed twice (also phone_numbers[%d])", p.PhoneNumberID, j)
+			} else {
+				first[p.PhoneNumberID] = i
+			}
+		}
+		switch {
+		case p.WABAID == "":
+			c.add(path+".waba_id", "required")
+		case !digitsRE.MatchString(p.WABAID):
+			c.add(path+".waba_id", "must be digits")
+		}
+	}
+}
+
+func (t *Tenant) validateMembers(c *problems) {
+	first := map[string]int{}
+	for i, m := range t.Members {
+		path := index("members", i)
+		// A member's number is never echoed, not even in an error.
+		switch {
+		case m.WaID == "":
+			c.add(path+".wa_id", "required")
+		case !waIDRE.MatchString(m.WaID):
+			c.add(path+".wa_id", "must be 6 to 15 digits: the number in international form without + or spaces")
+		default:
+			if j, dup := first[m.WaID]; dup {
+				c.add(path+".wa_id", "same number as members[%d]", j)
+			} else {
+				first[m.WaID] = i
+			}
+		}
+		checkRole(c, path+".role", m.Role)
+		checkLanguage(c, path+".language", m.Language, false)
+	}
+}
+
+func checkRole(c *problems, path string, r Role) {
+	switch r {
+	case RoleOwner, RoleAdmin, RoleMember:
+	case "":
+		c.add(path, "required: owner, admin or member")
+	default:
+		c.add(path, "must be owner, admin or member, not %q", r)
+	}
+}
+
+func (t *Tenant) validateSending(c *problems) {
+	s := t.Sending
+	if !(s.PerSecond > 0 && s.PerSecond <= MaxPerSecond) {
+		c.add("sending.per_second", "must be more than 0 and at most %d (Cloud Tasks' limit)", MaxPerSecond)
+	}
+	if s.MaxConcurrent < 1 || s.MaxConcurrent > MaxConcurrentLimit {
+		c.add("sending.max_concurrent", "must be 1 to %d", MaxConcurrentLimit)
+	}
+}
+
+func validateLimit(c *problems, path string, l Limit) {
+	if l.Max < 1 {
+		c.add(path+".max", "must be 1 or more")
+	}
+	if l.Per <= 0 {
+		c.add(path+".per", "must be a positive duration, such as 30s or 5m")
+	}
+}
+
+func (t *Tenant) validateAssistant(c *problems) {
+	a := t.Assistant
+	switch a.Mode {
+	case ModeAck, ModeLLM:
+	default:
+		c.add("assistant.mode", "must be ack or llm, not %q", a.Mode)
+	}
+	if n := utf8.RuneCountInString(a.AckText); n > maxTextLen {
+		c.add("assistant.ack_text", "is %d characters; WhatsApp allows %d", n, maxTextLen)
+	}
+	if !modelRE.MatchString(a.Model) {
+		c.add("assistant.model", "must be a model name such as %s", DefaultModel)
+	}
+	if !(a.MinConfidence >= 0 && a.MinConfidence <= 1) {
+		c.add("assistant.min_confidence", "must be between 0 and 1")
+	}
+	if a.ActionURL != "" {
+		if msg := checkActionURL(a.ActionURL); msg != "" {
+			c.add("assistant.action_url", "%s", msg)
+		}
+	} else if a.Mode == ModeLLM && len(a.Intents) > 0 {
+		c.add("assistant.action_url", "required in llm mode when there are intents: every intent calls it")
+	}
+	first := map[string]int{}
+	for i, in := range a.Intents {
+		path := index("assistant.intents", i)
+		switch {
+		case in.Name == "":
+			c.add(path+".name", "required")
+		case in.Name == GeneralQuery:
+			c.add(path+".name", "%s is built in; choose another name", GeneralQuery)
+		case !intentNameRE.MatchString(in.Name):
+			c.add(path+".name", "must be a lower-case word of a-z, 0-9 and _ starting with a letter, at most 64 characters")
+		default:
+			if j, dup := first[in.Name]; dup {
+				c.add(path+".name", "%s is listed twice (also assistant.intents[%d])", in.Name, j)
+			} else {
+				first[in.Name] = i
+			}
+		}
+		if strings.TrimSpace(in.Description) == "" {
+			c.add(path+".description", "required: it tells the model when the intent applies")
+		}
+		for _, f := range in.Fields {
+			fp := path + ".fields." + f.Name
+			if !fieldNameRE.MatchString(f.Name) {
+				c.add(fp, "a field name must be a lower-case word of a-z, 0-9 and _ starting with a letter")
+			}
+			if !slices.Contains(FieldTypes(), f.Type) {
+				c.add(fp, "unknown type %q: %s", f.Type, fieldTypeList())
+			}
+		}
+		seen := map[string]bool{}
+		for j, r := range in.Required {
+			rp := index(path+".required", j)
+			switch {
+			case seen[r]:
+				c.add(rp, "%s is listed twice", r)
+			case !slices.Contains(in.Fields.Names(), r):
+				c.add(rp, "%q is not one of the intent's fields", r)
+			}
+			seen[r] = true
+		}
+		for j, r := range in.Roles {
+			checkRole(c, index(path+".roles", j), r)
+		}
+	}
+}
+
+// checkActionURL returns what is wrong with an action URL, or "".
+func checkActionURL(raw string) string {
+	const want = "must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1)"
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return want
+	}
+	if u.User != nil {
+		return "must not carry a user or password: wapipe signs each call with the action secret"
+	}
+	switch u.Scheme {
+	case "https":
+		return ""
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return ""
+		}
+	}
+	return want
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckNumberOwners checks t's numbers against the numbers other tenants own (owners maps a
+// phone_number_id to its tenant's id) and returns one problem per number another tenant
+// owns, as Problems, or nil. A number owned by t itself is fine.
+func CheckNumberOwners(t *Tenant, owners map[string]string) error {
+	var c problems
+	for i, p := range t.PhoneNumbers {
+		if owner, ok := owners[p.PhoneNumberID]; ok && owner != t.ID {
+			c.add(index("phone_numbers", i)+".phone_number_id", "%s already belongs to tenant %s", p.PhoneNumberID, owner)
+		}
+	}
+	return c.list.err()
+}
+
+// sortByLine orders problems by line, keeping the order of those on the same line.
+func sortByLine(ps Problems) {
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
+}
