@@ -263,7 +263,7 @@ func fmtQuota(q Quota) string {
 	case q.LLMCallsPerMonth == nil:
 		return "unlimited"
 	case *q.LLMCallsPerMonth == 0:
-		return "0 (unlimited)"
+		return "0 (no LLM calls)"
 	default:
 		return strconv.Itoa(*q.LLMCallsPerMonth)
 	}

@@ -133,8 +133,8 @@ func TestParseDefaultsOnlyAbsentFields(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want, +got):\n%s", diff)
 	}
-	if _, limited := got.Quota.MonthlyLLMCalls(); limited {
-		t.Error("quota 0 is limited; want unlimited")
+	if limit, limited := got.Quota.MonthlyLLMCalls(); !limited || limit != 0 {
+		t.Errorf("quota 0: MonthlyLLMCalls = %d, %v; want 0 calls, limited", limit, limited)
 	}
 }
 
@@ -317,7 +317,7 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"limit per zero", base + "limits:\n  sender: {per: 0s}\n", []string{
 			"limits.sender.per: must be a positive duration, such as 30s or 5m (line 8)"}},
 		{"quota negative", base + "quota: {llm_calls_per_month: -1}\n", []string{
-			"quota.llm_calls_per_month: must be 0 or more (0 or absent: unlimited) (line 7)"}},
+			"quota.llm_calls_per_month: must be 0 or more (absent: unlimited) (line 7)"}},
 		{"mode", base + "assistant: {mode: chat}\n", []string{`assistant.mode: must be ack or llm, not "chat" (line 7)`}},
 		{"mode empty", base + "assistant: {mode: \"\"}\n", []string{`assistant.mode: must be ack or llm, not "" (line 7)`}},
 		{"model", base + "assistant: {model: ../../x}\n", []string{"assistant.model: must be a model name such as gemini-2.5-flash (line 7)"}},

@@ -110,16 +110,16 @@ func (l Limit) MarshalYAML() (any, error) {
 
 // Quota caps a tenant's LLM calls.
 type Quota struct {
-	// LLMCallsPerMonth is nil when the file has none. Nil and 0 both mean unlimited (see
-	// MonthlyLLMCalls); the pointer keeps "absent" apart from an explicit 0 so a file applies
-	// back unchanged.
+	// LLMCallsPerMonth is nil when the file has none, which means unlimited (the contract:
+	// "absent: unlimited"). An explicit 0 means no LLM calls at all: an operator who writes 0 to
+	// stop spending must get exactly that.
 	LLMCallsPerMonth *int `yaml:"llm_calls_per_month,omitempty" firestore:"llm_calls_per_month,omitempty"`
 }
 
-// MonthlyLLMCalls returns the monthly cap of LLM calls and whether there is one: absent or 0
-// means unlimited.
+// MonthlyLLMCalls returns the monthly cap of LLM calls and whether there is one: absent means
+// unlimited, 0 means none.
 func (q Quota) MonthlyLLMCalls() (limit int, limited bool) {
-	if q.LLMCallsPerMonth == nil || *q.LLMCallsPerMonth == 0 {
+	if q.LLMCallsPerMonth == nil {
 		return 0, false
 	}
 	return *q.LLMCallsPerMonth, true

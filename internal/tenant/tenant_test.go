@@ -95,7 +95,7 @@ func TestMonthlyLLMCalls(t *testing.T) {
 		wantLimited bool
 	}{
 		{Quota{}, 0, false},
-		{Quota{LLMCallsPerMonth: ptr(0)}, 0, false},
+		{Quota{LLMCallsPerMonth: ptr(0)}, 0, true},
 		{Quota{LLMCallsPerMonth: ptr(1000)}, 1000, true},
 	}
 	for _, tt := range tests {

@@ -56,7 +56,7 @@ func (t *Tenant) validate() Problems {
 	validateLimit(&c, "limits.conversation", t.Limits.Conversation)
 	validateLimit(&c, "limits.sender", t.Limits.Sender)
 	if q := t.Quota.LLMCallsPerMonth; q != nil && *q < 0 {
-		c.add("quota.llm_calls_per_month", "must be 0 or more (0 or absent: unlimited)")
+		c.add("quota.llm_calls_per_month", "must be 0 or more (absent: unlimited)")
 	}
 	t.validateAssistant(&c)
 	if r := t.Templates.Reengage; r != nil {
