@@ -20,7 +20,16 @@ type Result struct {
 	Confidence float64
 	// Data holds the chosen intent's fields that are known, never nil. Values have Go types
 	// by field type: string and date → string ("YYYY-MM-DD" for dates), integer → int64,
-	// number → float64, boolean → bool. Always empty for GeneralQuery.
+	// number → float64, boolean → bool. Always empty for GeneralQuery. Keys the intent does
+	// not declare are dropped.
+	//
+	// A value of the wrong type fails the whole answer (ErrInvalidResponse), with these
+	// coercions, because a model sometimes quotes numbers: an integer field accepts a JSON
+	// number with an integral value (15000000, 1.5e7) or a string of decimal digits with an
+	// optional sign ("15000000"); a number field accepts a JSON number or a string that
+	// strconv.ParseFloat reads as a finite number; confidence accepts a numeric string.
+	// Strings with separators or units ("15.000.000", "15 juta") are rejected. A null value,
+	// and a string or date of only spaces, counts as absent.
 	Data map[string]any
 	// MissingFields names the chosen intent's fields still needed: the model's list (limited
 	// to the intent's fields) together with every required field absent from Data, in the
@@ -55,13 +64,7 @@ type answer struct {
 
 // parseAnswer validates the model's text against the call's intents. The model is untrusted:
 // anything outside the schema is an ErrInvalidResponse, except unknown data keys and unknown
-// missing field names, which are dropped.
-//
-// Coercions, documented because the schema asks for JSON numbers: an integer field accepts a
-// JSON number with an integral value (15000000, 1.5e7) or a string of plain decimal digits
-// with an optional sign ("15000000"); a number field accepts a JSON number or a string that
-// strconv.ParseFloat reads as a finite number. Strings with separators or units ("15.000.000",
-// "15 juta") are rejected. A null value, and a string or date of only spaces, counts as absent.
+// missing field names, which are dropped. The coercions are documented on Result.Data.
 func (c *call) parseAnswer(text string) (Result, error) {
 	var a answer
 	if err := decodeOne([]byte(text), &a); err != nil {
@@ -74,7 +77,8 @@ func (c *call) parseAnswer(text string) (Result, error) {
 	if *a.Intent != GeneralQuery {
 		in, ok := c.intents[*a.Intent]
 		if !ok {
-			return Result{}, invalidf("intent %q is not offered", *a.Intent)
+			// Not quoted: a confused model may put the user's words there.
+			return Result{}, invalidf("intent not offered")
 		}
 		intent = in
 	}
@@ -232,5 +236,6 @@ func jsonErrorKind(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "empty or truncated"
 	}
-	return err.Error()
+	// Other decoding errors quote the input.
+	return "invalid value"
 }
