@@ -3,9 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +14,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -157,9 +154,9 @@ func (s *Server) handleEvent() http.Handler {
 			writeJSON(w, http.StatusBadRequest, statusBody{Status: "error", Error: "body_unreadable"})
 			return
 		}
-		if !VerifySignature(r.Header.Get("X-Hub-Signature-256"), body, s.cfg.AppSecret) {
+		if !whatsapp.VerifySignature(r.Header.Get(whatsapp.SignatureHeader), body, s.cfg.AppSecret) {
 			logger.WarnContext(ctx, "signature missing or wrong", "event", "signature_invalid",
-				"signature_present", r.Header.Get("X-Hub-Signature-256") != "", "bytes", len(body))
+				"signature_present", r.Header.Get(whatsapp.SignatureHeader) != "", "bytes", len(body))
 			writeJSON(w, http.StatusUnauthorized, statusBody{Status: "error", Error: "invalid_signature"})
 			return
 		}
@@ -338,28 +335,6 @@ func encodeTask(in tasks.Inbound) ([]byte, error) {
 		return nil, fmt.Errorf("encode inbound task: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// VerifySignature checks X-Hub-Signature-256 ("sha256=<hex>") over the raw body in constant time.
-func VerifySignature(header string, body []byte, secret string) bool {
-	hexSig, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil || len(got) != sha256.Size {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil))
-}
-
-// Sign returns the X-Hub-Signature-256 value Meta would send for body.
-func Sign(body []byte, secret string) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 func newID() string {
