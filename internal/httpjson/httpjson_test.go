@@ -44,4 +44,3 @@ func TestWrite(t *testing.T) {
 		})
 	}
 }
-
