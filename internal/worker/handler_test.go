@@ -134,7 +134,9 @@ func (hs *harness) want(got answer, code int, body map[string]any, event string)
 	}
 }
 
-func retryBody(reason string) map[string]any { return map[string]any{"status": "retry", "error": reason} }
+func retryBody(reason string) map[string]any {
+	return map[string]any{"status": "retry", "error": reason}
+}
 
 var errDown = errors.New("rpc error: code = Unavailable")
 
