@@ -123,7 +123,7 @@ func TestWebhookFunction(t *testing.T) {
 	msgID := whatsapp.NewMessageID()
 	body := whatsapp.SampleText(whatsapp.SampleOptions{MessageID: msgID}, "hello")
 	req, _ := http.NewRequest(http.MethodPost, base+webhook.Path, bytes.NewReader(body))
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, "fn-secret"))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, "fn-secret"))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

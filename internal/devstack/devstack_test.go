@@ -137,7 +137,7 @@ func TestOneTracePerMessage(t *testing.T) {
 func post(t *testing.T, st *devstack.Stack, body []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, st.WebhookURL, bytes.NewReader(body))
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, st.AppSecret))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, st.AppSecret))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

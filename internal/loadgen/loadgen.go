@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -293,7 +292,7 @@ func send(ctx context.Context, client *http.Client, cfg Config, i int) sample {
 		return sample{err: err, id: id}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, cfg.Secret))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, cfg.Secret))
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {

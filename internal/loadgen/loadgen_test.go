@@ -16,7 +16,6 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/loadgen"
-	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -89,7 +88,7 @@ type fakePipeline struct {
 
 func (p *fakePipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if r.Header.Get("X-Hub-Signature-256") != webhook.Sign(body, "s3cret") {
+	if r.Header.Get("X-Hub-Signature-256") != whatsapp.Sign(body, "s3cret") {
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}

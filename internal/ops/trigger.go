@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -154,7 +153,7 @@ func Post(ctx context.Context, client *http.Client, url, secret string, body []b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "facebookexternalua")
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, secret))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, secret))
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {

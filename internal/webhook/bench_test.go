@@ -13,7 +13,6 @@ import (
 
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -40,12 +39,12 @@ func BenchmarkSignatureAndParse(b *testing.B) {
 		n    int
 	}{{"1KB", 1 << 10}, {"100KB", 100 << 10}, {"3MB", 3 << 20}} {
 		body := payloadOfSize(size.n)
-		sig := webhook.Sign(body, appSecret)
+		sig := whatsapp.Sign(body, appSecret)
 		b.Run(size.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if !webhook.VerifySignature(sig, body, appSecret) {
+				if !whatsapp.VerifySignature(sig, body, appSecret) {
 					b.Fatal("signature")
 				}
 				p, err := whatsapp.Parse(body)
@@ -82,7 +81,7 @@ func BenchmarkHandlerVsRawCalls(b *testing.B) {
 	handler := func(id string) time.Duration {
 		body := textPayload(id)
 		req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
-		req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, appSecret))
+		req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, appSecret))
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
+	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -128,7 +129,7 @@ func (e *env) post(body []byte, header map[string]string) (int, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+webhook.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, appSecret))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, appSecret))
 	for k, v := range header {
 		if v == "" {
 			req.Header.Del(k)
@@ -234,10 +235,10 @@ func TestPostStatusCodes(t *testing.T) {
 		wantLog  string
 	}{
 		{"no signature", good, map[string]string{"X-Hub-Signature-256": ""}, 401, "signature_invalid"},
-		{"wrong signature", good, map[string]string{"X-Hub-Signature-256": webhook.Sign(good, "other-secret")}, 401, "signature_invalid"},
+		{"wrong signature", good, map[string]string{"X-Hub-Signature-256": whatsapp.Sign(good, "other-secret")}, 401, "signature_invalid"},
 		{"signature not hex", good, map[string]string{"X-Hub-Signature-256": "sha256=zz"}, 401, "signature_invalid"},
-		{"signature without prefix", good, map[string]string{"X-Hub-Signature-256": strings.TrimPrefix(webhook.Sign(good, appSecret), "sha256=")}, 401, "signature_invalid"},
-		{"signature over other bytes", append([]byte(" "), good...), map[string]string{"X-Hub-Signature-256": webhook.Sign(good, appSecret)}, 401, "signature_invalid"},
+		{"signature without prefix", good, map[string]string{"X-Hub-Signature-256": strings.TrimPrefix(whatsapp.Sign(good, appSecret), "sha256=")}, 401, "signature_invalid"},
+		{"signature over other bytes", append([]byte(" "), good...), map[string]string{"X-Hub-Signature-256": whatsapp.Sign(good, appSecret)}, 401, "signature_invalid"},
 		{"malformed JSON, good signature", []byte(`{"object":`), nil, 400, "payload_malformed"},
 		{"JSON array, good signature", []byte(`[1,2]`), nil, 400, "payload_malformed"},
 	}
@@ -264,7 +265,7 @@ func TestBodyTooLarge(t *testing.T) {
 	// Chunked, no declared length: refused once the cap is crossed.
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+webhook.Path, io.MultiReader(bytes.NewReader(big)))
 	req.ContentLength = -1
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(big, appSecret))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(big, appSecret))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
-	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -94,7 +93,7 @@ func BenchmarkInboundToGraph(b *testing.B) {
 				payload := whatsapp.SampleText(whatsapp.SampleOptions{MessageID: id}, "hi")
 				before := len(st.Graph.Sends())
 				req, _ := http.NewRequest(http.MethodPost, st.WebhookURL, bytes.NewReader(payload))
-				req.Header.Set("X-Hub-Signature-256", webhook.Sign(payload, st.AppSecret))
+				req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(payload, st.AppSecret))
 				start := time.Now()
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {

@@ -19,59 +19,78 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
+// TraceRecords keep one trace per inbound event; the store's traces implement it.
+type TraceRecords interface {
+	StartTrace(ctx context.Context, t store.Trace) error
+	FinishTrace(ctx context.Context, eventID, state string, outbound map[string]store.TraceTarget, errText string) error
+}
+
+// StatusRecords remember which statuses were applied; the store's statuses implement it.
+type StatusRecords interface {
+	StatusSeen(ctx context.Context, key string) (bool, error)
+	RecordStatus(ctx context.Context, s store.StatusRecord) (bool, error)
+}
+
+// DeliveryUpdater applies a status to the outbound record it is about; the store's outbound
+// records implement it.
+type DeliveryUpdater interface {
+	ApplyStatus(ctx context.Context, u store.StatusUpdate) (store.ApplyResult, error)
+}
+
 // handleProcessInbound normalises one delivery, records its statuses and creates one outbound
 // task per message. It answers 503 when anything must be retried: already-created outbound tasks
 // deduplicate by name, already-recorded statuses by key.
 func (s *Server) handleProcessInbound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
 		start := s.deps.Now()
-		var in tasks.Inbound
-		raw, ok, err := s.readTask(w, r, &in)
+		t, in, o, ok := s.readInbound(r)
 		if !ok {
+			respond(w, o)
 			return
 		}
-		in.CorrelationID = correlationID(ctx, in.CorrelationID)
-		if err == nil && in.InboundEventID == "" {
-			err = errors.New("inbound_event_id is empty")
-		}
-		if err == nil && len(in.Payload) == 0 && in.PayloadRef == "" {
-			err = errors.New("neither payload nor payload_ref is set")
-		}
+		ctx, logger := logging.With(r.Context(), "inbound_event_id", in.InboundEventID, "correlation_id", in.CorrelationID)
+		counts, err := s.processInbound(ctx, logger, t, in)
 		if err != nil {
-			// Retrying cannot fix a malformed task: keep it as a dead letter instead.
-			s.deadLetterNow(ctx, w, raw, tasks.ProcessInboundPath, fmt.Errorf("malformed inbound task: %w", err), 0, in.InboundEventID, "", in.CorrelationID)
-			return
-		}
-		ctx, logger := logging.With(ctx, "inbound_event_id", in.InboundEventID, "correlation_id", in.CorrelationID)
-
-		outcome, err := s.processInbound(ctx, logger, in)
-		if err != nil {
-			s.failOrRetry(ctx, w, raw, tasks.ProcessInboundPath, err, 0, 0, in.InboundEventID, "", in.CorrelationID)
+			respond(w, s.fail(ctx, t, err))
 			return
 		}
 		logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
-			"messages", outcome.Messages, "statuses", outcome.Statuses, "tasks_created", outcome.Created,
-			"tasks_existed", outcome.Existed, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
-		writeJSON(w, http.StatusOK, outcome)
+			"messages", counts.Messages, "statuses", counts.Statuses, "tasks_created", counts.Created,
+			"tasks_existed", counts.Existed, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+		respond(w, outcome{kind: fannedOut, fanOut: counts})
 	})
 }
 
-type inboundOutcome struct {
-	Status   string `json:"status"`
-	Messages int    `json:"messages"`
-	Statuses int    `json:"statuses"`
-	Created  int    `json:"tasks_created"`
-	Existed  int    `json:"tasks_existed"`
+// readInbound decodes and checks an inbound task. When ok is false, o ends the attempt: a retry
+// for a body that could not be read, a dead letter for a malformed one.
+func (s *Server) readInbound(r *http.Request) (t *task, in tasks.Inbound, o outcome, ok bool) {
+	t, o, ok, err := s.readTask(r, tasks.ProcessInboundPath, &in)
+	if !ok {
+		return t, in, o, false
+	}
+	in.CorrelationID = t.correlate(in.CorrelationID)
+	t.inboundEventID = in.InboundEventID
+	if err == nil && in.InboundEventID == "" {
+		err = errors.New("inbound_event_id is empty")
+	}
+	if err == nil && len(in.Payload) == 0 && in.PayloadRef == "" {
+		err = errors.New("neither payload nor payload_ref is set")
+	}
+	if err != nil {
+		// Retrying cannot fix a malformed task: keep it as a dead letter instead.
+		return t, in, s.deadLetter(r.Context(), t, permanentFailure(fmt.Errorf("malformed inbound task: %w", err))), false
+	}
+	return t, in, outcome{}, true
 }
 
-func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, in tasks.Inbound) (inboundOutcome, error) {
-	ti := taskFrom(ctx)
+// processInbound reads the payload, starts the trace, fans out and applies the statuses, then
+// finishes the trace.
+func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *task, in tasks.Inbound) (fanOutCounts, error) {
 	payloadBytes := []byte(in.Payload)
 	if in.PayloadRef != "" {
 		b, err := s.deps.Payloads.Get(ctx, in.PayloadRef)
 		if err != nil {
-			return inboundOutcome{}, fmt.Errorf("load payload out of band: %w", err)
+			return fanOutCounts{}, fmt.Errorf("load payload out of band: %w", err)
 		}
 		payloadBytes = b
 	}
@@ -79,7 +98,7 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, in tas
 	if err != nil {
 		// The webhook parsed it before enqueueing, so this is a defect, not bad luck: retrying
 		// will not help, and the dead letter keeps the payload.
-		return inboundOutcome{}, permanent(fmt.Errorf("parse payload: %w", err))
+		return fanOutCounts{}, permanentFailure(fmt.Errorf("parse payload: %w", err))
 	}
 	msgs, statuses := whatsapp.Normalize(payload)
 
@@ -87,23 +106,23 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, in tas
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		traceID = sc.TraceID().String()
 	}
-	if err := s.deps.Records.StartTrace(ctx, store.Trace{
+	if err := s.deps.Traces.StartTrace(ctx, store.Trace{
 		InboundEventID: in.InboundEventID,
 		CorrelationID:  in.CorrelationID,
-		TaskName:       ti.Name,
+		TaskName:       t.name,
 		TraceID:        traceID,
-		Attempt:        int64(ti.RetryCount) + 1,
+		Attempt:        int64(t.retryCount) + 1,
 		Messages:       int64(len(msgs)),
 		Statuses:       int64(len(statuses)),
 		ReceivedAt:     in.ReceivedAt,
 	}); err != nil {
-		return inboundOutcome{}, err
+		return fanOutCounts{}, err
 	}
 
-	out := inboundOutcome{Status: "ok", Messages: len(msgs), Statuses: len(statuses)}
+	out := fanOutCounts{Messages: len(msgs), Statuses: len(statuses)}
 	targets, fanErr := s.fanOut(ctx, in, msgs)
-	for _, t := range targets {
-		switch t.Status {
+	for _, target := range targets {
+		switch target.Status {
 		case "created":
 			out.Created++
 		case "existed":
@@ -117,7 +136,7 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, in tas
 	if err != nil {
 		state, errText = store.TraceRetrying, err.Error()
 	}
-	if ferr := s.deps.Records.FinishTrace(ctx, in.InboundEventID, state, targets, errText); ferr != nil {
+	if ferr := s.deps.Traces.FinishTrace(ctx, in.InboundEventID, state, targets, errText); ferr != nil {
 		err = errors.Join(err, ferr)
 	}
 	return out, err
@@ -186,7 +205,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			code, title = st.Errors[0].Code, st.Errors[0].Title
 		}
 		key := st.DedupeKey()
-		seen, err := s.deps.Records.StatusSeen(ctx, key)
+		seen, err := s.deps.Statuses.StatusSeen(ctx, key)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -195,7 +214,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			logger.DebugContext(ctx, "status already applied", "event", "status_duplicate", "status", st.Status)
 			continue
 		}
-		res, err := s.deps.Records.ApplyStatus(ctx, store.StatusUpdate{
+		res, err := s.deps.Deliveries.ApplyStatus(ctx, store.StatusUpdate{
 			Key:            callbackKey(st.BizOpaqueCallbackData),
 			GraphMessageID: st.ID,
 			Status:         st.Status,
@@ -205,7 +224,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := s.deps.Records.RecordStatus(ctx, store.StatusRecord{
+		if _, err := s.deps.Statuses.RecordStatus(ctx, store.StatusRecord{
 			Key:            key,
 			GraphMessageID: st.ID,
 			Status:         st.Status,

@@ -3,179 +3,209 @@ package worker
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
-	"sync"
+	"time"
 
-	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
+// OutboundRecords are the idempotency records of replies: the send step asks one whether it may
+// send and settles it after; the store's outbound records implement it.
+type OutboundRecords interface {
+	BeginSend(ctx context.Context, seed store.OutboundRecord) (store.Decision, store.OutboundRecord, error)
+	MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (store.OutboundRecord, error)
+	MarkSkipped(ctx context.Context, key string) error
+	MarkFailed(ctx context.Context, key string, code int, msg string) error
+	MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error
+}
+
 // handleProcessOutbound sends the reply to one inbound message, exactly once: the idempotency
-// record decides whether this attempt may send, and records the outcome.
+// record decides whether this attempt may send, and records the outcome. Its steps: read the
+// task, begin the send, ask the responder, send, settle.
 func (s *Server) handleProcessOutbound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
 		start := s.deps.Now()
-		var out tasks.Outbound
-		raw, ok, err := s.readTask(w, r, &out)
+		t, out, o, ok := s.readOutbound(r)
 		if !ok {
+			respond(w, o)
 			return
 		}
-		out.CorrelationID = correlationID(ctx, out.CorrelationID)
-		if err == nil {
-			err = validateOutbound(out)
-		}
-		if err != nil {
-			s.deadLetterNow(ctx, w, raw, tasks.ProcessOutboundPath, errors.Join(errors.New("malformed outbound task"), err),
-				0, out.InboundEventID, out.IdempotencyKey, out.CorrelationID)
-			return
-		}
-		ctx, logger := logging.With(ctx, "inbound_event_id", out.InboundEventID, "correlation_id", out.CorrelationID,
+		ctx, _ := logging.With(r.Context(), "inbound_event_id", out.InboundEventID, "correlation_id", out.CorrelationID,
 			"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, "to", logging.HashPhone(out.To),
 			"message_type", out.Message.Type)
-		fail := func(err error, code int, f sendFailure) {
-			s.failOrRetry(ctx, w, raw, tasks.ProcessOutboundPath, err, code, f.RetryAfter, out.InboundEventID, out.IdempotencyKey, out.CorrelationID)
-		}
-
-		dec, rec, err := s.deps.Records.BeginSend(ctx, store.OutboundRecord{
-			IdempotencyKey: out.IdempotencyKey,
-			InboundEventID: out.InboundEventID,
-			MessageID:      out.Message.ID,
-			CorrelationID:  out.CorrelationID,
-			PhoneNumberID:  out.PhoneNumberID,
-			ToHash:         logging.HashPhone(out.To),
-			ReceivedAt:     out.ReceivedAt,
-		})
-		if err != nil {
-			fail(err, 0, sendFailure{})
-			return
-		}
-		switch dec {
-		case store.AlreadyDone:
-			logger.InfoContext(ctx, "reply already settled: not sending again", "event", "outbound_duplicate", "state", rec.State)
-			writeJSON(w, http.StatusOK, settledBody(rec))
-			return
-		case store.AwaitReconcile:
-			// An earlier attempt's send may have reached Meta; its status webhook will say so.
-			// Sending now could answer twice.
-			err := errors.New("an earlier send's outcome is unknown: waiting for its status webhook")
-			if s.isLastAttempt(ctx, tasks.ProcessOutboundPath) {
-				fail(err, int(rec.LastErrorCode), sendFailure{})
-				return
-			}
-			logger.WarnContext(ctx, "awaiting reconciliation of an earlier send", "event", "outbound_awaiting_reconcile",
-				"sending_since", rec.SendingSince)
-			retryLater(w, 0, map[string]any{"status": "retry", "error": "awaiting_reconciliation"})
-			return
-		}
-
-		reply, err := s.deps.Responder.Respond(ctx, out.Message)
-		if err != nil {
-			s.markRetry(ctx, logger, out.IdempotencyKey, true, 0, err)
-			fail(err, 0, sendFailure{})
-			return
-		}
-		if reply.IsZero() {
-			if err := s.deps.Records.MarkSkipped(ctx, out.IdempotencyKey); err != nil {
-				fail(err, 0, sendFailure{})
-				return
-			}
-			logger.InfoContext(ctx, "no reply for this message", "event", "outbound_skipped")
-			writeJSON(w, http.StatusOK, map[string]any{"status": store.OutboundSkipped})
-			return
-		}
-
-		// Mark-as-read runs beside the reply and never holds it up. Its outcome is recorded with
-		// the send's, in the same write; the handler waits for it (bounded by its timeout) so no
-		// goroutine outlives the request.
-		readDone := make(chan bool, 1)
-		if rec.ReadMarked {
-			readDone <- true
-		} else {
-			go func() { readDone <- s.markRead(context.WithoutCancel(ctx), logger, out) }()
-		}
-		readMarked := false
-		waitRead := sync.OnceFunc(func() { readMarked = <-readDone })
-		defer waitRead()
-
-		replyTo := ""
-		if reply.Quote {
-			replyTo = out.Message.ID
-		}
-		graphID, err := s.deps.Sender.Send(ctx, out.PhoneNumberID, out.To, reply, out.IdempotencyKey, replyTo)
-		if err == nil {
-			waitRead()
-			if _, err := s.deps.Records.MarkSent(ctx, out.IdempotencyKey, graphID, readMarked); err != nil {
-				// Meta has the message; the status webhook that echoes the key will settle
-				// the record. Answering 200 stops a retry from sending it again.
-				logger.ErrorContext(ctx, "reply sent but record not updated: the status webhook will reconcile it",
-					"event", "outbound_record_failed", "error", err)
-			}
-			logger.InfoContext(ctx, "reply sent", "event", "outbound_sent", "graph_message_id", graphID,
-				"attempt", rec.Attempts, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
-			writeJSON(w, http.StatusOK, map[string]any{"status": store.OutboundSent, "message_id": graphID})
-			return
-		}
-
-		f := classify(err)
-		if !f.Retryable {
-			if merr := s.deps.Records.MarkFailed(ctx, out.IdempotencyKey, f.Code, err.Error()); merr != nil {
-				// Without the failed record a retry would try again; let Cloud Tasks retry.
-				fail(merr, f.Code, sendFailure{})
-				return
-			}
-			if graph.Classify(err) == graph.Auth {
-				// A bad or expired token fails every reply, not this one: keep each as a dead
-				// letter to replay once an operator has fixed the token.
-				s.keepDeadLetter(ctx, logger, raw, err, f.Code, out)
-			}
-			logger.ErrorContext(ctx, "reply refused by WhatsApp: not retrying", "event", "outbound_failed",
-				"meta_error_code", f.Code, "class", f.Class, "error", err)
-			writeJSON(w, http.StatusOK, map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": f.Code})
-			return
-		}
-		s.markRetry(ctx, logger, out.IdempotencyKey, f.Definite, f.Code, err)
-		if s.isLastAttempt(ctx, tasks.ProcessOutboundPath) {
-			if merr := s.deps.Records.MarkFailed(ctx, out.IdempotencyKey, f.Code, "retries exhausted: "+err.Error()); merr != nil {
-				logger.ErrorContext(ctx, "record not marked failed", "event", "outbound_record_failed", "error", merr)
-			}
-		}
-		logger.WarnContext(ctx, "reply not sent: will retry", "event", "outbound_retry", "meta_error_code", f.Code,
-			"class", f.Class, "outcome_known", f.Definite, "error", err)
-		fail(err, f.Code, f)
+		respond(w, s.processOutbound(ctx, t, out, start))
 	})
 }
 
-func (s *Server) markRetry(ctx context.Context, logger *slog.Logger, key string, definite bool, code int, cause error) {
-	if err := s.deps.Records.MarkRetry(ctx, key, definite, code, cause.Error()); err != nil {
-		logger.WarnContext(ctx, "record not updated after a failed send", "event", "outbound_record_failed", "error", err)
+// readOutbound decodes and checks an outbound task. When ok is false, o ends the attempt: a
+// retry for a body that could not be read, a dead letter for a malformed one.
+func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o outcome, ok bool) {
+	t, o, ok, err := s.readTask(r, tasks.ProcessOutboundPath, &out)
+	if !ok {
+		return t, out, o, false
+	}
+	out.CorrelationID = t.correlate(out.CorrelationID)
+	t.inboundEventID, t.idempotencyKey = out.InboundEventID, out.IdempotencyKey
+	if err == nil {
+		err = validateOutbound(out)
+	}
+	if err != nil {
+		// Retrying cannot fix a malformed task: keep it as a dead letter instead.
+		return t, out, s.deadLetter(r.Context(), t, permanentFailure(errors.Join(errors.New("malformed outbound task"), err))), false
+	}
+	return t, out, outcome{}, true
+}
+
+// processOutbound runs the steps of a send that may go ahead.
+func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
+	rec, o, ok := s.beginSend(ctx, t, out)
+	if !ok {
+		return o
+	}
+	reply, o, ok := s.reply(ctx, t, out)
+	if !ok {
+		return o
+	}
+	graphID, readMarked, err := s.send(ctx, out, reply, rec)
+	if err != nil {
+		return s.settleFailure(ctx, t, out, err)
+	}
+	return s.settleSent(ctx, out, rec, graphID, readMarked, start)
+}
+
+// beginSend asks the idempotency record whether this attempt may send. When ok is false, o ends
+// the attempt: the reply is already settled, or an earlier send's outcome is still unknown.
+func (s *Server) beginSend(ctx context.Context, t *task, out tasks.Outbound) (rec store.OutboundRecord, o outcome, ok bool) {
+	logger := logging.FromContext(ctx)
+	dec, rec, err := s.deps.Outbound.BeginSend(ctx, store.OutboundRecord{
+		IdempotencyKey: out.IdempotencyKey,
+		InboundEventID: out.InboundEventID,
+		MessageID:      out.Message.ID,
+		CorrelationID:  out.CorrelationID,
+		PhoneNumberID:  out.PhoneNumberID,
+		ToHash:         logging.HashPhone(out.To),
+		ReceivedAt:     out.ReceivedAt,
+	})
+	if err != nil {
+		return rec, s.fail(ctx, t, err), false
+	}
+	switch dec {
+	case store.AlreadyDone:
+		logger.InfoContext(ctx, "reply already settled: not sending again", "event", "outbound_duplicate", "state", rec.State)
+		return rec, outcome{kind: settled, record: rec}, false
+	case store.AwaitReconcile:
+		// An earlier attempt's send may have reached Meta; its status webhook will say so.
+		// Sending now could answer twice.
+		if s.isLastAttempt(t) {
+			err := errors.New("an earlier send's outcome is unknown: waiting for its status webhook")
+			return rec, s.fail(ctx, t, temporaryFailure(err, int(rec.LastErrorCode))), false
+		}
+		logger.WarnContext(ctx, "awaiting reconciliation of an earlier send", "event", "outbound_awaiting_reconcile",
+			"sending_since", rec.SendingSince)
+		return rec, retryLater("awaiting_reconciliation", 0), false
+	}
+	return rec, outcome{}, true
+}
+
+// reply asks the responder for the reply. When ok is false, o ends the attempt: the responder
+// failed, or has no reply for this message.
+func (s *Server) reply(ctx context.Context, t *task, out tasks.Outbound) (reply responder.Reply, o outcome, ok bool) {
+	reply, err := s.deps.Responder.Respond(ctx, out.Message)
+	if err != nil {
+		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
+		return reply, s.fail(ctx, t, err), false
+	}
+	if reply.IsZero() {
+		if err := s.deps.Outbound.MarkSkipped(ctx, out.IdempotencyKey); err != nil {
+			return reply, s.fail(ctx, t, err), false
+		}
+		logging.FromContext(ctx).InfoContext(ctx, "no reply for this message", "event", "outbound_skipped")
+		return reply, outcome{kind: skipped}, false
+	}
+	return reply, outcome{}, true
+}
+
+// send sends the reply and, beside it, marks the inbound message as read unless an earlier
+// attempt did. Mark-as-read never holds the reply up; send waits for it (bounded by its timeout)
+// so no goroutine outlives the request, and reports it with the send's outcome.
+func (s *Server) send(ctx context.Context, out tasks.Outbound, reply responder.Reply, rec store.OutboundRecord) (graphID string, readMarked bool, err error) {
+	readDone := make(chan bool, 1)
+	if rec.ReadMarked {
+		readDone <- true
+	} else {
+		go func() { readDone <- s.markRead(context.WithoutCancel(ctx), out) }()
+	}
+	replyTo := ""
+	if reply.Quote {
+		replyTo = out.Message.ID
+	}
+	graphID, err = s.deps.Sender.Send(ctx, out.PhoneNumberID, out.To, reply, out.IdempotencyKey, replyTo)
+	return graphID, <-readDone, err
+}
+
+// settleSent records a reply WhatsApp accepted.
+func (s *Server) settleSent(ctx context.Context, out tasks.Outbound, rec store.OutboundRecord, graphID string, readMarked bool, start time.Time) outcome {
+	logger := logging.FromContext(ctx)
+	if _, err := s.deps.Outbound.MarkSent(ctx, out.IdempotencyKey, graphID, readMarked); err != nil {
+		// Meta has the message; the status webhook that echoes the key will settle the
+		// record. Answering 200 stops a retry from sending it again.
+		logger.ErrorContext(ctx, "reply sent but record not updated: the status webhook will reconcile it",
+			"event", "outbound_record_failed", "error", err)
+	}
+	logger.InfoContext(ctx, "reply sent", "event", "outbound_sent", "graph_message_id", graphID,
+		"attempt", rec.Attempts, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+	return outcome{kind: sent, messageID: graphID}
+}
+
+// settleFailure records a failed send by its classification: refused for good, or to retry.
+func (s *Server) settleFailure(ctx context.Context, t *task, out tasks.Outbound, err error) outcome {
+	logger := logging.FromContext(ctx)
+	f := classifySend(err)
+	if f.kind == refused || f.kind == refusedAuth {
+		if merr := s.deps.Outbound.MarkFailed(ctx, out.IdempotencyKey, f.code, err.Error()); merr != nil {
+			// Without the failed record a retry would try again; let Cloud Tasks retry.
+			return s.fail(ctx, t, temporaryFailure(merr, f.code))
+		}
+		if f.kind == refusedAuth {
+			// A bad or expired token fails every reply, not this one: keep each as a dead
+			// letter to replay once an operator has fixed the token.
+			s.keepDeadLetter(ctx, t, f)
+		}
+		logger.ErrorContext(ctx, "reply refused by WhatsApp: not retrying", "event", "outbound_failed",
+			"meta_error_code", f.code, "class", f.class, "error", err)
+		return outcome{kind: refusedByMeta, code: f.code}
+	}
+	s.markRetry(ctx, out.IdempotencyKey, f, f.definite)
+	if s.isLastAttempt(t) {
+		if merr := s.deps.Outbound.MarkFailed(ctx, out.IdempotencyKey, f.code, "retries exhausted: "+err.Error()); merr != nil {
+			logger.ErrorContext(ctx, "record not marked failed", "event", "outbound_record_failed", "error", merr)
+		}
+	}
+	logger.WarnContext(ctx, "reply not sent: will retry", "event", "outbound_retry", "meta_error_code", f.code,
+		"class", f.class, "outcome_known", f.definite, "error", err)
+	return s.fail(ctx, t, f)
+}
+
+// markRetry records a failed attempt on the record, best effort: definite says nothing was sent.
+func (s *Server) markRetry(ctx context.Context, key string, f *failure, definite bool) {
+	if err := s.deps.Outbound.MarkRetry(ctx, key, definite, f.code, f.Error()); err != nil {
+		logging.FromContext(ctx).WarnContext(ctx, "record not updated after a failed send", "event", "outbound_record_failed", "error", err)
 	}
 }
 
 // markRead marks the inbound message as read, best effort: a failure is logged and retried with
 // the next attempt, if any.
-func (s *Server) markRead(ctx context.Context, logger *slog.Logger, out tasks.Outbound) bool {
+func (s *Server) markRead(ctx context.Context, out tasks.Outbound) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.deps.MarkReadTimeout)
 	defer cancel()
 	if err := s.deps.Sender.MarkRead(ctx, out.PhoneNumberID, out.Message.ID); err != nil {
-		logger.WarnContext(ctx, "mark as read failed (best effort)", "event", "mark_read_failed", "error", err)
+		logging.FromContext(ctx).WarnContext(ctx, "mark as read failed (best effort)", "event", "mark_read_failed", "error", err)
 		return false
 	}
 	return true
-}
-
-// keepDeadLetter writes the task to dead_letters without changing the answer.
-func (s *Server) keepDeadLetter(ctx context.Context, logger *slog.Logger, raw []byte, cause error, code int, out tasks.Outbound) {
-	id, err := s.putDeadLetter(ctx, raw, tasks.ProcessOutboundPath, cause, code, out.InboundEventID, out.IdempotencyKey, out.CorrelationID)
-	if err != nil {
-		logger.ErrorContext(ctx, "dead letter not written", "event", "dead_letter_failed", "error", err)
-		return
-	}
-	logger.ErrorContext(ctx, "reply kept as a dead letter: fix the access token, then replay", "event", "dead_lettered",
-		"dead_letter_id", id, "meta_error_code", code)
 }
 
 func validateOutbound(o tasks.Outbound) error {
@@ -193,12 +223,4 @@ func validateOutbound(o tasks.Outbound) error {
 		errs = append(errs, errors.New("message.id is empty"))
 	}
 	return errors.Join(errs...)
-}
-
-// settledBody is the answer for a record that is already sent, failed or skipped.
-func settledBody(rec store.OutboundRecord) map[string]any {
-	if rec.State == store.OutboundFailed {
-		return map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": rec.LastErrorCode, "duplicate": true}
-	}
-	return map[string]any{"status": rec.State, "message_id": rec.GraphMessageID, "duplicate": true}
 }

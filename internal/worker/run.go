@@ -38,14 +38,19 @@ func Build(ctx context.Context, cfg *Config, logger *slog.Logger, opts ...func(*
 		closeAll()
 		return nil, nil, fmt.Errorf("graph.NewClient: %w", err)
 	}
+	records := store.NewRecords(fs, store.RecordsOptions{})
 	deps := Deps{
-		Tasks:     tq,
-		Payloads:  store.NewPayloads(fs, 0),
-		Records:   store.NewRecords(fs, store.RecordsOptions{}),
-		Sender:    NewGraphSender(gc),
-		Responder: responder.Ack{Text: cfg.AckText},
-		Logger:    logger,
-		Health:    health.New(fs, beta, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
+		Tasks:       tq,
+		Payloads:    store.NewPayloads(fs, 0),
+		Outbound:    records,
+		Statuses:    records,
+		Deliveries:  records,
+		Traces:      records,
+		DeadLetters: records,
+		Sender:      NewGraphSender(gc),
+		Responder:   responder.Ack{Text: cfg.AckText},
+		Logger:      logger,
+		Health:      health.New(fs, beta, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v

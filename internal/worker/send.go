@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -40,36 +39,30 @@ func (g *GraphSender) MarkRead(ctx context.Context, phoneNumberID, messageID str
 	return g.c.MarkRead(ctx, phoneNumberID, messageID)
 }
 
-// sendFailure is a failed send, classified.
-type sendFailure struct {
-	// Retryable: throttling, Meta's temporary errors, timeouts and network errors.
-	Retryable bool
-	// Definite: Meta answered, so nothing was sent and a retry may send at once. A timeout or
-	// a network error leaves the outcome unknown.
-	Definite   bool
-	Code       int
-	RetryAfter time.Duration
-	Class      string
-}
-
-// classify reads a send error the way the contract asks: on Meta's error.code first, the HTTP
-// status second.
-func classify(err error) sendFailure {
-	f := sendFailure{
-		Retryable:  graph.IsRetryable(err),
-		RetryAfter: graph.RetryAfter(err),
-		Class:      graph.Classify(err).String(),
+// classifySend reads a send error the way the contract asks: on Meta's error.code first, the HTTP
+// status second (graph.Classify), then on whether Meta's answer proves nothing was sent.
+func classifySend(err error) *failure {
+	f := &failure{err: err, retryAfter: graph.RetryAfter(err)}
+	k := graph.Classify(err)
+	f.class = k.String()
+	switch k {
+	case graph.Throttled, graph.Temporary:
+		f.kind = temporary
+	case graph.Auth:
+		f.kind = refusedAuth
+	default:
+		f.kind = refused
 	}
 	var ge *graph.Error
 	if errors.As(err, &ge) {
-		f.Code = ge.Code
+		f.code = ge.Code
 		// Only Meta's own error object on an error status proves nothing was sent. A gateway's
 		// 5xx without it, or a 2xx Meta answered but that could not be read, leaves the outcome
 		// unknown: the message may be on its way, so wait for its status webhook, never resend
 		// at once.
-		f.Definite = ge.Code != 0 && ge.HTTPStatus >= 300
+		f.definite = ge.Code != 0 && ge.HTTPStatus >= 300
 		if ge.HTTPStatus >= 200 && ge.HTTPStatus < 300 {
-			f.Retryable, f.Class = true, "unreadable_success"
+			f.kind, f.class = temporary, "unreadable_success"
 		}
 	}
 	return f

@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
-	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -37,21 +37,6 @@ type Enqueuer interface {
 // PayloadReader reads payloads stored out of band; *store.Payloads implements it.
 type PayloadReader interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
-}
-
-// Records is the worker's Firestore state; *store.Records implements it.
-type Records interface {
-	StartTrace(ctx context.Context, t store.Trace) error
-	FinishTrace(ctx context.Context, eventID, state string, outbound map[string]store.TraceTarget, errText string) error
-	RecordStatus(ctx context.Context, s store.StatusRecord) (bool, error)
-	StatusSeen(ctx context.Context, key string) (bool, error)
-	ApplyStatus(ctx context.Context, u store.StatusUpdate) (store.ApplyResult, error)
-	BeginSend(ctx context.Context, seed store.OutboundRecord) (store.Decision, store.OutboundRecord, error)
-	MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (store.OutboundRecord, error)
-	MarkSkipped(ctx context.Context, key string) error
-	MarkFailed(ctx context.Context, key string, code int, msg string) error
-	MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error
-	PutDeadLetter(ctx context.Context, d store.DeadLetter) (string, error)
 }
 
 // Sender talks to the Graph API; graphSender adapts the graph client to it.
@@ -75,11 +60,15 @@ type HealthChecker interface {
 
 // Deps are the worker's dependencies.
 type Deps struct {
-	Tasks     Enqueuer
-	Payloads  PayloadReader
-	Records   Records
-	Sender    Sender
-	Responder responder.Responder
+	Tasks       Enqueuer
+	Payloads    PayloadReader
+	Outbound    OutboundRecords
+	Statuses    StatusRecords
+	Deliveries  DeliveryUpdater
+	Traces      TraceRecords
+	DeadLetters DeadLetters
+	Sender      Sender
+	Responder   responder.Responder
 	// Health answers GET /internal/health; the route answers 404 without it.
 	Health HealthChecker
 	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
@@ -142,35 +131,20 @@ func (s *Server) Routes() http.Handler {
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 }
 
-// taskInfo is what Cloud Tasks tells a handler about the task it runs.
-type taskInfo struct {
-	Queue      string
-	Name       string
-	RetryCount int
-	Correlated string
-}
-
-type taskInfoKey struct{}
-
 // withTask reads Cloud Tasks' headers into the context and a logger that names the task.
 func (s *Server) withTask(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ti := taskInfo{
-			Queue:      r.Header.Get(tasks.HeaderQueueName),
-			Name:       r.Header.Get(tasks.HeaderTaskName),
-			Correlated: r.Header.Get(tasks.HeaderCorrelationID),
+		t := task{
+			queue:         r.Header.Get(tasks.HeaderQueueName),
+			name:          r.Header.Get(tasks.HeaderTaskName),
+			correlationID: r.Header.Get(tasks.HeaderCorrelationID),
 		}
-		ti.RetryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
-		// correlation_id is attached by each handler, from the body (see correlationID).
-		logger := s.deps.Logger.With("task_name", ti.Name, "queue", ti.Queue, "retry_count", ti.RetryCount)
-		ctx := context.WithValue(r.Context(), taskInfoKey{}, ti)
+		t.retryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
+		// correlation_id is attached by each handler, from the body (see task.correlate).
+		logger := s.deps.Logger.With("task_name", t.name, "queue", t.queue, "retry_count", t.retryCount)
+		ctx := context.WithValue(r.Context(), taskKey{}, t)
 		next.ServeHTTP(w, r.WithContext(logging.WithLogger(ctx, logger)))
 	})
-}
-
-func taskFrom(ctx context.Context) taskInfo {
-	ti, _ := ctx.Value(taskInfoKey{}).(taskInfo)
-	return ti
 }
 
 // authenticate checks X-Internal-Token in constant time and, when a service account is
@@ -183,7 +157,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.InternalTaskToken)) != 1 {
 			logger.WarnContext(ctx, "internal request refused: missing or wrong X-Internal-Token", "event", "auth_refused",
 				"reason", "internal_token", "path", r.URL.Path)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"})
+			respond(w, outcome{kind: unauthorized})
 			return
 		}
 		if want := s.cfg.TasksServiceAccountEmail; want != "" {
@@ -195,7 +169,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			if !ok || s.deps.Verifier == nil || err != nil || email != want {
 				logger.WarnContext(ctx, "internal request refused: OIDC token missing or invalid", "event", "auth_refused",
 					"reason", "oidc", "path", r.URL.Path, "error", err)
-				writeJSON(w, http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"})
+				respond(w, outcome{kind: unauthorized})
 				return
 			}
 		}
@@ -208,7 +182,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) handleHealth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.deps.Health == nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"status": "error", "error": "health not configured"})
+			httpjson.Write(w, http.StatusNotFound, map[string]string{"status": "error", "error": "health not configured"})
 			return
 		}
 		rep, err := s.deps.Health.Check(r.Context())
@@ -219,23 +193,24 @@ func (s *Server) handleHealth() http.Handler {
 		if rep.Status == health.Failing {
 			code = http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, rep)
+		httpjson.Write(w, code, rep)
 	})
 }
 
-// readTask reads a task body, one JSON object under the size cap, into v. A body that could not be
-// read (the connection broke) a retry can fix: readTask answers 503 itself and ok is false. Any
-// other error is the body's own fault, which no retry will fix: the caller keeps it as a dead
-// letter.
-func (s *Server) readTask(w http.ResponseWriter, r *http.Request, v any) (raw []byte, ok bool, err error) {
+// readTask reads a task body, one JSON object under the size cap, into v, and returns the task
+// (run on path) with its raw body. A body that could not be read (the connection broke) a retry can fix: the
+// outcome is then a retry and ok is false. Any other error is the body's own fault, which no retry
+// will fix: the caller keeps it as a dead letter.
+func (s *Server) readTask(r *http.Request, path string, v any) (t *task, o outcome, ok bool, err error) {
+	ctx := r.Context()
+	t = taskFrom(ctx, path)
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
 	if err != nil {
-		logging.FromContext(r.Context()).WarnContext(r.Context(), "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
-		retryLater(w, 0, map[string]any{"status": "retry", "error": "body_unreadable"})
-		return nil, false, nil
+		logging.FromContext(ctx).WarnContext(ctx, "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
+		return t, retryLater("body_unreadable", 0), false, nil
 	}
-	raw, err = decodeTask(body, v)
-	return raw, true, err
+	t.raw, err = decodeTask(body, v)
+	return t, outcome{}, true, err
 }
 
 func decodeTask(body []byte, v any) ([]byte, error) {
@@ -253,30 +228,3 @@ func decodeTask(body []byte, v any) ([]byte, error) {
 }
 
 var errTaskTooLarge = errors.New("task body over 1 MiB")
-
-// correlationID is the task's correlation id: the body's, else the header's.
-func correlationID(ctx context.Context, fromBody string) string {
-	if fromBody != "" {
-		return fromBody
-	}
-	return taskFrom(ctx).Correlated
-}
-
-// writeJSON encodes into a buffer first, so a failure never leaves half a response.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		code, b = http.StatusInternalServerError, []byte(`{"status":"error","error":"internal"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
-}
-
-// retryLater answers 503, which makes Cloud Tasks retry; a Retry-After is honoured by it.
-func retryLater(w http.ResponseWriter, after time.Duration, v any) {
-	if after > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((after+time.Second-1)/time.Second)))
-	}
-	writeJSON(w, http.StatusServiceUnavailable, v)
-}

@@ -24,7 +24,6 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
-	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
@@ -71,7 +70,7 @@ func (s *stack) deliver(body []byte) {
 	s.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, s.WebhookURL, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign(body, s.AppSecret))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, s.AppSecret))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatalf("deliver: %v", err)

@@ -1,0 +1,160 @@
+package worker
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/store"
+)
+
+// failureKind says what to do about a failed step. It is the worker's one classification of
+// errors: a Graph API error, a store error and a malformed task all end up as one of these.
+type failureKind int
+
+const (
+	// temporary: a retry may succeed. Cloud Tasks retries (after the failure's Retry-After);
+	// on the task's last attempt the task is kept as a dead letter.
+	temporary failureKind = iota
+	// permanent: no retry can fix the task (it is malformed, or its payload cannot be parsed): it
+	// is kept as a dead letter at once.
+	permanent
+	// refused: WhatsApp refused this message for good (undeliverable, outside the 24-hour
+	// window…): the record says failed and the task ends.
+	refused
+	// refusedAuth: refused because of the access token. It fails every reply, not this one, so
+	// the task is also kept as a dead letter to replay once an operator has fixed the token.
+	refusedAuth
+)
+
+// failure is a failed step, classified.
+type failure struct {
+	kind failureKind
+	err  error
+	// code is Meta's error.code, 0 when none.
+	code int
+	// retryAfter is when Meta asked to be called again, 0 when it did not say.
+	retryAfter time.Duration
+	// definite: Meta answered, so nothing was sent and a retry may send at once. A timeout or a
+	// network error leaves a send's outcome unknown.
+	definite bool
+	// class names the failure in logs.
+	class string
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+// permanentFailure marks err as a failure no retry can fix.
+func permanentFailure(err error) *failure { return &failure{kind: permanent, err: err} }
+
+// temporaryFailure marks err as a failure a retry may fix; code is Meta's, when the failure
+// followed one.
+func temporaryFailure(err error, code int) *failure {
+	return &failure{kind: temporary, err: err, code: code}
+}
+
+// asFailure returns the failure in err's chain; an error nobody classified (a store call, an
+// enqueue) is temporary.
+func asFailure(err error) *failure {
+	var f *failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return temporaryFailure(err, 0)
+}
+
+// outcomeKind is how a task attempt ends.
+type outcomeKind int
+
+const (
+	// fannedOut: the inbound task's outbound tasks exist and its statuses are applied.
+	fannedOut outcomeKind = iota + 1
+	// sent: the reply reached WhatsApp.
+	sent
+	// skipped: the responder had no reply for the message.
+	skipped
+	// settled: an earlier attempt already sent, failed or skipped the reply.
+	settled
+	// refusedByMeta: WhatsApp refused the reply for good; the record says failed.
+	refusedByMeta
+	// deadLettered: the task is kept in dead_letters and ends.
+	deadLettered
+	// retry: Cloud Tasks must run the task again.
+	retry
+	// unauthorized: the request did not prove it came from Cloud Tasks.
+	unauthorized
+)
+
+// outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
+// and response alone turns it into the status code Cloud Tasks acts on.
+type outcome struct {
+	kind outcomeKind
+	// fanOut is fannedOut's counts.
+	fanOut fanOutCounts
+	// messageID is sent's Graph message id.
+	messageID string
+	// record is settled's outbound record.
+	record store.OutboundRecord
+	// code is refusedByMeta's Meta error code.
+	code int
+	// deadLetterID is deadLettered's document id.
+	deadLetterID string
+	// reason is retry's "error" in the body; retryAfter its Retry-After, 0 for none.
+	reason     string
+	retryAfter time.Duration
+}
+
+// fanOutCounts is what an inbound task did.
+type fanOutCounts struct {
+	Status   string `json:"status"`
+	Messages int    `json:"messages"`
+	Statuses int    `json:"statuses"`
+	Created  int    `json:"tasks_created"`
+	Existed  int    `json:"tasks_existed"`
+}
+
+func retryLater(reason string, after time.Duration) outcome {
+	return outcome{kind: retry, reason: reason, retryAfter: after}
+}
+
+// response maps an outcome to the answer: 200 ends the task, 503 makes Cloud Tasks retry it.
+func response(o outcome) (int, any) {
+	switch o.kind {
+	case fannedOut:
+		c := o.fanOut
+		c.Status = "ok"
+		return http.StatusOK, c
+	case sent:
+		return http.StatusOK, map[string]any{"status": store.OutboundSent, "message_id": o.messageID}
+	case skipped:
+		return http.StatusOK, map[string]any{"status": store.OutboundSkipped}
+	case settled:
+		if o.record.State == store.OutboundFailed {
+			return http.StatusOK, map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": o.record.LastErrorCode, "duplicate": true}
+		}
+		return http.StatusOK, map[string]any{"status": o.record.State, "message_id": o.record.GraphMessageID, "duplicate": true}
+	case refusedByMeta:
+		return http.StatusOK, map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": o.code}
+	case deadLettered:
+		return http.StatusOK, map[string]any{"status": "dead_lettered", "dead_letter_id": o.deadLetterID}
+	case retry:
+		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": o.reason}
+	case unauthorized:
+		return http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"}
+	default:
+		// An outcome without a kind is a defect; 503 keeps the task rather than losing it.
+		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": "internal"}
+	}
+}
+
+// respond writes o's answer. A retry's Retry-After is honoured by Cloud Tasks.
+func respond(w http.ResponseWriter, o outcome) {
+	if o.kind == retry && o.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((o.retryAfter+time.Second-1)/time.Second)))
+	}
+	code, body := response(o)
+	httpjson.Write(w, code, body)
+}

@@ -1,0 +1,76 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// task is what the worker knows about the task it runs: what Cloud Tasks' headers say, the route,
+// and, once the body is decoded, the ids in it. Logs, retries and dead letters are decided and
+// written from it.
+type task struct {
+	queue      string
+	name       string
+	retryCount int
+	path       string
+	// correlationID is the body's, else the header's (see correlate).
+	correlationID  string
+	inboundEventID string
+	idempotencyKey string
+	// raw is the body as received (cut at the size cap), kept whole in a dead letter.
+	raw []byte
+}
+
+type taskKey struct{}
+
+// taskFrom returns the facts withTask put in the context, for a task run on path.
+func taskFrom(ctx context.Context, path string) *task {
+	t, _ := ctx.Value(taskKey{}).(task)
+	t.path = path
+	return &t
+}
+
+// correlate sets the task's correlation id: the body's, else the header's.
+func (t *task) correlate(fromBody string) string {
+	if fromBody != "" {
+		t.correlationID = fromBody
+	}
+	return t.correlationID
+}
+
+// queueID is the queue the task came from, falling back to the queue its route is fed by when
+// Cloud Tasks' header is absent.
+func (s *Server) queueID(t *task) string {
+	switch {
+	case t.queue != "":
+		return t.queue
+	case t.path == tasks.ProcessOutboundPath:
+		return tasks.QueueID(s.cfg.OutboundQueue)
+	default:
+		return tasks.InboundQueueID
+	}
+}
+
+// isLastAttempt reports whether Cloud Tasks will not retry the task after this attempt.
+func (s *Server) isLastAttempt(t *task) bool {
+	q, ok := s.deps.Queues.Queue(tasks.QueueID(s.queueID(t)))
+	return ok && q.IsLastAttempt(t.retryCount)
+}
+
+// deadLetter is the task as a dead letter, failed by f.
+func (t *task) deadLetter(f *failure) store.DeadLetter {
+	return store.DeadLetter{
+		Queue:          t.queue,
+		TaskName:       t.name,
+		Path:           t.path,
+		Body:           string(t.raw),
+		LastError:      f.Error(),
+		LastErrorCode:  int64(f.code),
+		RetryCount:     int64(t.retryCount),
+		CorrelationID:  t.correlationID,
+		InboundEventID: t.inboundEventID,
+		IdempotencyKey: t.idempotencyKey,
+	}
+}
