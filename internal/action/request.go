@@ -1,7 +1,6 @@
 package action
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -45,9 +44,9 @@ type wireRequest struct {
 	RequestedAt    string         `json:"requested_at"`
 }
 
-// MarshalJSON encodes r as the contract's body. HTML characters are not escaped, so the body
-// reads as written ("Pak Agus & Co"); map keys are sorted, so one Request always gives the
-// same bytes.
+// MarshalJSON encodes r as the contract's body, as encoding/json does (map keys sorted, <, >
+// and & escaped as \u003c…), so one Request always gives the same bytes, and json.Marshal(r)
+// gives the same bytes as r.MarshalJSON().
 func (r Request) MarshalJSON() ([]byte, error) {
 	w := wireRequest{
 		ActionID: r.ActionID, TenantID: r.TenantID, Intent: r.Intent, Data: r.Data,
@@ -57,13 +56,11 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	if w.Data == nil {
 		w.Data = map[string]any{}
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
+	b, err := json.Marshal(w)
+	if err != nil {
 		return nil, fmt.Errorf("encode action request: %w", err)
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return b, nil
 }
 
 // UnmarshalJSON decodes the contract's body (numbers in Data become float64), so a business
