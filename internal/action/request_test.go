@@ -15,8 +15,8 @@ import (
 func sampleRequest() action.Request {
 	return action.Request{
 		ActionID: "act_01HZX3K9", TenantID: "acme-bus", Intent: "create_booking",
-		Data: map[string]any{"bus": "01", "customer": "Pak Agus & Co", "date": "2026-03-01", "price": 15000000},
-		From: action.From{WaID: "6281234567890", Name: "Budi", Role: "admin"},
+		Data:           map[string]any{"bus": "01", "customer": "Pak Agus & Co", "date": "2026-03-01", "price": 15000000},
+		From:           action.From{WaID: "6281234567890", Name: "Budi", Role: "admin"},
 		ConversationID: "acme-bus_1234_6281234567890",
 		RequestedAt:    time.Date(2026, 2, 20, 15, 4, 5, 987654321, time.FixedZone("WIB", 7*3600)),
 	}
