@@ -1,0 +1,218 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultTimeout bounds one call, answer included (the contract's 10 s).
+const DefaultTimeout = 10 * time.Second
+
+// MaxAnswerBytes caps how much of an answer is read. A reply is one WhatsApp message; a larger
+// body (an error page, a whole record echoed back) is ignored, and the status alone decides.
+const MaxAnswerBytes = 64 << 10
+
+// MaxReplyRunes is the longest reply kept: WhatsApp's limit for a text message body. A longer
+// reply is cut, so the user gets the start of it rather than nothing.
+const MaxReplyRunes = 4096
+
+// UserAgent names wapipe in every call, so a business can tell its calls apart in its logs.
+const UserAgent = "wapipe-action/1 (+https://github.com/wapipe/wapipe)"
+
+// Client makes action calls. Build one per process with NewClient and share it; it is safe
+// for concurrent use.
+type Client struct {
+	hc      *http.Client
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithTimeout bounds each call (answer included) by d instead of DefaultTimeout.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithTransport sends calls through rt (for example an otelhttp transport) instead of a clone
+// of http.DefaultTransport. Redirects stay disabled whatever rt is.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(c *Client) { c.hc.Transport = rt }
+}
+
+// NewClient returns a client with DefaultTimeout that never follows redirects.
+func NewClient(opts ...Option) *Client {
+	c := &Client{
+		hc: &http.Client{
+			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			// The call carries a signature and the user's data: a redirect would replay both
+			// to another address, so the 3xx itself is the answer (Failed).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		timeout: DefaultTimeout,
+		now:     time.Now,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Call posts req to actionURL signed with secret and classifies the answer (see Kind).
+//
+// err is nil when the business answered Done or Refused, and an *Error (errors.Is
+// ErrRetryable or ErrPermanent) exactly when the Kind is Retry or Failed; the Result is
+// filled in every case. The Go transport may resend the request on its own when a reused
+// connection turns out dead before any answer; the Idempotency-Key makes that harmless.
+func (c *Client) Call(ctx context.Context, actionURL string, secret []byte, req Request) (Result, error) {
+	u, msg := checkURL(actionURL)
+	if msg != "" {
+		return failed(&Error{Kind: ErrPermanent, Reason: msg, Err: ErrInvalidURL})
+	}
+	if len(secret) == 0 {
+		return failed(&Error{Kind: ErrPermanent, Reason: "the action secret is empty", Err: ErrInvalidRequest})
+	}
+	if msg := req.validate(); msg != "" {
+		return failed(&Error{Kind: ErrPermanent, Reason: msg, Err: ErrInvalidRequest})
+	}
+	body, err := req.MarshalJSON()
+	if err != nil {
+		return failed(&Error{Kind: ErrPermanent, Reason: "data cannot be encoded as JSON",
+			Err: fmt.Errorf("%w: %w", ErrInvalidRequest, err)})
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return failed(&Error{Kind: ErrPermanent, Reason: "build request", Err: fmt.Errorf("%w: %w", ErrInvalidURL, err)})
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("User-Agent", UserAgent)
+	hr.Header.Set(HeaderIdempotencyKey, req.ActionID)
+	hr.Header.Set(HeaderSignature, Sign(secret, body))
+
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return Result{Kind: Retry}, &Error{Kind: ErrRetryable, Reason: transportReason(err, c.timeout), Err: err}
+	}
+	defer resp.Body.Close()
+
+	res := Result{Kind: classifyStatus(resp.StatusCode), HTTPStatus: resp.StatusCode}
+	switch res.Kind {
+	case Done, Refused:
+		res.Reply, res.Note = readReply(resp.Body)
+		return res, nil
+	case Retry:
+		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		return res, &Error{Kind: ErrRetryable, HTTPStatus: resp.StatusCode, RetryAfter: res.RetryAfter,
+			Reason: "the business could not answer now"}
+	default:
+		e := &Error{Kind: ErrPermanent, HTTPStatus: resp.StatusCode,
+			Reason: "the answer's status means nothing to wapipe", Err: ErrUnexpectedStatus}
+		if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+			e.Reason, e.Err = "redirects are not followed: set action_url to the final URL", ErrRedirect
+		}
+		return res, e
+	}
+}
+
+func failed(e *Error) (Result, error) { return Result{Kind: Failed}, e }
+
+// transportReason describes a failed round trip without the URL that *url.Error quotes.
+func transportReason(err error, timeout time.Duration) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", timeout)
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return "network error: " + err.Error()
+}
+
+// readReply reads the {"reply":"…"} of a Done or Refused answer. Anything else in the body is
+// ignored, and a body that is not such an object gives no reply: the status has decided.
+func readReply(body io.Reader) (reply, note string) {
+	raw, err := io.ReadAll(io.LimitReader(body, MaxAnswerBytes+1))
+	switch {
+	case err != nil:
+		return "", "answer body unreadable: ignored"
+	case len(raw) > MaxAnswerBytes:
+		return "", fmt.Sprintf("answer over %d KiB: ignored", MaxAnswerBytes>>10)
+	case len(bytes.TrimSpace(raw)) == 0:
+		return "", ""
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", "answer is not a JSON object: ignored"
+	}
+	r, ok := obj["reply"]
+	if !ok || string(r) == "null" {
+		return "", ""
+	}
+	if err := json.Unmarshal(r, &reply); err != nil {
+		return "", "reply is not a string: ignored"
+	}
+	reply = strings.TrimSpace(reply)
+	if utf8.RuneCountInString(reply) > MaxReplyRunes {
+		n := 0
+		for i := range reply {
+			if n == MaxReplyRunes {
+				reply = reply[:i]
+				break
+			}
+			n++
+		}
+		note = fmt.Sprintf("reply cut to %d characters", MaxReplyRunes)
+	}
+	return reply, note
+}
+
+// CheckURL reports whether raw can be an action URL: an absolute https:// URL, or http:// to
+// a loopback host (127.0.0.1, ::1, localhost) for local development, with no user or
+// password. The error wraps ErrInvalidURL and does not quote raw.
+func CheckURL(raw string) error {
+	if _, msg := checkURL(raw); msg != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidURL, msg)
+	}
+	return nil
+}
+
+func checkURL(raw string) (*url.URL, string) {
+	const want = "must be an absolute https:// URL (http:// only for a loopback host)"
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return nil, want
+	}
+	if u.User != nil {
+		return nil, "must not carry a user or password: calls are signed with the action secret"
+	}
+	switch {
+	case u.Scheme == "https":
+		return u, ""
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return u, ""
+	}
+	return nil, want
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
