@@ -18,7 +18,6 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
 	"github.com/wapipe/wapipe/internal/firestoreemu"
-	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
@@ -70,7 +69,7 @@ func startFunction(t *testing.T) {
 			function.err = err
 			return
 		}
-		tc, err := taskqueue.NewCloudTasksClient(context.Background(), emu.Addr())
+		tc, err := tasksemu.NewClient(context.Background(), emu.Addr())
 		if err != nil {
 			function.err = err
 			return

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/ops"
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -38,20 +37,23 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	fsc, err := c.conn.Firestore(ctx)
+	db, err := c.conn.Store(ctx)
 	if err != nil {
 		return err
 	}
-	defer fsc.Close()
-	tc, err := c.conn.CloudTasks(ctx)
+	defer db.Close()
+	queues, err := c.conn.Queues(ctx)
 	if err != nil {
 		return err
 	}
-	defer tc.Close()
+	defer queues.Close()
 	in := &ops.Inspector{
-		Dedupe:  dedupe.New(fsc, dedupe.Options{}),
-		Records: store.NewRecords(fsc, store.RecordsOptions{}),
-		Tasks:   tc, Conn: c.conn,
+		Markers:     store.NewMarkers(db, store.MarkerOptions{}),
+		Traces:      store.NewTraces(db, store.Options{}),
+		Outbound:    store.NewOutbound(db, store.Options{}),
+		Statuses:    store.NewStatuses(db, store.Options{}),
+		DeadLetters: store.NewDeadLetters(db, store.Options{}),
+		Tasks:       queues, Conn: c.conn,
 		InboundQueue: q.inbound, OutboundQueue: q.outbound,
 	}
 	r, err := in.Inspect(ctx, pos[0])

@@ -22,6 +22,7 @@ import (
 	"github.com/wapipe/wapipe/internal/ops"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -53,8 +54,14 @@ func mustCLI(t *testing.T, args ...string) string {
 // Cloud Tasks emulator.
 type stack struct {
 	*devstack.Stack
-	records *store.Records
+	records records
 	fs      *firestore.Client
+}
+
+// records are the stores the tests read.
+type records struct {
+	*store.Outbound
+	*store.DeadLetterStore
 }
 
 func newStack(t *testing.T, queues *tasks.QueueFile) *stack {
@@ -66,7 +73,8 @@ func newStack(t *testing.T, queues *tasks.QueueFile) *stack {
 		t.Fatalf("devstack.Start: %v", err)
 	}
 	t.Cleanup(st.Stop)
-	return &stack{Stack: st, records: store.NewRecords(fs, store.RecordsOptions{}), fs: fs}
+	db := store.NewDB(fs)
+	return &stack{Stack: st, records: records{store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{})}, fs: fs}
 }
 
 // conn is the CLI's connection flags for the stack.
@@ -78,7 +86,7 @@ func (s *stack) conn(args ...string) []string {
 func (s *stack) idle(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	tc, err := taskqueue.NewCloudTasksClient(ctx, s.TasksAddr)
+	tc, err := tasksemu.NewClient(ctx, s.TasksAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,11 +77,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	fsc, err := c.conn.Firestore(ctx)
+	db, err := c.conn.Store(ctx)
 	if err != nil {
 		return err
 	}
-	defer fsc.Close()
+	defer db.Close()
 	tq, err := taskqueue.New(ctx, taskqueue.Config{
 		ProjectID: c.conn.Project, Location: c.conn.Location, EmulatorHost: c.conn.TasksEmulatorHost,
 		BaseURL: baseURL, Token: token, ServiceAccountEmail: serviceAccount,
@@ -91,7 +91,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer tq.Close()
 
-	r := &ops.Replayer{Records: store.NewRecords(fsc, store.RecordsOptions{}), Tasks: tq}
+	r := &ops.Replayer{DeadLetters: store.NewDeadLetters(db, store.Options{}), Outbound: store.NewOutbound(db, store.Options{}), Tasks: tq}
 	dls, err := r.Select(ctx, ids, all, filter)
 	if err != nil {
 		return err

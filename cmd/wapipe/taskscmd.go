@@ -48,14 +48,14 @@ func runTasks(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	tc, err := c.conn.CloudTasks(ctx)
+	queues, err := c.conn.Queues(ctx)
 	if err != nil {
 		return err
 	}
-	defer tc.Close()
+	defer queues.Close()
 
 	if pos[0] == "list" {
-		ts, err := ops.ListTasks(ctx, tc, c.conn.QueuePath(queue), limit)
+		ts, err := ops.ListTasks(ctx, queues, queue, limit)
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func runTasks(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		// Outbound task ids end in -out (tasks.OutboundTaskID): no need to name the queue.
 		queue = tasks.OutboundQueueID
 	}
-	t, err := ops.GetTask(ctx, tc, c.conn.TaskPath(queue, pos[1]))
+	t, err := ops.GetTask(ctx, queues, queues.TaskPath(queue, pos[1]))
 	if err != nil {
 		return err
 	}

@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"strings"
 
-	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
-	"cloud.google.com/go/firestore"
-
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
 // Conn says where wapipe's state lives: a Google Cloud project's Firestore and Cloud Tasks, or the
-// local emulators. The Firestore client reads FIRESTORE_EMULATOR_HOST itself.
+// local emulators.
 type Conn struct {
 	Project           string
 	Location          string
 	TasksEmulatorHost string
-	FirestoreDatabase string
+	// FirestoreEmulatorHost names the Firestore emulator; when empty the client library reads
+	// FIRESTORE_EMULATOR_HOST itself, and without it connects to Firestore.
+	FirestoreEmulatorHost string
+	FirestoreDatabase     string
 }
 
 // Validate checks that the settings name a place to connect to.
@@ -33,37 +34,20 @@ func (c Conn) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Firestore opens a client on the configured database; close it when done.
-func (c Conn) Firestore(ctx context.Context) (*firestore.Client, error) {
-	db := c.FirestoreDatabase
-	if db == "" {
-		db = firestore.DefaultDatabaseID
+// Store opens the configured database as the services do; close it when done.
+func (c Conn) Store(ctx context.Context) (*store.DB, error) {
+	if c.FirestoreEmulatorHost != "" {
+		return store.OpenEmulator(ctx, c.FirestoreEmulatorHost, c.Project, c.FirestoreDatabase)
 	}
-	fs, err := firestore.NewClientWithDatabase(ctx, c.Project, db)
+	return store.Open(ctx, c.Project, c.FirestoreDatabase)
+}
+
+// Queues opens the Cloud Tasks admin client: the emulator when TasksEmulatorHost is set, else
+// Cloud Tasks with Application Default Credentials. Close it when done.
+func (c Conn) Queues(ctx context.Context) (*taskqueue.Admin, error) {
+	a, err := taskqueue.NewAdmin(ctx, c.Project, c.Location, c.TasksEmulatorHost)
 	if err != nil {
-		return nil, fmt.Errorf("firestore.NewClientWithDatabase: %w", err)
+		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
 	}
-	return fs, nil
-}
-
-// CloudTasks opens the Cloud Tasks client: the emulator when TasksEmulatorHost is set, else Cloud
-// Tasks with Application Default Credentials. Close it when done.
-func (c Conn) CloudTasks(ctx context.Context) (*cloudtasks.Client, error) {
-	return taskqueue.NewCloudTasksClient(ctx, c.TasksEmulatorHost)
-}
-
-// QueuePath returns the full name of a queue given its id (or its full name).
-func (c Conn) QueuePath(queue string) string {
-	if strings.HasPrefix(queue, "projects/") {
-		return queue
-	}
-	return fmt.Sprintf("projects/%s/locations/%s/queues/%s", c.Project, c.Location, queue)
-}
-
-// TaskPath returns the full name of a task given its id (or its full name) and its queue.
-func (c Conn) TaskPath(queue, task string) string {
-	if strings.HasPrefix(task, "projects/") {
-		return task
-	}
-	return c.QueuePath(queue) + "/tasks/" + task
+	return a, nil
 }

@@ -8,10 +8,8 @@ import (
 	"net/http"
 	"strings"
 
-	cloudtasksbeta "cloud.google.com/go/cloudtasks/apiv2beta3"
-
 	"github.com/wapipe/wapipe/internal/health"
-	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -70,18 +68,20 @@ func FetchHealth(ctx context.Context, client *http.Client, workerURL, token stri
 // ComputeHealth computes the health report here, as the worker would, from Cloud Tasks queue
 // stats and Firestore count aggregations.
 func ComputeHealth(ctx context.Context, c Conn, inboundQueue, outboundQueue string) (Health, error) {
-	fs, err := c.Firestore(ctx)
+	db, err := c.Store(ctx)
 	if err != nil {
 		return Health{}, err
 	}
-	defer fs.Close()
-	tc, err := cloudtasksbeta.NewClient(ctx, taskqueue.ClientOptions(c.TasksEmulatorHost)...)
+	defer db.Close()
+	queues, err := c.Queues(ctx)
 	if err != nil {
-		return Health{}, fmt.Errorf("cloudtasks v2beta3 NewClient: %w", err)
+		return Health{}, err
 	}
-	defer tc.Close()
+	defer queues.Close()
+	checker := health.New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues,
+		[]string{queues.QueuePath(inboundQueue), queues.QueuePath(outboundQueue)})
 	// A part that could not be read is in the verdict already (failing, with the reason).
-	rep, _ := health.New(fs, tc, []string{c.QueuePath(inboundQueue), c.QueuePath(outboundQueue)}).Check(ctx)
+	rep, _ := checker.Check(ctx)
 	raw, err := json.Marshal(rep)
 	if err != nil {
 		return Health{}, fmt.Errorf("encode the health report: %w", err)

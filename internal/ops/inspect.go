@@ -8,22 +8,21 @@ import (
 	"sort"
 	"strings"
 
-	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
-	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
 // Inspector follows one event through wapipe's state.
 type Inspector struct {
-	Dedupe  *dedupe.Store
-	Records *store.Records
-	Tasks   *cloudtasks.Client
-	Conn    Conn
+	Markers     *store.Markers
+	Traces      *store.Traces
+	Outbound    *store.Outbound
+	Statuses    *store.Statuses
+	DeadLetters *store.DeadLetterStore
+	Tasks       *taskqueue.Admin
+	Conn        Conn
 	// InboundQueue and OutboundQueue are the queue ids; tasks' defaults when empty.
 	InboundQueue, OutboundQueue string
 }
@@ -67,13 +66,13 @@ type TaskState struct {
 type DeadLetter struct {
 	store.DeadLetter
 	Body any `json:"body"`
-	// ReplayTask is the task a replay creates (see ReplayTaskID).
+	// ReplayTask is the task a replay creates (see tasks.ReplayTaskID).
 	ReplayTask string `json:"replay_task"`
 }
 
 // ViewDeadLetter redacts a dead letter for display.
 func ViewDeadLetter(d store.DeadLetter) DeadLetter {
-	return DeadLetter{DeadLetter: d, Body: RedactJSON([]byte(d.Body)), ReplayTask: ReplayTaskID(d.ID)}
+	return DeadLetter{DeadLetter: d, Body: RedactJSON([]byte(d.Body)), ReplayTask: tasks.ReplayTaskID(d.ID)}
 }
 
 // Inspect gathers the report for id: an inbound_event_id, an inbound message id, or an
@@ -129,7 +128,7 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 		msgIDs = append([]string{r.InboundEventID}, msgIDs...)
 	}
 	if isStatus {
-		if r.Statuses, err = in.Records.StatusesFor(ctx, statusID); err != nil {
+		if r.Statuses, err = in.Statuses.StatusesFor(ctx, statusID); err != nil {
 			return nil, err
 		}
 		found = found || len(r.Statuses) > 0
@@ -138,7 +137,7 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 
 	dls := map[string]bool{}
 	addDeadLetters := func(eventID, key string) error {
-		ds, err := in.Records.DeadLettersFor(ctx, eventID, key)
+		ds, err := in.DeadLetters.DeadLettersFor(ctx, eventID, key)
 		if err != nil {
 			return err
 		}
@@ -167,7 +166,7 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 			}
 		}
 		if m.Outbound != nil && m.Outbound.GraphMessageID != "" {
-			if m.Statuses, err = in.Records.StatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
+			if m.Statuses, err = in.Statuses.StatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
 				return nil, err
 			}
 		}
@@ -187,7 +186,7 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 }
 
 func (in *Inspector) outbound(ctx context.Context, key string) (*store.OutboundRecord, error) {
-	rec, err := in.Records.GetOutbound(ctx, key)
+	rec, err := in.Outbound.GetOutbound(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -198,8 +197,8 @@ func (in *Inspector) outbound(ctx context.Context, key string) (*store.OutboundR
 }
 
 func (in *Inspector) marker(ctx context.Context, eventID string) (*dedupe.Marker, error) {
-	m, err := in.Dedupe.Get(ctx, eventID)
-	if errors.Is(err, dedupe.ErrNotFound) {
+	m, err := in.Markers.Get(ctx, eventID)
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -209,7 +208,7 @@ func (in *Inspector) marker(ctx context.Context, eventID string) (*dedupe.Marker
 }
 
 func (in *Inspector) trace(ctx context.Context, eventID string) (*store.Trace, error) {
-	t, err := in.Records.GetTrace(ctx, eventID)
+	t, err := in.Traces.GetTrace(ctx, eventID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -222,15 +221,16 @@ func (in *Inspector) trace(ctx context.Context, eventID string) (*store.Trace, e
 // task looks a task up by its deterministic name. A lookup failure is reported in the state, not
 // returned: the Firestore side of the report is worth showing on its own.
 func (in *Inspector) task(ctx context.Context, queue, id string) TaskState {
-	st := TaskState{Name: in.Conn.TaskPath(queue, id)}
-	t, err := in.Tasks.GetTask(ctx, &cloudtaskspb.GetTaskRequest{Name: st.Name})
+	st := TaskState{Name: in.Tasks.TaskPath(queue, id)}
+	t, err := in.Tasks.GetTask(ctx, st.Name, false)
+	var notFound *taskqueue.TaskNotFoundError
 	switch {
 	case err == nil:
 		v := TaskFrom(t)
 		st.Queued, st.Task = true, &v
-	case status.Code(err) == codes.NotFound:
+	case errors.As(err, &notFound):
 		st.Note = "not in the queue (completed, or never created)"
-		if msg := status.Convert(err).Message(); strings.Contains(msg, "existed recently") || strings.Contains(msg, "recently") {
+		if msg := notFound.Message; strings.Contains(msg, "recently") {
 			st.Note = "not in the queue: " + msg
 		}
 	default:

@@ -47,7 +47,7 @@ func TestRedactJSON(t *testing.T) {
 
 func TestTaskFromMasksCredentials(t *testing.T) {
 	t.Parallel()
-	task := TaskFrom(&cloudtaskspb.Task{
+	task := TaskFrom(taskqueue.TaskInfoFrom(&cloudtaskspb.Task{
 		Name: "projects/p/locations/l/queues/wa-outbound/tasks/abc-out",
 		View: cloudtaskspb.Task_FULL,
 		MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
@@ -56,7 +56,7 @@ func TestTaskFromMasksCredentials(t *testing.T) {
 			Body:    []byte(`{"to":"447700900123","message":{"text":"hi"}}`),
 		}},
 		LastAttempt: &cloudtaskspb.Attempt{ResponseStatus: &status.Status{Code: int32(codes.Unavailable), Message: "503 Service Unavailable"}},
-	})
+	}))
 	want := map[string]string{"X-Internal-Token": Masked, "Authorization": Masked, "X-Correlation-ID": "c1"}
 	if diff := cmp.Diff(want, task.Headers); diff != "" {
 		t.Errorf("headers (-want, +got):\n%s", diff)
@@ -153,7 +153,7 @@ func TestReplay(t *testing.T) {
 		},
 	}
 	q := &fakeQueue{tasks: map[string]taskqueue.Task{}}
-	r := &Replayer{Records: recs, Tasks: q}
+	r := &Replayer{DeadLetters: recs, Outbound: recs, Tasks: q}
 	ctx := context.Background()
 
 	sel, err := r.Select(ctx, nil, true, ReplayFilter{Path: "process_outbound", Since: now.Add(-time.Hour)})
@@ -177,7 +177,7 @@ func TestReplay(t *testing.T) {
 	if err != nil || !res.Reopened || res.Existed || res.RecordState != store.OutboundFailed || !recs.dls["dl-failed"].Replayed {
 		t.Fatalf("replay of a failed reply: %+v, %v", res, err)
 	}
-	task := q.tasks["wa-outbound/"+ReplayTaskID("dl-failed")]
+	task := q.tasks["wa-outbound/"+tasks.ReplayTaskID("dl-failed")]
 	if task.Path != tasks.ProcessOutboundPath || !strings.Contains(string(task.Body), keyFailed) {
 		t.Errorf("replay task = %+v", task)
 	}
@@ -200,8 +200,8 @@ func TestReplay(t *testing.T) {
 
 func TestReplayTaskID(t *testing.T) {
 	t.Parallel()
-	a, b := ReplayTaskID("dl-1"), ReplayTaskID("dl-2")
-	if a != ReplayTaskID("dl-1") || a == b || !strings.HasSuffix(a, "-replay") || len(a) != 32+len("-replay") {
+	a, b := tasks.ReplayTaskID("dl-1"), tasks.ReplayTaskID("dl-2")
+	if a != tasks.ReplayTaskID("dl-1") || a == b || !strings.HasSuffix(a, "-replay") || len(a) != 32+len("-replay") {
 		t.Errorf("ReplayTaskID: %q, %q; want deterministic, distinct, hash-prefixed", a, b)
 	}
 }

@@ -14,20 +14,18 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// ReplayTaskID is the id of the task that replays a dead letter. It is derived from the dead
-// letter's id alone, so replaying the same dead letter twice meets AlreadyExists and creates no
-// second task. It is a hash, as Cloud Tasks advises against sequential names. A replay that
-// fails again is dead-lettered under its own task name, so it gets a new dead letter id and can
-// be replayed in turn.
-func ReplayTaskID(deadLetterID string) string { return tasks.ReplayTaskID(deadLetterID) }
-
-// deadLetterStore is what replaying needs of the records; *store.Records implements it.
+// deadLetterStore is what replaying needs of the dead letters; *store.DeadLetterStore implements
+// it.
 type deadLetterStore interface {
 	ListDeadLetters(ctx context.Context, onlyPending bool, limit int) ([]store.DeadLetter, error)
 	GetDeadLetter(ctx context.Context, id string) (store.DeadLetter, error)
+	MarkReplayed(ctx context.Context, id string) error
+}
+
+// outboundStore is what replaying needs of the outbound records; *store.Outbound implements it.
+type outboundStore interface {
 	GetOutbound(ctx context.Context, key string) (store.OutboundRecord, error)
 	ReopenOutbound(ctx context.Context, key string) error
-	MarkReplayed(ctx context.Context, id string) error
 }
 
 // enqueuer creates tasks; *taskqueue.Client implements it.
@@ -37,8 +35,9 @@ type enqueuer interface {
 
 // Replayer re-enqueues dead letters.
 type Replayer struct {
-	Records deadLetterStore
-	Tasks   enqueuer
+	DeadLetters deadLetterStore
+	Outbound    outboundStore
+	Tasks       enqueuer
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -67,7 +66,7 @@ func (r *Replayer) Select(ctx context.Context, ids []string, all bool, f ReplayF
 	var out []store.DeadLetter
 	if !all {
 		for _, id := range ids {
-			d, err := r.Records.GetDeadLetter(ctx, id)
+			d, err := r.DeadLetters.GetDeadLetter(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, fmt.Errorf("dead letter %s: not found", id)
 			}
@@ -82,7 +81,7 @@ func (r *Replayer) Select(ctx context.Context, ids []string, all bool, f ReplayF
 	if limit <= 0 {
 		limit = 1000
 	}
-	ds, err := r.Records.ListDeadLetters(ctx, !f.IncludeReplayed, limit)
+	ds, err := r.DeadLetters.ListDeadLetters(ctx, !f.IncludeReplayed, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +131,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("dead letter %s: %w", d.ID, err)
 	}
-	res := ReplayResult{DeadLetterID: d.ID, Queue: queue, Path: d.Path, Task: ReplayTaskID(d.ID), DryRun: dryRun}
+	res := ReplayResult{DeadLetterID: d.ID, Queue: queue, Path: d.Path, Task: tasks.ReplayTaskID(d.ID), DryRun: dryRun}
 	if d.Path == tasks.ProcessOutboundPath {
 		key := d.IdempotencyKey
 		if key == "" {
@@ -142,7 +141,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 			}
 		}
 		if key != "" {
-			rec, err := r.Records.GetOutbound(ctx, key)
+			rec, err := r.Outbound.GetOutbound(ctx, key)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 			case err != nil:
@@ -153,7 +152,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 			if res.RecordState == store.OutboundFailed {
 				res.Reopened = true
 				if !dryRun {
-					if err := r.Records.ReopenOutbound(ctx, key); err != nil {
+					if err := r.Outbound.ReopenOutbound(ctx, key); err != nil {
 						return res, fmt.Errorf("dead letter %s: reopen outbound record: %w", d.ID, err)
 					}
 				}
@@ -174,7 +173,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 		return res, fmt.Errorf("dead letter %s: %w", d.ID, err)
 	}
 	res.Task, res.Existed = created.Name, created.Existed
-	if err := r.Records.MarkReplayed(ctx, d.ID); err != nil {
+	if err := r.DeadLetters.MarkReplayed(ctx, d.ID); err != nil {
 		return res, fmt.Errorf("dead letter %s: the replay task exists but: %w", d.ID, err)
 	}
 	return res, nil

@@ -2,21 +2,14 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
-	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
+	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -61,101 +54,63 @@ type Attempt struct {
 	Status string `json:"response_status,omitempty"`
 }
 
-// TaskFrom converts the API's task.
-func TaskFrom(t *cloudtaskspb.Task) Task {
+// TaskFrom shows a task: credentials masked, the body (read in full only) redacted.
+func TaskFrom(t taskqueue.TaskInfo) Task {
 	out := Task{
-		Name:          t.GetName(),
-		CreateTime:    ts(t.GetCreateTime()),
-		ScheduleTime:  ts(t.GetScheduleTime()),
-		DispatchCount: t.GetDispatchCount(),
-		ResponseCount: t.GetResponseCount(),
-		FirstAttempt:  ts(t.GetFirstAttempt().GetDispatchTime()),
+		Name:          t.Name,
+		CreateTime:    t.CreateTime,
+		ScheduleTime:  t.ScheduleTime,
+		DispatchCount: t.DispatchCount,
+		ResponseCount: t.ResponseCount,
+		FirstAttempt:  t.FirstAttempt,
+		Method:        t.Method,
+		URL:           t.URL,
+		// OIDCServiceAccount is an account, not a credential.
+		OIDCServiceAccount: t.OIDCServiceAccount,
 	}
 	if i := strings.LastIndex(out.Name, "/tasks/"); i >= 0 {
 		out.ID, out.Queue = out.Name[i+len("/tasks/"):], tasks.QueueID(out.Name[:i])
 	}
-	if d := t.GetDispatchDeadline(); d != nil {
-		out.DispatchDeadline = d.AsDuration().String()
+	if t.DispatchDeadline != nil {
+		out.DispatchDeadline = t.DispatchDeadline.String()
 	}
-	if la := t.GetLastAttempt(); la != nil {
-		a := &Attempt{ScheduleTime: ts(la.GetScheduleTime()), DispatchTime: ts(la.GetDispatchTime()), ResponseTime: ts(la.GetResponseTime())}
-		if rs := la.GetResponseStatus(); rs != nil {
-			if codes.Code(rs.GetCode()) == codes.OK {
-				a.Status = "OK"
-			} else if a.Status = rs.GetMessage(); a.Status == "" {
-				a.Status = codes.Code(rs.GetCode()).String()
-			}
-		}
-		out.LastAttempt = a
+	if la := t.LastAttempt; la != nil {
+		out.LastAttempt = &Attempt{ScheduleTime: la.ScheduleTime, DispatchTime: la.DispatchTime, ResponseTime: la.ResponseTime, Status: la.Status}
 	}
-	if hr := t.GetHttpRequest(); hr != nil {
-		out.Method, out.URL = methodName(hr.GetHttpMethod()), hr.GetUrl()
-		if len(hr.GetHeaders()) > 0 {
-			out.Headers = make(map[string]string, len(hr.GetHeaders()))
-			for k, v := range hr.GetHeaders() {
-				if maskedHeaders[strings.ToLower(k)] && v != "" {
-					v = Masked
-				}
-				out.Headers[k] = v
+	if len(t.Headers) > 0 {
+		out.Headers = make(map[string]string, len(t.Headers))
+		for k, v := range t.Headers {
+			if maskedHeaders[strings.ToLower(k)] && v != "" {
+				v = Masked
 			}
+			out.Headers[k] = v
 		}
-		out.OIDCServiceAccount = hr.GetOidcToken().GetServiceAccountEmail()
-		if t.GetView() == cloudtaskspb.Task_FULL && len(hr.GetBody()) > 0 {
-			out.Body = RedactJSON(hr.GetBody())
-		}
+	}
+	if len(t.Body) > 0 {
+		out.Body = RedactJSON(t.Body)
 	}
 	return out
 }
 
-func ts(t *timestamppb.Timestamp) time.Time {
-	if t == nil {
-		return time.Time{}
+// ListTasks lists up to limit tasks of a queue (id or full name; all of them when limit <= 0),
+// without bodies.
+func ListTasks(ctx context.Context, q *taskqueue.Admin, queue string, limit int) ([]Task, error) {
+	ts, err := q.ListTasks(ctx, queue, limit)
+	if err != nil {
+		return nil, err
 	}
-	return t.AsTime()
-}
-
-func methodName(m cloudtaskspb.HttpMethod) string {
-	switch m {
-	case cloudtaskspb.HttpMethod_POST:
-		return http.MethodPost
-	case cloudtaskspb.HttpMethod_GET:
-		return http.MethodGet
-	case cloudtaskspb.HttpMethod_PUT:
-		return http.MethodPut
-	case cloudtaskspb.HttpMethod_DELETE:
-		return http.MethodDelete
-	case cloudtaskspb.HttpMethod_PATCH:
-		return http.MethodPatch
-	case cloudtaskspb.HttpMethod_HEAD:
-		return http.MethodHead
-	case cloudtaskspb.HttpMethod_OPTIONS:
-		return http.MethodOptions
-	}
-	return m.String()
-}
-
-// ListTasks lists up to limit tasks of a queue (all of them when limit <= 0), BASIC view.
-func ListTasks(ctx context.Context, tc *cloudtasks.Client, queuePath string, limit int) ([]Task, error) {
-	it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: queuePath})
 	var out []Task
-	for limit <= 0 || len(out) < limit {
-		t, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list tasks of %s: %w", queuePath, err)
-		}
+	for _, t := range ts {
 		out = append(out, TaskFrom(t))
 	}
 	return out, nil
 }
 
-// GetTask reads one task with its body (FULL view).
-func GetTask(ctx context.Context, tc *cloudtasks.Client, name string) (Task, error) {
-	t, err := tc.GetTask(ctx, &cloudtaskspb.GetTaskRequest{Name: name, ResponseView: cloudtaskspb.Task_FULL})
+// GetTask reads one task with its body.
+func GetTask(ctx context.Context, q *taskqueue.Admin, name string) (Task, error) {
+	t, err := q.GetTask(ctx, name, true)
 	if err != nil {
-		return Task{}, fmt.Errorf("get task %s: %w", name, err)
+		return Task{}, err
 	}
 	return TaskFrom(t), nil
 }

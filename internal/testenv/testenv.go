@@ -22,7 +22,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/wapipe/wapipe/internal/firestoreemu"
-	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -128,6 +128,14 @@ func Firestore(t testing.TB) (*firestore.Client, string) {
 	return c, project
 }
 
+// Store returns the store database on the emulator for a project of the test's own, closed when
+// the test ends, and the project id.
+func Store(t testing.TB) (*store.DB, string) {
+	t.Helper()
+	c, project := Firestore(t)
+	return store.NewDB(c), project
+}
+
 // Eventually polls cond every interval until it returns true or the deadline passes, then fails
 // the test with msg. It is the only way tests wait: never a bare sleep.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
@@ -161,7 +169,7 @@ func Tasks(t testing.TB, project, location string, queues *tasks.QueueFile) (*ta
 		t.Fatalf("start tasks emulator: %v", err)
 	}
 	t.Cleanup(emu.Stop)
-	c, err := taskqueue.NewCloudTasksClient(ctx, emu.Addr())
+	c, err := tasksemu.NewClient(ctx, emu.Addr())
 	if err != nil {
 		t.Fatalf("tasks client: %v", err)
 	}

@@ -39,7 +39,7 @@ type PayloadReader interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
 }
 
-// Records is the worker's Firestore state; *store.Records implements it.
+// Records is the worker's Firestore state; the stores of package store implement it.
 type Records interface {
 	StartTrace(ctx context.Context, t store.Trace) error
 	FinishTrace(ctx context.Context, eventID, state string, outbound map[string]store.TraceTarget, errText string) error

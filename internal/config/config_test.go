@@ -1,4 +1,4 @@
-package setup_test
+package config_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 )
 
 func baseEnv() map[string]string {
@@ -49,8 +49,8 @@ func TestLoadBase(t *testing.T) {
 					env[k] = v
 				}
 			}
-			var b setup.Base
-			err := setup.Load(context.Background(), envconfig.MapLookuper(env), &b)
+			var b config.Base
+			err := config.Load(context.Background(), envconfig.MapLookuper(env), &b)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("Load: %v", err)

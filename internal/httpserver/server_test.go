@@ -1,4 +1,4 @@
-package server_test
+package httpserver_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/server"
+	"github.com/wapipe/wapipe/internal/httpserver"
 )
 
 // TestDrainsInFlight: when the context ends (SIGTERM), a request already running completes with
@@ -28,7 +28,7 @@ func TestDrainsInFlight(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- server.ServeListener(ctx, ln, h, slog.New(slog.DiscardHandler)) }()
+	go func() { served <- httpserver.Serve(ctx, ln, h, slog.New(slog.DiscardHandler)) }()
 
 	url := "http://" + ln.Addr().String()
 	answer := make(chan string, 1)
@@ -66,7 +66,7 @@ func TestDrainsInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Serve = %v", err)
 		}
-	case <-time.After(server.DrainTimeout + time.Second):
+	case <-time.After(httpserver.DrainTimeout + time.Second):
 		t.Fatal("Serve did not return after draining")
 	}
 }

@@ -1,17 +1,23 @@
-// Package setup holds what both services share at start-up: the configuration they both read from
-// the environment, its validation, and the construction of their Firestore and Cloud Tasks
-// clients.
-package setup
+// Package config is the configuration both services read from the environment at start-up (Base,
+// which each service's Config embeds), its loading with defaults, and its validation. Clients are
+// built by the packages that own them (store, taskqueue) from these values.
+package config
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
 
 	"github.com/sethvargo/go-envconfig"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/telemetry"
 )
 
 // Application environments. prod is the default because it is the strictest.
@@ -39,7 +45,7 @@ type Base struct {
 	TraceSampleRatio float64 `env:"TRACE_SAMPLE_RATIO, default=1"`
 }
 
-// Validate checks the values the environment gave.
+// Validate checks the values the environment gave. It changes nothing.
 func (b *Base) Validate() error {
 	var errs []error
 	switch b.AppEnv {
@@ -67,6 +73,9 @@ func (b *Base) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("TRACE_EXPORTER: must be none, cloudtrace or stdout, got %q", b.TraceExporter))
 	}
+	if _, err := logging.Level(b.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
+	}
 	if strings.TrimSpace(b.TasksLocation) == "" {
 		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
 	}
@@ -81,17 +90,57 @@ func (b *Base) WorkerURL(path string) string {
 	return strings.TrimRight(b.InternalTaskBaseURL, "/") + path
 }
 
+// Logger returns the service's JSON logger in Cloud Logging's format, at LOG_LEVEL (which Validate
+// has checked).
+func (b *Base) Logger() *slog.Logger {
+	level, _ := logging.Level(b.LogLevel)
+	return logging.New(os.Stdout, logging.Options{Level: level, ProjectID: b.ProjectID})
+}
+
+// Telemetry returns the tracing options of the named service.
+func (b *Base) Telemetry(service string, logger *slog.Logger) telemetry.Options {
+	ratio := b.TraceSampleRatio
+	return telemetry.Options{
+		ServiceName: service,
+		ProjectID:   b.ProjectID,
+		Exporter:    b.TraceExporter,
+		Dev:         b.IsDev(),
+		SampleRatio: &ratio,
+		Logger:      logger,
+	}
+}
+
+// TaskQueue returns the settings of the task producer: where tasks go and how they authenticate
+// to the worker.
+func (b *Base) TaskQueue() taskqueue.Config {
+	return taskqueue.Config{
+		ProjectID:           b.ProjectID,
+		Location:            b.TasksLocation,
+		EmulatorHost:        b.TasksEmulatorHost,
+		BaseURL:             b.InternalTaskBaseURL,
+		Token:               b.InternalTaskToken,
+		ServiceAccountEmail: b.TasksServiceAccountEmail,
+	}
+}
+
 // Validator is a configuration that checks itself after loading.
 type Validator interface{ Validate() error }
 
-// Load fills cfg from l (the process environment when nil) and validates it. Errors name the
-// variable, never a secret's value.
+// Defaulter is a configuration with defaults that depend on other values (so that env tags cannot
+// say them); Load applies them before validating.
+type Defaulter interface{ SetDefaults() }
+
+// Load fills cfg from l (the process environment when nil), applies its defaults and validates it.
+// Errors name the variable, never a secret's value.
 func Load(ctx context.Context, l envconfig.Lookuper, cfg Validator) error {
 	if l == nil {
 		l = envconfig.OsLookuper()
 	}
 	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: cfg, Lookuper: l}); err != nil {
 		return fmt.Errorf("configuration: %s", nameVariable(cfg, err.Error()))
+	}
+	if d, ok := cfg.(Defaulter); ok {
+		d.SetDefaults()
 	}
 	if err := cfg.Validate(); err != nil {
 		// One line, whatever the number of problems.

@@ -1,6 +1,7 @@
-// Package server runs an HTTP handler the way Cloud Run expects: listen on $PORT, stop accepting on
-// SIGTERM (the context ending), and drain in-flight requests before returning.
-package server
+// Package httpserver runs an HTTP handler the way Cloud Run expects: serve on the listener main
+// opened on $PORT, stop accepting on SIGTERM (the context ending), and drain in-flight requests
+// before returning.
+package httpserver
 
 import (
 	"context"
@@ -16,17 +17,8 @@ import (
 // between SIGTERM and SIGKILL.
 const DrainTimeout = 8 * time.Second
 
-// Serve listens on addr and serves h until ctx ends, then drains.
-func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return ServeListener(ctx, ln, h, logger)
-}
-
-// ServeListener is Serve on a listener the caller opened (tests pass one on a free port).
-func ServeListener(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+// Serve serves h on ln until ctx ends, then drains in-flight requests for up to DrainTimeout.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
