@@ -3,13 +3,13 @@ package main
 import (
 	"os"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/tasks"
 )
 
 // connFlags are the settings that say where Firestore and Cloud Tasks are.
 type connFlags struct {
-	conn ops.Conn
+	conn operator.Conn
 }
 
 func (c *connFlags) register(fs *flagSet) {

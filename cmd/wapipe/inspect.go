@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -47,7 +47,7 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer queues.Close()
-	in := &ops.Inspector{
+	in := &operator.Inspector{
 		Markers:     store.NewMarkers(db, store.MarkerOptions{}),
 		Traces:      store.NewTraces(db, store.Options{}),
 		Outbound:    store.NewOutbound(db, store.Options{}),
@@ -61,7 +61,7 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if asJSON {
-		return ops.WriteJSON(stdout, r)
+		return operator.WriteJSON(stdout, r)
 	}
-	return ops.WriteReport(stdout, r)
+	return operator.WriteReport(stdout, r)
 }

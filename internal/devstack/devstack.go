@@ -18,6 +18,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
@@ -25,7 +26,6 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/internal/telemetry"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -84,7 +84,7 @@ type Stack struct {
 	InternalToken string
 
 	Graph *graphfake.Fake
-	Tasks *tasksemu.Server
+	Tasks *cloudtasksemu.Server
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -153,7 +153,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.closers = append(s.closers, func() { db.Close() })
 
-	tasksEmu, err := tasksemu.Start(runCtx, tasksemu.Options{
+	tasksEmu, err := cloudtasksemu.Start(runCtx, cloudtasksemu.Options{
 		Addr: orFree(o.TasksAddr), Project: o.Project, Location: o.Location, Queues: o.Queues,
 		Logger: logging.New(logs("tasks-emulator"), logging.Options{Level: o.LogLevel}),
 	})

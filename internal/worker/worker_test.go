@@ -18,12 +18,12 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -98,7 +98,7 @@ func (s *stack) deliver(body []byte) {
 func (s *stack) idle() {
 	s.t.Helper()
 	ctx := context.Background()
-	tc, err := tasksemu.NewClient(ctx, s.TasksAddr)
+	tc, err := cloudtasksemu.NewClient(ctx, s.TasksAddr)
 	if err != nil {
 		s.t.Fatal(err)
 	}
