@@ -37,6 +37,8 @@ func TestLoadBase(t *testing.T) {
 		{"short token in prod", map[string]string{"INTERNAL_TASK_TOKEN": "short"}, "INTERNAL_TASK_TOKEN"},
 		{"short token in dev", map[string]string{"APP_ENV": "dev", "INTERNAL_TASK_TOKEN": "short"}, ""},
 		{"bad exporter", map[string]string{"TRACE_EXPORTER": "jaeger"}, "TRACE_EXPORTER"},
+		{"bad log level", map[string]string{"LOG_LEVEL": "VERBOSE"}, "LOG_LEVEL"},
+		{"warning log level", map[string]string{"LOG_LEVEL": "warning"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,5 +66,20 @@ func TestLoadBase(t *testing.T) {
 				t.Fatalf("defaults = %+v", b)
 			}
 		})
+	}
+}
+
+// TestTraceSampleRatioZero checks that TRACE_SAMPLE_RATIO=0 reaches telemetry as 0 (sample
+// nothing), not as "unset".
+func TestTraceSampleRatioZero(t *testing.T) {
+	t.Parallel()
+	env := baseEnv()
+	env["TRACE_SAMPLE_RATIO"] = "0"
+	var b config.Base
+	if err := config.Load(context.Background(), envconfig.MapLookuper(env), &b); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Telemetry("test", nil).SampleRatio; r == nil || *r != 0 {
+		t.Errorf("SampleRatio = %v, want 0", r)
 	}
 }

@@ -64,3 +64,25 @@ func TestConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateChangesNothing checks that Validate is pure: the fail mode's default is the
+// loader's business (SetDefaults).
+func TestValidateChangesNothing(t *testing.T) {
+	t.Parallel()
+	cfg := webhook.Config{
+		Base: config.Base{AppEnv: "dev", ProjectID: "p", TasksLocation: "l", InternalTaskBaseURL: "http://127.0.0.1:1",
+			InternalTaskToken: "t", LogLevel: "INFO"},
+		InboundQueue: "wa-inbound", AppSecret: "s", VerifyToken: "v", DedupeTTL: time.Hour,
+	}
+	before := cfg
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg != before {
+		t.Errorf("Validate changed the config: %+v, was %+v", cfg, before)
+	}
+	cfg.SetDefaults()
+	if cfg.DedupeFailMode != webhook.FailOpen {
+		t.Errorf("SetDefaults in dev: DEDUPE_FAIL_MODE %q, want open", cfg.DedupeFailMode)
+	}
+}
