@@ -15,6 +15,7 @@ package wapipe
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -38,35 +39,16 @@ func init() {
 // buildWebhook builds the webhook as cmd/webhook does. Its clients live as long as the function
 // instance (Cloud Functions gives no shutdown hook); a build that fails closes what it opened, as
 // the next request builds again.
-func buildWebhook(ctx context.Context) (_ http.Handler, err error) {
+func buildWebhook(ctx context.Context) (http.Handler, error) {
 	var cfg webhook.Config
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err
 	}
-	logger := cfg.Logger()
-	var undo cleanup
-	defer func() {
-		if err != nil {
-			undo.run()
-		}
-	}()
-	// The propagator carries the trace from the task's traceparent on to the next hop.
-	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry("webhook", logger))
-	if err != nil {
-		return nil, fmt.Errorf("telemetry.Setup: %w", err)
-	}
-	undo.add(func() { telemetry.Flush(ctx, shutdownTracing, logger) })
-	db, err := store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase)
+	c, err := open(ctx, &cfg.Base, "webhook")
 	if err != nil {
 		return nil, err
 	}
-	undo.add(func() { db.Close() })
-	tq, err := taskqueue.New(ctx, cfg.TaskQueue())
-	if err != nil {
-		return nil, fmt.Errorf("taskqueue.New: %w", err)
-	}
-	undo.add(func() { tq.Close() })
-	return webhook.NewServer(&cfg, webhook.NewDeps(&cfg, db, tq, logger)).Routes(), nil
+	return webhook.NewServer(&cfg, webhook.NewDeps(&cfg, c.db, c.tq, c.logger)).Routes(), nil
 }
 
 // buildWorker builds the worker as cmd/worker does, with the same lifetime as buildWebhook's.
@@ -75,38 +57,59 @@ func buildWorker(ctx context.Context) (_ http.Handler, err error) {
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err
 	}
-	logger := cfg.Logger()
-	var undo cleanup
-	defer func() {
-		if err != nil {
-			undo.run()
-		}
-	}()
-	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry("worker", logger))
-	if err != nil {
-		return nil, fmt.Errorf("telemetry.Setup: %w", err)
-	}
-	undo.add(func() { telemetry.Flush(ctx, shutdownTracing, logger) })
-	db, err := store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase)
+	c, err := open(ctx, &cfg.Base, "worker")
 	if err != nil {
 		return nil, err
 	}
-	undo.add(func() { db.Close() })
-	tq, err := taskqueue.New(ctx, cfg.TaskQueue())
-	if err != nil {
-		return nil, fmt.Errorf("taskqueue.New: %w", err)
-	}
-	undo.add(func() { tq.Close() })
+	defer func() {
+		if err != nil {
+			c.undo.run()
+		}
+	}()
 	admin, err := taskqueue.NewAdmin(ctx, cfg.ProjectID, cfg.TasksLocation, cfg.TasksEmulatorHost)
 	if err != nil {
 		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
 	}
-	undo.add(func() { admin.Close() })
-	deps, err := worker.NewDeps(&cfg, db, tq, admin, logger)
+	c.undo.add(func() { admin.Close() })
+	deps, err := worker.NewDeps(&cfg, c.db, c.tq, admin, c.logger)
 	if err != nil {
 		return nil, err
 	}
 	return worker.NewServer(&cfg, deps).Routes(), nil
+}
+
+// clients are what both entry points set up: tracing, the store and the task producer.
+type clients struct {
+	logger *slog.Logger
+	db     *store.DB
+	tq     *taskqueue.Client
+	// undo closes them, last first.
+	undo cleanup
+}
+
+// open sets up the clients of the named service, and closes what it opened when one fails.
+func open(ctx context.Context, cfg *config.Base, service string) (_ *clients, err error) {
+	c := &clients{logger: cfg.Logger()}
+	defer func() {
+		if err != nil {
+			c.undo.run()
+		}
+	}()
+	// The propagator carries the trace from the task's traceparent on to the next hop.
+	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry(service, c.logger))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry.Setup: %w", err)
+	}
+	c.undo.add(func() { telemetry.Flush(ctx, shutdownTracing, c.logger) })
+	if c.db, err = store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase); err != nil {
+		return nil, err
+	}
+	c.undo.add(func() { c.db.Close() })
+	if c.tq, err = taskqueue.New(ctx, cfg.TaskQueue()); err != nil {
+		return nil, fmt.Errorf("taskqueue.New: %w", err)
+	}
+	c.undo.add(func() { c.tq.Close() })
+	return c, nil
 }
 
 // cleanup runs what a failed build opened, last first.
