@@ -8,46 +8,119 @@
 // Cloud Functions builds the package at the root of the source, which is why this file is here
 // and not under cmd/. Each entry point reads the same environment as its Cloud Run service and
 // builds its clients on the first request, so a function instance loads only its own
-// configuration.
+// configuration. Each entry point installs the trace propagator, so a trace carries on through
+// the tasks between functions as it does between Cloud Run services.
 package wapipe
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/telemetry"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 )
 
 func init() {
-	functions.HTTP("Webhook", lazy("webhook", func(ctx context.Context) (http.Handler, error) {
-		var cfg webhook.Config
-		if err := setup.Load(ctx, nil, &cfg); err != nil {
-			return nil, err
-		}
-		srv, _, err := webhook.Build(ctx, &cfg, cfg.Logger())
+	functions.HTTP("Webhook", lazy("webhook", buildWebhook))
+	functions.HTTP("Worker", lazy("worker", buildWorker))
+}
+
+// buildWebhook builds the webhook as cmd/webhook does. Its clients live as long as the function
+// instance (Cloud Functions gives no shutdown hook); a build that fails closes what it opened, as
+// the next request builds again.
+func buildWebhook(ctx context.Context) (http.Handler, error) {
+	var cfg webhook.Config
+	if err := config.Load(ctx, nil, &cfg); err != nil {
+		return nil, err
+	}
+	c, err := open(ctx, &cfg.Base, "webhook")
+	if err != nil {
+		return nil, err
+	}
+	return webhook.NewServer(&cfg, webhook.NewDeps(&cfg, c.db, c.tq, c.logger)).Routes(), nil
+}
+
+// buildWorker builds the worker as cmd/worker does, with the same lifetime as buildWebhook's.
+func buildWorker(ctx context.Context) (_ http.Handler, err error) {
+	var cfg worker.Config
+	if err := config.Load(ctx, nil, &cfg); err != nil {
+		return nil, err
+	}
+	c, err := open(ctx, &cfg.Base, "worker")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
 		if err != nil {
-			return nil, err
+			c.undo.run()
 		}
-		return srv.Routes(), nil
-	}))
-	functions.HTTP("Worker", lazy("worker", func(ctx context.Context) (http.Handler, error) {
-		var cfg worker.Config
-		if err := setup.Load(ctx, nil, &cfg); err != nil {
-			return nil, err
-		}
-		srv, _, err := worker.Build(ctx, &cfg, cfg.Logger())
+	}()
+	admin, err := taskqueue.NewAdmin(ctx, cfg.ProjectID, cfg.TasksLocation, cfg.TasksEmulatorHost)
+	if err != nil {
+		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
+	}
+	c.undo.add(func() { admin.Close() })
+	deps, err := worker.NewDeps(&cfg, c.db, c.tq, admin, c.logger)
+	if err != nil {
+		return nil, err
+	}
+	return worker.NewServer(&cfg, deps).Routes(), nil
+}
+
+// clients are what both entry points set up: tracing, the store and the task producer.
+type clients struct {
+	logger *slog.Logger
+	db     *store.DB
+	tq     *taskqueue.Client
+	// undo closes them, last first.
+	undo cleanup
+}
+
+// open sets up the clients of the named service, and closes what it opened when one fails.
+func open(ctx context.Context, cfg *config.Base, service string) (_ *clients, err error) {
+	c := &clients{logger: cfg.Logger()}
+	defer func() {
 		if err != nil {
-			return nil, err
+			c.undo.run()
 		}
-		return srv.Routes(), nil
-	}))
+	}()
+	// The propagator carries the trace from the task's traceparent on to the next hop.
+	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry(service, c.logger))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry.Setup: %w", err)
+	}
+	c.undo.add(func() { telemetry.Flush(ctx, shutdownTracing, c.logger) })
+	if c.db, err = store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase); err != nil {
+		return nil, err
+	}
+	c.undo.add(func() { c.db.Close() })
+	if c.tq, err = taskqueue.New(ctx, cfg.TaskQueue()); err != nil {
+		return nil, fmt.Errorf("taskqueue.New: %w", err)
+	}
+	c.undo.add(func() { c.tq.Close() })
+	return c, nil
+}
+
+// cleanup runs what a failed build opened, last first.
+type cleanup []func()
+
+func (c *cleanup) add(f func()) { *c = append(*c, f) }
+
+func (c cleanup) run() {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
 }
 
 // lazy builds the handler on the first request and serves every request with it. A build that

@@ -17,9 +17,8 @@ import (
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
-	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -65,12 +64,12 @@ func startFunction(t *testing.T) {
 	testenv.FirestoreHost(t)
 	function.once.Do(func() {
 		project := "wapipe-functions-test"
-		emu, err := tasksemu.Start(context.Background(), tasksemu.Options{Project: project, Location: "us-central1", Queues: tasks.DefaultQueues()})
+		emu, err := cloudtasksemu.Start(context.Background(), cloudtasksemu.Options{Project: project, Location: "us-central1", Queues: tasks.DefaultQueues()})
 		if err != nil {
 			function.err = err
 			return
 		}
-		tc, err := taskqueue.NewCloudTasksClient(context.Background(), emu.Addr())
+		tc, err := cloudtasksemu.NewClient(context.Background(), emu.Addr())
 		if err != nil {
 			function.err = err
 			return

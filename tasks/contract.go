@@ -35,8 +35,8 @@ const (
 const MaxTaskBodyBytes = 900 * 1024
 
 // Inbound is the body of a task on the inbound queue: one Meta webhook delivery. Exactly one of
-// Payload and PayloadRef is set: a payload too large for a task is stored out of band (see
-// internal/dedupe) and PayloadRef names it.
+// Payload and PayloadRef is set: a payload too large for a task is stored out of band, in chunks
+// under the event's inbound_events document (internal/store, Payloads), and PayloadRef names it.
 type Inbound struct {
 	InboundEventID string          `json:"inbound_event_id"`
 	CorrelationID  string          `json:"correlation_id"`

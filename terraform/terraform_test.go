@@ -28,7 +28,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"gopkg.in/yaml.v3"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -362,7 +362,7 @@ func TestWorkerTrustsCloudRunsIAMCheck(t *testing.T) {
 
 	const workerURL, invoker = "https://wapipe-worker-123456789012.us-central1.run.app", "wapipe-tasks-invoker@p.iam.gserviceaccount.com"
 	var cfg worker.Config
-	err := setup.Load(t.Context(), envconfig.MapLookuper(map[string]string{
+	err := config.Load(t.Context(), envconfig.MapLookuper(map[string]string{
 		"GOOGLE_CLOUD_PROJECT":        "p",
 		"TASKS_LOCATION":              "us-central1",
 		"INTERNAL_TASK_BASE_URL":      workerURL,

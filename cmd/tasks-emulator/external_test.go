@@ -9,7 +9,7 @@ import (
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"google.golang.org/api/iterator"
 
-	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -33,7 +33,7 @@ func TestRunningEmulator(t *testing.T) {
 		location = "us-central1"
 	}
 	ctx := context.Background()
-	c, err := taskqueue.NewCloudTasksClient(ctx, addr)
+	c, err := cloudtasksemu.NewClient(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

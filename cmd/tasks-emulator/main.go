@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/tasksemu"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -85,7 +85,7 @@ func envOr(key, def string) string {
 
 // run serves until ctx ends. started, when not nil, is told the running server (tests use it to
 // learn the port).
-func run(ctx context.Context, args []string, stdout io.Writer, started func(*tasksemu.Server)) error {
+func run(ctx context.Context, args []string, stdout io.Writer, started func(*cloudtasksemu.Server)) error {
 	cfg, err := parseFlags(args, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, started func(*tas
 	if err != nil {
 		return fmt.Errorf("tasks.LoadQueues: %w", err)
 	}
-	emu, err := tasksemu.Start(ctx, tasksemu.Options{
+	emu, err := cloudtasksemu.Start(ctx, cloudtasksemu.Options{
 		Addr:            cfg.addr,
 		Project:         cfg.project,
 		Location:        cfg.location,
@@ -107,7 +107,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, started func(*tas
 		Logger:          logger,
 	})
 	if err != nil {
-		return fmt.Errorf("tasksemu.Start: %w", err)
+		return fmt.Errorf("cloudtasksemu.Start: %w", err)
 	}
 	defer emu.Stop()
 	logger.Info("serving Cloud Tasks", slog.String("event", "ready"),

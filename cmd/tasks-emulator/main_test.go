@@ -12,7 +12,7 @@ import (
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/tasksemu"
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -63,7 +63,7 @@ func TestRunCreatesQueuesAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--project", "proj", "--location", "loc"}, io.Discard,
-			func(s *tasksemu.Server) { addrs <- s.Addr() })
+			func(s *cloudtasksemu.Server) { addrs <- s.Addr() })
 	}()
 	var addr string
 	select {
@@ -74,7 +74,7 @@ func TestRunCreatesQueuesAndStops(t *testing.T) {
 		t.Fatal("the emulator did not start")
 	}
 
-	c, err := tasksemu.NewClient(ctx, addr)
+	c, err := cloudtasksemu.NewClient(ctx, addr)
 	if err != nil {
 		t.Fatalf("NewClient: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/loadgen"
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 )
 
 const benchUsage = `Usage: wapipe bench [flags]
@@ -93,7 +93,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if asJSON {
-		err = ops.WriteJSON(stdout, benchJSON(cfg, res, replies))
+		err = operator.WriteJSON(stdout, benchJSON(cfg, res, replies))
 	} else {
 		_, err = io.WriteString(stdout, benchReport(cfg, res, replies))
 	}

@@ -3,14 +3,13 @@ package main
 import (
 	"os"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/tasks"
 )
 
 // connFlags are the settings that say where Firestore and Cloud Tasks are.
 type connFlags struct {
-	conn          ops.Conn
-	firestoreHost string
+	conn operator.Conn
 }
 
 func (c *connFlags) register(fs *flagSet) {
@@ -18,19 +17,15 @@ func (c *connFlags) register(fs *flagSet) {
 	fs.StringVar(&c.conn.Location, "location", env("TASKS_LOCATION", "us-central1"), "Cloud Tasks location (env TASKS_LOCATION)")
 	fs.StringVar(&c.conn.TasksEmulatorHost, "tasks-emulator", os.Getenv("CLOUD_TASKS_EMULATOR_HOST"),
 		"host:port of the Cloud Tasks emulator; empty means real Cloud Tasks with Application Default Credentials (env CLOUD_TASKS_EMULATOR_HOST)")
-	fs.StringVar(&c.firestoreHost, "firestore-emulator", "",
+	fs.StringVar(&c.conn.FirestoreEmulatorHost, "firestore-emulator", "",
 		"host:port of the Firestore emulator (default: env FIRESTORE_EMULATOR_HOST, read by the client library; empty means real Firestore)")
 	fs.StringVar(&c.conn.FirestoreDatabase, "database", env("FIRESTORE_DATABASE", "(default)"), "Firestore database (env FIRESTORE_DATABASE)")
 }
 
-// resolve validates the settings and applies --firestore-emulator, which the Firestore client
-// library only takes from the environment.
+// resolve validates the settings.
 func (c *connFlags) resolve() error {
 	if err := c.conn.Validate(); err != nil {
 		return usageError{err.Error()}
-	}
-	if c.firestoreHost != "" && os.Getenv("FIRESTORE_EMULATOR_HOST") != c.firestoreHost {
-		os.Setenv("FIRESTORE_EMULATOR_HOST", c.firestoreHost)
 	}
 	return nil
 }

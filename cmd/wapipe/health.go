@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 )
 
 const healthUsage = `Usage: wapipe health [flags]
@@ -50,7 +50,7 @@ func runHealth(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		rep, err := ops.ComputeHealth(ctx, conn.conn, queues.inbound, queues.outbound)
+		rep, err := operator.ComputeHealth(ctx, conn.conn, queues.inbound, queues.outbound)
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func runHealth(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if token == "" {
 		return usageErrorf("no internal token: set INTERNAL_TASK_TOKEN or --token")
 	}
-	h, err := ops.FetchHealth(ctx, &http.Client{Timeout: timeout}, workerURL, token)
+	h, err := operator.FetchHealth(ctx, &http.Client{Timeout: timeout}, workerURL, token)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runHealth(ctx context.Context, args []string, stdout, _ io.Writer) error {
 }
 
 // printHealth prints the report and turns its verdict into the exit status.
-func printHealth(stdout io.Writer, h ops.Health) error {
+func printHealth(stdout io.Writer, h operator.Health) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, h.Raw, "", "  "); err != nil {
 		return fmt.Errorf("format the health report: %w", err)

@@ -4,8 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -38,20 +37,23 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	fsc, err := c.conn.Firestore(ctx)
+	db, err := c.conn.Store(ctx)
 	if err != nil {
 		return err
 	}
-	defer fsc.Close()
-	tc, err := c.conn.CloudTasks(ctx)
+	defer db.Close()
+	queues, err := c.conn.Queues(ctx)
 	if err != nil {
 		return err
 	}
-	defer tc.Close()
-	in := &ops.Inspector{
-		Dedupe:  dedupe.New(fsc, dedupe.Options{}),
-		Records: store.NewRecords(fsc, store.RecordsOptions{}),
-		Tasks:   tc, Conn: c.conn,
+	defer queues.Close()
+	in := &operator.Inspector{
+		Markers:     store.NewMarkers(db, store.MarkerOptions{}),
+		Traces:      store.NewTraces(db, store.Options{}),
+		Outbound:    store.NewOutbound(db, store.Options{}),
+		Statuses:    store.NewStatuses(db, store.Options{}),
+		DeadLetters: store.NewDeadLetters(db, store.Options{}),
+		Tasks:       queues, Conn: c.conn,
 		InboundQueue: q.inbound, OutboundQueue: q.outbound,
 	}
 	r, err := in.Inspect(ctx, pos[0])
@@ -59,7 +61,7 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if asJSON {
-		return ops.WriteJSON(stdout, r)
+		return operator.WriteJSON(stdout, r)
 	}
-	return ops.WriteReport(stdout, r)
+	return operator.WriteReport(stdout, r)
 }

@@ -17,9 +17,10 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -53,8 +54,14 @@ func mustCLI(t *testing.T, args ...string) string {
 // Cloud Tasks emulator.
 type stack struct {
 	*devstack.Stack
-	records *store.Records
+	records records
 	fs      *firestore.Client
+}
+
+// records are the stores the tests read.
+type records struct {
+	*store.Outbound
+	*store.DeadLetterStore
 }
 
 func newStack(t *testing.T, queues *tasks.QueueFile) *stack {
@@ -66,7 +73,8 @@ func newStack(t *testing.T, queues *tasks.QueueFile) *stack {
 		t.Fatalf("devstack.Start: %v", err)
 	}
 	t.Cleanup(st.Stop)
-	return &stack{Stack: st, records: store.NewRecords(fs, store.RecordsOptions{}), fs: fs}
+	db := store.NewDB(fs)
+	return &stack{Stack: st, records: records{store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{})}, fs: fs}
 }
 
 // conn is the CLI's connection flags for the stack.
@@ -78,7 +86,7 @@ func (s *stack) conn(args ...string) []string {
 func (s *stack) idle(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	tc, err := taskqueue.NewCloudTasksClient(ctx, s.TasksAddr)
+	tc, err := cloudtasksemu.NewClient(ctx, s.TasksAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +233,7 @@ func TestInspect(t *testing.T) {
 	s.waitSends(t, 2)
 	s.idle(t)
 
-	var r ops.Report
+	var r operator.Report
 	if err := json.Unmarshal([]byte(mustCLI(t, s.conn("inspect", eventID, "--json")...)), &r); err != nil {
 		t.Fatalf("inspect --json: %v", err)
 	}
@@ -264,7 +272,7 @@ func TestInspect(t *testing.T) {
 			t.Errorf("inspect printed a phone number in clear:\n%s", text)
 		}
 	}
-	if _, _, err := cli(t, s.conn("inspect", "wamid.nothing-here")...); !errors.Is(err, ops.ErrNothingFound) {
+	if _, _, err := cli(t, s.conn("inspect", "wamid.nothing-here")...); !errors.Is(err, operator.ErrNothingFound) {
 		t.Errorf("inspect of an unknown id: %v, want ErrNothingFound", err)
 	}
 }
@@ -298,7 +306,7 @@ func TestTasksListDescribe(t *testing.T) {
 
 	desc := mustCLI(t, s.conn("tasks", "describe", id)...)
 	for _, want := range []string{"name: " + s.QueuePath(tasks.InboundQueueID) + "/tasks/" + id, "dispatchCount: 0",
-		"url: " + s.WorkerURL + tasks.ProcessInboundPath, "X-Internal-Token: " + ops.Masked,
+		"url: " + s.WorkerURL + tasks.ProcessInboundPath, "X-Internal-Token: " + operator.Masked,
 		"X-Correlation-ID: corr-later", `"inbound_event_id": "wamid.later"`, `"body": "[redacted]"`} {
 		if !strings.Contains(desc, want) {
 			t.Errorf("tasks describe: no %q in:\n%s", want, desc)
@@ -309,11 +317,11 @@ func TestTasksListDescribe(t *testing.T) {
 			t.Errorf("tasks describe shows %q:\n%s", secret, desc)
 		}
 	}
-	var task ops.Task
+	var task operator.Task
 	if err := json.Unmarshal([]byte(mustCLI(t, s.conn("tasks", "describe", "--json", s.QueuePath(tasks.InboundQueueID)+"/tasks/"+id)...)), &task); err != nil {
 		t.Fatal(err)
 	}
-	if task.ID != id || task.Queue != tasks.InboundQueueID || task.Headers[tasks.HeaderInternalToken] != ops.Masked || task.Body == nil {
+	if task.ID != id || task.Queue != tasks.InboundQueueID || task.Headers[tasks.HeaderInternalToken] != operator.Masked || task.Body == nil {
 		t.Errorf("tasks describe --json = %+v", task)
 	}
 	if _, _, err := cli(t, s.conn("tasks", "describe", "no-such-task")...); err == nil || exitCode(err) != 1 {
@@ -469,7 +477,7 @@ func TestHealthVerdicts(t *testing.T) {
 		t.Run(tt.status, func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != ops.HealthPath || r.Header.Get(tasks.HeaderInternalToken) != "tok" {
+				if r.URL.Path != operator.HealthPath || r.Header.Get(tasks.HeaderInternalToken) != "tok" {
 					w.WriteHeader(http.StatusNotFound)
 					return
 				}

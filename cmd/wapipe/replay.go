@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
@@ -37,7 +37,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		c                     connFlags
 		ids                   stringList
 		all, dryRun, asJSON   bool
-		filter                ops.ReplayFilter
+		filter                operator.ReplayFilter
 		since, baseURL, token string
 		serviceAccount        string
 	)
@@ -77,11 +77,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	fsc, err := c.conn.Firestore(ctx)
+	db, err := c.conn.Store(ctx)
 	if err != nil {
 		return err
 	}
-	defer fsc.Close()
+	defer db.Close()
 	tq, err := taskqueue.New(ctx, taskqueue.Config{
 		ProjectID: c.conn.Project, Location: c.conn.Location, EmulatorHost: c.conn.TasksEmulatorHost,
 		BaseURL: baseURL, Token: token, ServiceAccountEmail: serviceAccount,
@@ -91,12 +91,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer tq.Close()
 
-	r := &ops.Replayer{Records: store.NewRecords(fsc, store.RecordsOptions{}), Tasks: tq}
+	r := &operator.Replayer{DeadLetters: store.NewDeadLetters(db, store.Options{}), Outbound: store.NewOutbound(db, store.Options{}), Tasks: tq}
 	dls, err := r.Select(ctx, ids, all, filter)
 	if err != nil {
 		return err
 	}
-	results := []ops.ReplayResult{}
+	results := []operator.ReplayResult{}
 	var errs []error
 	for i, d := range dls {
 		res, err := r.Replay(ctx, d, dryRun)
@@ -111,7 +111,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if asJSON {
-		if err := ops.WriteJSON(stdout, results); err != nil {
+		if err := operator.WriteJSON(stdout, results); err != nil {
 			return err
 		}
 	} else {
@@ -123,7 +123,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-func describeReplay(r ops.ReplayResult) string {
+func describeReplay(r operator.ReplayResult) string {
 	var b strings.Builder
 	verb := "replayed"
 	switch {
@@ -150,7 +150,7 @@ func describeReplay(r ops.ReplayResult) string {
 	return b.String()
 }
 
-func summarizeReplays(rs []ops.ReplayResult, selected int, dryRun bool) string {
+func summarizeReplays(rs []operator.ReplayResult, selected int, dryRun bool) string {
 	if selected == 0 {
 		return "no dead letter to replay"
 	}

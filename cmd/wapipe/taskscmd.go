@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -48,35 +48,35 @@ func runTasks(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	tc, err := c.conn.CloudTasks(ctx)
+	queues, err := c.conn.Queues(ctx)
 	if err != nil {
 		return err
 	}
-	defer tc.Close()
+	defer queues.Close()
 
 	if pos[0] == "list" {
-		ts, err := ops.ListTasks(ctx, tc, c.conn.QueuePath(queue), limit)
+		ts, err := operator.ListTasks(ctx, queues, queue, limit)
 		if err != nil {
 			return err
 		}
 		if asJSON {
 			if ts == nil {
-				ts = []ops.Task{}
+				ts = []operator.Task{}
 			}
-			return ops.WriteJSON(stdout, ts)
+			return operator.WriteJSON(stdout, ts)
 		}
-		return ops.WriteTaskTable(stdout, ts)
+		return operator.WriteTaskTable(stdout, ts)
 	}
 	if !isSet(fs, "queue") && strings.HasSuffix(pos[1], "-out") {
 		// Outbound task ids end in -out (tasks.OutboundTaskID): no need to name the queue.
 		queue = tasks.OutboundQueueID
 	}
-	t, err := ops.GetTask(ctx, tc, c.conn.TaskPath(queue, pos[1]))
+	t, err := operator.GetTask(ctx, queues, queues.TaskPath(queue, pos[1]))
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return ops.WriteJSON(stdout, t)
+		return operator.WriteJSON(stdout, t)
 	}
-	return ops.WriteTask(stdout, t)
+	return operator.WriteTask(stdout, t)
 }

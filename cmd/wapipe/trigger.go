@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/ops"
+	"github.com/wapipe/wapipe/internal/operator"
 )
 
 // devAppSecret is devstack.DevAppSecret, the local stack's fixed app secret (a test keeps them
@@ -34,14 +34,14 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("trigger", triggerUsage)
 	var (
 		url, secret string
-		spec        ops.SampleSpec
+		spec        operator.SampleSpec
 		repeat      int
 		timeout     time.Duration
 	)
 	fs.StringVar(&url, "url", defaultWebhookURL, "webhook URL")
 	fs.StringVar(&secret, "secret", env("WHATSAPP_APP_SECRET", devAppSecret), "Meta app secret that signs the body (env WHATSAPP_APP_SECRET; default the devstack dev secret)")
-	fs.StringVar(&spec.Type, "type", "text", "payload type: "+strings.Join(ops.SampleTypes, "|"))
-	fs.StringVar(&spec.Status, "status", "delivered", "status of a --type status payload: "+strings.Join(ops.SampleStatuses, "|"))
+	fs.StringVar(&spec.Type, "type", "text", "payload type: "+strings.Join(operator.SampleTypes, "|"))
+	fs.StringVar(&spec.Status, "status", "delivered", "status of a --type status payload: "+strings.Join(operator.SampleStatuses, "|"))
 	fs.StringVar(&spec.MessageID, "message-id", "", "the inbound message's id (default: a fresh wamid); for --type status, the outbound message the status is about (required); for reaction, the message reacted to")
 	fs.StringVar(&spec.CallbackData, "callback-data", "", "biz_opaque_callback_data of a status (wapipe's idempotency key, reply-…)")
 	fs.StringVar(&spec.From, "from", "", "customer's WhatsApp id (default: Meta's sample number)")
@@ -62,7 +62,7 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if secret == "" {
 		return usageErrorf("no app secret: set WHATSAPP_APP_SECRET or --secret")
 	}
-	d, err := ops.BuildDelivery(spec)
+	d, err := operator.BuildDelivery(spec)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -81,7 +81,7 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	client := &http.Client{Timeout: timeout}
 	failed := 0
 	for i := range repeat {
-		res, err := ops.Post(ctx, client, url, secret, d.Body)
+		res, err := operator.Post(ctx, client, url, secret, d.Body)
 		if err != nil {
 			return fmt.Errorf("send %d of %d: %w", i+1, repeat, err)
 		}

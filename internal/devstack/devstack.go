@@ -13,18 +13,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/server"
-	"github.com/wapipe/wapipe/internal/setup"
-	"github.com/wapipe/wapipe/internal/tasksemu"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -62,9 +63,11 @@ type Options struct {
 	// WorkerConfig adjusts the worker's configuration before it starts.
 	WorkerConfig func(*worker.Config)
 	// Tracing installs a tracer provider for the process (both services share it, as they share
-	// the process), exporting as TRACE_EXPORTER says, or to SpanExporter when set.
-	Tracing      bool
-	SpanExporter sdktrace.SpanExporter
+	// the process), exporting as TraceExporter says (a TRACE_EXPORTER value; none when empty), or
+	// to SpanExporter when set.
+	Tracing       bool
+	TraceExporter string
+	SpanExporter  sdktrace.SpanExporter
 }
 
 // Stack is a running local pipeline.
@@ -81,7 +84,7 @@ type Stack struct {
 	InternalToken string
 
 	Graph *graphfake.Fake
-	Tasks *tasksemu.Server
+	Tasks *cloudtasksemu.Server
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -122,7 +125,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 
 	if o.Tracing || o.SpanExporter != nil {
 		shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "wapipe-devstack", ProjectID: o.Project,
-			Exporter: os.Getenv("TRACE_EXPORTER"), Dev: true, SpanExporter: o.SpanExporter,
+			Exporter: o.TraceExporter, Dev: true, SpanExporter: o.SpanExporter,
 			Logger: logging.New(logs("webhook"), logging.Options{})})
 		if err != nil {
 			return nil, err
@@ -144,12 +147,13 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		s.firestor = emu
 		s.FirestoreHost = emu.Host
 	}
-	// The Firestore client library reads the emulator's address from the environment.
-	if os.Getenv(firestoreemu.Env) != s.FirestoreHost {
-		os.Setenv(firestoreemu.Env, s.FirestoreHost)
+	db, err := store.OpenEmulator(ctx, s.FirestoreHost, o.Project, "")
+	if err != nil {
+		return nil, err
 	}
+	s.closers = append(s.closers, func() { db.Close() })
 
-	tasksEmu, err := tasksemu.Start(runCtx, tasksemu.Options{
+	tasksEmu, err := cloudtasksemu.Start(runCtx, cloudtasksemu.Options{
 		Addr: orFree(o.TasksAddr), Project: o.Project, Location: o.Location, Queues: o.Queues,
 		Logger: logging.New(logs("tasks-emulator"), logging.Options{Level: o.LogLevel}),
 	})
@@ -179,8 +183,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.WebhookURL = "http://" + webhookLn.Addr().String() + webhook.Path
 
-	base := setup.Base{
-		AppEnv: setup.EnvDev, ProjectID: o.Project, FirestoreDatabase: "(default)",
+	base := config.Base{
+		AppEnv: config.EnvDev, ProjectID: o.Project, FirestoreDatabase: "(default)",
 		TasksEmulatorHost: s.TasksAddr, TasksLocation: o.Location,
 		InternalTaskBaseURL: s.WorkerURL, InternalTaskToken: DevInternalToken,
 		TasksServiceAccountEmail: o.ServiceAccountEmail, LogLevel: o.LogLevel.String(), TraceSampleRatio: 1,
@@ -191,34 +195,50 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	hcfg := &webhook.Config{Base: base, InboundQueue: tasks.InboundQueueID, AppSecret: DevAppSecret,
 		VerifyToken: DevVerifyToken, DedupeTTL: time.Hour}
-	for _, v := range []setup.Validator{wcfg, hcfg} {
+	hcfg.SetDefaults()
+	for _, v := range []config.Validator{wcfg, hcfg} {
 		if err := v.Validate(); err != nil {
 			workerLn.Close()
 			webhookLn.Close()
 			return nil, err
 		}
 	}
-
-	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
-	// The worker judges a task's last attempt against the queues the emulator really has.
-	workerOpts := append([]func(*worker.Deps){func(d *worker.Deps) { d.Queues = o.Queues }}, o.Worker...)
-	wsrv, wclose, err := worker.Build(ctx, wcfg, wlog, workerOpts...)
+	// Both services read the same Cloud Tasks settings, so they share one producer.
+	tq, err := taskqueue.New(ctx, base.TaskQueue())
 	if err != nil {
 		workerLn.Close()
 		webhookLn.Close()
-		return nil, fmt.Errorf("build worker: %w", err)
+		return nil, fmt.Errorf("taskqueue.New: %w", err)
 	}
-	s.closers = append(s.closers, wclose)
-	s.serve(runCtx, "worker", workerLn, wsrv.Routes(), wlog)
+	s.closers = append(s.closers, func() { tq.Close() })
+	admin, err := taskqueue.NewAdmin(ctx, o.Project, o.Location, s.TasksAddr)
+	if err != nil {
+		workerLn.Close()
+		webhookLn.Close()
+		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
+	}
+	s.closers = append(s.closers, func() { admin.Close() })
+
+	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
+	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, wlog)
+	if err != nil {
+		workerLn.Close()
+		webhookLn.Close()
+		return nil, fmt.Errorf("worker.NewDeps: %w", err)
+	}
+	// The worker judges a task's last attempt against the queues the emulator really has.
+	wdeps.Queues = o.Queues
+	for _, adjust := range o.Worker {
+		adjust(&wdeps)
+	}
+	s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
 
 	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
-	hsrv, hclose, err := webhook.Build(ctx, hcfg, hlog, o.Webhook...)
-	if err != nil {
-		webhookLn.Close()
-		return nil, fmt.Errorf("build webhook: %w", err)
+	hdeps := webhook.NewDeps(hcfg, db, tq, hlog)
+	for _, adjust := range o.Webhook {
+		adjust(&hdeps)
 	}
-	s.closers = append(s.closers, hclose)
-	s.serve(runCtx, "webhook", webhookLn, hsrv.Routes(), hlog)
+	s.serve(runCtx, "webhook", webhookLn, webhook.NewServer(hcfg, hdeps).Routes(), hlog)
 
 	if err := s.waitHealthy(ctx); err != nil {
 		return nil, err
@@ -237,7 +257,7 @@ func (s *Stack) serve(ctx context.Context, name string, ln net.Listener, h http.
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := server.ServeListener(ctx, ln, h, logger); err != nil {
+		if err := httpserver.Serve(ctx, ln, h, logger); err != nil {
 			select {
 			case s.errs <- fmt.Errorf("%s: %w", name, err):
 			default:

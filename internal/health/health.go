@@ -1,8 +1,3 @@
-// Package health answers "is wapipe all right?" in one request: queue depth and oldest task age for
-// both queues (Cloud Tasks queue stats), outbound records pending, sending and failed, dead letters
-// waiting, and over the last hour the send success rate and the webhook-to-sent latency p50/p95,
-// all from Firestore count aggregations rather than scans. The verdict is ok, degraded or
-// failing, with the reasons.
 package health
 
 import (
@@ -14,12 +9,8 @@ import (
 	"sync"
 	"time"
 
-	cloudtasks "cloud.google.com/go/cloudtasks/apiv2beta3"
-	"cloud.google.com/go/cloudtasks/apiv2beta3/cloudtaskspb"
-	"cloud.google.com/go/firestore"
-	"google.golang.org/protobuf/types/known/fieldmaskpb"
-
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
 // Verdicts.
@@ -81,13 +72,32 @@ type Thresholds struct {
 // DefaultThresholds suit a bot that should answer within seconds.
 var DefaultThresholds = Thresholds{BacklogAge: 2 * time.Minute, MinSuccessRate: 0.95, MaxP95: 30 * time.Second}
 
+// OutboundCounter counts outbound records; *store.Outbound implements it.
+type OutboundCounter interface {
+	CountOutboundByState(ctx context.Context, state string) (int64, error)
+	CountSentSince(ctx context.Context, since time.Time) (int64, error)
+	CountFailedSince(ctx context.Context, since time.Time) (int64, error)
+	CountSentInLatencyBucket(ctx context.Context, bucket int, since time.Time) (int64, error)
+}
+
+// DeadLetterCounter counts the dead letters waiting; *store.DeadLetterStore implements it.
+type DeadLetterCounter interface {
+	CountPending(ctx context.Context) (int64, error)
+}
+
+// QueueStatser reads a queue's backlog; *taskqueue.Admin implements it.
+type QueueStatser interface {
+	QueueStats(ctx context.Context, queue string) (taskqueue.QueueStats, error)
+}
+
 // Checker computes reports.
 type Checker struct {
-	fs         *firestore.Client
-	tc         *cloudtasks.Client
-	queues     []string
-	thresholds Thresholds
-	now        func() time.Time
+	outbound    OutboundCounter
+	deadLetters DeadLetterCounter
+	tc          QueueStatser
+	queues      []string
+	thresholds  Thresholds
+	now         func() time.Time
 }
 
 // Options adjust a Checker; zero values take the defaults.
@@ -96,9 +106,9 @@ type Options struct {
 	Now        func() time.Time
 }
 
-// New returns a Checker over the given queues (full resource names).
-func New(fs *firestore.Client, tc *cloudtasks.Client, queues []string, opts ...Options) *Checker {
-	c := &Checker{fs: fs, tc: tc, queues: queues, thresholds: DefaultThresholds, now: time.Now}
+// New returns a Checker over the records and the given queues (full resource names).
+func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatser, queues []string, opts ...Options) *Checker {
+	c := &Checker{outbound: outbound, deadLetters: deadLetters, tc: tc, queues: queues, thresholds: DefaultThresholds, now: time.Now}
 	for _, o := range opts {
 		if o.Thresholds != (Thresholds{}) {
 			c.thresholds = o.Thresholds
@@ -138,28 +148,30 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 			return err
 		})
 	}
-	outbound := c.fs.Collection(store.OutboundMessages)
 	since := now.Add(-time.Hour)
-	count := func(dst *int64, q firestore.Query, what string) {
+	count := func(dst *int64, f func() (int64, error)) {
 		run(func() error {
-			n, err := countOf(ctx, q)
-			if err != nil {
-				return fmt.Errorf("count %s: %w", what, err)
-			}
+			n, err := f()
 			*dst = n
-			return nil
+			return err
 		})
 	}
-	count(&r.Outbound.Pending, outbound.Where("state", "==", store.OutboundPending), "pending")
-	count(&r.Outbound.Sending, outbound.Where("state", "==", store.OutboundSending), "sending")
-	count(&r.Outbound.Failed, outbound.Where("state", "==", store.OutboundFailed), "failed")
-	count(&r.DeadLetters, c.fs.Collection(store.DeadLetters).Where("replayed", "==", false), "dead letters")
-	count(&r.LastHour.Sent, outbound.Where("state", "==", store.OutboundSent).Where("sent_at", ">=", since), "sent last hour")
-	count(&r.LastHour.Failed, outbound.Where("state", "==", store.OutboundFailed).Where("updated_at", ">=", since), "failed last hour")
+	for _, s := range []struct {
+		dst   *int64
+		state string
+	}{
+		{&r.Outbound.Pending, store.OutboundPending},
+		{&r.Outbound.Sending, store.OutboundSending},
+		{&r.Outbound.Failed, store.OutboundFailed},
+	} {
+		count(s.dst, func() (int64, error) { return c.outbound.CountOutboundByState(ctx, s.state) })
+	}
+	count(&r.DeadLetters, func() (int64, error) { return c.deadLetters.CountPending(ctx) })
+	count(&r.LastHour.Sent, func() (int64, error) { return c.outbound.CountSentSince(ctx, since) })
+	count(&r.LastHour.Failed, func() (int64, error) { return c.outbound.CountFailedSince(ctx, since) })
 	buckets := make([]int64, len(store.LatencyBounds)+1)
 	for i := range buckets {
-		count(&buckets[i], outbound.Where("state", "==", store.OutboundSent).Where("latency_bucket", "==", i).
-			Where("sent_at", ">=", since), "latency bucket")
+		count(&buckets[i], func() (int64, error) { return c.outbound.CountSentInLatencyBucket(ctx, i, since) })
 	}
 	wg.Wait()
 
@@ -174,35 +186,15 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 	return r, errors.Join(errs...)
 }
 
-func countOf(ctx context.Context, q firestore.Query) (int64, error) {
-	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
-	if err != nil {
-		return 0, err
-	}
-	switch v := res["n"].(type) {
-	case int64:
-		return v, nil
-	default:
-		// The client returns a protobuf Value for counts.
-		if pv, ok := v.(interface{ GetIntegerValue() int64 }); ok {
-			return pv.GetIntegerValue(), nil
-		}
-		return 0, fmt.Errorf("unexpected count type %T", v)
-	}
-}
-
 func (c *Checker) queueStats(ctx context.Context, name string, now time.Time) (QueueStats, error) {
-	q, err := c.tc.GetQueue(ctx, &cloudtaskspb.GetQueueRequest{Name: name, ReadMask: &fieldmaskpb.FieldMask{Paths: []string{"name", "state", "stats"}}})
+	q, err := c.tc.QueueStats(ctx, name)
 	if err != nil {
-		return QueueStats{Error: "unavailable"}, fmt.Errorf("queue stats %s: %w", name, err)
+		return QueueStats{Error: "unavailable"}, err
 	}
-	st := QueueStats{Paused: q.GetState() == cloudtaskspb.Queue_PAUSED}
-	if s := q.GetStats(); s != nil {
-		st.Tasks, st.ExecutedLastMinute, st.InFlight = s.TasksCount, s.ExecutedLastMinuteCount, s.ConcurrentDispatchesCount
-		if t := s.GetOldestEstimatedArrivalTime(); t != nil && st.Tasks > 0 {
-			if age := now.Sub(t.AsTime()); age > 0 {
-				st.OldestTaskAgeS = age.Seconds()
-			}
+	st := QueueStats{Paused: q.Paused, Tasks: q.Tasks, ExecutedLastMinute: q.ExecutedLastMinute, InFlight: q.InFlight}
+	if !q.OldestArrival.IsZero() && st.Tasks > 0 {
+		if age := now.Sub(q.OldestArrival); age > 0 {
+			st.OldestTaskAgeS = age.Seconds()
 		}
 	}
 	return st, nil

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	cloudtasksbeta "cloud.google.com/go/cloudtasks/apiv2beta3"
-
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -20,23 +17,29 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
 
+// records are the stores the fixture writes to.
+type records struct {
+	*store.Outbound
+	*store.DeadLetterStore
+}
+
 type fixture struct {
 	checker *health.Checker
-	records *store.Records
+	records records
 	tq      *taskqueue.Client
 	now     time.Time
 }
 
 func newFixture(t *testing.T, clockAhead time.Duration, pause bool) *fixture {
 	t.Helper()
-	fs, project := testenv.Firestore(t)
-	emu, tc := testenv.Tasks(t, project, "us-central1", nil)
+	db, project := testenv.Store(t)
+	emu, _ := testenv.Tasks(t, project, "us-central1", nil)
 	ctx := context.Background()
-	beta, err := cloudtasksbeta.NewClient(ctx, taskqueue.ClientOptions(emu.Addr())...)
+	admin, err := taskqueue.NewAdmin(ctx, project, "us-central1", emu.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { beta.Close() })
+	t.Cleanup(func() { admin.Close() })
 	tq, err := taskqueue.New(ctx, taskqueue.Config{ProjectID: project, Location: "us-central1", EmulatorHost: emu.Addr(),
 		BaseURL: "http://127.0.0.1:1", Token: "t"})
 	if err != nil {
@@ -48,14 +51,16 @@ func newFixture(t *testing.T, clockAhead time.Duration, pause bool) *fixture {
 		if !pause {
 			break
 		}
-		if _, err := tc.PauseQueue(ctx, &cloudtaskspb.PauseQueueRequest{Name: tq.QueuePath(q)}); err != nil {
+		if err := admin.PauseQueue(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Records are written on a fixed clock, so their latencies are exactly what a test sets.
 	now := time.Now()
-	f := &fixture{records: store.NewRecords(fs, store.RecordsOptions{Now: func() time.Time { return now }}), tq: tq, now: now}
-	f.checker = health.New(fs, beta, []string{tq.QueuePath(tasks.InboundQueueID), tq.QueuePath(tasks.OutboundQueueID)},
+	opts := store.Options{Now: func() time.Time { return now }}
+	recs := records{store.NewOutbound(db, opts), store.NewDeadLetters(db, opts)}
+	f := &fixture{records: recs, tq: tq, now: now}
+	f.checker = health.New(recs.Outbound, recs.DeadLetterStore, admin, []string{tq.QueuePath(tasks.InboundQueueID), tq.QueuePath(tasks.OutboundQueueID)},
 		health.Options{Now: func() time.Time { return now.Add(clockAhead) }})
 	return f
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -54,17 +55,27 @@ func New(w io.Writer, opts Options) *slog.Logger {
 	return slog.New(&traceHandler{Handler: h, projectID: opts.ProjectID})
 }
 
-// ParseLevel reads DEBUG, INFO, WARNING/WARN or ERROR (any case); anything else is INFO.
+// ParseLevel reads DEBUG, INFO, WARNING/WARN or ERROR (any case); anything else is INFO. It is for
+// command-line flags; a service's LOG_LEVEL goes through Level, which refuses a wrong value.
 func ParseLevel(s string) slog.Level {
+	l, _ := Level(s)
+	return l
+}
+
+// Level reads DEBUG, INFO, WARNING/WARN or ERROR (any case); empty is INFO. Anything else is an
+// error (and INFO).
+func Level(s string) (slog.Level, error) {
 	switch strings.ToUpper(strings.TrimSpace(s)) {
 	case "DEBUG":
-		return slog.LevelDebug
+		return slog.LevelDebug, nil
+	case "", "INFO":
+		return slog.LevelInfo, nil
 	case "WARN", "WARNING":
-		return slog.LevelWarn
+		return slog.LevelWarn, nil
 	case "ERROR":
-		return slog.LevelError
+		return slog.LevelError, nil
 	default:
-		return slog.LevelInfo
+		return slog.LevelInfo, fmt.Errorf("must be DEBUG, INFO, WARNING or ERROR, got %q", s)
 	}
 }
 

@@ -94,21 +94,10 @@ const (
 	AwaitReconcile
 )
 
-// Records is the worker's Firestore state: outbound records, statuses, traces and dead letters.
-type Records struct {
-	fs        *firestore.Client
-	retention time.Duration
-	// ReconcileWindow is how long a send of unknown outcome blocks a resend, waiting for the
-	// status webhook that would prove Meta accepted it.
-	reconcileWindow time.Duration
-	now             func() time.Time
-}
-
-// RecordsOptions configure Records.
-type RecordsOptions struct {
-	Retention       time.Duration
-	ReconcileWindow time.Duration
-	Now             func() time.Time
+// Outbound keeps the idempotency records of replies (outbound_messages).
+type Outbound struct {
+	fs   *firestore.Client
+	opts Options
 }
 
 // DefaultReconcileWindow is how long a send of unknown outcome holds off a resend. Its status
@@ -116,38 +105,28 @@ type RecordsOptions struct {
 // queue's retries span over an hour, so waiting this long costs a reply little.
 const DefaultReconcileWindow = 15 * time.Minute
 
-// NewRecords returns the worker's record store.
-func NewRecords(fs *firestore.Client, opts RecordsOptions) *Records {
-	r := &Records{fs: fs, retention: opts.Retention, reconcileWindow: opts.ReconcileWindow, now: opts.Now}
-	if r.retention <= 0 {
-		r.retention = DefaultRetention
-	}
-	if r.reconcileWindow <= 0 {
-		r.reconcileWindow = DefaultReconcileWindow
-	}
-	if r.now == nil {
-		r.now = time.Now
-	}
-	return r
+// NewOutbound returns the outbound record store.
+func NewOutbound(db *DB, opts Options) *Outbound {
+	return &Outbound{fs: db.fs, opts: opts.withDefaults()}
 }
 
-func (r *Records) outboundDoc(key string) *firestore.DocumentRef {
+func (r *Outbound) outboundDoc(key string) *firestore.DocumentRef {
 	return r.fs.Collection(OutboundMessages).Doc(DocID(key))
 }
 
 // BeginSend moves the record for seed.IdempotencyKey to sending, creating it if need be, unless it
 // is done or an earlier send may have reached Meta. It returns the record as it now stands.
-func (r *Records) BeginSend(ctx context.Context, seed OutboundRecord) (Decision, OutboundRecord, error) {
+func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision, OutboundRecord, error) {
 	ref := r.outboundDoc(seed.IdempotencyKey)
 	var dec Decision
 	var out OutboundRecord
 	err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		now := r.now()
+		now := r.opts.Now()
 		snap, err := tx.Get(ref)
 		if status.Code(err) == codes.NotFound {
 			rec := seed
 			rec.State, rec.Attempts, rec.SendingSince = OutboundSending, 1, now
-			rec.CreatedAt, rec.UpdatedAt, rec.ExpireAt = now, now, now.Add(r.retention)
+			rec.CreatedAt, rec.UpdatedAt, rec.ExpireAt = now, now, now.Add(r.opts.Retention)
 			dec, out = Send, rec
 			return tx.Create(ref, rec)
 		}
@@ -164,7 +143,7 @@ func (r *Records) BeginSend(ctx context.Context, seed OutboundRecord) (Decision,
 			dec = AlreadyDone
 			return nil
 		case OutboundSending:
-			if now.Sub(rec.SendingSince) < r.reconcileWindow {
+			if now.Sub(rec.SendingSince) < r.opts.ReconcileWindow {
 				dec = AwaitReconcile
 				return nil
 			}
@@ -183,7 +162,7 @@ func (r *Records) BeginSend(ctx context.Context, seed OutboundRecord) (Decision,
 // MarkSent records Meta's acceptance of the reply, and whether the inbound message was marked as
 // read beside it (one write, so the two never contend for the record). It does not overwrite a
 // record a status webhook already reconciled.
-func (r *Records) MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (OutboundRecord, error) {
+func (r *Outbound) MarkSent(ctx context.Context, key, graphMessageID string, readMarked bool) (OutboundRecord, error) {
 	return r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
 		if rec.State == OutboundSent {
 			if readMarked && !rec.ReadMarked {
@@ -201,7 +180,7 @@ func (r *Records) MarkSent(ctx context.Context, key, graphMessageID string, read
 }
 
 // MarkSkipped records that no reply is sent for this message.
-func (r *Records) MarkSkipped(ctx context.Context, key string) error {
+func (r *Outbound) MarkSkipped(ctx context.Context, key string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
 		rec.State = OutboundSkipped
 		return true
@@ -210,7 +189,7 @@ func (r *Records) MarkSkipped(ctx context.Context, key string) error {
 }
 
 // MarkFailed records a permanent failure (or retries exhausted).
-func (r *Records) MarkFailed(ctx context.Context, key string, code int, msg string) error {
+func (r *Outbound) MarkFailed(ctx context.Context, key string, code int, msg string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
 		if rec.State == OutboundSent {
 			return false
@@ -224,7 +203,7 @@ func (r *Records) MarkFailed(ctx context.Context, key string, code int, msg stri
 // MarkRetry records a send that will be retried. definite says Meta answered with an error, so
 // nothing was sent and the retry may send at once; otherwise the outcome is unknown and the
 // record stays sending until the reconcile window passes.
-func (r *Records) MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error {
+func (r *Outbound) MarkRetry(ctx context.Context, key string, definite bool, code int, msg string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
 		if rec.State != OutboundSending {
 			return false
@@ -240,7 +219,7 @@ func (r *Records) MarkRetry(ctx context.Context, key string, definite bool, code
 
 // ReopenOutbound makes a failed record pending again, so that a replayed dead letter may send.
 // A sent record is never reopened: that reply reached Meta already.
-func (r *Records) ReopenOutbound(ctx context.Context, key string) error {
+func (r *Outbound) ReopenOutbound(ctx context.Context, key string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
 		if rec.State != OutboundFailed {
 			return false
@@ -254,7 +233,7 @@ func (r *Records) ReopenOutbound(ctx context.Context, key string) error {
 	return err
 }
 
-func (r *Records) update(ctx context.Context, key string, f func(*OutboundRecord, time.Time) bool) (OutboundRecord, error) {
+func (r *Outbound) update(ctx context.Context, key string, f func(*OutboundRecord, time.Time) bool) (OutboundRecord, error) {
 	ref := r.outboundDoc(key)
 	var out OutboundRecord
 	err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -268,7 +247,7 @@ func (r *Records) update(ctx context.Context, key string, f func(*OutboundRecord
 		if err := snap.DataTo(&out); err != nil {
 			return err
 		}
-		now := r.now()
+		now := r.opts.Now()
 		if !f(&out, now) {
 			return nil
 		}
@@ -282,24 +261,8 @@ func (r *Records) update(ctx context.Context, key string, f func(*OutboundRecord
 }
 
 // GetOutbound reads one record.
-func (r *Records) GetOutbound(ctx context.Context, key string) (OutboundRecord, error) {
+func (r *Outbound) GetOutbound(ctx context.Context, key string) (OutboundRecord, error) {
 	return getDoc[OutboundRecord](ctx, r.outboundDoc(key), "outbound record "+key)
-}
-
-// getDoc reads and decodes one document; ErrNotFound when it does not exist.
-func getDoc[T any](ctx context.Context, ref *firestore.DocumentRef, what string) (T, error) {
-	var v T
-	snap, err := ref.Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return v, ErrNotFound
-	}
-	if err != nil {
-		return v, fmt.Errorf("read %s: %w", what, err)
-	}
-	if err := snap.DataTo(&v); err != nil {
-		return v, fmt.Errorf("decode %s: %w", what, err)
-	}
-	return v, nil
 }
 
 // StatusUpdate is one delivery status to apply to an outbound record.
@@ -326,7 +289,7 @@ type ApplyResult struct {
 // ApplyStatus applies a delivery status to the record it is about, found by the echoed key or
 // else by the Graph message id. The rank guard keeps the highest status; a status for a record not
 // yet sent proves Meta accepted the send, which reconciles the record to sent.
-func (r *Records) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult, error) {
+func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult, error) {
 	key := u.Key
 	if key == "" {
 		q := r.fs.Collection(OutboundMessages).Where("graph_message_id", "==", u.GraphMessageID).Limit(1)
@@ -396,4 +359,42 @@ func (rec *OutboundRecord) setLatency(now time.Time) {
 	}
 	rec.LatencyMS = now.Sub(rec.ReceivedAt).Milliseconds()
 	rec.LatencyBucket = LatencyBucket(rec.LatencyMS)
+}
+
+// CountOutboundByState counts the records in a state (OutboundPending, …).
+func (r *Outbound) CountOutboundByState(ctx context.Context, state string) (int64, error) {
+	n, err := count(ctx, r.fs.Collection(OutboundMessages).Where("state", "==", state))
+	if err != nil {
+		return 0, fmt.Errorf("count %s outbound records: %w", state, err)
+	}
+	return n, nil
+}
+
+// CountSentSince counts the replies sent at or after since.
+func (r *Outbound) CountSentSince(ctx context.Context, since time.Time) (int64, error) {
+	n, err := count(ctx, r.fs.Collection(OutboundMessages).Where("state", "==", OutboundSent).Where("sent_at", ">=", since))
+	if err != nil {
+		return 0, fmt.Errorf("count sent since %s: %w", since.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
+// CountFailedSince counts the records that failed for good at or after since.
+func (r *Outbound) CountFailedSince(ctx context.Context, since time.Time) (int64, error) {
+	n, err := count(ctx, r.fs.Collection(OutboundMessages).Where("state", "==", OutboundFailed).Where("updated_at", ">=", since))
+	if err != nil {
+		return 0, fmt.Errorf("count failed since %s: %w", since.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
+// CountSentInLatencyBucket counts the replies sent at or after since whose webhook-to-sent
+// latency fell in bucket (an index of LatencyBounds, or len(LatencyBounds) for the slowest).
+func (r *Outbound) CountSentInLatencyBucket(ctx context.Context, bucket int, since time.Time) (int64, error) {
+	n, err := count(ctx, r.fs.Collection(OutboundMessages).Where("state", "==", OutboundSent).
+		Where("latency_bucket", "==", bucket).Where("sent_at", ">=", since))
+	if err != nil {
+		return 0, fmt.Errorf("count latency bucket %d: %w", bucket, err)
+	}
+	return n, nil
 }

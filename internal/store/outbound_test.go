@@ -18,10 +18,17 @@ type clock struct {
 func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-func newRecords(t *testing.T) (*store.Records, *clock) {
-	fs, _ := testenv.Firestore(t)
+// records are the stores these tests use, on one database.
+type records struct {
+	*store.Outbound
+	*store.Statuses
+}
+
+func newRecords(t *testing.T) (records, *clock) {
+	db, _ := testenv.Store(t)
 	clk := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	return store.NewRecords(fs, store.RecordsOptions{ReconcileWindow: time.Minute, Now: clk.Now}), clk
+	opts := store.Options{ReconcileWindow: time.Minute, Now: clk.Now}
+	return records{store.NewOutbound(db, opts), store.NewStatuses(db, opts)}, clk
 }
 
 // TestBeginSend walks the decisions that keep a reply from being sent twice.
@@ -65,19 +72,19 @@ func TestApplyStatus(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name      string
-		prepare   func(r *store.Records)
+		prepare   func(r records)
 		statuses  []string
 		wantState string
 		wantRank  string
 	}{
-		{"out of order keeps the highest", func(r *store.Records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+		{"out of order keeps the highest", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
 			[]string{"read", "sent", "delivered"}, store.OutboundSent, store.DeliveryRead},
-		{"read without delivered", func(r *store.Records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+		{"read without delivered", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
 			[]string{"sent", "read"}, store.OutboundSent, store.DeliveryRead},
-		{"failed is terminal", func(r *store.Records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+		{"failed is terminal", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
 			[]string{"delivered", "failed", "read"}, store.OutboundSent, store.DeliveryFailed},
-		{"reconciles a send of unknown outcome", func(*store.Records) {}, []string{"sent"}, store.OutboundSent, store.DeliverySent},
-		{"reconciles a record given up as failed", func(r *store.Records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") },
+		{"reconciles a send of unknown outcome", func(records) {}, []string{"sent"}, store.OutboundSent, store.DeliverySent},
+		{"reconciles a record given up as failed", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") },
 			[]string{"delivered"}, store.OutboundSent, store.DeliveryDelivered},
 	}
 	for _, tc := range tests {

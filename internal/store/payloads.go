@@ -24,11 +24,11 @@ type Payloads struct {
 }
 
 // NewPayloads returns a payload store; retention sets expire_at on the chunks.
-func NewPayloads(fs *firestore.Client, retention time.Duration) *Payloads {
+func NewPayloads(db *DB, retention time.Duration) *Payloads {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	return &Payloads{fs: fs, retention: retention, now: time.Now}
+	return &Payloads{fs: db.fs, retention: retention, now: time.Now}
 }
 
 type chunk struct {

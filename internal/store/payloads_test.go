@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
 func TestPayloadsRoundTrip(t *testing.T) {
 	t.Parallel()
 	fs, _ := testenv.Firestore(t)
-	p := store.NewPayloads(fs, time.Hour)
+	p := store.NewPayloads(store.NewDB(fs), time.Hour)
 	ctx := context.Background()
 	for _, size := range []int{1, 768 * 1024, 768*1024 + 1, 3 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
@@ -55,8 +55,8 @@ func TestPayloadsRoundTrip(t *testing.T) {
 
 func TestPayloadsBadRef(t *testing.T) {
 	t.Parallel()
-	fs, _ := testenv.Firestore(t)
-	p := store.NewPayloads(fs, time.Hour)
+	db, _ := testenv.Store(t)
+	p := store.NewPayloads(db, time.Hour)
 	for _, ref := range []string{"", "inbound_events/x", "firestore://dead_letters/x"} {
 		if _, err := p.Get(context.Background(), ref); !errors.Is(err, store.ErrBadRef) {
 			t.Errorf("Get(%q) = %v, want ErrBadRef", ref, err)

@@ -1,7 +1,3 @@
-// Package taskqueue creates wapipe's HTTP tasks on Cloud Tasks (or the local emulator): every task
-// targets the worker, carries the internal token, the correlation id and the trace context, has a
-// deterministic name, and optionally an OIDC token. It is the only code that imports the Cloud
-// Tasks client library for producing tasks.
 package taskqueue
 
 import (
@@ -42,22 +38,23 @@ type Config struct {
 
 // Client creates tasks. It is safe for concurrent use.
 type Client struct {
+	paths
 	tc  *cloudtasks.Client
 	cfg Config
 }
 
 // New connects to Cloud Tasks, or to the emulator when cfg.EmulatorHost is set.
 func New(ctx context.Context, cfg Config) (*Client, error) {
-	tc, err := NewCloudTasksClient(ctx, cfg.EmulatorHost)
+	tc, err := cloudtasks.NewClient(ctx, clientOptions(cfg.EmulatorHost)...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cloudtasks.NewClient: %w", err)
 	}
-	return &Client{tc: tc, cfg: cfg}, nil
+	return &Client{paths: paths{projectID: cfg.ProjectID, location: cfg.Location}, tc: tc, cfg: cfg}, nil
 }
 
-// ClientOptions are the options that point a Cloud Tasks client (v2 or v2beta3) at emulatorHost:
-// gRPC without TLS or credentials. None when emulatorHost is empty.
-func ClientOptions(emulatorHost string) []option.ClientOption {
+// clientOptions point a Cloud Tasks client (v2 or v2beta3) at emulatorHost: gRPC without TLS or
+// credentials. None when emulatorHost is empty.
+func clientOptions(emulatorHost string) []option.ClientOption {
 	if emulatorHost == "" {
 		return nil
 	}
@@ -68,25 +65,8 @@ func ClientOptions(emulatorHost string) []option.ClientOption {
 	}
 }
 
-// NewCloudTasksClient returns the official client, pointed at emulatorHost when it is not empty.
-func NewCloudTasksClient(ctx context.Context, emulatorHost string) (*cloudtasks.Client, error) {
-	tc, err := cloudtasks.NewClient(ctx, ClientOptions(emulatorHost)...)
-	if err != nil {
-		return nil, fmt.Errorf("cloudtasks.NewClient: %w", err)
-	}
-	return tc, nil
-}
-
 // Close releases the connection.
 func (c *Client) Close() error { return c.tc.Close() }
-
-// QueuePath returns the full resource name of a queue given its id or its full name.
-func (c *Client) QueuePath(queue string) string {
-	if strings.HasPrefix(queue, "projects/") {
-		return queue
-	}
-	return fmt.Sprintf("projects/%s/locations/%s/queues/%s", c.cfg.ProjectID, c.cfg.Location, queue)
-}
 
 // Task is one task to create.
 type Task struct {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	texporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace"
 	"go.opentelemetry.io/otel"
@@ -33,8 +34,9 @@ type Options struct {
 	// Exporter is none, cloudtrace or stdout; empty means cloudtrace unless dev is true.
 	Exporter string
 	Dev      bool
-	// SampleRatio is the share of new traces sampled (children follow their parent); 1 when 0.
-	SampleRatio float64
+	// SampleRatio is the share of new traces sampled (children follow their parent), 0 to 1; nil
+	// samples every trace.
+	SampleRatio *float64
 	// SpanExporter, when set, replaces the exporter (tests pass an in-memory one).
 	SpanExporter sdktrace.SpanExporter
 	Logger       *slog.Logger
@@ -53,9 +55,9 @@ func Setup(ctx context.Context, opts Options) (func(context.Context) error, erro
 		logger.Warn("telemetry error", "event", "telemetry_error", "error", err)
 	}))
 
-	ratio := opts.SampleRatio
-	if ratio <= 0 {
-		ratio = 1
+	ratio := 1.0
+	if opts.SampleRatio != nil {
+		ratio = *opts.SampleRatio
 	}
 	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", opts.ServiceName)))
 	if err != nil {
@@ -76,6 +78,17 @@ func Setup(ctx context.Context, opts Options) (func(context.Context) error, erro
 	tp := sdktrace.NewTracerProvider(tpOpts...)
 	otel.SetTracerProvider(tp)
 	return tp.Shutdown, nil
+}
+
+// Flush flushes and stops tracing through shutdown (what Setup returned) on its own short
+// deadline, as the service's context has ended by then. A failure is logged: it never stops a
+// service from exiting.
+func Flush(ctx context.Context, shutdown func(context.Context) error, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		logger.Warn("telemetry not flushed", "event", "telemetry_error", "error", err)
+	}
 }
 
 func newExporter(opts Options, logger *slog.Logger) sdktrace.SpanExporter {

@@ -21,9 +21,9 @@ import (
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/firestore"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
-	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/tasksemu"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -128,6 +128,14 @@ func Firestore(t testing.TB) (*firestore.Client, string) {
 	return c, project
 }
 
+// Store returns the store database on the emulator for a project of the test's own, closed when
+// the test ends, and the project id.
+func Store(t testing.TB) (*store.DB, string) {
+	t.Helper()
+	c, project := Firestore(t)
+	return store.NewDB(c), project
+}
+
 // Eventually polls cond every interval until it returns true or the deadline passes, then fails
 // the test with msg. It is the only way tests wait: never a bare sleep.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
@@ -147,7 +155,7 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg strin
 // Tasks starts a Cloud Tasks emulator of the test's own (in-process, on a free port) with the
 // given queues (the embedded queues.yaml when nil), stopped when the test ends. It returns the
 // emulator and an official client connected to it.
-func Tasks(t testing.TB, project, location string, queues *tasks.QueueFile) (*tasksemu.Server, *cloudtasks.Client) {
+func Tasks(t testing.TB, project, location string, queues *tasks.QueueFile) (*cloudtasksemu.Server, *cloudtasks.Client) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped under -short")
@@ -156,12 +164,12 @@ func Tasks(t testing.TB, project, location string, queues *tasks.QueueFile) (*ta
 		queues = tasks.DefaultQueues()
 	}
 	ctx := context.Background()
-	emu, err := tasksemu.Start(ctx, tasksemu.Options{Addr: "127.0.0.1:0", Project: project, Location: location, Queues: queues})
+	emu, err := cloudtasksemu.Start(ctx, cloudtasksemu.Options{Addr: "127.0.0.1:0", Project: project, Location: location, Queues: queues})
 	if err != nil {
 		t.Fatalf("start tasks emulator: %v", err)
 	}
 	t.Cleanup(emu.Stop)
-	c, err := taskqueue.NewCloudTasksClient(ctx, emu.Addr())
+	c, err := cloudtasksemu.NewClient(ctx, emu.Addr())
 	if err != nil {
 		t.Fatalf("tasks client: %v", err)
 	}

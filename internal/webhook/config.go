@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -17,7 +17,7 @@ const (
 
 // Config is the webhook service's configuration, read from the environment.
 type Config struct {
-	setup.Base
+	config.Base
 
 	InboundQueue   string        `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
 	AppSecret      string        `env:"WHATSAPP_APP_SECRET, required"`
@@ -26,8 +26,18 @@ type Config struct {
 	DedupeFailMode string        `env:"DEDUPE_FAIL_MODE"`
 }
 
-// Validate checks the webhook's values on top of the shared ones, and settles DEDUPE_FAIL_MODE's
-// default: closed, except open in dev.
+// SetDefaults settles DEDUPE_FAIL_MODE's default: closed, except open in dev.
+func (c *Config) SetDefaults() {
+	if c.DedupeFailMode == "" {
+		c.DedupeFailMode = FailClosed
+		if c.IsDev() {
+			c.DedupeFailMode = FailOpen
+		}
+	}
+}
+
+// Validate checks the webhook's values on top of the shared ones. It changes nothing; an empty
+// DEDUPE_FAIL_MODE (before SetDefaults) counts as closed.
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
 	// required only asks that a variable exist: an empty app secret would let anyone sign.
@@ -44,12 +54,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("DEDUPE_TTL: must be a positive duration"))
 	}
 	switch c.DedupeFailMode {
-	case "":
-		c.DedupeFailMode = FailClosed
-		if c.IsDev() {
-			c.DedupeFailMode = FailOpen
-		}
-	case FailClosed:
+	case "", FailClosed:
 	case FailOpen:
 		if !c.IsDev() {
 			errs = append(errs, fmt.Errorf("DEDUPE_FAIL_MODE: open is allowed only when APP_ENV=dev, not %s", c.AppEnv))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
 )
@@ -45,7 +45,7 @@ func TestConfig(t *testing.T) {
 			t.Parallel()
 			env := testenv.Env(base, tc.change)
 			var cfg webhook.Config
-			err := setup.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+			err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
@@ -62,5 +62,27 @@ func TestConfig(t *testing.T) {
 				t.Errorf("config = mode %s ttl %s queue %s", cfg.DedupeFailMode, cfg.DedupeTTL, cfg.InboundQueue)
 			}
 		})
+	}
+}
+
+// TestValidateChangesNothing checks that Validate is pure: the fail mode's default is the
+// loader's business (SetDefaults).
+func TestValidateChangesNothing(t *testing.T) {
+	t.Parallel()
+	cfg := webhook.Config{
+		Base: config.Base{AppEnv: "dev", ProjectID: "p", TasksLocation: "l", InternalTaskBaseURL: "http://127.0.0.1:1",
+			InternalTaskToken: "t", LogLevel: "INFO"},
+		InboundQueue: "wa-inbound", AppSecret: "s", VerifyToken: "v", DedupeTTL: time.Hour,
+	}
+	before := cfg
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg != before {
+		t.Errorf("Validate changed the config: %+v, was %+v", cfg, before)
+	}
+	cfg.SetDefaults()
+	if cfg.DedupeFailMode != webhook.FailOpen {
+		t.Errorf("SetDefaults in dev: DEDUPE_FAIL_MODE %q, want open", cfg.DedupeFailMode)
 	}
 }

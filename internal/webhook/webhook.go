@@ -25,7 +25,7 @@ const MaxBodyBytes = 4 << 20
 // Path is the webhook route Meta is configured with.
 const Path = "/webhooks/whatsapp"
 
-// Deduper is mark_if_new and its follow-ups; *dedupe.Store implements it.
+// Deduper is mark_if_new and its follow-ups; *store.Markers implements it.
 type Deduper interface {
 	Begin(ctx context.Context, eventID, correlationID string) (dedupe.Result, error)
 	Complete(ctx context.Context, eventID, taskName string) error

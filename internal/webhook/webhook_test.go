@@ -25,9 +25,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/setup"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -89,7 +89,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Fatalf("pause queue: %v", err)
 	}
 	e.cfg = &webhook.Config{
-		Base: setup.Base{
+		Base: config.Base{
 			AppEnv: "dev", ProjectID: project, TasksLocation: location, TasksEmulatorHost: emu.Addr(),
 			InternalTaskBaseURL: "http://127.0.0.1:1/", InternalTaskToken: taskToken,
 			TasksServiceAccountEmail: o.serviceEmail,
@@ -97,10 +97,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 		InboundQueue: tasks.InboundQueueID, AppSecret: appSecret, VerifyToken: verifyToken,
 		DedupeTTL: time.Hour, DedupeFailMode: o.failMode,
 	}
+	e.cfg.SetDefaults()
 	if err := e.cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tq, err := e.cfg.Tasks(context.Background())
+	tq, err := taskqueue.New(context.Background(), e.cfg.TaskQueue())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +111,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.tasks != nil {
 		enq = o.tasks(tq)
 	}
-	var dd webhook.Deduper = dedupe.New(fs, dedupe.Options{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
+	var dd webhook.Deduper = store.NewMarkers(store.NewDB(fs), store.MarkerOptions{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
 	if o.dedupe != nil {
 		dd = o.dedupe
 	}
 	s := webhook.NewServer(e.cfg, webhook.Deps{
-		Dedupe: dd, Payloads: store.NewPayloads(fs, time.Hour), Tasks: enq,
+		Dedupe: dd, Payloads: store.NewPayloads(store.NewDB(fs), time.Hour), Tasks: enq,
 		Logger:       logging.New(e.logs, logging.Options{Level: slog.LevelDebug}),
 		StoreTimeout: 2 * time.Second, InFlightWait: 300 * time.Millisecond,
 	})
@@ -324,7 +325,7 @@ func TestAcceptCreatesTask(t *testing.T) {
 	}
 	// The marker is completed just after the answer, off Meta's clock.
 	testenv.Eventually(t, 5*time.Second, func() bool {
-		m, err := dedupe.New(e.fs, dedupe.Options{}).Get(context.Background(), "wamid.accept1")
+		m, err := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{}).Get(context.Background(), "wamid.accept1")
 		return err == nil && m.State == dedupe.StateEnqueued && m.TaskName == task.Name
 	}, "marker never enqueued with the task name")
 }
@@ -401,7 +402,7 @@ func TestDifferentEventsEachGetATask(t *testing.T) {
 }
 
 // downStore is a Firestore client on a port where nothing listens.
-func downStore(t testing.TB) *dedupe.Store {
+func downStore(t testing.TB) *store.Markers {
 	t.Helper()
 	// FIRESTORE_EMULATOR_HOST wins over an endpoint option, but not over a connection.
 	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -413,7 +414,7 @@ func downStore(t testing.TB) *dedupe.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return dedupe.New(c, dedupe.Options{})
+	return store.NewMarkers(store.NewDB(c), store.MarkerOptions{})
 }
 
 func TestStoreOutage(t *testing.T) {
@@ -495,12 +496,12 @@ func TestStaleMarkerTakenOver(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			id := "wamid.stale-" + strings.ReplaceAll(tc.name, " ", "-")
 			body := textPayload(id)
-			crashed := dedupe.New(e.fs, dedupe.Options{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
+			crashed := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
 			if _, err := crashed.Begin(context.Background(), id, "corr-crashed"); err != nil {
 				t.Fatal(err)
 			}
 			if tc.taskCreated {
-				tq, _ := e.cfg.Tasks(context.Background())
+				tq, _ := taskqueue.New(context.Background(), e.cfg.TaskQueue())
 				defer tq.Close()
 				if _, err := tq.Enqueue(context.Background(), taskqueue.Task{Queue: tasks.InboundQueueID, ID: tasks.InboundTaskID(id),
 					Path: tasks.ProcessInboundPath, Body: []byte(`{}`)}); err != nil {
@@ -548,7 +549,7 @@ func TestLargePayloadOutOfBand(t *testing.T) {
 	if len(in.Payload) != 0 || in.PayloadRef == "" || len(task.GetHttpRequest().Body) > 4096 {
 		t.Fatalf("task carries %d payload bytes and ref %q; want only a reference", len(in.Payload), in.PayloadRef)
 	}
-	got, err := store.NewPayloads(e.fs, time.Hour).Get(context.Background(), in.PayloadRef)
+	got, err := store.NewPayloads(store.NewDB(e.fs), time.Hour).Get(context.Background(), in.PayloadRef)
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("stored payload: %d bytes, err %v; want the %d bytes sent", len(got), err, len(body))
 	}

@@ -13,8 +13,8 @@ import (
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
-	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -37,7 +37,7 @@ func benchStack(b *testing.B, queues *tasks.QueueFile) *devstack.Stack {
 func BenchmarkFanOut100(b *testing.B) {
 	st := benchStack(b, nil)
 	ctx := context.Background()
-	tc, err := taskqueue.NewCloudTasksClient(ctx, st.TasksAddr)
+	tc, err := cloudtasksemu.NewClient(ctx, st.TasksAddr)
 	if err != nil {
 		b.Fatal(err)
 	}

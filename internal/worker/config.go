@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -15,7 +15,7 @@ const DefaultGraphAPIBaseURL = "https://graph.facebook.com/v24.0"
 
 // Config is the worker service's configuration, read from the environment.
 type Config struct {
-	setup.Base
+	config.Base
 
 	OutboundQueue string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
 	// InboundQueue is read for health only (its backlog); the webhook is the one that enqueues.

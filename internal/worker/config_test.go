@@ -7,7 +7,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/worker"
 )
@@ -38,7 +38,7 @@ func TestConfig(t *testing.T) {
 			t.Parallel()
 			env := testenv.Env(base, tc.change)
 			var cfg worker.Config
-			err := setup.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+			err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
-	"github.com/wapipe/wapipe/internal/setup"
+	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -65,7 +65,7 @@ func loadWorkerConfig(t *testing.T, platformVerified string) *Config {
 		env["OIDC_VERIFIED_BY_PLATFORM"] = platformVerified
 	}
 	var cfg Config
-	if err := setup.Load(context.Background(), envconfig.MapLookuper(env), &cfg); err != nil {
+	if err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg); err != nil {
 		t.Fatalf("load config: %v", err)
 	}
 	return &cfg

@@ -18,6 +18,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
 
+	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -37,8 +38,16 @@ type stack struct {
 	*devstack.Stack
 	t       *testing.T
 	fs      *firestore.Client
-	records *store.Records
+	records records
 	logs    *testenv.LogBuffer
+}
+
+// records are the stores the tests read.
+type records struct {
+	*store.Outbound
+	*store.Statuses
+	*store.Traces
+	*store.DeadLetterStore
 }
 
 type stackOptions struct {
@@ -62,7 +71,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatalf("devstack.Start: %v", err)
 	}
 	t.Cleanup(st.Stop)
-	return &stack{Stack: st, t: t, fs: fs, records: store.NewRecords(fs, store.RecordsOptions{}), logs: logs}
+	db := store.NewDB(fs)
+	recs := records{store.NewOutbound(db, store.Options{}), store.NewStatuses(db, store.Options{}), store.NewTraces(db, store.Options{}), store.NewDeadLetters(db, store.Options{})}
+	return &stack{Stack: st, t: t, fs: fs, records: recs, logs: logs}
 }
 
 // deliver signs and posts a Meta payload to the webhook, as Meta would.
@@ -86,7 +97,7 @@ func (s *stack) deliver(body []byte) {
 func (s *stack) idle() {
 	s.t.Helper()
 	ctx := context.Background()
-	tc, err := taskqueue.NewCloudTasksClient(ctx, s.TasksAddr)
+	tc, err := cloudtasksemu.NewClient(ctx, s.TasksAddr)
 	if err != nil {
 		s.t.Fatal(err)
 	}

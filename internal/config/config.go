@@ -1,0 +1,172 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/telemetry"
+)
+
+// Application environments. prod is the default because it is the strictest.
+const (
+	EnvDev     = "dev"
+	EnvStaging = "staging"
+	EnvProd    = "prod"
+)
+
+// Base is the configuration both services read.
+type Base struct {
+	AppEnv            string `env:"APP_ENV, default=prod"`
+	ProjectID         string `env:"GOOGLE_CLOUD_PROJECT, required"`
+	FirestoreDatabase string `env:"FIRESTORE_DATABASE, default=(default)"`
+	// TasksEmulatorHost points the Cloud Tasks client at an emulator (gRPC, no TLS, no auth).
+	TasksEmulatorHost        string `env:"CLOUD_TASKS_EMULATOR_HOST"`
+	TasksLocation            string `env:"TASKS_LOCATION, required"`
+	InternalTaskBaseURL      string `env:"INTERNAL_TASK_BASE_URL, required"`
+	InternalTaskToken        string `env:"INTERNAL_TASK_TOKEN, required"`
+	TasksServiceAccountEmail string `env:"TASKS_SERVICE_ACCOUNT_EMAIL"`
+	Port                     string `env:"PORT, default=8080"`
+	LogLevel                 string `env:"LOG_LEVEL, default=INFO"`
+	// TraceExporter is none, cloudtrace or stdout; empty means cloudtrace outside dev, none in dev.
+	TraceExporter    string  `env:"TRACE_EXPORTER"`
+	TraceSampleRatio float64 `env:"TRACE_SAMPLE_RATIO, default=1"`
+}
+
+// Validate checks the values the environment gave. It changes nothing.
+func (b *Base) Validate() error {
+	var errs []error
+	switch b.AppEnv {
+	case EnvDev, EnvStaging, EnvProd:
+	default:
+		errs = append(errs, fmt.Errorf("APP_ENV: must be dev, staging or prod, got %q", b.AppEnv))
+	}
+	u, err := url.Parse(b.InternalTaskBaseURL)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		errs = append(errs, errors.New("INTERNAL_TASK_BASE_URL: must be an absolute http(s) URL"))
+	case u.Scheme != "https" && b.AppEnv != EnvDev:
+		errs = append(errs, fmt.Errorf("INTERNAL_TASK_BASE_URL: must be https when APP_ENV is %s", b.AppEnv))
+	}
+	if b.InternalTaskToken == "" {
+		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must not be empty"))
+	} else if len(b.InternalTaskToken) < 16 && b.AppEnv != EnvDev {
+		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must be at least 16 characters outside dev"))
+	}
+	if b.TraceSampleRatio < 0 || b.TraceSampleRatio > 1 {
+		errs = append(errs, errors.New("TRACE_SAMPLE_RATIO: must be between 0 and 1"))
+	}
+	switch b.TraceExporter {
+	case "", "none", "cloudtrace", "stdout":
+	default:
+		errs = append(errs, fmt.Errorf("TRACE_EXPORTER: must be none, cloudtrace or stdout, got %q", b.TraceExporter))
+	}
+	if _, err := logging.Level(b.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
+	}
+	if strings.TrimSpace(b.TasksLocation) == "" {
+		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// IsDev reports whether the service runs in the dev environment.
+func (b *Base) IsDev() bool { return b.AppEnv == EnvDev }
+
+// WorkerURL joins the worker's base URL and a route path.
+func (b *Base) WorkerURL(path string) string {
+	return strings.TrimRight(b.InternalTaskBaseURL, "/") + path
+}
+
+// Logger returns the service's JSON logger in Cloud Logging's format, at LOG_LEVEL (which Validate
+// has checked).
+func (b *Base) Logger() *slog.Logger {
+	level, _ := logging.Level(b.LogLevel)
+	return logging.New(os.Stdout, logging.Options{Level: level, ProjectID: b.ProjectID})
+}
+
+// Telemetry returns the tracing options of the named service.
+func (b *Base) Telemetry(service string, logger *slog.Logger) telemetry.Options {
+	ratio := b.TraceSampleRatio
+	return telemetry.Options{
+		ServiceName: service,
+		ProjectID:   b.ProjectID,
+		Exporter:    b.TraceExporter,
+		Dev:         b.IsDev(),
+		SampleRatio: &ratio,
+		Logger:      logger,
+	}
+}
+
+// TaskQueue returns the settings of the task producer: where tasks go and how they authenticate
+// to the worker.
+func (b *Base) TaskQueue() taskqueue.Config {
+	return taskqueue.Config{
+		ProjectID:           b.ProjectID,
+		Location:            b.TasksLocation,
+		EmulatorHost:        b.TasksEmulatorHost,
+		BaseURL:             b.InternalTaskBaseURL,
+		Token:               b.InternalTaskToken,
+		ServiceAccountEmail: b.TasksServiceAccountEmail,
+	}
+}
+
+// Validator is a configuration that checks itself after loading.
+type Validator interface{ Validate() error }
+
+// Defaulter is a configuration with defaults that depend on other values (so that env tags cannot
+// say them); Load applies them before validating.
+type Defaulter interface{ SetDefaults() }
+
+// Load fills cfg from l (the process environment when nil), applies its defaults and validates it.
+// Errors name the variable, never a secret's value.
+func Load(ctx context.Context, l envconfig.Lookuper, cfg Validator) error {
+	if l == nil {
+		l = envconfig.OsLookuper()
+	}
+	if err := envconfig.ProcessWith(ctx, &envconfig.Config{Target: cfg, Lookuper: l}); err != nil {
+		return fmt.Errorf("configuration: %s", nameVariable(cfg, err.Error()))
+	}
+	if d, ok := cfg.(Defaulter); ok {
+		d.SetDefaults()
+	}
+	if err := cfg.Validate(); err != nil {
+		// One line, whatever the number of problems.
+		return fmt.Errorf("configuration: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return nil
+}
+
+// nameVariable rewrites go-envconfig's "Field: Nested: problem" into "ENV_NAME: problem", so the
+// line names the variable the operator sets, not a Go field path.
+func nameVariable(cfg any, msg string) string {
+	t := reflect.TypeOf(cfg)
+	rest := msg
+	for {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		field, after, ok := strings.Cut(rest, ": ")
+		if !ok || t.Kind() != reflect.Struct {
+			return msg
+		}
+		f, found := t.FieldByName(field)
+		if !found {
+			return msg
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("env"), ","); name != "" {
+			after, _, _ = strings.Cut(after, ": "+name) // "missing required value: NAME"
+			return name + ": " + after
+		}
+		t, rest = f.Type, after
+	}
+}

@@ -1,0 +1,241 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+func TestRedactJSON(t *testing.T) {
+	t.Parallel()
+	body := whatsapp.SampleLocation(whatsapp.SampleOptions{From: "447700900123", ContactName: "Ada Lovelace"}, 51.5, -0.12, "Home", "1 Secret Street")
+	text := whatsapp.SampleText(whatsapp.SampleOptions{From: "447700900123"}, "my card number is 4242")
+	for _, raw := range [][]byte{body, text} {
+		b, err := json.Marshal(RedactJSON(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(b)
+		for _, private := range []string{"447700900123", "Ada Lovelace", "1 Secret Street", "51.5", "-0.12", "Home", "4242"} {
+			if strings.Contains(got, private) {
+				t.Errorf("redacted document still holds %q: %s", private, got)
+			}
+		}
+		for _, kept := range []string{logging.HashPhone("447700900123"), `"phone_number_id":"106540352242922"`, `"messaging_product":"whatsapp"`} {
+			if !strings.Contains(got, kept) {
+				t.Errorf("redacted document lost %q: %s", kept, got)
+			}
+		}
+	}
+	if got := RedactJSON([]byte("not json 447700900123")); got != Redacted+" (not JSON)" {
+		t.Errorf("RedactJSON(non-JSON) = %v", got)
+	}
+}
+
+func TestTaskFromMasksCredentials(t *testing.T) {
+	t.Parallel()
+	task := TaskFrom(taskqueue.TaskInfoFrom(&cloudtaskspb.Task{
+		Name: "projects/p/locations/l/queues/wa-outbound/tasks/abc-out",
+		View: cloudtaskspb.Task_FULL,
+		MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
+			Url: "http://w/internal/process_outbound", HttpMethod: cloudtaskspb.HttpMethod_POST,
+			Headers: map[string]string{"X-Internal-Token": "s3cret-token", "Authorization": "Bearer abc", "X-Correlation-ID": "c1"},
+			Body:    []byte(`{"to":"447700900123","message":{"text":"hi"}}`),
+		}},
+		LastAttempt: &cloudtaskspb.Attempt{ResponseStatus: &status.Status{Code: int32(codes.Unavailable), Message: "503 Service Unavailable"}},
+	}))
+	want := map[string]string{"X-Internal-Token": Masked, "Authorization": Masked, "X-Correlation-ID": "c1"}
+	if diff := cmp.Diff(want, task.Headers); diff != "" {
+		t.Errorf("headers (-want, +got):\n%s", diff)
+	}
+	if task.ID != "abc-out" || task.Queue != "wa-outbound" || task.Method != "POST" || task.LastAttempt.Status != "503 Service Unavailable" {
+		t.Errorf("task = %+v", task)
+	}
+	var b strings.Builder
+	if err := WriteTask(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"s3cret-token", "Bearer abc", "447700900123", `"hi"`} {
+		if strings.Contains(b.String(), secret) {
+			t.Errorf("describe output shows %q:\n%s", secret, b.String())
+		}
+	}
+}
+
+// fakeRecords is the dead letter side of store.Records in memory.
+type fakeRecords struct {
+	dls      map[string]store.DeadLetter
+	outbound map[string]store.OutboundRecord
+	reopened []string
+}
+
+func (f *fakeRecords) ListDeadLetters(_ context.Context, onlyPending bool, _ int) ([]store.DeadLetter, error) {
+	var out []store.DeadLetter
+	for _, d := range f.dls {
+		if !onlyPending || !d.Replayed {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeRecords) GetDeadLetter(_ context.Context, id string) (store.DeadLetter, error) {
+	d, ok := f.dls[id]
+	if !ok {
+		return d, store.ErrNotFound
+	}
+	return d, nil
+}
+
+func (f *fakeRecords) GetOutbound(_ context.Context, key string) (store.OutboundRecord, error) {
+	r, ok := f.outbound[key]
+	if !ok {
+		return r, store.ErrNotFound
+	}
+	return r, nil
+}
+
+func (f *fakeRecords) ReopenOutbound(_ context.Context, key string) error {
+	f.reopened = append(f.reopened, key)
+	if r := f.outbound[key]; r.State == store.OutboundFailed {
+		r.State = store.OutboundPending
+		f.outbound[key] = r
+	}
+	return nil
+}
+
+func (f *fakeRecords) MarkReplayed(_ context.Context, id string) error {
+	d := f.dls[id]
+	d.Replayed = true
+	f.dls[id] = d
+	return nil
+}
+
+// fakeQueue answers AlreadyExists for a name seen before, as Cloud Tasks does.
+type fakeQueue struct{ tasks map[string]taskqueue.Task }
+
+func (q *fakeQueue) Enqueue(_ context.Context, t taskqueue.Task) (taskqueue.Result, error) {
+	name := t.Queue + "/" + t.ID
+	if _, ok := q.tasks[name]; ok {
+		return taskqueue.Result{Name: name, Existed: true}, nil
+	}
+	q.tasks[name] = t
+	return taskqueue.Result{Name: name}, nil
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	keyFailed, keySent := tasks.IdempotencyKey("wamid.a"), tasks.IdempotencyKey("wamid.b")
+	recs := &fakeRecords{
+		dls: map[string]store.DeadLetter{
+			"dl-failed": {ID: "dl-failed", Queue: "wa-outbound", Path: tasks.ProcessOutboundPath, Body: `{"idempotency_key":"` + keyFailed + `"}`,
+				IdempotencyKey: keyFailed, CreatedAt: now.Add(-2 * time.Hour)},
+			"dl-sent": {ID: "dl-sent", Path: tasks.ProcessOutboundPath, Body: `{"idempotency_key":"` + keySent + `"}`, CreatedAt: now.Add(-time.Minute)},
+			"dl-in":   {ID: "dl-in", Queue: "wa-inbound", Path: tasks.ProcessInboundPath, Body: `{}`, CreatedAt: now},
+		},
+		outbound: map[string]store.OutboundRecord{
+			keyFailed: {IdempotencyKey: keyFailed, State: store.OutboundFailed},
+			keySent:   {IdempotencyKey: keySent, State: store.OutboundSent},
+		},
+	}
+	q := &fakeQueue{tasks: map[string]taskqueue.Task{}}
+	r := &Replayer{DeadLetters: recs, Outbound: recs, Tasks: q}
+	ctx := context.Background()
+
+	sel, err := r.Select(ctx, nil, true, ReplayFilter{Path: "process_outbound", Since: now.Add(-time.Hour)})
+	if err != nil || len(sel) != 1 || sel[0].ID != "dl-sent" {
+		t.Fatalf("Select(outbound, last hour) = %v, %v; want dl-sent", sel, err)
+	}
+	if sel, _ := r.Select(ctx, nil, true, ReplayFilter{}); len(sel) != 3 || sel[0].ID != "dl-failed" || sel[2].ID != "dl-in" {
+		t.Errorf("Select(all) = %v, want the three, oldest first", sel)
+	}
+	if _, err := r.Select(ctx, []string{"x"}, true, ReplayFilter{}); err == nil {
+		t.Error("Select with ids and all succeeded")
+	}
+
+	// A dry run changes nothing.
+	res, err := r.Replay(ctx, recs.dls["dl-failed"], true)
+	if err != nil || !res.Reopened || len(q.tasks) != 0 || len(recs.reopened) != 0 || recs.dls["dl-failed"].Replayed {
+		t.Fatalf("dry run: %+v, %v; %d tasks, reopened %v", res, err, len(q.tasks), recs.reopened)
+	}
+	// A failed record is reopened, then the task created with the id derived from the dead letter.
+	res, err = r.Replay(ctx, recs.dls["dl-failed"], false)
+	if err != nil || !res.Reopened || res.Existed || res.RecordState != store.OutboundFailed || !recs.dls["dl-failed"].Replayed {
+		t.Fatalf("replay of a failed reply: %+v, %v", res, err)
+	}
+	task := q.tasks["wa-outbound/"+tasks.ReplayTaskID("dl-failed")]
+	if task.Path != tasks.ProcessOutboundPath || !strings.Contains(string(task.Body), keyFailed) {
+		t.Errorf("replay task = %+v", task)
+	}
+	// Again: AlreadyExists, nothing new.
+	if res, err := r.Replay(ctx, recs.dls["dl-failed"], false); err != nil || !res.Existed || len(q.tasks) != 1 {
+		t.Errorf("second replay: %+v, %v, %d tasks; want the existing task and nothing new", res, err, len(q.tasks))
+	}
+	// A sent record is never reopened; a dead letter without its queue goes to its route's queue.
+	recs.reopened = nil
+	if res, err := r.Replay(ctx, recs.dls["dl-sent"], false); err != nil || res.Reopened || len(recs.reopened) != 0 || res.Queue != tasks.OutboundQueueID {
+		t.Errorf("replay of a sent reply: %+v, %v, reopened %v", res, err, recs.reopened)
+	}
+	if res, err := r.Replay(ctx, recs.dls["dl-in"], false); err != nil || res.Queue != tasks.InboundQueueID || res.RecordState != "" {
+		t.Errorf("replay of an inbound dead letter: %+v, %v", res, err)
+	}
+	if _, err := r.Replay(ctx, store.DeadLetter{ID: "bad", Path: "/elsewhere", Body: "{}"}, false); err == nil {
+		t.Error("a dead letter of an unknown route was replayed")
+	}
+}
+
+func TestReplayTaskID(t *testing.T) {
+	t.Parallel()
+	a, b := tasks.ReplayTaskID("dl-1"), tasks.ReplayTaskID("dl-2")
+	if a != tasks.ReplayTaskID("dl-1") || a == b || !strings.HasSuffix(a, "-replay") || len(a) != 32+len("-replay") {
+		t.Errorf("ReplayTaskID: %q, %q; want deterministic, distinct, hash-prefixed", a, b)
+	}
+}
+
+func TestBuildDelivery(t *testing.T) {
+	t.Parallel()
+	for _, typ := range SampleTypes {
+		spec := SampleSpec{Type: typ, Count: 4, Status: "read", MessageID: "wamid.target"}
+		if typ != "status" && typ != "reaction" {
+			spec.MessageID = ""
+		}
+		d, err := BuildDelivery(spec)
+		if err != nil {
+			t.Errorf("%s: %v", typ, err)
+			continue
+		}
+		switch typ {
+		case "status":
+			if d.EventID != "wamid.target:read" || len(d.MessageIDs) != 0 {
+				t.Errorf("status: event %s, messages %v", d.EventID, d.MessageIDs)
+			}
+		case "batch":
+			if len(d.MessageIDs) != 4 || d.EventID != d.MessageIDs[0] {
+				t.Errorf("batch: event %s, messages %v", d.EventID, d.MessageIDs)
+			}
+		default:
+			if len(d.MessageIDs) != 1 || d.EventID != d.MessageIDs[0] {
+				t.Errorf("%s: event %s, messages %v", typ, d.EventID, d.MessageIDs)
+			}
+		}
+	}
+	for _, bad := range []SampleSpec{{Type: "video"}, {Type: "status"}, {Type: "status", MessageID: "x", Status: "lost"}, {Type: "batch"}} {
+		if _, err := BuildDelivery(bad); err == nil {
+			t.Errorf("BuildDelivery(%+v) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// Sample types Build knows.
+var SampleTypes = []string{"text", "button", "list", "image", "location", "reaction", "status", "batch"}
+
+// Statuses a status sample can carry.
+var SampleStatuses = []string{"sent", "delivered", "read", "failed"}
+
+// SampleSpec describes a webhook delivery to build.
+type SampleSpec struct {
+	// Type is one of SampleTypes.
+	Type string
+	// Status is the status of a status sample (one of SampleStatuses).
+	Status string
+	// From is the customer's WhatsApp id; the sample default when empty.
+	From string
+	// Text is the text of a text message, the caption of an image, the title of a button or
+	// list reply.
+	Text string
+	// MessageID is the inbound message's id (fresh when empty); for a status, the outbound
+	// message the status is about (required); for a reaction, the message reacted to.
+	MessageID string
+	// CallbackData is a status's biz_opaque_callback_data.
+	CallbackData string
+	// Count is the number of messages of a batch.
+	Count int
+}
+
+// Delivery is a built webhook body and the ids it carries.
+type Delivery struct {
+	Body []byte
+	// EventID is the inbound_event_id the webhook derives from Body.
+	EventID string
+	// MessageIDs are the ids of the inbound messages in Body, in order.
+	MessageIDs []string
+	// StatusIDs are the "<id>:<status>" keys of the statuses in Body.
+	StatusIDs []string
+}
+
+// IdempotencyKeys returns the outbound idempotency key of each message.
+func (d Delivery) IdempotencyKeys() []string {
+	out := make([]string, len(d.MessageIDs))
+	for i, id := range d.MessageIDs {
+		out[i] = tasks.IdempotencyKey(id)
+	}
+	return out
+}
+
+// BuildDelivery builds a body shaped exactly like Meta's.
+func BuildDelivery(s SampleSpec) (Delivery, error) {
+	o := whatsapp.SampleOptions{From: s.From}
+	var body []byte
+	switch s.Type {
+	case "text":
+		o.MessageID = s.MessageID
+		body = whatsapp.SampleText(o, or(s.Text, "Hello from wapipe trigger"))
+	case "button":
+		o.MessageID = s.MessageID
+		body = whatsapp.SampleButtonReply(o, "btn-yes", or(s.Text, "Yes"))
+	case "list":
+		o.MessageID = s.MessageID
+		body = whatsapp.SampleListReply(o, "row-1", or(s.Text, "First option"), "Chosen from the list")
+	case "image":
+		o.MessageID = s.MessageID
+		body = whatsapp.SampleImage(o, "1234567890123456", "image/jpeg", s.Text)
+	case "location":
+		o.MessageID = s.MessageID
+		body = whatsapp.SampleLocation(o, 37.4839, -122.1475, "Meta HQ", "1 Hacker Way, Menlo Park, CA")
+	case "reaction":
+		target := s.MessageID
+		if target == "" {
+			target = whatsapp.NewMessageID()
+		}
+		body = whatsapp.SampleReaction(o, target, or(s.Text, "\U0001F44D"))
+	case "status":
+		if s.MessageID == "" {
+			return Delivery{}, fmt.Errorf("a status needs --message-id: the id of the outbound message it is about")
+		}
+		o.MessageID, o.BizOpaqueCallbackData = s.MessageID, s.CallbackData
+		switch s.Status {
+		case "sent", "delivered", "read":
+			body = whatsapp.SampleStatus(o, s.Status)
+		case "failed":
+			body = whatsapp.SampleFailedStatus(o, 131026, "Message undeliverable", "Unable to deliver message.")
+		default:
+			return Delivery{}, fmt.Errorf("status %q: want one of %s", s.Status, strings.Join(SampleStatuses, ", "))
+		}
+	case "batch":
+		if s.Count < 1 || s.Count > 1000 {
+			return Delivery{}, fmt.Errorf("batch count %d: want 1 to 1000", s.Count)
+		}
+		body = whatsapp.SampleBatch(o, s.Count)
+	default:
+		return Delivery{}, fmt.Errorf("type %q: want one of %s", s.Type, strings.Join(SampleTypes, ", "))
+	}
+	return Describe(body)
+}
+
+// Describe parses a webhook body and returns the ids the pipeline will know it by.
+func Describe(body []byte) (Delivery, error) {
+	p, err := whatsapp.Parse(body)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("whatsapp.Parse: %w", err)
+	}
+	eventID, err := whatsapp.InboundEventID(body, p)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("whatsapp.InboundEventID: %w", err)
+	}
+	d := Delivery{Body: body, EventID: eventID}
+	msgs, statuses := whatsapp.Normalize(p)
+	for _, m := range msgs {
+		d.MessageIDs = append(d.MessageIDs, m.ID)
+	}
+	for _, st := range statuses {
+		d.StatusIDs = append(d.StatusIDs, st.ID+":"+st.Status)
+	}
+	return d, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// PostResult is the webhook's answer to one delivery.
+type PostResult struct {
+	StatusCode    int
+	Body          string
+	CorrelationID string
+	Elapsed       time.Duration
+}
+
+// Post signs body with secret (X-Hub-Signature-256) and posts it to the webhook url, as Meta does.
+func Post(ctx context.Context, client *http.Client, url, secret string, body []byte) (PostResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return PostResult{}, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "facebookexternalua")
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, secret))
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return PostResult{}, fmt.Errorf("POST %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return PostResult{}, fmt.Errorf("read the webhook's answer: %w", err)
+	}
+	return PostResult{
+		StatusCode:    resp.StatusCode,
+		Body:          strings.TrimSpace(string(b)),
+		CorrelationID: resp.Header.Get(tasks.HeaderCorrelationID),
+		Elapsed:       time.Since(start),
+	}, nil
+}

@@ -1,0 +1,100 @@
+package taskqueue_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+const (
+	project  = "p-admin"
+	location = "us-central1"
+)
+
+func newAdmin(t *testing.T) (*taskqueue.Admin, *taskqueue.Client) {
+	t.Helper()
+	emu, _ := testenv.Tasks(t, project, location, nil)
+	ctx := context.Background()
+	admin, err := taskqueue.NewAdmin(ctx, project, location, emu.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	tq, err := taskqueue.New(ctx, taskqueue.Config{ProjectID: project, Location: location, EmulatorHost: emu.Addr(),
+		BaseURL: "http://127.0.0.1:1", Token: "secret-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tq.Close() })
+	return admin, tq
+}
+
+// TestAdminReadsAPausedBacklog pauses a queue, enqueues, and reads the backlog back as health and
+// the operator CLI do: stats, the task list, one task in full; then resumes the queue.
+func TestAdminReadsAPausedBacklog(t *testing.T) {
+	t.Parallel()
+	admin, tq := newAdmin(t)
+	ctx := context.Background()
+	if err := admin.PauseQueue(ctx, tasks.InboundQueueID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := tq.Enqueue(ctx, taskqueue.Task{Queue: tasks.InboundQueueID, ID: "t1", Path: tasks.ProcessInboundPath, Body: []byte(`{"a":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := admin.QueueStats(ctx, tasks.InboundQueueID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Paused || st.Tasks != 1 || st.OldestArrival.IsZero() {
+		t.Errorf("stats = %+v, want paused with one task and its arrival time", st)
+	}
+	list, err := admin.ListTasks(ctx, tasks.InboundQueueID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != res.Name || list[0].Body != nil {
+		t.Errorf("ListTasks = %+v, want the task %s without its body", list, res.Name)
+	}
+	full, err := admin.GetTask(ctx, admin.TaskPath(tasks.InboundQueueID, "t1"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(full.Body) != `{"a":1}` || full.Method != "POST" || full.Headers[tasks.HeaderInternalToken] != "secret-token" {
+		t.Errorf("GetTask = %+v, want the body, method and headers as created", full)
+	}
+	if _, err := admin.GetTask(ctx, admin.TaskPath(tasks.InboundQueueID, "missing"), false); !errors.Is(err, taskqueue.ErrTaskNotFound) {
+		t.Errorf("GetTask(missing) = %v, want ErrTaskNotFound", err)
+	}
+	if err := admin.ResumeQueue(ctx, tasks.InboundQueueID); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := admin.QueueStats(ctx, tasks.InboundQueueID); err != nil || st.Paused {
+		t.Errorf("after ResumeQueue: stats %+v, %v; want running", st, err)
+	}
+}
+
+// TestAdminCreatesAndUpdatesAQueue creates a queue from a definition, as per-tenant queues will
+// be, and updates it.
+func TestAdminCreatesAndUpdatesAQueue(t *testing.T) {
+	t.Parallel()
+	admin, _ := newAdmin(t)
+	ctx := context.Background()
+	q, _ := tasks.DefaultQueues().Queue(tasks.OutboundQueueID)
+	q.ID = "tenant-a-outbound"
+	if err := admin.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	q.RetryConfig.MaxBackoff.Duration = 2 * time.Minute
+	if err := admin.UpdateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := admin.QueueStats(ctx, q.ID); err != nil || st.Paused || st.Tasks != 0 {
+		t.Errorf("stats of the new queue = %+v, %v; want an empty running queue", st, err)
+	}
+}

@@ -1,0 +1,49 @@
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+)
+
+// NewDeps builds the worker's dependencies from its configuration and the clients its caller
+// opened (and closes): cmd/worker, the Cloud Functions entry point and the local stack. admin
+// reads the queues' stats for the health report.
+func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, logger *slog.Logger) (Deps, error) {
+	httpClient := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)
+	if err != nil {
+		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
+	}
+	outbound := store.NewOutbound(db, store.Options{})
+	deadLetters := store.NewDeadLetters(db, store.Options{})
+	deps := Deps{
+		Tasks:       tq,
+		Payloads:    store.NewPayloads(db, 0),
+		Outbound:    outbound,
+		Statuses:    store.NewStatuses(db, store.Options{}),
+		Deliveries:  outbound,
+		Traces:      store.NewTraces(db, store.Options{}),
+		DeadLetters: deadLetters,
+		Sender:      NewGraphSender(gc),
+		Responder:   responder.Ack{Text: cfg.AckText},
+		Logger:      logger,
+		Health: health.New(outbound, deadLetters, admin,
+			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
+	}
+	if v := cfg.OIDCVerifier(); v != nil {
+		deps.Verifier = v
+	}
+	logger.Info("worker configured", "event", "config_loaded", "app_env", cfg.AppEnv,
+		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
+		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform)
+	return deps, nil
+}
