@@ -17,10 +17,10 @@ import (
 var t0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 
 const (
-	tenantID = "acme-bus"
-	convID   = "conv-1"
-	ownerID  = "6281234567890"
-	memberID = "447700900123"
+	tenantID   = "acme-bus"
+	convID     = "conv-1"
+	ownerID    = "6281234567890"
+	memberID   = "447700900123"
 	strangerID = "5511999990000" // not a member
 )
 
