@@ -12,7 +12,8 @@
 //   - an answer to the pending action (the confirm_yes / confirm_no buttons, or a whole-message
 //     confirming or rejecting word, see i18n.IsConfirm): confirm → an ActionRequest with the
 //     pending action's id and no reply (the action step sends the one message the user gets);
-//     reject → "cancelled"; a pending action past its 30 minutes → "expired". These never call the
+//     reject → "cancelled"; a pending action past its 30 minutes, or a tap on an older
+//     confirmation (Input.StaleButton), → "expired". These never call the
 //     LLM and are not rate limited: each answers one earlier LLM turn, and dropping it would lose
 //     the user's decision.
 //   - reactions, system notices, request_welcome and blank texts: ignored, nothing sent.

@@ -55,9 +55,11 @@ type PendingAction struct {
 	// Summary is the text the user was asked to confirm.
 	Summary string `firestore:"summary" json:"summary"`
 	// MessageID is the inbound message that created it.
-	MessageID string    `firestore:"message_id" json:"message_id"`
-	CreatedAt time.Time `firestore:"created_at" json:"created_at"`
-	ExpiresAt time.Time `firestore:"expires_at" json:"expires_at"`
+	MessageID string `firestore:"message_id" json:"message_id"`
+	// PromptIndex is the Reply.Index, in that message's turn, of the message with the buttons.
+	PromptIndex int       `firestore:"prompt_index" json:"prompt_index"`
+	CreatedAt   time.Time `firestore:"created_at" json:"created_at"`
+	ExpiresAt   time.Time `firestore:"expires_at" json:"expires_at"`
 }
 
 // Expired reports whether the pending action can no longer be confirmed at now.

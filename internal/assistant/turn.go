@@ -55,6 +55,12 @@ type Input struct {
 	// LastAttempt says the worker will not redo this turn: when Vertex AI is unavailable the
 	// user gets the localized "unavailable" message instead of an ErrRetry.
 	LastAttempt bool
+	// StaleButton says a confirm_yes or confirm_no tap was made on another confirmation than
+	// the pending action's: the button ids are fixed, so only the worker can tell, by comparing
+	// Message.ContextID with the Graph id of the pending action's prompt (the reply PromptIndex
+	// of the turn of PendingAction.MessageID). Such a tap is answered "expired" and the pending
+	// action stays, so a user scrolling up cannot confirm what they did not see.
+	StaleButton bool
 }
 
 // Outcome is what a turn decided.
@@ -120,6 +126,7 @@ const (
 	ReasonEmptyReply        = "empty_reply"         // EventNotUnderstood
 	ReasonUnknownIntent     = "unknown_intent"      // EventNotUnderstood: not a tenant intent
 	ReasonIntentRemoved     = "intent_removed"      // EventExpired: the tenant dropped the intent
+	ReasonStaleButton       = "stale_button"        // EventExpired: a tap on an older confirmation
 	ReasonPendingNotAllowed = "pending_not_allowed" // EventNotAllowed at confirmation
 )
 
@@ -153,6 +160,10 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 	t.user = text
 	if t.state.Pending != nil {
 		switch {
+		case (kind == kindYes || kind == kindNo) && in.StaleButton:
+			t.reason = ReasonStaleButton
+			t.system(EventExpired, i18n.Expired)
+			return t.outcome(), nil
 		case kind == kindYes || kind == kindText && i18n.IsConfirm(text):
 			t.answerPending(true)
 			return t.outcome(), nil
@@ -515,7 +526,7 @@ func (t *turn) decide(res llm.Result) {
 		t.replies.confirm(t.lang, reply)
 		t.state.Pending = &PendingAction{
 			ActionID: id, Intent: in.Name, Data: dataOrEmpty(res.Data), Summary: t.replies.transcript(),
-			MessageID: t.in.Message.ID, CreatedAt: t.in.Now, ExpiresAt: t.in.Now.Add(PendingTTL),
+			MessageID: t.in.Message.ID, PromptIndex: len(t.replies) - 1, CreatedAt: t.in.Now, ExpiresAt: t.in.Now.Add(PendingTTL),
 		}
 		return
 	}

@@ -77,6 +77,7 @@ func TestTurn(t *testing.T) {
 		script      []assistanttest.Step
 		guard       func(*assistanttest.Guard)
 		lastAttempt bool
+		staleButton bool
 		want        view
 	}{
 		{
@@ -198,6 +199,23 @@ func TestTurn(t *testing.T) {
 			want:  view{Event: "expired", Intent: "create_booking", Replies: []replyView{sys("id", i18n.Expired)}},
 		},
 		{
+			name:        "a tap on an older confirmation is expired and the pending action stays",
+			msg:         buttonMsg("m-yes", ownerID, "confirm_yes", "Ya, konfirmasi"),
+			now:         confirmedAt,
+			state:       withPending,
+			staleButton: true,
+			want: view{Event: "expired", Reason: "stale_button", Replies: []replyView{sys("id", i18n.Expired)},
+				Pending: pendingBooking()},
+		},
+		{
+			name:        "a typed yes is not a stale tap",
+			msg:         textMsg("m-yes", ownerID, "ya"),
+			now:         confirmedAt,
+			state:       withPending,
+			staleButton: true,
+			want:        view{Event: "confirmed", Intent: "create_booking", Action: confirmed},
+		},
+		{
 			name:  "a confirmation of an intent the tenant removed is expired",
 			edit:  []func(*tenant.Tenant){func(t *tenant.Tenant) { t.Assistant.Intents = t.Assistant.Intents[1:] }},
 			msg:   textMsg("m-yes", ownerID, "ya"),
@@ -275,6 +293,7 @@ func TestTurn(t *testing.T) {
 				Pending: func() *assistant.PendingAction {
 					p := newPending("m-book", longReply, t0)
 					p.Summary = longReply.Reply + "\n\n" + i18n.Text("id", i18n.ConfirmPrompt)
+					p.PromptIndex = 1
 					return p
 				}()},
 		},
@@ -451,7 +470,7 @@ func TestTurn(t *testing.T) {
 				now = t0
 			}
 			in := input(tn, tt.msg, now, tt.state)
-			in.LastAttempt = tt.lastAttempt
+			in.LastAttempt, in.StaleButton = tt.lastAttempt, tt.staleButton
 			out := run(t, assistant.New(x, g), in)
 			got := view{
 				Event: out.Event, Reason: out.Reason, Intent: out.Intent, Corrected: out.Corrected, Replies: views(out.Replies),
