@@ -176,9 +176,11 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		t.event = EventIgnored
 		return t.outcome(), nil
 	}
-	if done, err := e.rateLimit(ctx, t); err != nil {
+	done, err := e.rateLimit(ctx, t)
+	if err != nil {
 		return Outcome{}, err
-	} else if done {
+	}
+	if done {
 		return t.outcome(), nil
 	}
 	switch kind {
