@@ -224,6 +224,18 @@ func TestTurn(t *testing.T) {
 				Replies: []replyView{sys("id", i18n.Expired)}},
 		},
 		{
+			name:  "a confirmation by a sender whose role no longer allows the intent is not allowed",
+			msg:   textMsg("m-yes", memberID, "yes"),
+			state: withPending,
+			want: view{Event: "not_allowed", Reason: "pending_not_allowed", Intent: "create_booking",
+				Replies: []replyView{sys("en", i18n.NotAllowed)}},
+		},
+		{
+			name: "a blank text is ignored",
+			msg:  textMsg("m-1", ownerID, " \n "),
+			want: view{Event: "ignored"},
+		},
+		{
 			name:  "a confirm button with nothing pending",
 			msg:   buttonMsg("m-yes", ownerID, "confirm_yes", "Ya, konfirmasi"),
 			want:  view{Event: "nothing_to_confirm", Replies: []replyView{sys("id", i18n.NothingToConfirm)}},
