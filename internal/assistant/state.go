@@ -1,0 +1,104 @@
+package assistant
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// MaxTurns is how many turns the State keeps, and so how much history the LLM sees.
+const MaxTurns = 10
+
+// PendingTTL is how long a pending action waits for its confirmation (the contract's 30 minutes).
+const PendingTTL = 30 * time.Minute
+
+// State is what a conversation carries from one turn to the next. The store saves it as it is
+// (firestore and json tags); nil pointers are stored as null, so writing a whole State also
+// clears what the turn cleared.
+type State struct {
+	// Turns are the last MaxTurns turns, oldest first.
+	Turns []Turn `firestore:"turns" json:"turns"`
+	// Pending is the action waiting for the user's confirmation, if any.
+	Pending *PendingAction `firestore:"pending_action" json:"pending_action"`
+	// QuotaBlocked caches that the tenant's quota was used up, so later messages of the
+	// conversation skip the quota check until the period rolls over or the quota is raised.
+	QuotaBlocked *QuotaBlock `firestore:"quota_blocked" json:"quota_blocked"`
+	// RateWindow counts the conversation's messages against limits.conversation.
+	RateWindow *Window `firestore:"rate_window" json:"rate_window"`
+}
+
+// Turn is one inbound message and what the assistant answered right away.
+type Turn struct {
+	// MessageID is the inbound message's id (a wamid).
+	MessageID string `firestore:"message_id" json:"message_id"`
+	// At is the turn's Input.Now.
+	At time.Time `firestore:"at" json:"at"`
+	// User is the message's text (a text body, or the title of the button or list row tapped);
+	// empty for other messages.
+	User string `firestore:"user" json:"user"`
+	// Reply is the text the turn sent (an interactive message's body), empty when it sent nothing.
+	// An action's answer, sent later by the action step, is not here.
+	Reply string `firestore:"reply" json:"reply"`
+	// Intent is the intent the model chose, when the LLM was called.
+	Intent string `firestore:"intent,omitempty" json:"intent,omitempty"`
+	// Event is the Outcome's Event.
+	Event string `firestore:"event" json:"event"`
+}
+
+// PendingAction is an action waiting for the user's confirmation.
+type PendingAction struct {
+	// ActionID is the id the action call will carry: ActionID of the message that created it.
+	ActionID string `firestore:"action_id" json:"action_id"`
+	Intent   string `firestore:"intent" json:"intent"`
+	// Data are the intent's known fields, as llm.Result.Data gives them.
+	Data map[string]any `firestore:"data" json:"data"`
+	// Summary is the text the user was asked to confirm.
+	Summary string `firestore:"summary" json:"summary"`
+	// MessageID is the inbound message that created it.
+	MessageID string `firestore:"message_id" json:"message_id"`
+	// PromptIndex is the Reply.Index, in that message's turn, of the message with the buttons.
+	PromptIndex int       `firestore:"prompt_index" json:"prompt_index"`
+	CreatedAt   time.Time `firestore:"created_at" json:"created_at"`
+	ExpiresAt   time.Time `firestore:"expires_at" json:"expires_at"`
+}
+
+// Expired reports whether the pending action can no longer be confirmed at now.
+func (p *PendingAction) Expired(now time.Time) bool { return !now.Before(p.ExpiresAt) }
+
+// QuotaBlock records that the tenant's quota was used up for a period.
+type QuotaBlock struct {
+	// Period is the quota period ("2026-11", see Period).
+	Period string `firestore:"period" json:"period"`
+	// Limit is the tenant's monthly quota when the block was found; a higher quota lifts it.
+	Limit int `firestore:"limit" json:"limit"`
+	// NotifiedAt is when the conversation last got the quota notice: while blocked, it gets
+	// another one at most once per conversation rate-limit window.
+	NotifiedAt time.Time `firestore:"notified_at" json:"notified_at"`
+}
+
+// clone returns a deep copy of s, so a turn never changes its input's state.
+func (s State) clone() State {
+	out := State{Turns: slices.Clone(s.Turns)}
+	if s.Pending != nil {
+		p := *s.Pending
+		p.Data = maps.Clone(p.Data)
+		out.Pending = &p
+	}
+	if s.QuotaBlocked != nil {
+		q := *s.QuotaBlocked
+		out.QuotaBlocked = &q
+	}
+	if s.RateWindow != nil {
+		w := s.RateWindow.clone()
+		out.RateWindow = &w
+	}
+	return out
+}
+
+// addTurn appends t and keeps the last MaxTurns turns.
+func (s *State) addTurn(t Turn) {
+	s.Turns = append(s.Turns, t)
+	if n := len(s.Turns); n > MaxTurns {
+		s.Turns = slices.Clone(s.Turns[n-MaxTurns:])
+	}
+}

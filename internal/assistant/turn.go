@@ -1,0 +1,626 @@
+package assistant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// Extractor asks the model for a message's intent; *llm.Client satisfies it. Its errors are
+// read with errors.Is against llm.ErrInvalidResponse and llm.ErrPermanent; any other error
+// counts as llm.ErrUnavailable.
+type Extractor interface {
+	Extract(ctx context.Context, req llm.Request) (llm.Result, error)
+}
+
+// ExtractorFunc adapts a function to Extractor.
+type ExtractorFunc func(ctx context.Context, req llm.Request) (llm.Result, error)
+
+// Extract calls f.
+func (f ExtractorFunc) Extract(ctx context.Context, req llm.Request) (llm.Result, error) {
+	return f(ctx, req)
+}
+
+// ErrRetry marks a turn that could not be completed now and changed nothing: Vertex AI was
+// unavailable, the sender rate limit could not be read, or the context ended. Redo the turn
+// later (answer non-2xx so Cloud Tasks retries); the error also matches its cause.
+var ErrRetry = errors.New("assistant: redo the turn later")
+
+// Input is everything one turn depends on.
+type Input struct {
+	// Tenant is the tenant the message's number belongs to.
+	Tenant *tenant.Tenant
+	// Member is the sender when IsMember; the zero Member otherwise.
+	Member   tenant.Member
+	IsMember bool
+	// ConversationID is the conversation's id in the store; with the tenant and message ids it
+	// makes the action ids.
+	ConversationID string
+	// Message is the inbound message (already stored).
+	Message whatsapp.Message
+	// Now is the turn's only clock (expiry, rate windows, quota period, requested_at). Pass a
+	// value that a redone turn sees again, such as the inbound task's received_at.
+	Now time.Time
+	// State is what the previous turn left; Turn does not modify it.
+	State State
+	// LastAttempt says the worker will not redo this turn: when Vertex AI is unavailable the
+	// user gets the localized "unavailable" message instead of an ErrRetry.
+	LastAttempt bool
+	// StaleButton says a confirm_yes or confirm_no tap was made on another confirmation than
+	// the pending action's: the button ids are fixed, so only the worker can tell, by comparing
+	// Message.ContextID with the Graph id of the pending action's prompt (the reply PromptIndex
+	// of the turn of PendingAction.MessageID). Such a tap is answered "expired" and the pending
+	// action stays, so a user scrolling up cannot confirm what they did not see.
+	StaleButton bool
+}
+
+// Outcome is what a turn decided.
+type Outcome struct {
+	// Replies are the messages to send now, in order, each with its Index.
+	Replies []Reply
+	// Action, when set, is the action call to run now as its own task; its answer is the
+	// user's one message for it (see ActionReply, ActionRefusal, ActionFailed).
+	Action *ActionRequest
+	// State is the state to save for the next turn.
+	State State
+	// Event names what happened, for the log (the Event constants).
+	Event string
+	// Reason refines Event (the Reason constants), empty when Event says it all.
+	Reason string
+	// Cause is the error behind a fail-safe outcome (ReasonQuotaCheckError,
+	// ReasonSenderCheckError, ReasonLLMPermanent, ReasonLLMUnavailable), for the log. The turn
+	// completed all the same.
+	Cause error
+	// Intent is the intent the model chose or the confirmed action's.
+	Intent string
+	// Corrected: the message dropped a pending action and was handled as a fresh turn.
+	Corrected bool
+	// LLMCalls counts the LLM calls made (0 to 2); each was reserved against the quota.
+	LLMCalls int
+	// Usage sums the calls' token usage.
+	Usage llm.Usage
+	// Language is the language of the turn's system messages, and of the action's answer.
+	Language string
+}
+
+// The events of a turn.
+const (
+	EventAck                = "ack"                  // mode ack: the acknowledgement
+	EventIgnored            = "ignored"              // a reaction, system notice or blank text: nothing sent
+	EventConfirmed          = "confirmed"            // the pending action runs: Outcome.Action, no reply
+	EventCancelled          = "cancelled"            // the pending action was rejected
+	EventExpired            = "expired"              // an answer to a pending action past its time
+	EventNothingToConfirm   = "nothing_to_confirm"   // a confirm button with nothing pending
+	EventRateLimited        = "rate_limited"         // over a rate limit: the notice or silence
+	EventQuotaBlocked       = "quota_blocked"        // the quota check refused or failed
+	EventQuotaBlockedCached = "quota_blocked_cached" // the conversation's cached block: no check
+	EventUnsupported        = "unsupported_message"  // not text: "I can only read text"
+	EventNotUnderstood      = "not_understood"       // two invalid answers, or no usable reply
+	EventUnavailable        = "llm_unavailable"      // the LLM failed for good: "unavailable"
+	EventNotAllowed         = "not_allowed"          // the intent's roles exclude the sender
+	EventClarification      = "clarification"        // low confidence or missing fields
+	EventPending            = "pending"              // asked to confirm: a new pending action
+	EventActionNow          = "action_now"           // an intent without confirmation: Outcome.Action
+	EventGeneralQuery       = "general_query"        // the model's answer
+)
+
+// The reasons refining an event.
+const (
+	ReasonConversationLimit = "conversation_limit"  // EventRateLimited
+	ReasonSenderLimit       = "sender_limit"        // EventRateLimited
+	ReasonQuotaExceeded     = "quota_exceeded"      // EventQuotaBlocked, EventQuotaBlockedCached
+	ReasonQuotaCheckError   = "quota_check_error"   // EventQuotaBlocked: fail safe
+	ReasonSenderCheckError  = "sender_check_error"  // EventUnavailable on the last attempt
+	ReasonLLMUnavailable    = "llm_unavailable"     // EventUnavailable on the last attempt
+	ReasonLLMPermanent      = "llm_permanent"       // EventUnavailable: the request cannot succeed
+	ReasonInvalidResponse   = "invalid_response"    // EventNotUnderstood
+	ReasonEmptyReply        = "empty_reply"         // EventNotUnderstood
+	ReasonUnknownIntent     = "unknown_intent"      // EventNotUnderstood: not a tenant intent
+	ReasonIntentRemoved     = "intent_removed"      // EventExpired: the tenant dropped the intent
+	ReasonStaleButton       = "stale_button"        // EventExpired: a tap on an older confirmation
+	ReasonPendingNotAllowed = "pending_not_allowed" // EventNotAllowed at confirmation
+)
+
+// Engine runs turns. It is safe for concurrent use; the turns of one conversation must still
+// run one at a time, each with the state the previous one left.
+type Engine struct {
+	extractor Extractor
+	guard     Guard
+}
+
+// New returns an engine that asks x and counts with g; both are required.
+func New(x Extractor, g Guard) *Engine {
+	if x == nil || g == nil {
+		panic("assistant.New: nil Extractor or Guard")
+	}
+	return &Engine{extractor: x, guard: g}
+}
+
+// Turn decides the answer to in.Message. An error matching ErrRetry means nothing was decided
+// and the turn should be redone later; any other error is a malformed Input.
+func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
+	if err := in.validate(); err != nil {
+		return Outcome{}, err
+	}
+	t := newTurn(in)
+	if in.Tenant.Assistant.Mode != tenant.ModeLLM {
+		t.ack()
+		return t.outcome(), nil
+	}
+	kind, text := classify(in.Message)
+	t.user = text
+	if t.state.Pending != nil {
+		switch {
+		case (kind == kindYes || kind == kindNo) && in.StaleButton:
+			t.reason = ReasonStaleButton
+			t.system(EventExpired, i18n.Expired)
+			return t.outcome(), nil
+		case kind == kindYes || kind == kindText && i18n.IsConfirm(text):
+			t.answerPending(true)
+			return t.outcome(), nil
+		case kind == kindNo || kind == kindText && i18n.IsReject(text):
+			t.answerPending(false)
+			return t.outcome(), nil
+		}
+	}
+	if kind == kindIgnored {
+		t.event = EventIgnored
+		return t.outcome(), nil
+	}
+	done, err := e.rateLimit(ctx, t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if done {
+		return t.outcome(), nil
+	}
+	switch kind {
+	case kindYes, kindNo:
+		t.system(EventNothingToConfirm, i18n.NothingToConfirm)
+	case kindOther:
+		t.system(EventUnsupported, i18n.UnsupportedMessage)
+	default:
+		if err := e.converse(ctx, t, text); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return t.outcome(), nil
+}
+
+func (in *Input) validate() error {
+	var errs []error
+	if in.Tenant == nil {
+		errs = append(errs, errors.New("no tenant"))
+	}
+	if in.ConversationID == "" {
+		errs = append(errs, errors.New("no conversation id"))
+	}
+	if in.Message.ID == "" {
+		errs = append(errs, errors.New("no message id"))
+	}
+	if in.Now.IsZero() {
+		errs = append(errs, errors.New("no time"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("assistant: invalid input: %w", err)
+	}
+	return nil
+}
+
+// kind is what an inbound message is to the assistant.
+type kind int
+
+const (
+	kindText    kind = iota // text, or a tap on another button or list row (its title)
+	kindYes                 // the confirm_yes button
+	kindNo                  // the confirm_no button
+	kindIgnored             // nothing to answer
+	kindOther               // a message the assistant cannot read
+)
+
+// classify sorts m and returns its text (the body, or the tapped button's title).
+func classify(m whatsapp.Message) (kind, string) {
+	switch m.Type {
+	case "text":
+		if strings.TrimSpace(m.Text) == "" {
+			return kindIgnored, ""
+		}
+		return kindText, m.Text
+	case "interactive", "button":
+		if m.Reply == nil {
+			return kindOther, ""
+		}
+		switch m.Reply.ID {
+		case ButtonYes:
+			return kindYes, m.Reply.Title
+		case ButtonNo:
+			return kindNo, m.Reply.Title
+		}
+		if strings.TrimSpace(m.Reply.Title) == "" {
+			return kindOther, ""
+		}
+		return kindText, m.Reply.Title
+	case "reaction", "system", "request_welcome":
+		// A reaction or a number change is not the user asking for something, and
+		// request_welcome (a first opening of the chat) carries no text to answer.
+		return kindIgnored, ""
+	}
+	return kindOther, ""
+}
+
+// turn is one turn in progress.
+type turn struct {
+	in        Input
+	lang      string
+	role      tenant.Role
+	state     State
+	user      string
+	replies   replies
+	action    *ActionRequest
+	event     string
+	reason    string
+	cause     error
+	intent    string
+	corrected bool
+	llmCalls  int
+	usage     llm.Usage
+}
+
+func newTurn(in Input) *turn {
+	t := &turn{in: in, state: in.State.clone()}
+	var m tenant.Member
+	if in.IsMember {
+		m, t.role = in.Member, in.Member.Role
+	}
+	t.lang = in.Tenant.EffectiveLanguage(m)
+	return t
+}
+
+func (t *turn) outcome() Outcome {
+	if t.event != EventIgnored {
+		t.state.addTurn(Turn{MessageID: t.in.Message.ID, At: t.in.Now, User: t.user, Reply: t.replies.transcript(),
+			Intent: t.intent, Event: t.event})
+	}
+	return Outcome{
+		Replies: t.replies, Action: t.action, State: t.state, Event: t.event, Reason: t.reason, Cause: t.cause,
+		Intent: t.intent, Corrected: t.corrected, LLMCalls: t.llmCalls, Usage: t.usage, Language: t.lang,
+	}
+}
+
+// system ends the turn with one system message.
+func (t *turn) system(event string, key i18n.Key) {
+	t.event = event
+	t.replies.system(t.lang, key)
+}
+
+// ack answers in mode ack: ack_text exactly, else the localized acknowledgement in the sender's
+// language. A pending action left from mode llm is dropped: nothing can confirm it now.
+func (t *turn) ack() {
+	t.state.Pending = nil
+	kind, text := classify(t.in.Message)
+	t.user = text
+	if kind == kindIgnored {
+		t.event = EventIgnored
+		return
+	}
+	t.event = EventAck
+	if s := t.in.Tenant.Assistant.AckText; s != "" {
+		t.replies.text(s, "", true)
+		return
+	}
+	t.replies.text(i18n.Text(t.lang, i18n.Ack), i18n.Ack, true)
+}
+
+// answerPending handles a confirmation (yes) or a rejection of the pending action.
+func (t *turn) answerPending(yes bool) {
+	p := t.state.Pending
+	t.state.Pending = nil
+	t.intent = p.Intent
+	if p.Expired(t.in.Now) {
+		t.system(EventExpired, i18n.Expired)
+		return
+	}
+	if !yes {
+		t.system(EventCancelled, i18n.Cancelled)
+		return
+	}
+	in, ok := t.in.Tenant.Intent(p.Intent)
+	if !ok {
+		t.reason = ReasonIntentRemoved
+		t.system(EventExpired, i18n.Expired)
+		return
+	}
+	if !in.AllowedFor(t.role) {
+		// The member's role changed since the request.
+		t.reason = ReasonPendingNotAllowed
+		t.system(EventNotAllowed, i18n.NotAllowed)
+		return
+	}
+	t.event = EventConfirmed
+	t.action = t.actionRequest(p.ActionID, p.Intent, p.Data)
+}
+
+func (t *turn) actionRequest(id, intent string, data map[string]any) *ActionRequest {
+	name := t.in.Member.Name
+	if !t.in.IsMember || name == "" {
+		name = t.in.Message.ContactName
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	return &ActionRequest{
+		ActionID: id, TenantID: t.in.Tenant.ID, Intent: intent, Data: data,
+		From:           ActionFrom{WaID: t.in.Message.From, Name: name, Role: string(t.role)},
+		ConversationID: t.in.ConversationID, RequestedAt: t.in.Now,
+	}
+}
+
+// rateLimit counts the message against the conversation limit, then the sender limit. done
+// means the turn ends here (limited, or failed safe on the last attempt).
+func (e *Engine) rateLimit(ctx context.Context, t *turn) (done bool, err error) {
+	limits, id, now := t.in.Tenant.Limits, t.in.Message.ID, t.in.Now
+	var w Window
+	if t.state.RateWindow != nil {
+		w = *t.state.RateWindow
+	}
+	w, d := w.Hit(id, now, limits.Conversation)
+	t.state.RateWindow = &w
+	if d.Limited {
+		t.rateLimited(ReasonConversationLimit, d.First)
+		return true, nil
+	}
+	d, err = e.guard.HitSender(ctx, SenderHit{TenantID: t.in.Tenant.ID, Sender: t.in.Message.From, MessageID: id,
+		At: now, Limit: limits.Sender})
+	if err != nil {
+		if t.in.LastAttempt && ctx.Err() == nil {
+			t.unavailable(ReasonSenderCheckError, err)
+			return true, nil
+		}
+		return false, fmt.Errorf("%w: sender rate limit: %w", ErrRetry, err)
+	}
+	if d.Limited {
+		t.rateLimited(ReasonSenderLimit, d.First)
+		return true, nil
+	}
+	return false, nil
+}
+
+func (t *turn) rateLimited(reason string, notify bool) {
+	t.event, t.reason = EventRateLimited, reason
+	if notify {
+		t.replies.system(t.lang, i18n.RateLimited)
+	}
+}
+
+func (t *turn) unavailable(reason string, cause error) {
+	t.reason, t.cause = reason, cause
+	t.system(EventUnavailable, i18n.Unavailable)
+}
+
+// converse handles a text with the LLM, behind the quota gate.
+func (e *Engine) converse(ctx context.Context, t *turn, text string) error {
+	if t.state.Pending != nil {
+		// Anything but a yes or a no is a correction: the old action is dropped and the model,
+		// which sees the conversation, builds the new one.
+		t.state.Pending = nil
+		t.corrected = true
+	}
+	req := t.request(text)
+	for attempt := 0; ; attempt++ {
+		ok, err := e.gate(ctx, t, attempt)
+		if err != nil || !ok {
+			return err
+		}
+		t.llmCalls++
+		res, err := e.extractor.Extract(ctx, req)
+		t.addUsage(res.Usage)
+		switch {
+		case err == nil:
+			t.decide(res)
+			return nil
+		case errors.Is(err, llm.ErrInvalidResponse):
+			if attempt == 0 {
+				continue
+			}
+			t.reason = ReasonInvalidResponse
+			t.system(EventNotUnderstood, i18n.NotUnderstood)
+			return nil
+		case errors.Is(err, llm.ErrPermanent):
+			t.unavailable(ReasonLLMPermanent, err)
+			return nil
+		case t.in.LastAttempt && ctx.Err() == nil:
+			t.unavailable(ReasonLLMUnavailable, err)
+			return nil
+		default:
+			return fmt.Errorf("%w: llm: %w", ErrRetry, err)
+		}
+	}
+}
+
+// gate is the quota check, the one place that decides whether an LLM call may be made. It
+// reports false after setting the turn's answer when it may not. Its error only says the
+// context ended.
+func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrRetry, err)
+	}
+	now := t.in.Now
+	period := Period(now)
+	limit, limited := t.in.Tenant.Quota.MonthlyLLMCalls()
+	if b := t.state.QuotaBlocked; b != nil {
+		if limited && b.Period == period && limit <= b.Limit {
+			t.event, t.reason = EventQuotaBlockedCached, ReasonQuotaExceeded
+			// One notice per conversation rate-limit window: the user learns why there is no
+			// answer without getting one notice per message.
+			if !now.Before(b.NotifiedAt.Add(t.in.Tenant.Limits.Conversation.Per)) {
+				b.NotifiedAt = now
+				t.replies.system(t.lang, i18n.QuotaExceeded)
+			}
+			return false, nil
+		}
+		// A new period, or the quota was raised or removed: check again.
+		t.state.QuotaBlocked = nil
+	}
+	granted, err := e.guard.ReserveCall(ctx, CallReservation{
+		TenantID: t.in.Tenant.ID, Period: period, CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
+		Limit: limit, Limited: limited,
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return false, fmt.Errorf("%w: quota: %w", ErrRetry, err)
+	case err != nil:
+		// Fail safe: no call without a counted reservation.
+		t.event, t.reason, t.cause = EventQuotaBlocked, ReasonQuotaCheckError, err
+		t.replies.system(t.lang, i18n.Unavailable)
+		return false, nil
+	case !granted:
+		t.state.QuotaBlocked = &QuotaBlock{Period: period, Limit: limit, NotifiedAt: now}
+		t.event, t.reason = EventQuotaBlocked, ReasonQuotaExceeded
+		t.replies.system(t.lang, i18n.QuotaExceeded)
+		return false, nil
+	}
+	return true, nil
+}
+
+func (t *turn) addUsage(u llm.Usage) {
+	t.usage.PromptTokens += u.PromptTokens
+	t.usage.OutputTokens += u.OutputTokens
+	t.usage.ThoughtsTokens += u.ThoughtsTokens
+	t.usage.TotalTokens += u.TotalTokens
+}
+
+// decide turns the model's answer into the turn's replies, pending action or action.
+func (t *turn) decide(res llm.Result) {
+	t.intent = res.Intent
+	reply := strings.TrimSpace(res.Reply)
+	if res.Intent == tenant.GeneralQuery {
+		t.modelReply(EventGeneralQuery, reply)
+		return
+	}
+	in, ok := t.in.Tenant.Intent(res.Intent)
+	if !ok {
+		t.reason = ReasonUnknownIntent
+		t.system(EventNotUnderstood, i18n.NotUnderstood)
+		return
+	}
+	// The role comes first: asking for missing details of a request that will be refused
+	// wastes the user's time.
+	if !in.AllowedFor(t.role) {
+		t.system(EventNotAllowed, i18n.NotAllowed)
+		return
+	}
+	if res.Confidence < t.in.Tenant.Assistant.MinConfidence || len(missingFields(in, res)) > 0 {
+		t.modelReply(EventClarification, reply)
+		return
+	}
+	id := ActionID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID)
+	if in.Confirm {
+		t.event = EventPending
+		t.replies.confirm(t.lang, reply)
+		t.state.Pending = &PendingAction{
+			ActionID: id, Intent: in.Name, Data: dataOrEmpty(res.Data), Summary: t.replies.transcript(),
+			MessageID: t.in.Message.ID, PromptIndex: len(t.replies) - 1, CreatedAt: t.in.Now, ExpiresAt: t.in.Now.Add(PendingTTL),
+		}
+		return
+	}
+	// No interim reply: the action's answer is the user's one message.
+	t.event = EventActionNow
+	t.action = t.actionRequest(id, in.Name, dataOrEmpty(res.Data))
+}
+
+// modelReply sends the model's text, or "not understood" when it gave none.
+func (t *turn) modelReply(event, reply string) {
+	if reply == "" {
+		t.reason = ReasonEmptyReply
+		t.system(EventNotUnderstood, i18n.NotUnderstood)
+		return
+	}
+	t.event = event
+	t.replies.text(reply, "", false)
+}
+
+// missingFields are the intent's required fields that the data lacks or that the model lists
+// as missing: the Extractor is trusted for neither. A missing optional field does not hold the
+// request up.
+func missingFields(in tenant.Intent, res llm.Result) []string {
+	var missing []string
+	for _, r := range in.Required {
+		if v, ok := res.Data[r]; !ok || v == nil || slices.Contains(res.MissingFields, r) {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}
+
+// dataOrEmpty copies d, never nil: the action body always has a data object.
+func dataOrEmpty(d map[string]any) map[string]any {
+	if d == nil {
+		return map[string]any{}
+	}
+	return maps.Clone(d)
+}
+
+// request is the LLM request for text: the tenant's assistant, the sender and the history.
+func (t *turn) request(text string) llm.Request {
+	a := t.in.Tenant.Assistant
+	return llm.Request{
+		Model: a.Model, Instructions: a.Instructions, Role: string(t.role), Language: t.lang,
+		Intents: llmIntents(a.Intents), History: history(t.state.Turns), Text: text, Now: t.in.Now,
+	}
+}
+
+// history is the stored turns as the model's conversation, oldest first.
+func history(turns []Turn) []llm.Turn {
+	var h []llm.Turn
+	for _, tr := range turns {
+		if tr.User != "" {
+			h = append(h, llm.Turn{Role: llm.RoleUser, Text: tr.User})
+		}
+		if tr.Reply != "" {
+			h = append(h, llm.Turn{Role: llm.RoleModel, Text: tr.Reply})
+		}
+	}
+	return h
+}
+
+// llmIntents maps the tenant's intents to the LLM's. The LLM's schema has no time types: time
+// and datetime fields are strings, and their format is spelled out in the description.
+func llmIntents(intents []tenant.Intent) []llm.Intent {
+	out := make([]llm.Intent, 0, len(intents))
+	for _, in := range intents {
+		li := llm.Intent{Name: in.Name, Description: in.Description, Required: append([]string(nil), in.Required...)}
+		var formats []string
+		for _, f := range in.Fields {
+			typ := llm.TypeString
+			switch f.Type {
+			case tenant.FieldInteger:
+				typ = llm.TypeInteger
+			case tenant.FieldNumber:
+				typ = llm.TypeNumber
+			case tenant.FieldBoolean:
+				typ = llm.TypeBoolean
+			case tenant.FieldDate:
+				typ = llm.TypeDate
+			case tenant.FieldTime:
+				formats = append(formats, f.Name+" is a time HH:MM (24-hour)")
+			case tenant.FieldDateTime:
+				formats = append(formats, f.Name+" is a date and time YYYY-MM-DDTHH:MM")
+			}
+			li.Fields = append(li.Fields, llm.Field{Name: f.Name, Type: typ})
+		}
+		if len(formats) > 0 {
+			li.Description = strings.TrimSpace(li.Description + " (" + strings.Join(formats, "; ") + ")")
+		}
+		out = append(out, li)
+	}
+	return out
+}
