@@ -183,7 +183,9 @@ func TestRunStopsAtDurationCap(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("run took %v, want it to stop soon after the 300ms cap", took)
 	}
-	if res.StoppedEarly != "duration cap" || res.Started >= 100 || res.Started < 5 {
+	// 100/s for 0.3 s starts about 30; how many exactly depends on the machine's load, so only the
+	// cause and a bound far from N are asserted.
+	if res.StoppedEarly != "duration cap" || res.Started >= 100 || res.Started < 1 {
 		t.Errorf("stopped %q after starting %d; want the duration cap after roughly 30 (100/s for 0.3s)", res.StoppedEarly, res.Started)
 	}
 	if res.Answered+res.Errors != res.Started {
