@@ -50,7 +50,10 @@ const DefaultLease = 30 * time.Second
 
 // Marker is one event's dedupe record.
 type Marker struct {
-	EventID       string    `firestore:"inbound_event_id" json:"inbound_event_id"`
+	EventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
+	// EventRef is the event's keyed ref, the event_ref of its log lines (CONTRACT.md, Logs), so
+	// wapipe inspect finds the event from a log line.
+	EventRef      string    `firestore:"event_ref,omitempty" json:"event_ref,omitempty"`
 	State         string    `firestore:"state" json:"state"`
 	CorrelationID string    `firestore:"correlation_id" json:"correlation_id"`
 	LeaseUntil    time.Time `firestore:"lease_until" json:"lease_until"`
