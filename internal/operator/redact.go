@@ -33,9 +33,10 @@ var keptKeys = map[string]bool{
 	"idempotency_key": true, "correlation_id": true, "received_at": true, "payload_ref": true,
 }
 
-// errorKeys are kept inside Meta's error objects (errors, error_data), where they are Meta's own
-// words about the failure; elsewhere a title or a message is what a person wrote.
-var errorKeys = map[string]bool{"title": true, "message": true, "details": true, "href": true}
+// errorKeys are kept inside Meta's error objects (errors, error_data): the error's fixed title and
+// its documentation link; elsewhere a title is what a person chose. Meta's message and
+// error_data.details can quote the recipient ("recipient 4477…"), so they are not kept.
+var errorKeys = map[string]bool{"title": true, "href": true}
 
 // phoneKeys hold phone numbers or WhatsApp ids: they are shown as their keyed ph_ ref (wapipe
 // hash-phone), so one customer can still be followed.
