@@ -45,7 +45,7 @@ var services = map[string]string{
 }
 
 // secretEnv lists the variables that carry secrets: each must come from Secret Manager.
-var secretEnv = []string{"INTERNAL_TASK_TOKEN", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"}
+var secretEnv = []string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"}
 
 func TestQueuesComeFromQueuesYAML(t *testing.T) {
 	t.Parallel()
