@@ -50,7 +50,9 @@ func newHarness(t *testing.T) *harness {
 	hs := &harness{t: t, records: &fakeRecords{}, queue: &fakeQueue{}, payloads: fakePayloads{}, sender: &fakeSender{},
 		responder: responder.Ack{Text: "thanks"}, hasher: logging.DevHasher(), logs: &testenv.LogBuffer{}}
 	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
-	t.Cleanup(func() { logcheck.Check(t, hs.logs.String(), []string{customerPhone, whatsapp.DefaultSampleOptions.From}, nil) })
+	t.Cleanup(func() {
+		logcheck.Check(t, hs.logs.String(), []string{customerPhone, whatsapp.DefaultSampleOptions.From}, nil)
+	})
 	return hs
 }
 

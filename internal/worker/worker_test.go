@@ -20,8 +20,8 @@ import (
 
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
-	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
