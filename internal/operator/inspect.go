@@ -36,18 +36,19 @@ var ErrNothingFound = errors.New("nothing found")
 
 // Report is everything wapipe knows about one event.
 type Report struct {
-	Query          string `json:"query"`
-	InboundEventID string `json:"inbound_event_id"`
-	// EventRef is the event_ref of the event's log lines.
-	EventRef    string          `json:"event_ref"`
-	Marker      *dedupe.Marker  `json:"dedupe_marker"`
-	Trace       *store.Trace    `json:"trace"`
-	InboundTask TaskState       `json:"inbound_task"`
-	Messages    []MessageReport `json:"messages"`
+	Query          string          `json:"query"`
+	InboundEventID string          `json:"inbound_event_id"`
+	Marker         *dedupe.Marker  `json:"dedupe_marker"`
+	Trace          *store.Trace    `json:"trace"`
+	InboundTask    TaskState       `json:"inbound_task"`
+	Messages       []MessageReport `json:"messages"`
 	// Statuses are the delivery statuses of a status event (its inbound_event_id is
 	// "<id>:<status>").
 	Statuses    []store.StatusRecord `json:"statuses,omitempty"`
 	DeadLetters []DeadLetter         `json:"dead_letters"`
+
+	// EventRef is the event_ref of the event's log lines.
+	EventRef string `json:"event_ref"`
 }
 
 // MessageReport is the reply side of one inbound message.

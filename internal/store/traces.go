@@ -22,23 +22,24 @@ func NewTraces(db *DB, opts Options) *Traces {
 // Trace is the record of one inbound event's processing (inbound_traces), keyed by the
 // inbound_event_id; each attempt of its task updates it.
 type Trace struct {
-	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
+	InboundEventID string                 `firestore:"inbound_event_id" json:"inbound_event_id"`
+	CorrelationID  string                 `firestore:"correlation_id" json:"correlation_id"`
+	TaskName       string                 `firestore:"task_name" json:"task_name"`
+	TraceID        string                 `firestore:"trace_id,omitempty" json:"trace_id,omitempty"`
+	Attempt        int64                  `firestore:"attempt" json:"attempt"`
+	State          string                 `firestore:"state" json:"state"`
+	Messages       int64                  `firestore:"messages" json:"messages"`
+	Statuses       int64                  `firestore:"statuses" json:"statuses"`
+	Outbound       map[string]TraceTarget `firestore:"outbound" json:"outbound"`
+	Error          string                 `firestore:"error,omitempty" json:"error,omitempty"`
+	ReceivedAt     time.Time              `firestore:"received_at,omitempty" json:"received_at,omitempty"`
+	StartedAt      time.Time              `firestore:"started_at" json:"started_at"`
+	FinishedAt     time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
+	ExpireAt       time.Time              `firestore:"expire_at" json:"expire_at"`
+
 	// EventRef is the inbound_event_id's keyed ref (logging.Hasher.Ref), the event_ref of its log
 	// lines, so wapipe inspect finds the event from a log line.
-	EventRef      string                 `firestore:"event_ref,omitempty" json:"event_ref,omitempty"`
-	CorrelationID string                 `firestore:"correlation_id" json:"correlation_id"`
-	TaskName      string                 `firestore:"task_name" json:"task_name"`
-	TraceID       string                 `firestore:"trace_id,omitempty" json:"trace_id,omitempty"`
-	Attempt       int64                  `firestore:"attempt" json:"attempt"`
-	State         string                 `firestore:"state" json:"state"`
-	Messages      int64                  `firestore:"messages" json:"messages"`
-	Statuses      int64                  `firestore:"statuses" json:"statuses"`
-	Outbound      map[string]TraceTarget `firestore:"outbound" json:"outbound"`
-	Error         string                 `firestore:"error,omitempty" json:"error,omitempty"`
-	ReceivedAt    time.Time              `firestore:"received_at,omitempty" json:"received_at,omitempty"`
-	StartedAt     time.Time              `firestore:"started_at" json:"started_at"`
-	FinishedAt    time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
-	ExpireAt      time.Time              `firestore:"expire_at" json:"expire_at"`
+	EventRef string `firestore:"event_ref,omitempty" json:"event_ref,omitempty"`
 }
 
 // TraceTarget is the outcome of one outbound enqueue, keyed in Trace.Outbound by idempotency key.
