@@ -7,6 +7,8 @@ locals {
     WHATSAPP_VERIFY_TOKEN = ["webhook"]
     INTERNAL_TASK_TOKEN   = ["webhook", "worker"]
     WHATSAPP_ACCESS_TOKEN = ["worker"]
+    # One key for every service, so the refs in their logs match (CONTRACT.md, Logs).
+    LOG_HASH_KEY = ["webhook", "worker"]
   }
 
   secret_grants = merge([

@@ -111,6 +111,15 @@ resource "google_cloud_run_v2_service" "worker" {
         }
       }
       env {
+        name = "LOG_HASH_KEY"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["LOG_HASH_KEY"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
         name = "WHATSAPP_ACCESS_TOKEN"
         value_source {
           secret_key_ref {
@@ -242,6 +251,15 @@ resource "google_cloud_run_v2_service" "webhook" {
         value_source {
           secret_key_ref {
             secret  = google_secret_manager_secret.secret["INTERNAL_TASK_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "LOG_HASH_KEY"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["LOG_HASH_KEY"].secret_id
             version = "latest"
           }
         }

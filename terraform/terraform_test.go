@@ -45,7 +45,7 @@ var services = map[string]string{
 }
 
 // secretEnv lists the variables that carry secrets: each must come from Secret Manager.
-var secretEnv = []string{"INTERNAL_TASK_TOKEN", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"}
+var secretEnv = []string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY", "WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"}
 
 func TestQueuesComeFromQueuesYAML(t *testing.T) {
 	t.Parallel()
@@ -367,6 +367,7 @@ func TestWorkerTrustsCloudRunsIAMCheck(t *testing.T) {
 		"TASKS_LOCATION":              "us-central1",
 		"INTERNAL_TASK_BASE_URL":      workerURL,
 		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
+		"LOG_HASH_KEY":                "0123456789abcdef0123456789abcdef-log-key",
 		"TASKS_SERVICE_ACCOUNT_EMAIL": invoker,
 		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test",
 		"OIDC_VERIFIED_BY_PLATFORM":   value,

@@ -10,14 +10,17 @@ import (
 
 const inspectUsage = `Usage: wapipe inspect ID [flags]
 
-Shows what wapipe knows about one event, given its inbound_event_id, an inbound message id or an
-idempotency key (reply-…): the dedupe marker (inbound_events), the trace (inbound_traces), per
+Shows what wapipe knows about one event, given its inbound_event_id (a wamid), an inbound message
+id, an idempotency key (reply-…) or the event_ref of a log line (ref_…, found with the
+LOG_HASH_KEY of the deployment; wapipe hash-id gives it from a wamid): the dedupe marker (inbound_events), the trace (inbound_traces), per
 message the outbound record (outbound_messages, keyed by the idempotency key derived from the
 message id) and its delivery statuses (message_statuses, by the record's graph_message_id), the
 dead letters, and the inbound and outbound tasks still in their queues (found by their
-deterministic names). Message text and phone numbers are never shown.`
+deterministic names). Bodies show an allow-list of fields (types, times, codes, media metadata,
+reply ids); phone numbers and wamids in them appear as their refs, text, names, contact cards,
+locations and Flows responses never.`
 
-func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", inspectUsage)
 	var (
 		c      connFlags
@@ -32,7 +35,11 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("want exactly one ID (an inbound_event_id or a message id), got %d", len(pos))
+		return usageErrorf("want exactly one ID (an inbound_event_id, a message id or an event_ref), got %d", len(pos))
+	}
+	h, err := hasherFromEnv(stderr)
+	if err != nil {
+		return err
 	}
 	if err := c.resolve(); err != nil {
 		return err
@@ -48,12 +55,12 @@ func runInspect(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	defer queues.Close()
 	in := &operator.Inspector{
-		Markers:     store.NewMarkers(db, store.MarkerOptions{}),
+		Markers:     store.NewMarkers(db, store.MarkerOptions{EventRef: h.Ref}),
 		Traces:      store.NewTraces(db, store.Options{}),
 		Outbound:    store.NewOutbound(db, store.Options{}),
 		Statuses:    store.NewStatuses(db, store.Options{}),
 		DeadLetters: store.NewDeadLetters(db, store.Options{}),
-		Tasks:       queues, Conn: c.conn,
+		Tasks:       queues, Conn: c.conn, Hasher: h,
 		InboundQueue: q.inbound, OutboundQueue: q.outbound,
 	}
 	r, err := in.Inspect(ctx, pos[0])

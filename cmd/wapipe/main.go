@@ -6,10 +6,13 @@
 //	wapipe replay    re-enqueue dead letters, never answering twice
 //	wapipe bench     load the webhook (loopback only by default) and measure it, end to end with the fake Graph API
 //	wapipe health    print the worker's health report; exit 1 unless it is ok
+//	wapipe hash-phone print the keyed ref (ph_…) of a phone number, to find it in logs and records
+//	wapipe hash-id   print the keyed ref (event_ref, message_ref) of a wamid or inbound_event_id
 //
 // Every subcommand has --help. Connection settings come from flags with the services' environment
 // variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
-// FIRESTORE_EMULATOR_HOST, FIRESTORE_DATABASE, INTERNAL_TASK_BASE_URL, INTERNAL_TASK_TOKEN). An
+// FIRESTORE_EMULATOR_HOST, FIRESTORE_DATABASE, INTERNAL_TASK_BASE_URL, INTERNAL_TASK_TOKEN,
+// LOG_HASH_KEY). An
 // error is one line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
 package main
 
@@ -50,11 +53,13 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"trigger", "sign and post realistic Meta webhook payloads to the webhook", runTrigger},
-		{"inspect", "show what wapipe knows about an inbound_event_id or message id", runInspect},
+		{"inspect", "show what wapipe knows about an inbound_event_id, message id or event_ref", runInspect},
 		{"tasks", "list or describe the tasks of a queue (like gcloud tasks list/describe)", runTasks},
 		{"replay", "re-enqueue dead letters without creating duplicates", runReplay},
 		{"bench", "load the webhook and measure answer times (and end to end with the fake Graph API)", runBench},
 		{"health", "print the worker's health report; exit 1 unless it is ok", runHealth},
+		{"hash-phone", "print the keyed ref (ph_…) of a phone number, as logs and records carry it", runHashPhone},
+		{"hash-id", "print the keyed ref (event_ref, message_ref) of a wamid or inbound_event_id", runHashID},
 	}
 }
 
@@ -88,7 +93,7 @@ func writeUsage(w io.Writer) {
 	var b strings.Builder
 	b.WriteString("wapipe: operate wapipe (the local stack or a deployment)\n\nUsage: wapipe COMMAND [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun wapipe COMMAND --help for a command's flags.\n")
 	io.WriteString(w, b.String())

@@ -20,6 +20,7 @@ import (
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -258,11 +259,18 @@ func TestInspect(t *testing.T) {
 		t.Errorf("inbound task %+v, want the deterministic name, no longer queued", r.InboundTask)
 	}
 
-	// The second message of the batch leads back to its event; so does its idempotency key.
+	ref := logging.DevHasher().Ref(eventID)
+	if r.EventRef != ref || r.Marker.EventRef != ref || r.Trace.EventRef != ref {
+		t.Errorf("event_ref: report %s, marker %s, trace %s; want %s", r.EventRef, r.Marker.EventRef, r.Trace.EventRef, ref)
+	}
+
+	// The second message of the batch leads back to its event; so does its idempotency key; so
+	// does the event_ref of a log line, and the ref wapipe hash-id gives.
 	second := r.Messages[1].MessageID
-	for _, q := range []string{second, tasks.IdempotencyKey(second)} {
+	hashed := lastLine(mustCLI(t, "hash-id", eventID))
+	for _, q := range []string{eventID, second, tasks.IdempotencyKey(second), ref, hashed} {
 		text := mustCLI(t, s.conn("inspect", q)...)
-		for _, want := range []string{"inbound_event_id: " + eventID, "dedupe marker (inbound_events): enqueued",
+		for _, want := range []string{"inbound_event_id: " + eventID, "event_ref: " + ref, "dedupe marker (inbound_events): enqueued",
 			"trace (inbound_traces): finished", "outbound record (outbound_messages): sent", "dead letters: none"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("inspect %s: no %q in:\n%s", q, want, text)
@@ -272,8 +280,10 @@ func TestInspect(t *testing.T) {
 			t.Errorf("inspect printed a phone number in clear:\n%s", text)
 		}
 	}
-	if _, _, err := cli(t, s.conn("inspect", "wamid.nothing-here")...); !errors.Is(err, operator.ErrNothingFound) {
-		t.Errorf("inspect of an unknown id: %v, want ErrNothingFound", err)
+	for _, unknown := range []string{"wamid.nothing-here", logging.DevHasher().Ref("wamid.nothing-here")} {
+		if _, _, err := cli(t, s.conn("inspect", unknown)...); !errors.Is(err, operator.ErrNothingFound) {
+			t.Errorf("inspect of an unknown %s: %v, want ErrNothingFound", unknown, err)
+		}
 	}
 }
 
@@ -307,12 +317,12 @@ func TestTasksListDescribe(t *testing.T) {
 	desc := mustCLI(t, s.conn("tasks", "describe", id)...)
 	for _, want := range []string{"name: " + s.QueuePath(tasks.InboundQueueID) + "/tasks/" + id, "dispatchCount: 0",
 		"url: " + s.WorkerURL + tasks.ProcessInboundPath, "X-Internal-Token: " + operator.Masked,
-		"X-Correlation-ID: corr-later", `"inbound_event_id": "wamid.later"`, `"body": "[redacted]"`} {
+		"X-Correlation-ID: corr-later", `"inbound_event_id": "` + logging.DevHasher().Ref("wamid.later") + `"`, `"body": "[redacted]"`} {
 		if !strings.Contains(desc, want) {
 			t.Errorf("tasks describe: no %q in:\n%s", want, desc)
 		}
 	}
-	for _, secret := range []string{s.InternalToken, "a private message", whatsapp.DefaultSampleOptions.From} {
+	for _, secret := range []string{s.InternalToken, "a private message", whatsapp.DefaultSampleOptions.From, "wamid.", "Sheena Nelson"} {
 		if strings.Contains(desc, secret) {
 			t.Errorf("tasks describe shows %q:\n%s", secret, desc)
 		}

@@ -18,7 +18,7 @@ list shows each task's id, schedule time, dispatch and response counts and last 
 describe shows one task in full (an id ending in -out is looked up in wa-outbound unless --queue says otherwise): attempts, URL, headers (X-Internal-Token and Authorization
 masked) and the JSON body (message text, names and places redacted, phone numbers hashed).`
 
-func runTasks(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tasks", tasksUsage)
 	var (
 		c      connFlags
@@ -71,7 +71,11 @@ func runTasks(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		// Outbound task ids end in -out (tasks.OutboundTaskID): no need to name the queue.
 		queue = tasks.OutboundQueueID
 	}
-	t, err := operator.GetTask(ctx, queues, queues.TaskPath(queue, pos[1]))
+	h, err := hasherFromEnv(stderr)
+	if err != nil {
+		return err
+	}
+	t, err := operator.GetTask(ctx, h, queues, queues.TaskPath(queue, pos[1]))
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type Base struct {
 	// TraceExporter is none, cloudtrace or stdout; empty means cloudtrace outside dev, none in dev.
 	TraceExporter    string  `env:"TRACE_EXPORTER"`
 	TraceSampleRatio float64 `env:"TRACE_SAMPLE_RATIO, default=1"`
+	// LogHashKey keys the refs that stand for ids and phone numbers in logs (CONTRACT.md, Logs):
+	// required outside dev, logging.DevHashKey in dev when empty. The same in every service.
+	LogHashKey string `env:"LOG_HASH_KEY"`
 }
 
 // Validate checks the values the environment gave. It changes nothing.
@@ -73,6 +76,9 @@ func (b *Base) Validate() error {
 	if _, err := logging.Level(b.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %w", err))
 	}
+	if _, err := logging.HasherFromEnv(b.LogHashKey, b.AppEnv); err != nil {
+		errs = append(errs, err)
+	}
 	if strings.TrimSpace(b.TasksLocation) == "" {
 		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
 	}
@@ -91,7 +97,18 @@ func (b *Base) WorkerURL(path string) string {
 // has checked).
 func (b *Base) Logger() *slog.Logger {
 	level, _ := logging.Level(b.LogLevel)
-	return logging.New(os.Stdout, logging.Options{Level: level, ProjectID: b.ProjectID})
+	return logging.New(os.Stdout, logging.Options{Level: level, ProjectID: b.ProjectID, Hasher: b.Hasher()})
+}
+
+// Hasher returns the keyed hasher of LOG_HASH_KEY (which Validate has checked): what logs and
+// stored lookups (outbound records' to_hash, statuses' recipient_hash, event_ref) use.
+func (b *Base) Hasher() *logging.Hasher {
+	h, err := logging.HasherFromEnv(b.LogHashKey, b.AppEnv)
+	if err != nil {
+		// Validate refuses this configuration; a Base built without it still never logs an id.
+		return nil
+	}
+	return h
 }
 
 // Telemetry returns the tracing options of the named service.

@@ -8,6 +8,7 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/logging"
 )
 
 func baseEnv() map[string]string {
@@ -16,6 +17,7 @@ func baseEnv() map[string]string {
 		"TASKS_LOCATION":         "us-central1",
 		"INTERNAL_TASK_BASE_URL": "https://worker.example.run.app",
 		"INTERNAL_TASK_TOKEN":    "0123456789abcdef-secret",
+		"LOG_HASH_KEY":           "0123456789abcdef0123456789abcdef-log-key",
 	}
 }
 
@@ -39,6 +41,10 @@ func TestLoadBase(t *testing.T) {
 		{"bad exporter", map[string]string{"TRACE_EXPORTER": "jaeger"}, "TRACE_EXPORTER"},
 		{"bad log level", map[string]string{"LOG_LEVEL": "VERBOSE"}, "LOG_LEVEL"},
 		{"warning log level", map[string]string{"LOG_LEVEL": "warning"}, ""},
+		{"missing log hash key in prod", map[string]string{"LOG_HASH_KEY": ""}, "LOG_HASH_KEY: required"},
+		{"missing log hash key in staging", map[string]string{"APP_ENV": "staging", "LOG_HASH_KEY": ""}, "LOG_HASH_KEY: required"},
+		{"missing log hash key in dev (dev default)", map[string]string{"APP_ENV": "dev", "LOG_HASH_KEY": ""}, ""},
+		{"short log hash key", map[string]string{"LOG_HASH_KEY": "short-log-key"}, "LOG_HASH_KEY: must be at least 32 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,13 +65,38 @@ func TestLoadBase(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("Load error = %v, want one naming %q", err, tc.wantErr)
 			}
-			if err != nil && strings.Contains(err.Error(), "0123456789abcdef-secret") {
+			if err != nil && (strings.Contains(err.Error(), "0123456789abcdef-secret") || strings.Contains(err.Error(), "short-log-key")) {
 				t.Fatalf("error shows the secret: %v", err)
 			}
 			if err == nil && tc.change == nil && (b.AppEnv != "prod" || b.Port != "8080" || b.FirestoreDatabase != "(default)") {
 				t.Fatalf("defaults = %+v", b)
 			}
 		})
+	}
+}
+
+// TestLogHashKeyKeysRefs: LOG_HASH_KEY is the key of the refs, and dev without it uses the
+// documented dev default.
+func TestLogHashKeyKeysRefs(t *testing.T) {
+	t.Parallel()
+	const id = "wamid.x"
+	var prod config.Base
+	if err := config.Load(context.Background(), envconfig.MapLookuper(baseEnv()), &prod); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := logging.NewHasher(baseEnv()["LOG_HASH_KEY"])
+	if got := prod.Hasher().Ref(id); got != want.Ref(id) {
+		t.Errorf("Ref = %s, want %s (keyed with LOG_HASH_KEY)", got, want.Ref(id))
+	}
+	env := baseEnv()
+	delete(env, "LOG_HASH_KEY")
+	env["APP_ENV"] = "dev"
+	var b config.Base
+	if err := config.Load(context.Background(), envconfig.MapLookuper(env), &b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Hasher().Ref(id); got != logging.DevHasher().Ref(id) {
+		t.Errorf("dev without LOG_HASH_KEY: Ref = %s, want the dev default's %s", got, logging.DevHasher().Ref(id))
 	}
 }
 

@@ -59,6 +59,10 @@ type Marker struct {
 	CreatedAt     time.Time `firestore:"created_at" json:"created_at"`
 	UpdatedAt     time.Time `firestore:"updated_at" json:"updated_at"`
 	ExpireAt      time.Time `firestore:"expire_at" json:"expire_at"`
+
+	// EventRef is the event's keyed ref, the event_ref of its log lines (CONTRACT.md, Logs), so
+	// wapipe inspect finds the event from a log line.
+	EventRef string `firestore:"event_ref,omitempty" json:"event_ref,omitempty"`
 }
 
 // DefaultTTL is how long a marker lives when DEDUPE_TTL does not say.

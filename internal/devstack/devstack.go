@@ -169,7 +169,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, fmt.Errorf("listen for the fake Graph API: %w", err)
 	}
 	s.GraphURL = "http://" + graphLn.Addr().String() + "/v24.0"
-	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{}))
+	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{Hasher: logging.DevHasher()}))
 
 	workerLn, err := net.Listen("tcp", orFree(o.WorkerAddr))
 	if err != nil {
@@ -219,7 +219,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.closers = append(s.closers, func() { admin.Close() })
 
-	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
+	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
 	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, wlog)
 	if err != nil {
 		workerLn.Close()
@@ -233,7 +233,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
 
-	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
+	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
 	hdeps := webhook.NewDeps(hcfg, db, tq, hlog)
 	for _, adjust := range o.Webhook {
 		adjust(&hdeps)

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wapipe/wapipe/internal/devstack"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -86,7 +88,7 @@ func TestOneTracePerMessage(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line is not JSON: %s", line)
 		}
-		if m["inbound_event_id"] != msgID {
+		if m["event_ref"] != logging.DevHasher().Ref(msgID) {
 			continue
 		}
 		tr, _ := m["logging.googleapis.com/trace"].(string)
@@ -125,8 +127,13 @@ func TestOneTracePerMessage(t *testing.T) {
 		}
 	}
 
-	// Privacy over the whole run.
+	// Privacy over the whole run: no wamid, phone number or unkeyed hash of either (ids appear
+	// as event_ref and message_ref, the number as its ph_ ref).
 	all := logs.String()
+	logcheck.Check(t, all, []string{customerPhone}, []string{msgID, sends[0].MessageID})
+	if want := `"to":"` + logging.DevHasher().Phone(customerPhone) + `"`; !strings.Contains(all, want) {
+		t.Errorf("no outbound line carries %s", want)
+	}
 	for _, secret := range []string{customerPhone, customerText, st.AppSecret, st.InternalToken, devstack.DevAccessToken, st.VerifyToken} {
 		if strings.Contains(all, secret) {
 			t.Errorf("the logs contain %q", secret)

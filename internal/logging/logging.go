@@ -1,13 +1,11 @@
 // Package logging builds wapipe's structured logger: log/slog writing one JSON object a line in the
 // shape Cloud Logging reads from Cloud Run's stdout (severity, message, trace and span ids), a
-// logger carried in the context with the event's ids already attached, and the helpers that keep
-// phone numbers out of the logs.
+// logger carried in the context with the event's ids already attached, and the keyed hashes that keep
+// ids and phone numbers out of the logs (CONTRACT.md, Logs).
 package logging
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +34,10 @@ type Options struct {
 	// ProjectID makes trace ids full resource names (projects/P/traces/T), as Cloud Logging wants
 	// them to link a log line to its trace.
 	ProjectID string
+	// Hasher renders ids and phone numbers (EventID, MessageID, Phone, and any wamid in a string)
+	// as their keyed refs. When nil they render as Redacted: a logger that was not given the
+	// key never writes an id.
+	Hasher *Hasher
 }
 
 // New returns a JSON logger in Cloud Logging's format writing to w (os.Stdout when nil).
@@ -52,7 +54,7 @@ func New(w io.Writer, opts Options) *slog.Logger {
 		Level:       level,
 		ReplaceAttr: replaceAttr,
 	})
-	return slog.New(&traceHandler{Handler: h, projectID: opts.ProjectID})
+	return slog.New(&privacyHandler{next: &traceHandler{Handler: h, projectID: opts.ProjectID}, hasher: opts.Hasher})
 }
 
 // ParseLevel reads DEBUG, INFO, WARNING/WARN or ERROR (any case); anything else is INFO. It is for
@@ -155,16 +157,6 @@ func FromContext(ctx context.Context) *slog.Logger {
 func With(ctx context.Context, args ...any) (context.Context, *slog.Logger) {
 	l := FromContext(ctx).With(args...)
 	return WithLogger(ctx, l), l
-}
-
-// HashPhone returns a short, stable, non-reversible stand-in for a phone number or WhatsApp id, so
-// operators can follow one customer through the logs without the number appearing in them.
-func HashPhone(phone string) string {
-	if phone == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte("wapipe-phone\x00" + phone))
-	return "ph_" + hex.EncodeToString(sum[:6])
 }
 
 // MaskPhone shows only the last two digits of a phone number: "+*********67".

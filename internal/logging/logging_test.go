@@ -73,17 +73,9 @@ func TestContextLogger(t *testing.T) {
 	}
 }
 
-func TestPhoneHiding(t *testing.T) {
+func TestMaskPhone(t *testing.T) {
 	t.Parallel()
-	const phone = "16505551234"
-	h := logging.HashPhone(phone)
-	if strings.Contains(h, "5551234") || h != logging.HashPhone(phone) || h == logging.HashPhone("16505551235") {
-		t.Errorf("HashPhone(%s) = %s: must hide the number, be stable and tell numbers apart", phone, h)
-	}
-	if got := logging.MaskPhone(phone); got != "*********34" {
+	if got := logging.MaskPhone("16505551234"); got != "*********34" {
 		t.Errorf("MaskPhone = %s", got)
-	}
-	if logging.HashPhone("") != "" {
-		t.Error("HashPhone(\"\") should be empty")
 	}
 }

@@ -4,7 +4,7 @@
 // Cloud Tasks queues the way `gcloud tasks list/describe` does, replay dead letters without ever
 // answering twice, and read the worker's health report.
 //
-// Everything it renders for people keeps the logging rules: message text, names, places and
-// phone numbers in task bodies are redacted (phone numbers replaced by logging.HashPhone), and
-// token headers are masked.
+// Everything it renders for people keeps the logging rules: task and dead-letter bodies show an
+// allow-list of fields (redact.go), with phone numbers and wamids replaced by their keyed refs
+// (logging.Hasher, LOG_HASH_KEY), and token headers are masked.
 package operator

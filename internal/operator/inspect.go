@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/wapipe/wapipe/internal/dedupe"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
@@ -22,7 +23,10 @@ type Inspector struct {
 	Statuses    *store.Statuses
 	DeadLetters *store.DeadLetterStore
 	Tasks       *taskqueue.Admin
-	Conn        Conn
+	// Hasher makes refs (LOG_HASH_KEY's): it finds an event by its event_ref and shows phone
+	// numbers and wamids in bodies as refs.
+	Hasher *logging.Hasher
+	Conn   Conn
 	// InboundQueue and OutboundQueue are the queue ids; tasks' defaults when empty.
 	InboundQueue, OutboundQueue string
 }
@@ -42,6 +46,9 @@ type Report struct {
 	// "<id>:<status>").
 	Statuses    []store.StatusRecord `json:"statuses,omitempty"`
 	DeadLetters []DeadLetter         `json:"dead_letters"`
+
+	// EventRef is the event_ref of the event's log lines.
+	EventRef string `json:"event_ref"`
 }
 
 // MessageReport is the reply side of one inbound message.
@@ -70,19 +77,24 @@ type DeadLetter struct {
 	ReplayTask string `json:"replay_task"`
 }
 
-// ViewDeadLetter redacts a dead letter for display.
-func ViewDeadLetter(d store.DeadLetter) DeadLetter {
-	return DeadLetter{DeadLetter: d, Body: RedactJSON([]byte(d.Body)), ReplayTask: tasks.ReplayTaskID(d.ID)}
+// ViewDeadLetter redacts a dead letter for display, with h making refs.
+func ViewDeadLetter(h *logging.Hasher, d store.DeadLetter) DeadLetter {
+	return DeadLetter{DeadLetter: d, Body: RedactJSON(h, []byte(d.Body)), ReplayTask: tasks.ReplayTaskID(d.ID)}
 }
 
-// Inspect gathers the report for id: an inbound_event_id, an inbound message id, or an
-// idempotency key.
+// Inspect gathers the report for id: an inbound_event_id (a wamid), an inbound message id, an
+// idempotency key, or an event_ref from a log line.
 func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
-	id = strings.TrimSpace(id)
-	if id == "" {
+	query := strings.TrimSpace(id)
+	if query == "" {
 		return nil, errors.New("empty id")
 	}
-	r := &Report{Query: id, InboundEventID: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}}
+	id, err := in.resolveRef(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Query: query, InboundEventID: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}}
+	defer func() { r.EventRef = in.Hasher.Ref(r.InboundEventID) }()
 	found := false
 	msgIDs := []string{}
 	records := map[string]*store.OutboundRecord{}
@@ -144,7 +156,7 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 		for _, d := range ds {
 			if !dls[d.ID] {
 				dls[d.ID] = true
-				r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(d))
+				r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, d))
 			}
 		}
 		return nil
@@ -183,6 +195,30 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 			ErrNothingFound, id, in.Conn.Project)
 	}
 	return r, nil
+}
+
+// resolveRef returns the inbound_event_id an event_ref stands for, found on the event's dedupe
+// marker or trace; any other query is returned as it is.
+func (in *Inspector) resolveRef(ctx context.Context, query string) (string, error) {
+	if !logging.IsRef(query) {
+		return query, nil
+	}
+	m, err := in.Markers.MarkerByRef(ctx, query)
+	if err == nil {
+		return m.EventID, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	t, err := in.Traces.TraceByRef(ctx, query)
+	if err == nil {
+		return t.InboundEventID, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	return "", fmt.Errorf("%w for event_ref %s in project %s: no dedupe marker or trace carries it (made with another LOG_HASH_KEY, or expired)",
+		ErrNothingFound, query, in.Conn.Project)
 }
 
 func (in *Inspector) outbound(ctx context.Context, key string) (*store.OutboundRecord, error) {
@@ -226,7 +262,7 @@ func (in *Inspector) task(ctx context.Context, queue, id string) TaskState {
 	var notFound *taskqueue.TaskNotFoundError
 	switch {
 	case err == nil:
-		v := TaskFrom(t)
+		v := TaskFrom(in.Hasher, t)
 		st.Queued, st.Task = true, &v
 	case errors.As(err, &notFound):
 		st.Note = "not in the queue (completed, or never created)"
@@ -246,6 +282,7 @@ func WriteReport(w io.Writer, r *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("inbound_event_id: %s", r.InboundEventID)
+	p("event_ref: %s", r.EventRef)
 	if r.Query != r.InboundEventID {
 		p("  (found from %s)", r.Query)
 	}

@@ -19,35 +19,86 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-func TestRedactJSON(t *testing.T) {
+// TestRedactionIsAnAllowList (issue 11, item 9): a task or dead-letter body shows only
+// allow-listed fields. A contact card's address, birthday and company, a Flows response_json,
+// text, captions, names and a location's coordinates are never shown; phone numbers and wamids
+// appear as their keyed refs; types, times, media metadata, reply ids and error codes stay.
+func TestRedactionIsAnAllowList(t *testing.T) {
 	t.Parallel()
-	body := whatsapp.SampleLocation(whatsapp.SampleOptions{From: "447700900123", ContactName: "Ada Lovelace"}, 51.5, -0.12, "Home", "1 Secret Street")
-	text := whatsapp.SampleText(whatsapp.SampleOptions{From: "447700900123"}, "my card number is 4242")
-	for _, raw := range [][]byte{body, text} {
-		b, err := json.Marshal(RedactJSON(raw))
+	h := logging.DevHasher()
+	const (
+		phone = "447700900123"
+		wamid = "wamid.HBgMNDQ3NzAwOTAwMTIzFQIAEhgUM0VCMEM3NjdENzE5NDYxOUVGNEEA"
+	)
+	o := whatsapp.SampleOptions{From: phone, ContactName: "Ada Lovelace", MessageID: wamid}
+	envelope := func(message string) []byte {
+		return []byte(`{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"field":"messages","value":{"messaging_product":"whatsapp","metadata":{"display_phone_number":"15550783881","phone_number_id":"106540352242922"},"contacts":[{"profile":{"name":"Ada Lovelace"},"wa_id":"` + phone + `"}],"messages":[` + message + `]}}]}]}`)
+	}
+	contactCard := envelope(`{"from":"` + phone + `","id":"` + wamid + `","timestamp":"1700000000","type":"contacts","contacts":[{
+		"addresses":[{"street":"1 Secret Street","city":"Marlow","zip":"SL7 1AA","country":"United Kingdom","country_code":"GB","type":"HOME"}],
+		"birthday":"1815-12-10","emails":[{"email":"ada@example.com","type":"WORK"}],
+		"name":{"formatted_name":"Charles Babbage","first_name":"Charles","last_name":"Babbage"},
+		"org":{"company":"Analytical Engines Ltd","department":"Engines","title":"Inventor"},
+		"phones":[{"phone":"+44 7700 900456","wa_id":"447700900456","type":"CELL"}],
+		"urls":[{"url":"https://example.com/babbage","type":"WORK"}]}]}`)
+	flowsReply := envelope(`{"from":"` + phone + `","id":"` + wamid + `","timestamp":"1700000000","type":"interactive","context":{"from":"15550783881","id":"wamid.context"},
+		"interactive":{"type":"nfm_reply","nfm_reply":{"name":"flow","body":"Sent","response_json":"{\"flow_token\":\"t\",\"date_of_birth\":\"1990-01-01\",\"diagnosis\":\"asthma\"}"}}}`)
+	listReply := whatsapp.SampleListReply(o, "slot-friday-7pm", "Friday 7pm", "Table for two")
+	image := whatsapp.SampleImage(o, "1234567890", "image/jpeg", "my passport")
+	location := whatsapp.SampleLocation(o, 51.5, -0.12, "Home", "1 Secret Street")
+	text := whatsapp.SampleText(o, "my card number is 4242")
+	failed := whatsapp.SampleFailedStatus(o, 131026, "Message undeliverable", "recipient "+phone)
+	outbound, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(wamid), InboundEventID: wamid, PhoneNumberID: "106540352242922",
+		To: phone, Message: whatsapp.Message{ID: wamid, From: phone, ContactName: "Ada Lovelace", Type: "text", Text: "my card number is 4242",
+			Reply: &whatsapp.Reply{Kind: "list_reply", ID: "slot-friday-7pm", Title: "Friday 7pm"}}})
+
+	never := []string{phone, "447700900456", "7700 900456", wamid, "Ada Lovelace", "Charles", "Babbage", "1 Secret Street", "Marlow",
+		"SL7 1AA", "1815-12-10", "ada@example.com", "Analytical Engines", "Engines", "Inventor", "example.com/babbage",
+		"response_json\":\"{", "date_of_birth", "asthma", "Friday 7pm", "Table for two", "my passport", "4242", "51.5", "-0.12", "Home", "recipient "}
+	tests := []struct {
+		name string
+		body []byte
+		kept []string
+	}{
+		{"contact card", contactCard, []string{`"type":"contacts"`, `"type":"HOME"`, `"timestamp":"1700000000"`, `"from":"` + h.Phone(phone) + `"`,
+			`"id":"` + h.Ref(wamid) + `"`, `"wa_id":"` + h.Phone("447700900456") + `"`, `"phone_number_id":"106540352242922"`}},
+		{"flows reply", flowsReply, []string{`"type":"nfm_reply"`, `"response_json":"[redacted]"`, `"id":"` + h.Ref("wamid.context") + `"`}},
+		{"list reply", listReply, []string{`"id":"slot-friday-7pm"`, `"type":"list_reply"`}},
+		{"image", image, []string{`"mime_type":"image/jpeg"`, `"id":"1234567890"`, `"caption":"[redacted]"`}},
+		{"location", location, []string{`"type":"location"`, `"latitude":"[redacted]"`}},
+		{"text", text, []string{`"messaging_product":"whatsapp"`, `"body":"[redacted]"`}},
+		{"failed status", failed, []string{`"code":131026`, `"title":"Message undeliverable"`, `"recipient_id":"` + h.Phone(phone) + `"`, `"status":"failed"`}},
+		{"outbound task", outbound, []string{`"idempotency_key":"` + tasks.IdempotencyKey(wamid) + `"`, `"inbound_event_id":"` + h.Ref(wamid) + `"`,
+			`"to":"` + h.Phone(phone) + `"`, `"kind":"list_reply"`, `"title":"[redacted]"`, `"text":"[redacted]"`}},
+	}
+	for _, tc := range tests {
+		b, err := json.Marshal(RedactJSON(h, tc.body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := string(b)
-		for _, private := range []string{"447700900123", "Ada Lovelace", "1 Secret Street", "51.5", "-0.12", "Home", "4242"} {
+		for _, private := range never {
 			if strings.Contains(got, private) {
-				t.Errorf("redacted document still holds %q: %s", private, got)
+				t.Errorf("%s: redacted document holds %q: %s", tc.name, private, got)
 			}
 		}
-		for _, kept := range []string{logging.HashPhone("447700900123"), `"phone_number_id":"106540352242922"`, `"messaging_product":"whatsapp"`} {
+		for _, kept := range tc.kept {
 			if !strings.Contains(got, kept) {
-				t.Errorf("redacted document lost %q: %s", kept, got)
+				t.Errorf("%s: redacted document lost %s: %s", tc.name, kept, got)
 			}
 		}
 	}
-	if got := RedactJSON([]byte("not json 447700900123")); got != Redacted+" (not JSON)" {
+	if got := RedactJSON(h, []byte("not json 447700900123")); got != Redacted+" (not JSON)" {
 		t.Errorf("RedactJSON(non-JSON) = %v", got)
+	}
+	if got, _ := json.Marshal(RedactJSON(nil, text)); strings.Contains(string(got), phone) || strings.Contains(string(got), "ph_") {
+		t.Errorf("without a Hasher phone numbers must be redacted: %s", got)
 	}
 }
 
 func TestTaskFromMasksCredentials(t *testing.T) {
 	t.Parallel()
-	task := TaskFrom(taskqueue.TaskInfoFrom(&cloudtaskspb.Task{
+	task := TaskFrom(logging.DevHasher(), taskqueue.TaskInfoFrom(&cloudtaskspb.Task{
 		Name: "projects/p/locations/l/queues/wa-outbound/tasks/abc-out",
 		View: cloudtaskspb.Task_FULL,
 		MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -54,8 +55,9 @@ type Attempt struct {
 	Status string `json:"response_status,omitempty"`
 }
 
-// TaskFrom shows a task: credentials masked, the body (read in full only) redacted.
-func TaskFrom(t taskqueue.TaskInfo) Task {
+// TaskFrom shows a task: credentials masked, the body (read in full only) redacted, with h
+// making the refs of phone numbers and wamids (Redacted when h is nil).
+func TaskFrom(h *logging.Hasher, t taskqueue.TaskInfo) Task {
 	out := Task{
 		Name:          t.Name,
 		CreateTime:    t.CreateTime,
@@ -87,7 +89,7 @@ func TaskFrom(t taskqueue.TaskInfo) Task {
 		}
 	}
 	if len(t.Body) > 0 {
-		out.Body = RedactJSON(t.Body)
+		out.Body = RedactJSON(h, t.Body)
 	}
 	return out
 }
@@ -101,18 +103,18 @@ func ListTasks(ctx context.Context, q *taskqueue.Admin, queue string, limit int)
 	}
 	var out []Task
 	for _, t := range ts {
-		out = append(out, TaskFrom(t))
+		out = append(out, TaskFrom(nil, t)) // no bodies in a list
 	}
 	return out, nil
 }
 
-// GetTask reads one task with its body.
-func GetTask(ctx context.Context, q *taskqueue.Admin, name string) (Task, error) {
+// GetTask reads one task with its body, redacted with h.
+func GetTask(ctx context.Context, h *logging.Hasher, q *taskqueue.Admin, name string) (Task, error) {
 	t, err := q.GetTask(ctx, name, true)
 	if err != nil {
 		return Task{}, err
 	}
-	return TaskFrom(t), nil
+	return TaskFrom(h, t), nil
 }
 
 // WriteTaskTable writes tasks as a table, like `gcloud tasks list`.

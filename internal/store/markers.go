@@ -19,6 +19,7 @@ type Markers struct {
 	ttl   time.Duration
 	lease time.Duration
 	now   func() time.Time
+	ref   func(string) string
 }
 
 // MarkerOptions configure Markers.
@@ -29,11 +30,14 @@ type MarkerOptions struct {
 	Lease time.Duration
 	// Now is time.Now when nil; tests move it forward to age a lease.
 	Now func() time.Time
+	// EventRef, when set, gives each new marker's event_ref (logging.Hasher.Ref), which
+	// MarkerByRef finds.
+	EventRef func(eventID string) string
 }
 
 // NewMarkers returns the marker store.
 func NewMarkers(db *DB, opts MarkerOptions) *Markers {
-	s := &Markers{fs: db.fs, ttl: opts.TTL, lease: opts.Lease, now: opts.Now}
+	s := &Markers{fs: db.fs, ttl: opts.TTL, lease: opts.Lease, now: opts.Now, ref: opts.EventRef}
 	if s.lease == 0 {
 		s.lease = dedupe.DefaultLease
 	}
@@ -64,6 +68,9 @@ func (s *Markers) Begin(ctx context.Context, eventID, correlationID string) (ded
 		CreatedAt:     now,
 		UpdatedAt:     now,
 		ExpireAt:      now.Add(s.ttl),
+	}
+	if s.ref != nil {
+		m.EventRef = s.ref(eventID)
 	}
 	ref := s.doc(eventID)
 	_, err := ref.Create(ctx, m)

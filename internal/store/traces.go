@@ -36,6 +36,10 @@ type Trace struct {
 	StartedAt      time.Time              `firestore:"started_at" json:"started_at"`
 	FinishedAt     time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
 	ExpireAt       time.Time              `firestore:"expire_at" json:"expire_at"`
+
+	// EventRef is the inbound_event_id's keyed ref (logging.Hasher.Ref), the event_ref of its log
+	// lines, so wapipe inspect finds the event from a log line.
+	EventRef string `firestore:"event_ref,omitempty" json:"event_ref,omitempty"`
 }
 
 // TraceTarget is the outcome of one outbound enqueue, keyed in Trace.Outbound by idempotency key.

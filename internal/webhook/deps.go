@@ -14,7 +14,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, logger *slog.Logge
 		"inbound_queue", tq.QueuePath(cfg.InboundQueue), "dedupe_fail_mode", cfg.DedupeFailMode,
 		"tasks_emulator", cfg.TasksEmulatorHost != "", "oidc", cfg.TasksServiceAccountEmail != "")
 	return Deps{
-		Dedupe: store.NewMarkers(db, store.MarkerOptions{TTL: cfg.DedupeTTL}),
+		Dedupe: store.NewMarkers(db, store.MarkerOptions{TTL: cfg.DedupeTTL, EventRef: cfg.Hasher().Ref}),
 		// Out-of-band payloads live as long as dead letters do, so a replay can still read one.
 		Payloads: store.NewPayloads(db, store.DefaultRetention),
 		Tasks:    tq,

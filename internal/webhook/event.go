@@ -46,7 +46,7 @@ func (s *Server) handleEvent() http.Handler {
 			return
 		}
 		d.correlationID, d.received = correlationID, received
-		ctx, _ = logging.With(ctx, "inbound_event_id", d.eventID)
+		ctx, _ = logging.With(ctx, logging.EventID(d.eventID))
 
 		// Meta may give up on this request; the event's state must still end consistent, so the
 		// rest runs to completion on its own deadline.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -47,9 +48,11 @@ func newHarness(t *testing.T, failMode string) *harness {
 	cfg := &webhook.Config{InboundQueue: tasks.InboundQueueID, AppSecret: appSecret, VerifyToken: verifyToken, DedupeFailMode: failMode}
 	hs.h = webhook.NewServer(cfg, webhook.Deps{
 		Dedupe: hs.markers, Payloads: hs.payloads, Tasks: hs.queue,
-		Logger:       logging.New(hs.logs, logging.Options{Level: slog.LevelDebug}),
+		Logger:       logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: logging.DevHasher()}),
 		StoreTimeout: 100 * time.Millisecond, InFlightWait: 50 * time.Millisecond,
 	}).Routes()
+	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
+	t.Cleanup(func() { logcheck.Check(t, hs.logs.String(), []string{senderPhone}, nil) })
 	return hs
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -111,17 +112,19 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.tasks != nil {
 		enq = o.tasks(tq)
 	}
-	var dd webhook.Deduper = store.NewMarkers(store.NewDB(fs), store.MarkerOptions{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
+	var dd webhook.Deduper = store.NewMarkers(store.NewDB(fs), store.MarkerOptions{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now, EventRef: logging.DevHasher().Ref})
 	if o.dedupe != nil {
 		dd = o.dedupe
 	}
 	s := webhook.NewServer(e.cfg, webhook.Deps{
 		Dedupe: dd, Payloads: store.NewPayloads(store.NewDB(fs), time.Hour), Tasks: enq,
-		Logger:       logging.New(e.logs, logging.Options{Level: slog.LevelDebug}),
+		Logger:       logging.New(e.logs, logging.Options{Level: slog.LevelDebug, Hasher: logging.DevHasher()}),
 		StoreTimeout: 2 * time.Second, InFlightWait: 300 * time.Millisecond,
 	})
 	e.srv = httptest.NewServer(s.Routes())
 	t.Cleanup(e.srv.Close)
+	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
+	t.Cleanup(func() { logcheck.Check(t, e.logs.String(), []string{senderPhone}, nil) })
 	e.url = e.srv.URL + webhook.Path
 	return e
 }
@@ -496,7 +499,7 @@ func TestStaleMarkerTakenOver(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			id := "wamid.stale-" + strings.ReplaceAll(tc.name, " ", "-")
 			body := textPayload(id)
-			crashed := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now})
+			crashed := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{TTL: time.Hour, Lease: 30 * time.Second, Now: e.clock.Now, EventRef: logging.DevHasher().Ref})
 			if _, err := crashed.Begin(context.Background(), id, "corr-crashed"); err != nil {
 				t.Fatal(err)
 			}
@@ -555,16 +558,30 @@ func TestLargePayloadOutOfBand(t *testing.T) {
 	}
 }
 
-// TestLogsKeepSecrets: nothing a customer wrote, no phone number and no secret reaches the logs.
+// TestLogsKeepSecrets: nothing a customer wrote, no phone number, no wamid (it holds the number),
+// no unkeyed hash of either and no secret reaches the logs; the event is named by its keyed
+// event_ref, which its dedupe marker carries too.
 func TestLogsKeepSecrets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	body := textPayload("wamid.privacy")
+	const eventID = "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzRUIwQzc2N0Q3MTk0NjE5RUY0QQA="
+	body := textPayload(eventID)
 	e.post(body, nil)
 	e.post(body, nil)
 	e.post(body, map[string]string{"X-Hub-Signature-256": "sha256=00"})
 	e.post([]byte(`{"bad":`), nil)
 	logs := e.logs.String()
+	if n := logcheck.Check(t, logs, []string{senderPhone}, []string{eventID}); n == 0 {
+		t.Fatal("no log lines")
+	}
+	ref := logging.DevHasher().Ref(eventID)
+	if !strings.Contains(logs, `"event_ref":"`+ref+`"`) {
+		t.Errorf("no line carries event_ref %s:\n%s", ref, logs)
+	}
+	m, err := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{}).MarkerByRef(context.Background(), ref)
+	if err != nil || m.EventID != eventID {
+		t.Errorf("MarkerByRef(%s) = %+v, %v; want the marker of %s", ref, m, err, eventID)
+	}
 	for _, secret := range []string{senderPhone, messageText, appSecret, taskToken, verifyToken} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain %q", secret)

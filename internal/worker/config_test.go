@@ -17,6 +17,7 @@ func TestConfig(t *testing.T) {
 	base := map[string]string{
 		"GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
 		"INTERNAL_TASK_BASE_URL": "https://worker.example", "INTERNAL_TASK_TOKEN": "0123456789abcdef",
+		"LOG_HASH_KEY":          "0123456789abcdef0123456789abcdef-log-key",
 		"WHATSAPP_ACCESS_TOKEN": "EAAG-secret-token",
 	}
 	tests := []struct {

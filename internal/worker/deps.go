@@ -35,6 +35,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		DeadLetters: deadLetters,
 		Sender:      NewGraphSender(gc),
 		Responder:   responder.Ack{Text: cfg.AckText},
+		Hasher:      cfg.Hasher(),
 		Logger:      logger,
 		Health: health.New(outbound, deadLetters, admin,
 			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),

@@ -29,6 +29,9 @@ type fakeRecords struct {
 	applied     []store.StatusUpdate
 	traces      []string // "start <event id>", "finish <event id> <state>"
 	deadLetters []store.DeadLetter
+	seeds       []store.OutboundRecord // what BeginSend was given
+	recorded    []store.StatusRecord
+	started     []store.Trace
 }
 
 func (f *fakeRecords) call(name string) error {
@@ -54,6 +57,9 @@ func (f *fakeRecords) BeginSend(_ context.Context, seed store.OutboundRecord) (s
 	if f.BeginSendFn != nil {
 		return f.BeginSendFn(seed)
 	}
+	f.mu.Lock()
+	f.seeds = append(f.seeds, seed)
+	f.mu.Unlock()
 	seed.State, seed.Attempts = "sending", 1
 	return store.Send, seed, nil
 }
@@ -110,6 +116,7 @@ func (f *fakeRecords) RecordStatus(_ context.Context, s store.StatusRecord) (boo
 	}
 	created := !f.seen[s.Key]
 	f.seen[s.Key] = true
+	f.recorded = append(f.recorded, s)
 	return created, nil
 }
 
@@ -130,6 +137,7 @@ func (f *fakeRecords) StartTrace(_ context.Context, t store.Trace) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.traces = append(f.traces, "start "+t.InboundEventID)
+	f.started = append(f.started, t)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -40,13 +41,18 @@ type harness struct {
 	payloads  fakePayloads
 	sender    *fakeSender
 	responder responder.Responder
+	hasher    *logging.Hasher
 	logs      *testenv.LogBuffer
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	hs := &harness{t: t, records: &fakeRecords{}, queue: &fakeQueue{}, payloads: fakePayloads{}, sender: &fakeSender{},
-		responder: responder.Ack{Text: "thanks"}, logs: &testenv.LogBuffer{}}
+		responder: responder.Ack{Text: "thanks"}, hasher: logging.DevHasher(), logs: &testenv.LogBuffer{}}
+	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
+	t.Cleanup(func() {
+		logcheck.Check(t, hs.logs.String(), []string{customerPhone, whatsapp.DefaultSampleOptions.From}, nil)
+	})
 	return hs
 }
 
@@ -58,8 +64,8 @@ func (hs *harness) serve() http.Handler {
 		hs.h = worker.NewServer(cfg, worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
 			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,
-			Sender: hs.sender, Responder: hs.responder,
-			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug}),
+			Sender: hs.sender, Responder: hs.responder, Hasher: hs.hasher,
+			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: hs.hasher}),
 		}).Routes()
 	}
 	return hs.h
@@ -650,4 +656,52 @@ func TestDeadLetterWriteFailsRetries(t *testing.T) {
 	out := outboundTask("wamid.in1")
 	out.To = ""
 	hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 503, retryBody("dead_letter_failed"), "dead_letter_failed")
+}
+
+// TestLogsAndLookupsUseKeyedRefs (issue 11, items 3 and 4): the worker's log lines name the event
+// by event_ref, the sent message by message_ref and the customer by a ph_ ref, all keyed with
+// LOG_HASH_KEY; the outbound record's to_hash, the status's recipient_hash and the trace's
+// event_ref are the same refs, so wapipe hash-phone and inspect find them.
+func TestLogsAndLookupsUseKeyedRefs(t *testing.T) {
+	t.Parallel()
+	h, err := logging.NewHasher("worker-test-log-hash-key-0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t)
+	hs.hasher = h
+	const inID = "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzRUIwQzc2N0Q3MTk0NjE5RUY0QQA="
+	out := outboundTask(inID)
+	out.InboundEventID = inID
+	hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 200, map[string]any{"status": store.OutboundSent, "message_id": "wamid.sent-1"}, "outbound_sent")
+	o := whatsapp.SampleOptions{From: customerPhone, MessageID: "wamid.sent-1", BizOpaqueCallbackData: out.IdempotencyKey}
+	statusEvent := "wamid.sent-1:delivered"
+	hs.want(hs.run(tasks.ProcessInboundPath, inboundTask(statusEvent, whatsapp.SampleStatus(o, "delivered")), attempt{}), 200,
+		map[string]any{"status": "ok", "messages": 0.0, "statuses": 1.0, "tasks_created": 0.0, "tasks_existed": 0.0}, "status_applied")
+
+	logs := hs.logs.String()
+	logcheck.Check(t, logs, []string{customerPhone}, []string{inID, "wamid.sent-1"})
+	for _, want := range []string{
+		`"event_ref":"` + h.Ref(inID) + `"`, `"to":"` + h.Phone(customerPhone) + `"`,
+		`"message_ref":"` + h.Ref("wamid.sent-1") + `"`, `"event_ref":"` + h.Ref(statusEvent) + `"`,
+		`"recipient":"` + h.Phone(customerPhone) + `"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no log line carries %s:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, logging.DevHasher().Phone(customerPhone)) {
+		t.Error("a log line carries the dev key's ref: the logger is not keyed with the configured key")
+	}
+	hs.records.mu.Lock()
+	defer hs.records.mu.Unlock()
+	if len(hs.records.seeds) != 1 || hs.records.seeds[0].ToHash != h.Phone(customerPhone) {
+		t.Errorf("outbound record to_hash = %+v, want %s", hs.records.seeds, h.Phone(customerPhone))
+	}
+	if len(hs.records.recorded) != 1 || hs.records.recorded[0].RecipientHash != h.Phone(customerPhone) {
+		t.Errorf("status recipient_hash = %+v, want %s", hs.records.recorded, h.Phone(customerPhone))
+	}
+	if len(hs.records.started) != 1 || hs.records.started[0].EventRef != h.Ref(statusEvent) {
+		t.Errorf("trace event_ref = %+v, want %s", hs.records.started, h.Ref(statusEvent))
+	}
 }

@@ -48,7 +48,7 @@ func (s *Server) handleProcessInbound() http.Handler {
 			respond(w, o)
 			return
 		}
-		ctx, logger := logging.With(r.Context(), "inbound_event_id", in.InboundEventID, "correlation_id", in.CorrelationID)
+		ctx, logger := logging.With(r.Context(), logging.EventID(in.InboundEventID), "correlation_id", in.CorrelationID)
 		counts, err := s.processInbound(ctx, logger, t, in)
 		if err != nil {
 			respond(w, s.fail(ctx, t, err))
@@ -108,6 +108,7 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 	}
 	if err := s.deps.Traces.StartTrace(ctx, store.Trace{
 		InboundEventID: in.InboundEventID,
+		EventRef:       s.deps.Hasher.Ref(in.InboundEventID),
 		CorrelationID:  in.CorrelationID,
 		TaskName:       t.name,
 		TraceID:        traceID,
@@ -230,7 +231,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			Status:         st.Status,
 			Timestamp:      st.Timestamp,
 			PhoneNumberID:  st.PhoneNumberID,
-			RecipientHash:  logging.HashPhone(st.RecipientID),
+			RecipientHash:  s.deps.Hasher.Phone(st.RecipientID),
 			IdempotencyKey: res.Key,
 			ErrorCode:      int64(code),
 			ErrorTitle:     title,
@@ -241,7 +242,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			continue
 		}
 		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,
-			"recipient", logging.HashPhone(st.RecipientID), "matched", res.Matched, "applied", res.Applied,
+			logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
 			"reconciled", res.Reconciled}
 		switch {
 		case st.Status == store.DeliveryFailed:

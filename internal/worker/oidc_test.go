@@ -58,6 +58,7 @@ func loadWorkerConfig(t *testing.T, platformVerified string) *Config {
 		"TASKS_LOCATION":              "us-central1",
 		"INTERNAL_TASK_BASE_URL":      testWorkerURL,
 		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
+		"LOG_HASH_KEY":                "0123456789abcdef0123456789abcdef-log-key",
 		"TASKS_SERVICE_ACCOUNT_EMAIL": testInvoker,
 		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test-token",
 	}

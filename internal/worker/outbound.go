@@ -33,8 +33,8 @@ func (s *Server) handleProcessOutbound() http.Handler {
 			respond(w, o)
 			return
 		}
-		ctx, _ := logging.With(r.Context(), "inbound_event_id", out.InboundEventID, "correlation_id", out.CorrelationID,
-			"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, "to", logging.HashPhone(out.To),
+		ctx, _ := logging.With(r.Context(), logging.EventID(out.InboundEventID), "correlation_id", out.CorrelationID,
+			"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, logging.Phone("to", out.To),
 			"message_type", out.Message.Type)
 		respond(w, s.processOutbound(ctx, t, out, start))
 	})
@@ -86,7 +86,7 @@ func (s *Server) beginSend(ctx context.Context, t *task, out tasks.Outbound) (re
 		MessageID:      out.Message.ID,
 		CorrelationID:  out.CorrelationID,
 		PhoneNumberID:  out.PhoneNumberID,
-		ToHash:         logging.HashPhone(out.To),
+		ToHash:         s.deps.Hasher.Phone(out.To),
 		ReceivedAt:     out.ReceivedAt,
 	})
 	if err != nil {
@@ -155,7 +155,7 @@ func (s *Server) settleSent(ctx context.Context, out tasks.Outbound, rec store.O
 		logger.ErrorContext(ctx, "reply sent but record not updated: the status webhook will reconcile it",
 			"event", "outbound_record_failed", "error", err)
 	}
-	logger.InfoContext(ctx, "reply sent", "event", "outbound_sent", "graph_message_id", graphID,
+	logger.InfoContext(ctx, "reply sent", "event", "outbound_sent", logging.MessageID(graphID),
 		"attempt", rec.Attempts, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
 	return outcome{kind: sent, messageID: graphID}
 }

@@ -75,6 +75,9 @@ type Deps struct {
 	Verifier TokenVerifier
 	// Queues gives each queue's max_attempts for dead letters; the embedded queues.yaml when nil.
 	Queues *tasks.QueueFile
+	// Hasher makes the keyed refs stored for lookups (outbound records' to_hash, statuses'
+	// recipient_hash, traces' event_ref); NewDeps keys it with LOG_HASH_KEY. The dev key when nil.
+	Hasher *logging.Hasher
 	Logger *slog.Logger
 	Now    func() time.Time
 	// FanOut bounds the outbound tasks created at once by one inbound task; 16 when zero.
@@ -93,6 +96,9 @@ type Server struct {
 func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
+	}
+	if deps.Hasher == nil {
+		deps.Hasher = logging.DevHasher()
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now

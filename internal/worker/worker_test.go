@@ -21,6 +21,7 @@ import (
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -71,6 +72,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatalf("devstack.Start: %v", err)
 	}
 	t.Cleanup(st.Stop)
+	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
+	t.Cleanup(func() { logcheck.Check(t, logs.String(), []string{whatsapp.DefaultSampleOptions.From}, nil) })
 	db := store.NewDB(fs)
 	recs := records{store.NewOutbound(db, store.Options{}), store.NewStatuses(db, store.Options{}), store.NewTraces(db, store.Options{}), store.NewDeadLetters(db, store.Options{})}
 	return &stack{Stack: st, t: t, fs: fs, records: recs, logs: logs}
