@@ -299,12 +299,13 @@ func TestInboundUnparseablePayload(t *testing.T) {
 func TestInboundPayloadRef(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	hs.payloads["fake://evt-1"] = whatsapp.SampleText(whatsapp.SampleOptions{}, "hi")
-	in := tasks.Inbound{InboundEventID: "evt-1", CorrelationID: "corr-1", PayloadRef: "fake://evt-1"}
+	ref := "firestore://inbound_events/" + store.DocID("evt-1")
+	hs.payloads[ref] = whatsapp.SampleText(whatsapp.SampleOptions{}, "hi")
+	in := tasks.Inbound{InboundEventID: "evt-1", CorrelationID: "corr-1", PayloadRef: ref}
 	hs.want(hs.run(tasks.ProcessInboundPath, in, attempt{}), 200,
 		map[string]any{"status": "ok", "messages": 1.0, "statuses": 0.0, "tasks_created": 1.0, "tasks_existed": 0.0}, "inbound_fanout")
 	// A reference that cannot be read is retried.
-	in.PayloadRef = "fake://missing"
+	in.PayloadRef = "firestore://inbound_events/" + store.DocID("missing")
 	hs.want(hs.run(tasks.ProcessInboundPath, in, attempt{}), 503, retryBody("temporary_failure"), "task_retry")
 }
 

@@ -86,6 +86,8 @@ const (
 	retry
 	// unauthorized: the request did not prove it came from Cloud Tasks.
 	unauthorized
+	// crashed: the handler panicked before its last attempt: Cloud Tasks retries.
+	crashed
 )
 
 // outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
@@ -144,6 +146,8 @@ func response(o outcome) (int, any) {
 		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": o.reason}
 	case unauthorized:
 		return http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"}
+	case crashed:
+		return http.StatusInternalServerError, map[string]any{"status": "retry", "error": "internal"}
 	default:
 		// An outcome without a kind is a defect; 503 keeps the task rather than losing it.
 		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": "internal"}
