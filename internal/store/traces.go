@@ -26,14 +26,14 @@ func NewTraces(db *DB, opts Options) *Traces {
 // Trace is the record of one inbound event's processing (inbound_traces), keyed by the
 // inbound_event_id; each attempt of its task updates it.
 type Trace struct {
-	InboundEventID string                 `firestore:"inbound_event_id" json:"inbound_event_id"`
-	CorrelationID  string                 `firestore:"correlation_id" json:"correlation_id"`
-	TaskName       string                 `firestore:"task_name" json:"task_name"`
-	TraceID        string                 `firestore:"trace_id,omitempty" json:"trace_id,omitempty"`
-	Attempt        int64                  `firestore:"attempt" json:"attempt"`
-	State          string                 `firestore:"state" json:"state"`
-	Messages       int64                  `firestore:"messages" json:"messages"`
-	Statuses       int64                  `firestore:"statuses" json:"statuses"`
+	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
+	CorrelationID  string `firestore:"correlation_id" json:"correlation_id"`
+	TaskName       string `firestore:"task_name" json:"task_name"`
+	TraceID        string `firestore:"trace_id,omitempty" json:"trace_id,omitempty"`
+	Attempt        int64  `firestore:"attempt" json:"attempt"`
+	State          string `firestore:"state" json:"state"`
+	Messages       int64  `firestore:"messages" json:"messages"`
+	Statuses       int64  `firestore:"statuses" json:"statuses"`
 	// Outbound holds up to MaxTraceTargets enqueue outcomes (failures first); OutboundCounts
 	// counts all of them by status and OutboundOmitted those left out, so a batch of thousands
 	// of messages still fits in one document.
@@ -41,10 +41,10 @@ type Trace struct {
 	OutboundCounts  map[string]int64       `firestore:"outbound_counts,omitempty" json:"outbound_counts,omitempty"`
 	OutboundOmitted int64                  `firestore:"outbound_omitted,omitempty" json:"outbound_omitted,omitempty"`
 	Error           string                 `firestore:"error,omitempty" json:"error,omitempty"`
-	ReceivedAt     time.Time              `firestore:"received_at,omitempty" json:"received_at,omitempty"`
-	StartedAt      time.Time              `firestore:"started_at" json:"started_at"`
-	FinishedAt     time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
-	ExpireAt       time.Time              `firestore:"expire_at" json:"expire_at"`
+	ReceivedAt      time.Time              `firestore:"received_at,omitempty" json:"received_at,omitempty"`
+	StartedAt       time.Time              `firestore:"started_at" json:"started_at"`
+	FinishedAt      time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
+	ExpireAt        time.Time              `firestore:"expire_at" json:"expire_at"`
 }
 
 // TraceTarget is the outcome of one outbound enqueue, keyed in Trace.Outbound by idempotency key.
