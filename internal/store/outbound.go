@@ -92,6 +92,10 @@ const (
 	AlreadyDone
 	// AwaitReconcile: an earlier send's outcome is unknown; wait for the status webhook.
 	AwaitReconcile
+	// OutcomeUnknown: an earlier send's outcome is still unknown after the reconcile window (no
+	// status webhook came). Sending again could answer twice: the caller gives the reply up as a
+	// dead letter for an operator to replay.
+	OutcomeUnknown
 )
 
 // Outbound keeps the idempotency records of replies (outbound_messages).
@@ -115,7 +119,8 @@ func (r *Outbound) outboundDoc(key string) *firestore.DocumentRef {
 }
 
 // BeginSend moves the record for seed.IdempotencyKey to sending, creating it if need be, unless it
-// is done or an earlier send may have reached Meta. It returns the record as it now stands.
+// is done or an earlier send may have reached Meta (sending: AwaitReconcile inside the reconcile
+// window, OutcomeUnknown after it). It returns the record as it now stands.
 func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision, OutboundRecord, error) {
 	ref := r.outboundDoc(seed.IdempotencyKey)
 	type begun struct {
@@ -145,6 +150,7 @@ func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision
 			if now.Sub(rec.SendingSince) < r.opts.ReconcileWindow {
 				return begun{AwaitReconcile, rec}, nil
 			}
+			return begun{OutcomeUnknown, rec}, nil
 		}
 		rec.State, rec.SendingSince, rec.UpdatedAt = OutboundSending, now, now
 		rec.Attempts++

@@ -33,12 +33,14 @@ const internalToken = "test-internal-token-0123456789"
 
 // harness is one worker on fakes.
 type harness struct {
-	t         *testing.T
-	h         http.Handler
-	records   *fakeRecords
-	queue     *fakeQueue
-	payloads  fakePayloads
-	sender    *fakeSender
+	t        *testing.T
+	h        http.Handler
+	records  *fakeRecords
+	queue    *fakeQueue
+	payloads fakePayloads
+	sender   *fakeSender
+	// graph, when set, sends instead of sender: a real Graph client against a test server.
+	graph     worker.Sender
 	responder responder.Responder
 	logs      *testenv.LogBuffer
 }
@@ -58,11 +60,18 @@ func (hs *harness) serve() http.Handler {
 		hs.h = worker.NewServer(cfg, worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
 			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,
-			Sender: hs.sender, Responder: hs.responder,
+			Sender: hs.senderUsed(), Responder: hs.responder,
 			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug}),
 		}).Routes()
 	}
 	return hs.h
+}
+
+func (hs *harness) senderUsed() worker.Sender {
+	if hs.graph != nil {
+		return hs.graph
+	}
+	return hs.sender
 }
 
 // answer is the worker's response, decoded.

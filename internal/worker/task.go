@@ -74,6 +74,7 @@ func (t *task) deadLetter(f *failure) store.DeadLetter {
 		Body:           string(t.raw),
 		LastError:      f.Error(),
 		LastErrorCode:  int64(f.code),
+		Reason:         f.class,
 		RetryCount:     int64(t.retryCount),
 		CorrelationID:  t.correlationID,
 		InboundEventID: t.inboundEventID,
