@@ -280,7 +280,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
+			// Capped as delay-seconds are: a date decades ahead is no reason to wait decades.
+			return min(d.Round(time.Second), 24*time.Hour)
 		}
 	}
 	return 0
