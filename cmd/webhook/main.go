@@ -12,6 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/memlimit"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -41,6 +42,7 @@ func realMain(ctx context.Context) error {
 		return err
 	}
 	logger := cfg.Logger()
+	memlimit.Apply(logger)
 
 	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry("webhook", logger))
 	if err != nil {

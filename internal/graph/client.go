@@ -196,10 +196,11 @@ func (c *Client) post(ctx context.Context, phoneNumberID string, body, out any) 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 
-	resp, err := c.hc.Do(req)
+	var ct connTrace
+	resp, err := c.hc.Do(req.WithContext(ct.withTrace(ctx)))
 	if err != nil {
 		// *url.Error names the URL (base and phone number id, no token) and the cause.
-		return &Error{Kind: Temporary, err: err}
+		return &Error{Kind: Temporary, NotSent: ct.notSent(err), err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))

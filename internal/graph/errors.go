@@ -67,6 +67,9 @@ type Error struct {
 	RetryAfter time.Duration
 	// Kind is the classification; see Classify.
 	Kind Kind
+	// NotSent is true when the request provably never left (no connection could be made: DNS,
+	// dial or TLS handshake failed); see NotSent.
+	NotSent bool
 
 	// err is the underlying cause for transport failures and undecodable responses.
 	err error
@@ -102,6 +105,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.err.Error())
 	}
 	fmt.Fprintf(&b, " [%s", e.Kind)
+	if e.NotSent {
+		b.WriteString(", not sent")
+	}
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, ", retry after %s", e.RetryAfter)
 	}
@@ -274,7 +280,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
+			// Capped as delay-seconds are: a date decades ahead is no reason to wait decades.
+			return min(d.Round(time.Second), 24*time.Hour)
 		}
 	}
 	return 0

@@ -91,6 +91,9 @@ type Options struct {
 	ReconcileWindow time.Duration
 	// Now is time.Now when nil; tests move it.
 	Now func() time.Time
+
+	// txHooks force transaction retries in tests.
+	txHooks *txHooks
 }
 
 func (o Options) withDefaults() Options {

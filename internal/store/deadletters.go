@@ -24,13 +24,15 @@ func NewDeadLetters(db *DB, opts Options) *DeadLetterStore {
 // DeadLetter is a task that failed on its last attempt (dead_letters), kept with its body so it
 // can be replayed. Cloud Tasks has no dead-letter queue of its own.
 type DeadLetter struct {
-	ID             string    `firestore:"id" json:"id"`
-	Queue          string    `firestore:"queue" json:"queue"`
-	TaskName       string    `firestore:"task_name" json:"task_name"`
-	Path           string    `firestore:"path" json:"path"`
-	Body           string    `firestore:"body" json:"body"`
-	LastError      string    `firestore:"last_error" json:"last_error"`
-	LastErrorCode  int64     `firestore:"last_error_code,omitempty" json:"last_error_code,omitempty"`
+	ID            string `firestore:"id" json:"id"`
+	Queue         string `firestore:"queue" json:"queue"`
+	TaskName      string `firestore:"task_name" json:"task_name"`
+	Path          string `firestore:"path" json:"path"`
+	Body          string `firestore:"body" json:"body"`
+	LastError     string `firestore:"last_error" json:"last_error"`
+	LastErrorCode int64  `firestore:"last_error_code,omitempty" json:"last_error_code,omitempty"`
+	// Reason classifies the failure (permanent, temporary, throttled, panic, outcome_unknown…).
+	Reason         string    `firestore:"reason,omitempty" json:"reason,omitempty"`
 	RetryCount     int64     `firestore:"retry_count" json:"retry_count"`
 	CorrelationID  string    `firestore:"correlation_id,omitempty" json:"correlation_id,omitempty"`
 	InboundEventID string    `firestore:"inbound_event_id,omitempty" json:"inbound_event_id,omitempty"`

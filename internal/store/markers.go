@@ -97,28 +97,25 @@ func (s *Markers) Begin(ctx context.Context, eventID, correlationID string) (ded
 	}
 
 	// Take over in a transaction, so two deliveries cannot both take over the same stale marker.
-	var res dedupe.Result
-	err = s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	res, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (dedupe.Result, error) {
 		now := s.now()
 		snap, err := tx.Get(ref)
 		if status.Code(err) == codes.NotFound {
 			// Deleted by TTL between our create and now: start afresh.
-			res = dedupe.Result{Outcome: dedupe.Acquired, Attempt: 1}
-			return tx.Create(ref, m)
+			return dedupe.Result{Outcome: dedupe.Acquired, Attempt: 1}, tx.Create(ref, m)
 		}
 		if err != nil {
-			return err
+			return dedupe.Result{}, err
 		}
 		var cur dedupe.Marker
 		if err := snap.DataTo(&cur); err != nil {
-			return err
+			return dedupe.Result{}, err
 		}
 		if r, done := dedupe.Decide(cur, now); done {
-			res = r
-			return nil
+			return r, nil
 		}
-		res = dedupe.Result{Outcome: dedupe.Acquired, TakenOver: true, Attempt: cur.Attempt + 1}
-		return tx.Update(ref, []firestore.Update{
+		res := dedupe.Result{Outcome: dedupe.Acquired, TakenOver: true, Attempt: cur.Attempt + 1}
+		return res, tx.Update(ref, []firestore.Update{
 			{Path: "state", Value: dedupe.StatePending},
 			{Path: "lease_until", Value: now.Add(s.lease)},
 			{Path: "attempt", Value: cur.Attempt + 1},

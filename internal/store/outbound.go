@@ -92,6 +92,10 @@ const (
 	AlreadyDone
 	// AwaitReconcile: an earlier send's outcome is unknown; wait for the status webhook.
 	AwaitReconcile
+	// OutcomeUnknown: an earlier send's outcome is still unknown after the reconcile window (no
+	// status webhook came). Sending again could answer twice: the caller gives the reply up as a
+	// dead letter for an operator to replay.
+	OutcomeUnknown
 )
 
 // Outbound keeps the idempotency records of replies (outbound_messages).
@@ -115,48 +119,47 @@ func (r *Outbound) outboundDoc(key string) *firestore.DocumentRef {
 }
 
 // BeginSend moves the record for seed.IdempotencyKey to sending, creating it if need be, unless it
-// is done or an earlier send may have reached Meta. It returns the record as it now stands.
+// is done or an earlier send may have reached Meta (sending: AwaitReconcile inside the reconcile
+// window, OutcomeUnknown after it). It returns the record as it now stands.
 func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision, OutboundRecord, error) {
 	ref := r.outboundDoc(seed.IdempotencyKey)
-	var dec Decision
-	var out OutboundRecord
-	err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	type begun struct {
+		dec Decision
+		rec OutboundRecord
+	}
+	b, err := runTx(ctx, r.fs, r.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (begun, error) {
 		now := r.opts.Now()
 		snap, err := tx.Get(ref)
 		if status.Code(err) == codes.NotFound {
 			rec := seed
 			rec.State, rec.Attempts, rec.SendingSince = OutboundSending, 1, now
 			rec.CreatedAt, rec.UpdatedAt, rec.ExpireAt = now, now, now.Add(r.opts.Retention)
-			dec, out = Send, rec
-			return tx.Create(ref, rec)
+			return begun{Send, rec}, tx.Create(ref, rec)
 		}
 		if err != nil {
-			return err
+			return begun{}, err
 		}
 		var rec OutboundRecord
 		if err := snap.DataTo(&rec); err != nil {
-			return err
+			return begun{}, err
 		}
-		out = rec
 		switch rec.State {
 		case OutboundSent, OutboundFailed, OutboundSkipped:
-			dec = AlreadyDone
-			return nil
+			return begun{AlreadyDone, rec}, nil
 		case OutboundSending:
 			if now.Sub(rec.SendingSince) < r.opts.ReconcileWindow {
-				dec = AwaitReconcile
-				return nil
+				return begun{AwaitReconcile, rec}, nil
 			}
+			return begun{OutcomeUnknown, rec}, nil
 		}
 		rec.State, rec.SendingSince, rec.UpdatedAt = OutboundSending, now, now
 		rec.Attempts++
-		dec, out = Send, rec
-		return tx.Set(ref, rec)
+		return begun{Send, rec}, tx.Set(ref, rec)
 	})
 	if err != nil {
 		return 0, OutboundRecord{}, fmt.Errorf("begin send %s: %w", seed.IdempotencyKey, err)
 	}
-	return dec, out, nil
+	return b.dec, b.rec, nil
 }
 
 // MarkSent records Meta's acceptance of the reply, and whether the inbound message was marked as
@@ -233,26 +236,30 @@ func (r *Outbound) ReopenOutbound(ctx context.Context, key string) error {
 	return err
 }
 
+// update applies f to the record in a transaction and writes it when f reports a change. f may
+// run more than once (once per transaction attempt), each time on a record read afresh.
 func (r *Outbound) update(ctx context.Context, key string, f func(*OutboundRecord, time.Time) bool) (OutboundRecord, error) {
 	ref := r.outboundDoc(key)
-	var out OutboundRecord
-	err := r.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	out, err := runTx(ctx, r.fs, r.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (OutboundRecord, error) {
 		snap, err := tx.Get(ref)
 		if status.Code(err) == codes.NotFound {
-			return ErrNotFound
+			return OutboundRecord{}, ErrNotFound
 		}
 		if err != nil {
-			return err
+			return OutboundRecord{}, err
 		}
-		if err := snap.DataTo(&out); err != nil {
-			return err
+		// A fresh record each attempt: DataTo leaves fields the document lacks as they were, so
+		// decoding into the last attempt's record could write its stale fields back.
+		var rec OutboundRecord
+		if err := snap.DataTo(&rec); err != nil {
+			return OutboundRecord{}, err
 		}
 		now := r.opts.Now()
-		if !f(&out, now) {
-			return nil
+		if !f(&rec, now) {
+			return rec, nil
 		}
-		out.UpdatedAt = now
-		return tx.Set(ref, out)
+		rec.UpdatedAt = now
+		return rec, tx.Set(ref, rec)
 	})
 	if err != nil {
 		return OutboundRecord{}, fmt.Errorf("update outbound record %s: %w", key, err)
@@ -308,9 +315,10 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 		}
 		key, _ = k.(string)
 	}
-	res := ApplyResult{Key: key}
+	var res ApplyResult
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
-		res.Matched = true
+		// f runs once per transaction attempt: what an aborted attempt found must not survive.
+		res = ApplyResult{Key: key, Matched: true}
 		changed := false
 		// Any status echoing the key proves Meta accepted a send for this record, even one that
 		// gave up on it (retries exhausted after a lost answer): it was sent, and a replay must

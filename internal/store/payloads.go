@@ -72,11 +72,37 @@ func (p *Payloads) Put(ctx context.Context, eventID string, body []byte) (string
 // ErrBadRef is returned by Get for a reference it did not make.
 var ErrBadRef = errors.New("not a payload reference")
 
-// Get reads a payload back from its reference.
-func (p *Payloads) Get(ctx context.Context, ref string) ([]byte, error) {
+// CheckPayloadRef checks that ref has the one form Put makes, firestore://inbound_events/<DocID>,
+// and returns the document path it names. Anything else is refused before it reaches the client
+// library, which builds no document (and panics) for a path with the wrong number of segments.
+func CheckPayloadRef(ref string) (string, error) {
 	path, ok := strings.CutPrefix(ref, refPrefix)
-	if !ok || !strings.HasPrefix(path, InboundEvents+"/") {
-		return nil, fmt.Errorf("%w: %q", ErrBadRef, ref)
+	id, ok2 := strings.CutPrefix(path, InboundEvents+"/")
+	if !ok || !ok2 || !isDocID(id) {
+		// The ref is not echoed: a malformed one can be anything, up to a megabyte.
+		return "", fmt.Errorf("%w (%d bytes)", ErrBadRef, len(ref))
+	}
+	return path, nil
+}
+
+// isDocID reports whether id is what DocID makes: 64 lowercase hex digits.
+func isDocID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Get reads a payload back from its reference; ErrBadRef when ref is not one Put made.
+func (p *Payloads) Get(ctx context.Context, ref string) ([]byte, error) {
+	path, err := CheckPayloadRef(ref)
+	if err != nil {
+		return nil, err
 	}
 	docs, err := p.fs.Doc(path).Collection(PayloadChunks).OrderBy("index", firestore.Asc).Documents(ctx).GetAll()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,40 @@ func TestPayloadsBadRef(t *testing.T) {
 	}
 	if _, err := p.Get(context.Background(), "firestore://inbound_events/none"); err == nil {
 		t.Error("Get(missing payload) succeeded")
+	}
+}
+
+// TestMalformedPayloadRef: a payload_ref of any other form than Put's is refused with ErrBadRef,
+// never a panic (the client library builds no document for a path with an odd number of
+// segments, and the old check let such paths through).
+func TestMalformedPayloadRef(t *testing.T) {
+	t.Parallel()
+	db, _ := testenv.Store(t)
+	p := store.NewPayloads(db, time.Hour)
+	id := store.DocID("wamid.x")
+	for _, ref := range []string{
+		"",
+		"firestore://",
+		"firestore://inbound_events",
+		"firestore://inbound_events/",
+		"firestore://inbound_events//",
+		"firestore://inbound_events/a/b",
+		"firestore://inbound_events/" + id + "/payload_chunks",
+		"firestore://inbound_events/" + id + "/",
+		"firestore://inbound_events/" + strings.ToUpper(id),
+		"firestore://inbound_events/" + id[:63],
+		"firestore://inbound_events/../" + id,
+		"firestore://dead_letters/" + id,
+		"gs://inbound_events/" + id,
+	} {
+		t.Run(ref, func(t *testing.T) {
+			t.Parallel()
+			if _, err := p.Get(context.Background(), ref); !errors.Is(err, store.ErrBadRef) {
+				t.Errorf("Get(%q) = %v, want ErrBadRef", ref, err)
+			}
+		})
+	}
+	if _, err := store.CheckPayloadRef("firestore://inbound_events/" + id); err != nil {
+		t.Errorf("the form Put makes is refused: %v", err)
 	}
 }

@@ -1,9 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 )
@@ -22,20 +26,25 @@ func NewTraces(db *DB, opts Options) *Traces {
 // Trace is the record of one inbound event's processing (inbound_traces), keyed by the
 // inbound_event_id; each attempt of its task updates it.
 type Trace struct {
-	InboundEventID string                 `firestore:"inbound_event_id" json:"inbound_event_id"`
-	CorrelationID  string                 `firestore:"correlation_id" json:"correlation_id"`
-	TaskName       string                 `firestore:"task_name" json:"task_name"`
-	TraceID        string                 `firestore:"trace_id,omitempty" json:"trace_id,omitempty"`
-	Attempt        int64                  `firestore:"attempt" json:"attempt"`
-	State          string                 `firestore:"state" json:"state"`
-	Messages       int64                  `firestore:"messages" json:"messages"`
-	Statuses       int64                  `firestore:"statuses" json:"statuses"`
-	Outbound       map[string]TraceTarget `firestore:"outbound" json:"outbound"`
-	Error          string                 `firestore:"error,omitempty" json:"error,omitempty"`
-	ReceivedAt     time.Time              `firestore:"received_at,omitempty" json:"received_at,omitempty"`
-	StartedAt      time.Time              `firestore:"started_at" json:"started_at"`
-	FinishedAt     time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
-	ExpireAt       time.Time              `firestore:"expire_at" json:"expire_at"`
+	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
+	CorrelationID  string `firestore:"correlation_id" json:"correlation_id"`
+	TaskName       string `firestore:"task_name" json:"task_name"`
+	TraceID        string `firestore:"trace_id,omitempty" json:"trace_id,omitempty"`
+	Attempt        int64  `firestore:"attempt" json:"attempt"`
+	State          string `firestore:"state" json:"state"`
+	Messages       int64  `firestore:"messages" json:"messages"`
+	Statuses       int64  `firestore:"statuses" json:"statuses"`
+	// Outbound holds up to MaxTraceTargets enqueue outcomes (failures first); OutboundCounts
+	// counts all of them by status and OutboundOmitted those left out, so a batch of thousands
+	// of messages still fits in one document.
+	Outbound        map[string]TraceTarget `firestore:"outbound" json:"outbound"`
+	OutboundCounts  map[string]int64       `firestore:"outbound_counts,omitempty" json:"outbound_counts,omitempty"`
+	OutboundOmitted int64                  `firestore:"outbound_omitted,omitempty" json:"outbound_omitted,omitempty"`
+	Error           string                 `firestore:"error,omitempty" json:"error,omitempty"`
+	ReceivedAt      time.Time              `firestore:"received_at,omitempty" json:"received_at,omitempty"`
+	StartedAt       time.Time              `firestore:"started_at" json:"started_at"`
+	FinishedAt      time.Time              `firestore:"finished_at,omitempty" json:"finished_at,omitempty"`
+	ExpireAt        time.Time              `firestore:"expire_at" json:"expire_at"`
 
 	// EventRef is the inbound_event_id's keyed ref (logging.Hasher.Ref), the event_ref of its log
 	// lines, so wapipe inspect finds the event from a log line.
@@ -68,17 +77,31 @@ func (r *Traces) StartTrace(ctx context.Context, t Trace) error {
 	return nil
 }
 
-// FinishTrace records the attempt's outcome: finished, or retrying with the error.
+// Bounds of a trace document. Firestore refuses a document over 1 MiB, and a trace that cannot
+// be written fails its task on every attempt; with these caps a trace stays under about 300 KiB
+// whatever the batch (a delivery holds up to some 4,600 messages).
+const (
+	// MaxTraceTargets is how many enqueue outcomes a trace keeps one by one.
+	MaxTraceTargets = 200
+	// maxTraceTargetError and maxTraceError cap the error texts, which quote one error per
+	// failed enqueue.
+	maxTraceTargetError = 256
+	maxTraceError       = 8 << 10
+)
+
+// FinishTrace records the attempt's outcome: finished, or retrying with the error. outbound may
+// hold any number of targets: the trace keeps counts of all and MaxTraceTargets of them.
 func (r *Traces) FinishTrace(ctx context.Context, eventID, state string, outbound map[string]TraceTarget, errText string) error {
-	if outbound == nil {
-		outbound = map[string]TraceTarget{}
-	}
+	kept, counts, omitted := boundTargets(outbound)
 	_, err := r.fs.Collection(InboundTraces).Doc(DocID(eventID)).Set(ctx, map[string]any{
-		"state":       state,
-		"outbound":    outbound,
-		"error":       errText,
-		"finished_at": r.opts.Now(),
-	}, firestore.MergeAll)
+		"state":            state,
+		"outbound":         kept,
+		"outbound_counts":  counts,
+		"outbound_omitted": omitted,
+		"error":            truncate(errText, maxTraceError),
+		"finished_at":      r.opts.Now(),
+	}, firestore.Merge([]string{"state"}, []string{"outbound"}, []string{"outbound_counts"},
+		[]string{"outbound_omitted"}, []string{"error"}, []string{"finished_at"}))
 	if err != nil {
 		return fmt.Errorf("finish trace: %w", err)
 	}
@@ -88,4 +111,45 @@ func (r *Traces) FinishTrace(ctx context.Context, eventID, state string, outboun
 // GetTrace reads an event's trace.
 func (r *Traces) GetTrace(ctx context.Context, eventID string) (Trace, error) {
 	return getDoc[Trace](ctx, r.fs.Collection(InboundTraces).Doc(DocID(eventID)), "trace")
+}
+
+// boundTargets keeps up to MaxTraceTargets targets, failures first, then in key order (so a
+// retried attempt keeps the same ones), with each error cut short; counts are of all targets by
+// status.
+func boundTargets(all map[string]TraceTarget) (kept map[string]TraceTarget, counts map[string]int64, omitted int64) {
+	keys := make([]string, 0, len(all))
+	counts = map[string]int64{}
+	for k, t := range all {
+		keys = append(keys, k)
+		counts[t.Status]++
+	}
+	failedFirst := func(k string) int {
+		if all[k].Status == "failed" {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(failedFirst(a), failedFirst(b)), strings.Compare(a, b))
+	})
+	kept = make(map[string]TraceTarget, min(len(keys), MaxTraceTargets))
+	for _, k := range keys[:min(len(keys), MaxTraceTargets)] {
+		t := all[k]
+		t.Error = truncate(t.Error, maxTraceTargetError)
+		kept[k] = t
+	}
+	return kept, counts, int64(len(keys) - len(kept))
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…[truncated]"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

@@ -24,10 +24,21 @@ type Config struct {
 	VerifyToken    string        `env:"WHATSAPP_VERIFY_TOKEN, required"`
 	DedupeTTL      time.Duration `env:"DEDUPE_TTL, default=168h"`
 	DedupeFailMode string        `env:"DEDUPE_FAIL_MODE"`
+	// MaxInflightBodyBytes bounds the body bytes held across all requests at once; a delivery
+	// that cannot reserve its bytes promptly answers 503 (Meta retries).
+	MaxInflightBodyBytes int64 `env:"MAX_INFLIGHT_BODY_BYTES, default=67108864"`
 }
 
-// SetDefaults settles DEDUPE_FAIL_MODE's default: closed, except open in dev.
+// DefaultMaxInflightBodyBytes is MAX_INFLIGHT_BODY_BYTES's default: 64 MiB, 16 bodies at the
+// 4 MiB cap, an eighth of a 512 MiB container.
+const DefaultMaxInflightBodyBytes = 64 << 20
+
+// SetDefaults settles DEDUPE_FAIL_MODE's default (closed, except open in dev) and, for a config
+// built by hand, MAX_INFLIGHT_BODY_BYTES's.
 func (c *Config) SetDefaults() {
+	if c.MaxInflightBodyBytes == 0 {
+		c.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
 	if c.DedupeFailMode == "" {
 		c.DedupeFailMode = FailClosed
 		if c.IsDev() {
@@ -37,7 +48,8 @@ func (c *Config) SetDefaults() {
 }
 
 // Validate checks the webhook's values on top of the shared ones. It changes nothing; an empty
-// DEDUPE_FAIL_MODE (before SetDefaults) counts as closed.
+// DEDUPE_FAIL_MODE (before SetDefaults) counts as closed, a zero MAX_INFLIGHT_BODY_BYTES as the
+// default.
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
 	// required only asks that a variable exist: an empty app secret would let anyone sign.
@@ -52,6 +64,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DedupeTTL <= 0 {
 		errs = append(errs, errors.New("DEDUPE_TTL: must be a positive duration"))
+	}
+	if c.MaxInflightBodyBytes != 0 && c.MaxInflightBodyBytes < MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("MAX_INFLIGHT_BODY_BYTES: must be at least the body cap, %d", MaxBodyBytes))
 	}
 	switch c.DedupeFailMode {
 	case "", FailClosed:

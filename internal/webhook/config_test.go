@@ -40,6 +40,7 @@ func TestConfig(t *testing.T) {
 		{"bad ttl", map[string]string{"DEDUPE_TTL": "soon"}, "DEDUPE_TTL", ""},
 		{"queue not in queues.yaml", map[string]string{"INBOUND_TASK_QUEUE_NAME": "wa-elsewhere"}, "INBOUND_TASK_QUEUE_NAME", ""},
 		{"negative ttl", map[string]string{"DEDUPE_TTL": "-1h"}, "DEDUPE_TTL", ""},
+		{"body budget under the body cap", map[string]string{"MAX_INFLIGHT_BODY_BYTES": "1048576"}, "MAX_INFLIGHT_BODY_BYTES", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +60,8 @@ func TestConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.DedupeFailMode != tc.wantMode || cfg.DedupeTTL != 168*time.Hour || cfg.InboundQueue != "wa-inbound" {
+			if cfg.DedupeFailMode != tc.wantMode || cfg.DedupeTTL != 168*time.Hour || cfg.InboundQueue != "wa-inbound" ||
+				cfg.MaxInflightBodyBytes != webhook.DefaultMaxInflightBodyBytes {
 				t.Errorf("config = mode %s ttl %s queue %s", cfg.DedupeFailMode, cfg.DedupeTTL, cfg.InboundQueue)
 			}
 		})

@@ -20,6 +20,10 @@ import (
 
 var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
+// signaturePattern is the only form of X-Hub-Signature-256 Meta sends. A request without it is
+// refused before a byte of its body is read, so unsigned uploads cost no memory.
+var signaturePattern = regexp.MustCompile(`^sha256=[0-9a-fA-F]{64}$`)
+
 // delivery is one POST from Meta whose signature and shape have been checked.
 type delivery struct {
 	body          []byte
@@ -40,7 +44,9 @@ func (s *Server) handleEvent() http.Handler {
 		ctx, _ := logging.With(r.Context(), "correlation_id", correlationID)
 		w.Header().Set(tasks.HeaderCorrelationID, correlationID)
 
-		d, o := s.readDelivery(ctx, w, r)
+		d, o, release := s.readDelivery(ctx, w, r)
+		// The body's bytes stay reserved until the delivery is done with them.
+		defer release()
 		if o != undecided {
 			respond(w, o)
 			return
@@ -62,27 +68,76 @@ func (s *Server) handleEvent() http.Handler {
 	})
 }
 
-// readDelivery reads the body under the size cap, checks its signature and derives its
-// inbound_event_id. The outcome is undecided when the delivery may go on.
-func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *http.Request) (delivery, outcome) {
+// readDelivery checks the signature header's form, reserves the body's bytes, reads the body under
+// the size cap, checks its signature and derives its inbound_event_id. The outcome is undecided
+// when the delivery may go on; release gives the reserved bytes back (always callable).
+func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *http.Request) (d delivery, o outcome, release func()) {
+	release = func() {}
 	logger := logging.FromContext(ctx)
+	sig := r.Header.Get(whatsapp.SignatureHeader)
+	if !signaturePattern.MatchString(sig) {
+		logger.WarnContext(ctx, "signature missing or malformed: body not read", "event", "signature_invalid",
+			"signature_present", sig != "", "content_length", r.ContentLength)
+		return delivery{}, badSignature, release
+	}
 	if r.ContentLength > MaxBodyBytes {
 		logger.WarnContext(ctx, "body over the size cap", "event", "body_too_large", "content_length", r.ContentLength)
-		return delivery{}, tooLarge
+		return delivery{}, tooLarge, release
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	release, ok := s.reserveBody(ctx, r.ContentLength)
+	if !ok {
+		logger.WarnContext(ctx, "too many body bytes in flight: asking Meta to redeliver", "event", "body_budget_exhausted",
+			"content_length", r.ContentLength, "max_inflight_body_bytes", s.cfg.MaxInflightBodyBytes)
+		return delivery{}, overloaded, release
+	}
+	body, err := readBody(w, r)
 	if err != nil {
 		var tooLong *http.MaxBytesError
 		if errors.As(err, &tooLong) {
 			logger.WarnContext(ctx, "body over the size cap", "event", "body_too_large")
-			return delivery{}, tooLarge
+			return delivery{}, tooLarge, release
 		}
 		logger.WarnContext(ctx, "reading body failed", "event", "body_read_failed", "error", err)
-		return delivery{}, unreadable
+		return delivery{}, unreadable, release
 	}
-	if sig := r.Header.Get(whatsapp.SignatureHeader); !whatsapp.VerifySignature(sig, body, s.cfg.AppSecret) {
-		logger.WarnContext(ctx, "signature missing or wrong", "event", "signature_invalid",
-			"signature_present", sig != "", "bytes", len(body))
+	d, o = s.checkDelivery(ctx, sig, body)
+	return d, o, release
+}
+
+// reserveBody reserves a body's bytes under MAX_INFLIGHT_BODY_BYTES, waiting up to BodyWait: its
+// declared length, or the cap when it is sent chunked. ok is false when the bytes could not be
+// reserved in time.
+func (s *Server) reserveBody(ctx context.Context, contentLength int64) (release func(), ok bool) {
+	n := contentLength
+	if n < 0 {
+		n = MaxBodyBytes
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.deps.BodyWait)
+	defer cancel()
+	if err := s.bodies.Acquire(ctx, n); err != nil {
+		return func() {}, false
+	}
+	return func() { s.bodies.Release(n) }, true
+}
+
+// readBody reads the body under the size cap, into one buffer of the declared length when there
+// is one (io.ReadAll would grow its buffer to up to twice that).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if r.ContentLength < 0 {
+		return io.ReadAll(body)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+1))
+	_, err := buf.ReadFrom(body)
+	return buf.Bytes(), err
+}
+
+// checkDelivery checks the body's signature and derives its inbound_event_id.
+func (s *Server) checkDelivery(ctx context.Context, sig string, body []byte) (delivery, outcome) {
+	logger := logging.FromContext(ctx)
+	if !whatsapp.VerifySignature(sig, body, s.cfg.AppSecret) {
+		logger.WarnContext(ctx, "signature does not match the body", "event", "signature_invalid",
+			"signature_present", true, "bytes", len(body))
 		return delivery{}, badSignature
 	}
 	payload, err := whatsapp.Parse(body)

@@ -238,6 +238,7 @@ func TestBodyUnreadable(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, "")
 	req := httptest.NewRequest(http.MethodPost, webhook.Path, brokenBody{})
+	req.Header.Set(whatsapp.SignatureHeader, whatsapp.Sign(nil, appSecret))
 	hs.want(hs.do(req), 400, errorBody("body_unreadable"), "body_read_failed")
 	hs.wantNothingDone()
 }

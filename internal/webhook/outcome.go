@@ -23,7 +23,8 @@ const (
 	storeUnavailable
 	// enqueueFailed: the inbound task was not created: Meta redelivers.
 	enqueueFailed
-	// badSignature: X-Hub-Signature-256 is missing or does not match the body.
+	// badSignature: X-Hub-Signature-256 is missing, malformed (not sha256= and 64 hex digits:
+	// refused before the body is read) or does not match the body.
 	badSignature
 	// malformed: the body is not a WhatsApp payload with an inbound_event_id.
 	malformed
@@ -31,6 +32,9 @@ const (
 	tooLarge
 	// unreadable: the body could not be read.
 	unreadable
+	// overloaded: the body's bytes could not be reserved under MAX_INFLIGHT_BODY_BYTES in time:
+	// Meta redelivers.
+	overloaded
 )
 
 // statusBody is the JSON answer to a delivery.
@@ -53,6 +57,8 @@ func response(o outcome) (int, statusBody) {
 		return http.StatusInternalServerError, statusBody{Status: "error", Error: "dedupe_unavailable"}
 	case enqueueFailed:
 		return http.StatusServiceUnavailable, statusBody{Status: "error", Error: "enqueue_failed"}
+	case overloaded:
+		return http.StatusServiceUnavailable, statusBody{Status: "error", Error: "overloaded"}
 	case badSignature:
 		return http.StatusUnauthorized, statusBody{Status: "error", Error: "invalid_signature"}
 	case malformed:

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -56,12 +57,17 @@ type Deps struct {
 	// InFlightWait is how long a delivery waits for another delivery of the same event that
 	// holds the lease; 2 s when zero.
 	InFlightWait time.Duration
+	// BodyWait is how long a delivery waits to reserve its body bytes under
+	// MAX_INFLIGHT_BODY_BYTES before answering 503; 500 ms when zero.
+	BodyWait time.Duration
 }
 
 // Server is the webhook service.
 type Server struct {
 	cfg  *Config
 	deps Deps
+	// bodies holds the body bytes reserved by requests in flight (MAX_INFLIGHT_BODY_BYTES).
+	bodies *semaphore.Weighted
 }
 
 // NewServer returns the webhook service for cfg, which must have been validated.
@@ -78,7 +84,15 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.InFlightWait == 0 {
 		deps.InFlightWait = 2 * time.Second
 	}
-	return &Server{cfg: cfg, deps: deps}
+	if deps.BodyWait == 0 {
+		deps.BodyWait = 500 * time.Millisecond
+	}
+	budget := cfg.MaxInflightBodyBytes
+	if budget < MaxBodyBytes {
+		// Not validated (tests build configs by hand): the default.
+		budget = DefaultMaxInflightBodyBytes
+	}
+	return &Server{cfg: cfg, deps: deps, bodies: semaphore.NewWeighted(budget)}
 }
 
 // Routes returns the service's handler with its middleware.

@@ -35,7 +35,7 @@ func (s *Server) deadLetter(ctx context.Context, t *task, f *failure) outcome {
 		return retryLater("dead_letter_failed", 0)
 	}
 	logger.ErrorContext(ctx, "task dead-lettered", "event", "dead_lettered", "path", t.path, "dead_letter_id", id,
-		"error", f, "meta_error_code", f.code, "permanent", f.kind == permanent)
+		"error", f, "meta_error_code", f.code, "permanent", f.kind == permanent, "reason", f.class)
 	return outcome{kind: deadLettered, deadLetterID: id}
 }
 

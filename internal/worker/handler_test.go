@@ -34,12 +34,14 @@ const internalToken = "test-internal-token-0123456789"
 
 // harness is one worker on fakes.
 type harness struct {
-	t         *testing.T
-	h         http.Handler
-	records   *fakeRecords
-	queue     *fakeQueue
-	payloads  fakePayloads
-	sender    *fakeSender
+	t        *testing.T
+	h        http.Handler
+	records  *fakeRecords
+	queue    *fakeQueue
+	payloads fakePayloads
+	sender   *fakeSender
+	// graph, when set, sends instead of sender: a real Graph client against a test server.
+	graph     worker.Sender
 	responder responder.Responder
 	hasher    *logging.Hasher
 	logs      *testenv.LogBuffer
@@ -64,11 +66,18 @@ func (hs *harness) serve() http.Handler {
 		hs.h = worker.NewServer(cfg, worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
 			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,
-			Sender: hs.sender, Responder: hs.responder, Hasher: hs.hasher,
+			Sender: hs.senderUsed(), Responder: hs.responder, Hasher: hs.hasher,
 			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: hs.hasher}),
 		}).Routes()
 	}
 	return hs.h
+}
+
+func (hs *harness) senderUsed() worker.Sender {
+	if hs.graph != nil {
+		return hs.graph
+	}
+	return hs.sender
 }
 
 // answer is the worker's response, decoded.
@@ -305,12 +314,13 @@ func TestInboundUnparseablePayload(t *testing.T) {
 func TestInboundPayloadRef(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	hs.payloads["fake://evt-1"] = whatsapp.SampleText(whatsapp.SampleOptions{}, "hi")
-	in := tasks.Inbound{InboundEventID: "evt-1", CorrelationID: "corr-1", PayloadRef: "fake://evt-1"}
+	ref := "firestore://inbound_events/" + store.DocID("evt-1")
+	hs.payloads[ref] = whatsapp.SampleText(whatsapp.SampleOptions{}, "hi")
+	in := tasks.Inbound{InboundEventID: "evt-1", CorrelationID: "corr-1", PayloadRef: ref}
 	hs.want(hs.run(tasks.ProcessInboundPath, in, attempt{}), 200,
 		map[string]any{"status": "ok", "messages": 1.0, "statuses": 0.0, "tasks_created": 1.0, "tasks_existed": 0.0}, "inbound_fanout")
 	// A reference that cannot be read is retried.
-	in.PayloadRef = "fake://missing"
+	in.PayloadRef = "firestore://inbound_events/" + store.DocID("missing")
 	hs.want(hs.run(tasks.ProcessInboundPath, in, attempt{}), 503, retryBody("temporary_failure"), "task_retry")
 }
 

@@ -70,11 +70,8 @@ func (s *Server) readInbound(r *http.Request) (t *task, in tasks.Inbound, o outc
 	}
 	in.CorrelationID = t.correlate(in.CorrelationID)
 	t.inboundEventID = in.InboundEventID
-	if err == nil && in.InboundEventID == "" {
-		err = errors.New("inbound_event_id is empty")
-	}
-	if err == nil && len(in.Payload) == 0 && in.PayloadRef == "" {
-		err = errors.New("neither payload nor payload_ref is set")
+	if err == nil {
+		err = validateInbound(in)
 	}
 	if err != nil {
 		// Retrying cannot fix a malformed task: keep it as a dead letter instead.
@@ -83,12 +80,39 @@ func (s *Server) readInbound(r *http.Request) (t *task, in tasks.Inbound, o outc
 	return t, in, outcome{}, true
 }
 
+// validateInbound checks what the webhook always writes: an event id, and either the payload (a
+// JSON object) or a payload_ref of the one form the payload store makes.
+func validateInbound(in tasks.Inbound) error {
+	var errs []error
+	if in.InboundEventID == "" {
+		errs = append(errs, errors.New("inbound_event_id is empty"))
+	}
+	switch {
+	case len(in.Payload) == 0 && in.PayloadRef == "":
+		errs = append(errs, errors.New("neither payload nor payload_ref is set"))
+	case len(in.Payload) > 0 && in.PayloadRef != "":
+		errs = append(errs, errors.New("both payload and payload_ref are set"))
+	case in.PayloadRef != "":
+		if _, err := store.CheckPayloadRef(in.PayloadRef); err != nil {
+			errs = append(errs, fmt.Errorf("payload_ref: %w", err))
+		}
+	case in.Payload[0] != '{':
+		// json.RawMessage holds the value as sent, without leading space: "null", an array or a
+		// string is not a delivery.
+		errs = append(errs, errors.New("payload is not a JSON object"))
+	}
+	return errors.Join(errs...)
+}
+
 // processInbound reads the payload, starts the trace, fans out and applies the statuses, then
 // finishes the trace.
 func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *task, in tasks.Inbound) (fanOutCounts, error) {
 	payloadBytes := []byte(in.Payload)
 	if in.PayloadRef != "" {
 		b, err := s.deps.Payloads.Get(ctx, in.PayloadRef)
+		if errors.Is(err, store.ErrBadRef) {
+			return fanOutCounts{}, permanentFailure(fmt.Errorf("load payload out of band: %w", err))
+		}
 		if err != nil {
 			return fanOutCounts{}, fmt.Errorf("load payload out of band: %w", err)
 		}

@@ -100,14 +100,31 @@ func (s *Server) beginSend(ctx context.Context, t *task, out tasks.Outbound) (re
 		// An earlier attempt's send may have reached Meta; its status webhook will say so.
 		// Sending now could answer twice.
 		if s.isLastAttempt(t) {
-			err := errors.New("an earlier send's outcome is unknown: waiting for its status webhook")
-			return rec, s.fail(ctx, t, temporaryFailure(err, int(rec.LastErrorCode))), false
+			return rec, s.outcomeUnknown(ctx, t, out, rec), false
 		}
 		logger.WarnContext(ctx, "awaiting reconciliation of an earlier send", "event", "outbound_awaiting_reconcile",
 			"sending_since", rec.SendingSince)
 		return rec, retryLater("awaiting_reconciliation", 0), false
+	case store.OutcomeUnknown:
+		return rec, s.outcomeUnknown(ctx, t, out, rec), false
 	}
 	return rec, outcome{}, true
+}
+
+// errOutcomeUnknown is the failure of a reply whose earlier send's outcome stayed unknown: no
+// status webhook reconciled it within the window, or before the queue ran out of attempts.
+var errOutcomeUnknown = errors.New("outcome_unknown: an earlier send may have reached Meta and no status webhook reconciled it")
+
+// outcomeUnknown gives up a reply whose earlier send's outcome is still unknown, rather than
+// resend blindly and perhaps answer twice: the record is marked failed (a late status webhook
+// still reconciles it to sent) and the task is kept as an outcome_unknown dead letter, logged at
+// ERROR, for an operator to check and replay.
+func (s *Server) outcomeUnknown(ctx context.Context, t *task, out tasks.Outbound, rec store.OutboundRecord) outcome {
+	if err := s.deps.Outbound.MarkFailed(ctx, out.IdempotencyKey, int(rec.LastErrorCode), errOutcomeUnknown.Error()); err != nil {
+		// Without the failed record a replay could not reopen it; let Cloud Tasks retry.
+		return s.fail(ctx, t, temporaryFailure(err, 0))
+	}
+	return s.deadLetter(ctx, t, &failure{kind: permanent, err: errOutcomeUnknown, code: int(rec.LastErrorCode), class: reasonOutcomeUnknown})
 }
 
 // reply asks the responder for the reply. When ok is false, o ends the attempt: the responder

@@ -29,6 +29,10 @@ const (
 	refusedAuth
 )
 
+// reasonOutcomeUnknown is the dead letter reason of a reply given up because an earlier send's
+// outcome stayed unknown.
+const reasonOutcomeUnknown = "outcome_unknown"
+
 // failure is a failed step, classified.
 type failure struct {
 	kind failureKind
@@ -48,12 +52,14 @@ func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
 // permanentFailure marks err as a failure no retry can fix.
-func permanentFailure(err error) *failure { return &failure{kind: permanent, err: err} }
+func permanentFailure(err error) *failure {
+	return &failure{kind: permanent, err: err, class: "permanent"}
+}
 
 // temporaryFailure marks err as a failure a retry may fix; code is Meta's, when the failure
 // followed one.
 func temporaryFailure(err error, code int) *failure {
-	return &failure{kind: temporary, err: err, code: code}
+	return &failure{kind: temporary, err: err, code: code, class: "temporary"}
 }
 
 // asFailure returns the failure in err's chain; an error nobody classified (a store call, an
@@ -86,6 +92,8 @@ const (
 	retry
 	// unauthorized: the request did not prove it came from Cloud Tasks.
 	unauthorized
+	// crashed: the handler panicked before its last attempt: Cloud Tasks retries.
+	crashed
 )
 
 // outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
@@ -144,6 +152,8 @@ func response(o outcome) (int, any) {
 		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": o.reason}
 	case unauthorized:
 		return http.StatusUnauthorized, map[string]string{"status": "error", "error": "unauthorized"}
+	case crashed:
+		return http.StatusInternalServerError, map[string]any{"status": "retry", "error": "internal"}
 	default:
 		// An outcome without a kind is a defect; 503 keeps the task rather than losing it.
 		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": "internal"}

@@ -65,5 +65,10 @@ func classifySend(err error) *failure {
 			f.kind, f.class = temporary, "unreadable_success"
 		}
 	}
+	if graph.NotSent(err) {
+		// No connection was ever made (DNS, dial, TLS handshake): nothing reached Meta, so the
+		// retry may send at once instead of waiting out the reconcile window.
+		f.definite, f.class = true, "not_sent"
+	}
 	return f
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/health"
@@ -121,13 +120,13 @@ func NewServer(cfg *Config, deps Deps) *Server {
 // Routes returns the service's handler with its middleware.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(s.withTask)
+	r.Use(s.recoverPanic)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})
 	r.Route("/internal", func(r chi.Router) {
-		r.Use(s.withTask)
 		r.Use(s.authenticate)
 		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
 		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
@@ -140,10 +139,11 @@ func (s *Server) Routes() http.Handler {
 // withTask reads Cloud Tasks' headers into the context and a logger that names the task.
 func (s *Server) withTask(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := task{
+		t := &task{
 			queue:         r.Header.Get(tasks.HeaderQueueName),
 			name:          r.Header.Get(tasks.HeaderTaskName),
 			correlationID: r.Header.Get(tasks.HeaderCorrelationID),
+			path:          r.URL.Path,
 		}
 		t.retryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
 		// correlation_id is attached by each handler, from the body (see task.correlate).
@@ -179,6 +179,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
+		taskFrom(ctx, r.URL.Path).authenticated = true
 		next.ServeHTTP(w, r)
 	})
 }

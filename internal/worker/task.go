@@ -21,15 +21,21 @@ type task struct {
 	idempotencyKey string
 	// raw is the body as received (cut at the size cap), kept whole in a dead letter.
 	raw []byte
+	// authenticated: the request proved it came from Cloud Tasks.
+	authenticated bool
 }
 
 type taskKey struct{}
 
-// taskFrom returns the facts withTask put in the context, for a task run on path.
+// taskFrom returns the task withTask put in the context, for a task run on path. It is the one
+// task of the request: what a handler learns (the body's ids) is there for recoverPanic too.
 func taskFrom(ctx context.Context, path string) *task {
-	t, _ := ctx.Value(taskKey{}).(task)
+	t, ok := ctx.Value(taskKey{}).(*task)
+	if !ok {
+		t = &task{}
+	}
 	t.path = path
-	return &t
+	return t
 }
 
 // correlate sets the task's correlation id: the body's, else the header's.
@@ -68,6 +74,7 @@ func (t *task) deadLetter(f *failure) store.DeadLetter {
 		Body:           string(t.raw),
 		LastError:      f.Error(),
 		LastErrorCode:  int64(f.code),
+		Reason:         f.class,
 		RetryCount:     int64(t.retryCount),
 		CorrelationID:  t.correlationID,
 		InboundEventID: t.inboundEventID,
