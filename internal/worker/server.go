@@ -39,13 +39,14 @@ type PayloadReader interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
 }
 
-// Sender talks to the Graph API; graphSender adapts the graph client to it.
+// Sender talks to the Graph API; GraphSender adapts the graph client to it. Each call carries
+// the access token of the tenant that owns the business number.
 type Sender interface {
 	// Send sends reply to `to` from the business number, with callbackData as
 	// biz_opaque_callback_data and replyTo (when not empty) as the quoted message. It returns
 	// Meta's message id.
-	Send(ctx context.Context, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
-	MarkRead(ctx context.Context, phoneNumberID, messageID string) error
+	Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
+	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
 }
 
 // TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.

@@ -294,8 +294,8 @@ type lostResponse struct {
 	sentID atomic.Value
 }
 
-func (l *lostResponse) Send(ctx context.Context, phoneNumberID, to string, r responder.Reply, key, replyTo string) (string, error) {
-	id, err := l.Sender.Send(ctx, phoneNumberID, to, r, key, replyTo)
+func (l *lostResponse) Send(ctx context.Context, token, phoneNumberID, to string, r responder.Reply, key, replyTo string) (string, error) {
+	id, err := l.Sender.Send(ctx, token, phoneNumberID, to, r, key, replyTo)
 	if err == nil && l.once.CompareAndSwap(false, true) {
 		l.sentID.Store(id)
 		return "", context.DeadlineExceeded
