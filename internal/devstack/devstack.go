@@ -24,6 +24,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -219,8 +220,16 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.closers = append(s.closers, func() { admin.Close() })
 
+	keeper, err := secrets.New(ctx, wcfg.Secrets())
+	if err != nil {
+		workerLn.Close()
+		webhookLn.Close()
+		return nil, fmt.Errorf("secrets.New: %w", err)
+	}
+	s.closers = append(s.closers, func() { keeper.Close() })
+
 	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project})
-	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, wlog)
+	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, keeper, wlog)
 	if err != nil {
 		workerLn.Close()
 		webhookLn.Close()

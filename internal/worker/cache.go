@@ -45,7 +45,9 @@ func newCache[V any](ttl time.Duration, load func(context.Context, string) (V, e
 
 // get returns the value of key: cached while fresh, else loaded once for every concurrent
 // caller.
-func (c *cache[V]) get(ctx context.Context, key string) (V, error) { return c.getWith(ctx, key, c.load) }
+func (c *cache[V]) get(ctx context.Context, key string) (V, error) {
+	return c.getWith(ctx, key, c.load)
+}
 
 // getWith is get with the load for this miss, for values whose key does not say how to load
 // them (a token: the key names it, the ciphertext comes from the tenant).

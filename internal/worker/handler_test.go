@@ -29,7 +29,10 @@ import (
 // need no emulator and run under -short. The emulator tests in worker_test.go run the same paths
 // through the whole pipeline.
 
-const internalToken = "test-internal-token-0123456789"
+const (
+	internalToken      = "test-internal-token-0123456789"
+	defaultAccessToken = "EAAdefault-token"
+)
 
 // harness is one worker on fakes.
 type harness struct {
@@ -55,6 +58,7 @@ func (hs *harness) serve() http.Handler {
 	if hs.h == nil {
 		cfg := &worker.Config{OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID}
 		cfg.InternalTaskToken = internalToken
+		cfg.AccessToken = defaultAccessToken
 		hs.h = worker.NewServer(cfg, worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
 			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,

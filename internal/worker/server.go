@@ -69,7 +69,17 @@ type Deps struct {
 	Traces      TraceRecords
 	DeadLetters DeadLetters
 	Sender      Sender
-	Responder   responder.Responder
+	// Responder answers the single-tenant default's messages.
+	Responder responder.Responder
+	// Tenants routes business numbers to tenants (cached); with none, every number is the
+	// single-tenant default's.
+	Tenants TenantResolver
+	// Members are the tenants' members who joined by invite, and the invites.
+	Members MemberStore
+	// Tokens opens the tenants' access tokens (cached).
+	Tokens TokenSource
+	// TenantResponder answers a tenant's served messages; responder.TenantAck when nil.
+	TenantResponder responder.TenantResponder
 	// Health answers GET /internal/health; the route answers 404 without it.
 	Health HealthChecker
 	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
@@ -103,6 +113,12 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	if deps.Responder == nil {
 		deps.Responder = responder.Ack{}
+	}
+	if deps.Tenants == nil {
+		deps.Tenants = noTenants{}
+	}
+	if deps.TenantResponder == nil {
+		deps.TenantResponder = responder.TenantAck{}
 	}
 	if deps.FanOut <= 0 {
 		deps.FanOut = 16

@@ -19,6 +19,8 @@ type task struct {
 	correlationID  string
 	inboundEventID string
 	idempotencyKey string
+	// tenantID is an outbound task's tenant; "" for the single-tenant default.
+	tenantID string
 	// raw is the body as received (cut at the size cap), kept whole in a dead letter.
 	raw []byte
 }
@@ -46,6 +48,8 @@ func (s *Server) queueID(t *task) string {
 	switch {
 	case t.queue != "":
 		return t.queue
+	case t.path == tasks.ProcessOutboundPath && t.tenantID != "":
+		return tenantQueueID(t.tenantID)
 	case t.path == tasks.ProcessOutboundPath:
 		return tasks.QueueID(s.cfg.OutboundQueue)
 	default:

@@ -45,6 +45,11 @@ type Decrypter interface {
 	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
 }
 
+// TokenSource gives a tenant's access token in clear; TokenCache implements it.
+type TokenSource interface {
+	Token(ctx context.Context, rec store.TenantRecord) (string, error)
+}
+
 // TenantCache is the per-instance TenantResolver: every routed message asks it, so a hit must
 // cost no Firestore read. Entries live ttl, unknown numbers included (a flood to a number no
 // tenant owns must not become a flood of reads), and concurrent misses of one key share one read.
