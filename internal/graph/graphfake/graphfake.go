@@ -11,6 +11,10 @@
 //	GET  /_fake/requests  {"requests":[…]}
 //	POST /_fake/reset
 //	POST /_fake/fail      {"n":2,"http_status":400,"code":130429,"retry_after":"3"}
+//	POST /_fake/revoke_token {"token":"…"}
+//
+// GET /debug_token?input_token=… answers Meta's token description: every token is valid, with
+// the WhatsApp scopes, unless revoked.
 package graphfake
 
 import (
@@ -81,6 +85,8 @@ type Fake struct {
 	failures []Failure
 	// changed is closed and replaced whenever requests change, waking every waiter.
 	changed chan struct{}
+	// revoked are the tokens RevokeToken revoked (debugtoken.go).
+	revoked map[string]bool
 }
 
 // Option configures a Fake.
@@ -244,6 +250,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
+	if f.serveDebugToken(w, r) {
+		return
+	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
 	status, resp, header := f.answer(r, &rec)
 	rec.Status = status
@@ -267,7 +276,7 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 			Message: "Unsupported " + strings.ToLower(r.Method) + " request"}), nil
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" || (f.token != "" && tok != f.token) {
+	if !ok || tok == "" || (f.token != "" && tok != f.token) || f.isRevoked(tok) {
 		fl := Failure{HTTPStatus: http.StatusUnauthorized, Code: 190}.withDefaults()
 		if !ok || tok == "" {
 			fl.Message = "An active access token must be used to query information about the current user."
@@ -426,6 +435,8 @@ func (f *Fake) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		f.FailWith(in.N, in.Failure)
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	case r.URL.Path == "/_fake/revoke_token":
+		f.serveRevoke(w, r)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown fake control"})
 	}
