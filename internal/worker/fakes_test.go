@@ -26,6 +26,7 @@ type fakeRecords struct {
 	calls       []string
 	marks       map[string]string // idempotency key → last Mark* ("sent wamid.x read=true", "failed 131026 …")
 	seen        map[string]bool   // recorded status keys
+	statuses    []store.StatusRecord
 	applied     []store.StatusUpdate
 	traces      []string // "start <event id>", "finish <event id> <state>"
 	deadLetters []store.DeadLetter
@@ -110,6 +111,7 @@ func (f *fakeRecords) RecordStatus(_ context.Context, s store.StatusRecord) (boo
 	}
 	created := !f.seen[s.Key]
 	f.seen[s.Key] = true
+	f.statuses = append(f.statuses, s)
 	return created, nil
 }
 

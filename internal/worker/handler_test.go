@@ -44,6 +44,10 @@ type harness struct {
 	sender    *fakeSender
 	responder responder.Responder
 	logs      *testenv.LogBuffer
+	// tenants, when set, are the worker's tenants (resolver, members and tokens).
+	tenants *fakeTenants
+	// noDefault leaves WHATSAPP_ACCESS_TOKEN unset.
+	noDefault bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -58,13 +62,19 @@ func (hs *harness) serve() http.Handler {
 	if hs.h == nil {
 		cfg := &worker.Config{OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID}
 		cfg.InternalTaskToken = internalToken
-		cfg.AccessToken = defaultAccessToken
-		hs.h = worker.NewServer(cfg, worker.Deps{
+		if !hs.noDefault {
+			cfg.AccessToken = defaultAccessToken
+		}
+		deps := worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
 			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,
 			Sender: hs.sender, Responder: hs.responder,
 			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug}),
-		}).Routes()
+		}
+		if hs.tenants != nil {
+			deps.Tenants, deps.Members, deps.Tokens = hs.tenants, hs.tenants, hs.tenants
+		}
+		hs.h = worker.NewServer(cfg, deps).Routes()
 	}
 	return hs.h
 }
@@ -110,6 +120,9 @@ func (hs *harness) run(path string, body any, a attempt) answer {
 	queue := tasks.InboundQueueID
 	if path == tasks.ProcessOutboundPath {
 		queue = tasks.OutboundQueueID
+		if out, ok := body.(tasks.Outbound); ok && out.TenantID != "" {
+			queue = tasks.TenantQueueID(out.TenantID)
+		}
 	}
 	req.Header.Set(tasks.HeaderQueueName, queue)
 	req.Header.Set(tasks.HeaderTaskName, "task-1")

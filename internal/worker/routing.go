@@ -8,6 +8,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 // traceUnrouted is the trace status of a message no one serves: no tenant owns its number and
@@ -63,7 +64,7 @@ func (s *Server) route(ctx context.Context, phoneNumberID string) (route, error)
 	rec, err := s.deps.Tenants.ByPhoneNumber(ctx, phoneNumberID)
 	switch {
 	case err == nil:
-		return route{tenantID: rec.Tenant.ID, queue: tenantQueueID(rec.Tenant.ID)}, nil
+		return route{tenantID: rec.Tenant.ID, queue: tasks.TenantQueueID(rec.Tenant.ID)}, nil
 	case errors.Is(err, store.ErrNotFound):
 		if s.cfg.AccessToken != "" {
 			return route{queue: s.cfg.OutboundQueue}, nil
@@ -73,7 +74,3 @@ func (s *Server) route(ctx context.Context, phoneNumberID string) (route, error)
 		return route{}, fmt.Errorf("resolve the tenant of business number %s: %w", phoneNumberID, err)
 	}
 }
-
-// tenantQueueID is the id of a tenant's send queue.
-// TODO(tenants): tasks.TenantQueueID once the tenants-store branch lands it.
-func tenantQueueID(tenantID string) string { return "wa-out-" + tenantID }

@@ -49,7 +49,7 @@ func (s *Server) queueID(t *task) string {
 	case t.queue != "":
 		return t.queue
 	case t.path == tasks.ProcessOutboundPath && t.tenantID != "":
-		return tenantQueueID(t.tenantID)
+		return tasks.TenantQueueID(t.tenantID)
 	case t.path == tasks.ProcessOutboundPath:
 		return tasks.QueueID(s.cfg.OutboundQueue)
 	default:

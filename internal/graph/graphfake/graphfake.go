@@ -57,6 +57,9 @@ type Request struct {
 	Status int `json:"status"`
 	// MessageID is the wamid a successful send returned.
 	MessageID string `json:"message_id,omitempty"`
+	// Token is the Bearer token the call carried, so a test can tell whose token a send used.
+	// Never served by the admin endpoints.
+	Token string `json:"-"`
 }
 
 // Failure is a scripted error answer. Zero fields take Meta's usual values for Code.
@@ -87,6 +90,8 @@ type Fake struct {
 	changed chan struct{}
 	// revoked are the tokens RevokeToken revoked (debugtoken.go).
 	revoked map[string]bool
+	// accepted are the tokens AcceptToken added to WithToken's.
+	accepted map[string]bool
 }
 
 // Option configures a Fake.
@@ -94,6 +99,24 @@ type Option func(*Fake)
 
 // WithToken makes the fake accept only this access token (by default any Bearer token).
 func WithToken(token string) Option { return func(f *Fake) { f.token = token } }
+
+// AcceptToken makes a fake built WithToken accept token too: one fake serving several tenants,
+// each with its own token.
+func (f *Fake) AcceptToken(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.accepted == nil {
+		f.accepted = map[string]bool{}
+	}
+	f.accepted[token] = true
+}
+
+// acceptsToken reports whether a call with tok is authenticated.
+func (f *Fake) acceptsToken(tok string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return tok != "" && !f.revoked[tok] && (f.token == "" || tok == f.token || f.accepted[tok])
+}
 
 // WithClock sets the clock that stamps requests.
 func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
@@ -276,7 +299,8 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 			Message: "Unsupported " + strings.ToLower(r.Method) + " request"}), nil
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" || (f.token != "" && tok != f.token) || f.isRevoked(tok) {
+	rec.Token = tok
+	if !ok || !f.acceptsToken(tok) {
 		fl := Failure{HTTPStatus: http.StatusUnauthorized, Code: 190}.withDefaults()
 		if !ok || tok == "" {
 			fl.Message = "An active access token must be used to query information about the current user."
