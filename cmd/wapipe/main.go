@@ -6,6 +6,7 @@
 //	wapipe replay    re-enqueue dead letters, never answering twice
 //	wapipe bench     load the webhook (loopback only by default) and measure it, end to end with the fake Graph API
 //	wapipe health    print the worker's health report; exit 1 unless it is ok
+//	wapipe tenants   apply tenant files (GitOps), list, show, set-token, invite
 //
 // Every subcommand has --help. Connection settings come from flags with the services' environment
 // variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
@@ -55,6 +56,7 @@ func commands() []command {
 		{"replay", "re-enqueue dead letters without creating duplicates", runReplay},
 		{"bench", "load the webhook and measure answer times (and end to end with the fake Graph API)", runBench},
 		{"health", "print the worker's health report; exit 1 unless it is ok", runHealth},
+		{"tenants", "apply tenant files; list, show, set-token, invite", runTenants},
 	}
 }
 
