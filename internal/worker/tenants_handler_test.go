@@ -70,7 +70,9 @@ func (f *fakeTenants) Tenant(_ context.Context, id string) (store.TenantRecord, 
 }
 
 // Get is Tenant: fakeTenants is also a TenantReader.
-func (f *fakeTenants) Get(ctx context.Context, id string) (store.TenantRecord, error) { return f.Tenant(ctx, id) }
+func (f *fakeTenants) Get(ctx context.Context, id string) (store.TenantRecord, error) {
+	return f.Tenant(ctx, id)
+}
 
 func (f *fakeTenants) Token(_ context.Context, rec store.TenantRecord) (string, error) {
 	return strings.TrimPrefix(string(rec.AccessToken), "sealed:"), nil
