@@ -24,6 +24,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -71,7 +72,12 @@ func buildWorker(ctx context.Context) (_ http.Handler, err error) {
 		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
 	}
 	c.undo.add(func() { admin.Close() })
-	deps, err := worker.NewDeps(&cfg, c.db, c.tq, admin, c.logger)
+	keeper, err := secrets.New(ctx, cfg.Secrets())
+	if err != nil {
+		return nil, fmt.Errorf("secrets.New: %w", err)
+	}
+	c.undo.add(func() { keeper.Close() })
+	deps, err := worker.NewDeps(&cfg, c.db, c.tq, admin, keeper, c.logger)
 	if err != nil {
 		return nil, err
 	}

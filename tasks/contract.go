@@ -56,6 +56,9 @@ type Outbound struct {
 	// ReceivedAt is when the webhook received the delivery, carried so the outbound record can
 	// measure webhook-to-sent latency. Not in the contract's field list; additive.
 	ReceivedAt time.Time `json:"received_at,omitzero"`
+	// TenantID is the tenant that owns PhoneNumberID; "" is the single-tenant default (the
+	// number no tenant owns, served with WHATSAPP_ACCESS_TOKEN). Additive (Wave 2).
+	TenantID string `json:"tenant_id,omitempty"`
 }
 
 // InboundTaskID is the task id of the inbound task for an event. Cloud Tasks advises against

@@ -12,12 +12,21 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // Queue IDs that the code relies on. Their definitions are in queues.yaml.
 const (
 	InboundQueueID  = "wa-inbound"
 	OutboundQueueID = "wa-outbound"
+)
+
+// Tenant send queues: one per tenant, TenantQueuePrefix + the tenant's id, made from the
+// TenantOutboundTemplate template of queues.yaml with the rate of the tenant's file.
+const (
+	TenantOutboundTemplate = "tenant-outbound"
+	TenantQueuePrefix      = "wa-out-"
 )
 
 //go:embed queues.yaml
@@ -28,7 +37,11 @@ func EmbeddedQueuesYAML() []byte { return append([]byte(nil), embeddedQueues...)
 
 // QueueFile is the parsed queues.yaml.
 type QueueFile struct {
+	// Queues are wapipe's own queues, which Terraform and the emulator create.
 	Queues map[string]Queue `yaml:"queues"`
+	// Templates are the models of queues made at run time (TenantOutboundTemplate); nobody
+	// creates a queue for a template itself. A template's ID is its name.
+	Templates map[string]Queue `yaml:"templates"`
 }
 
 // Queue is one queue's definition, in the Cloud Tasks API's terms.
@@ -101,6 +114,10 @@ func ParseQueues(data []byte) (*QueueFile, error) {
 		q.ID = id
 		f.Queues[id] = q
 	}
+	for id, q := range f.Templates {
+		q.ID = id
+		f.Templates[id] = q
+	}
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,6 +159,14 @@ func (f *QueueFile) Validate() error {
 	for _, id := range f.IDs() {
 		if err := f.Queues[id].validate(); err != nil {
 			errs = append(errs, fmt.Errorf("queue %s: %w", id, err))
+		}
+		if strings.HasPrefix(id, TenantQueuePrefix) {
+			errs = append(errs, fmt.Errorf("queue %s: the prefix %s is for tenant queues", id, TenantQueuePrefix))
+		}
+	}
+	for id, q := range f.Templates {
+		if err := q.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("template %s: %w", id, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -190,10 +215,38 @@ func (f *QueueFile) IDs() []string {
 	return ids
 }
 
-// Queue returns a queue by id.
+// Queue returns a queue by id. A tenant queue (TenantQueuePrefix + id) is the
+// TenantOutboundTemplate template under that id, with the template's rate: what the worker needs
+// of it is the retry policy (max_attempts), which the tenant's file does not change.
 func (f *QueueFile) Queue(id string) (Queue, bool) {
-	q, ok := f.Queues[id]
-	return q, ok
+	if q, ok := f.Queues[id]; ok {
+		return q, true
+	}
+	if strings.HasPrefix(id, TenantQueuePrefix) && len(id) > len(TenantQueuePrefix) {
+		if q, ok := f.Templates[TenantOutboundTemplate]; ok {
+			q.ID = id
+			return q, true
+		}
+	}
+	return Queue{}, false
+}
+
+// TenantQueueID is the id of tenant tenantID's send queue.
+func TenantQueueID(tenantID string) string { return TenantQueuePrefix + tenantID }
+
+// TenantQueue is tenant tenantID's send queue as its file asks: the TenantOutboundTemplate
+// template with the rate and concurrency of sending.
+func (f *QueueFile) TenantQueue(tenantID string, s tenant.Sending) Queue {
+	q := f.Templates[TenantOutboundTemplate]
+	q.ID = TenantQueueID(tenantID)
+	q.RateLimits = RateLimits{MaxDispatchesPerSecond: s.PerSecond, MaxConcurrentDispatches: int32(s.MaxConcurrent)}
+	return q
+}
+
+// TenantQueue is DefaultQueues().TenantQueue: tenant tenantID's send queue from the embedded
+// template.
+func TenantQueue(tenantID string, s tenant.Sending) Queue {
+	return DefaultQueues().TenantQueue(tenantID, s)
 }
 
 // QueueID returns the short id of a queue given either the id or the full resource name

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -112,5 +115,45 @@ func TestNamesAndKeys(t *testing.T) {
 		if got := tasks.QueueID(s); got != "wa-inbound" {
 			t.Errorf("QueueID(%q) = %q", s, got)
 		}
+	}
+}
+
+func TestTenantQueues(t *testing.T) {
+	t.Parallel()
+	f := tasks.DefaultQueues()
+	tmpl, ok := f.Templates[tasks.TenantOutboundTemplate]
+	if !ok {
+		t.Fatalf("queues.yaml has no %s template", tasks.TenantOutboundTemplate)
+	}
+	out, _ := f.Queue(tasks.OutboundQueueID)
+	if tmpl.RetryConfig != out.RetryConfig {
+		t.Errorf("tenant retry config %+v, want wa-outbound's %+v", tmpl.RetryConfig, out.RetryConfig)
+	}
+	for _, id := range f.IDs() {
+		if id == tasks.TenantOutboundTemplate {
+			t.Errorf("the template is listed among the queues to create")
+		}
+	}
+
+	if got := tasks.TenantQueueID("acme-bus"); got != "wa-out-acme-bus" {
+		t.Errorf("TenantQueueID = %q", got)
+	}
+	q, ok := f.Queue("wa-out-acme-bus")
+	if !ok || q.ID != "wa-out-acme-bus" || q.RetryConfig != tmpl.RetryConfig {
+		t.Errorf("Queue(wa-out-acme-bus) = %+v, %v; want the template under that id", q, ok)
+	}
+	if _, ok := f.Queue(tasks.TenantQueuePrefix); ok {
+		t.Error("Queue(wa-out-) resolved: a tenant queue needs a tenant id")
+	}
+	if _, ok := f.Queue(tasks.TenantOutboundTemplate); ok {
+		t.Error("the template resolves as a queue")
+	}
+
+	tq := tasks.TenantQueue("acme-bus", tenant.Sending{PerSecond: 5, MaxConcurrent: 3})
+	want := tmpl
+	want.ID = "wa-out-acme-bus"
+	want.RateLimits = tasks.RateLimits{MaxDispatchesPerSecond: 5, MaxConcurrentDispatches: 3}
+	if diff := cmp.Diff(want, tq); diff != "" {
+		t.Errorf("TenantQueue (-want, +got):\n%s", diff)
 	}
 }

@@ -16,8 +16,9 @@ resource "google_firestore_database" "database" {
 
 locals {
   # Every collection group whose documents carry expire_at: store.Collections(), including the
-  # payload_chunks subcollection under inbound_events. A TTL policy applies to one collection group,
-  # so each needs its own; terraform_test.go checks this list against the code.
+  # payload_chunks subcollection under inbound_events and the invites subcollection under tenants. A
+  # TTL policy applies to one collection group, so each needs its own; terraform_test.go checks this
+  # list against the code. Tenants, phone_numbers and members do not expire.
   ttl_collection_groups = [
     "inbound_events",
     "inbound_traces",
@@ -25,6 +26,7 @@ locals {
     "message_statuses",
     "dead_letters",
     "payload_chunks",
+    "invites",
   ]
 }
 

@@ -370,6 +370,7 @@ func TestWorkerTrustsCloudRunsIAMCheck(t *testing.T) {
 		"LOG_HASH_KEY":                "0123456789abcdef0123456789abcdef-log-key",
 		"TASKS_SERVICE_ACCOUNT_EMAIL": invoker,
 		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test",
+		"KMS_KEY_NAME":                "projects/p/locations/us-central1/keyRings/wapipe/cryptoKeys/tenant-secrets",
 		"OIDC_VERIFIED_BY_PLATFORM":   value,
 	}), &cfg)
 	if err != nil {

@@ -237,6 +237,8 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 			"INTERNAL_TASK_TOKEN":       st.InternalToken,
 			"INTERNAL_TASK_BASE_URL":    st.WorkerURL,
 			"WHATSAPP_APP_SECRET":       st.AppSecret,
+			"APP_ENV":                   "dev",
+			"GRAPH_API_BASE_URL":        st.GraphURL,
 		},
 		PID: os.Getpid(),
 	}
@@ -278,6 +280,13 @@ func banner(st *devstack.Stack, r Ready) string {
 		p("  %-15s %s", c, r.Logs[c])
 	}
 	p("")
+	if len(st.Tenants) > 0 {
+		p("Tenants applied: %s (from tenants/sample.yaml, token %s, queue %s)", strings.Join(st.Tenants, ", "), devstack.DevAccessToken, tasks.TenantQueueID(st.Tenants[0]))
+		p("Apply your own (with the exports above):")
+		p("  go run ./cmd/wapipe tenants apply -f my-tenant.yaml")
+		p("  echo %s | go run ./cmd/wapipe tenants set-token --no-verify MY-TENANT-ID", devstack.DevAccessToken)
+		p("")
+	}
 	p("Try: go run ./cmd/wapipe trigger --text hello   then   curl -s %s", r.FakeRequestsURL)
 	p("Ctrl-C stops everything.")
 	return b.String()

@@ -14,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/memlimit"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -67,7 +68,13 @@ func realMain(ctx context.Context) error {
 	}
 	defer admin.Close()
 
-	deps, err := worker.NewDeps(&cfg, db, tq, admin, logger)
+	keeper, err := secrets.New(ctx, cfg.Secrets())
+	if err != nil {
+		return fmt.Errorf("secrets.New: %w", err)
+	}
+	defer keeper.Close()
+
+	deps, err := worker.NewDeps(&cfg, db, tq, admin, keeper, logger)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 // Package devstack runs the whole wapipe pipeline on one machine: the Firestore emulator (through
 // gcloud, or one already running), the project's Cloud Tasks emulator with the queues of
 // tasks/queues.yaml, the fake Graph API, and the webhook and worker services with dev settings,
-// wired to each other exactly as in production. cmd/devstack runs it for people; the end-to-end
+// wired to each other exactly as in production. On start it applies the sample tenant
+// (tenants/sample.yaml, whose first number is the sample webhooks') with its send queue and the
+// fake Graph API's token. cmd/devstack runs it for people; the end-to-end
 // tests run it in-process.
 package devstack
 
@@ -24,12 +26,15 @@ import (
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
+	"github.com/wapipe/wapipe/tenants"
 )
 
 // Dev secrets: fixed so that a person can copy them from the README; never used outside dev.
@@ -50,6 +55,11 @@ type Options struct {
 	Queues *tasks.QueueFile
 	// Addresses to listen on; "127.0.0.1:0" (a free port) when empty.
 	WebhookAddr, WorkerAddr, TasksAddr, GraphAddr string
+	// Tenants are tenant files applied on start, as `wapipe tenants apply` does (the tenant, its
+	// send queue), each given DevAccessToken as its token (as `set-token --no-verify`); nil means
+	// tenants/sample.yaml. NoTenants applies none.
+	Tenants   [][]byte
+	NoTenants bool
 	// ServiceAccountEmail, when set, makes every task carry an OIDC token the worker verifies.
 	ServiceAccountEmail string
 	// Logs returns where a component's logs go ("webhook", "worker", "tasks-emulator",
@@ -85,6 +95,8 @@ type Stack struct {
 
 	Graph *graphfake.Fake
 	Tasks *cloudtasksemu.Server
+	// Tenants are the ids of the tenants applied on start.
+	Tenants []string
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -218,9 +230,22 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
 	}
 	s.closers = append(s.closers, func() { admin.Close() })
+	if err := s.applyTenants(ctx, o, db, admin); err != nil {
+		workerLn.Close()
+		webhookLn.Close()
+		return nil, err
+	}
+
+	keeper, err := secrets.New(ctx, wcfg.Secrets())
+	if err != nil {
+		workerLn.Close()
+		webhookLn.Close()
+		return nil, fmt.Errorf("secrets.New: %w", err)
+	}
+	s.closers = append(s.closers, func() { keeper.Close() })
 
 	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
-	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, wlog)
+	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, keeper, wlog)
 	if err != nil {
 		workerLn.Close()
 		webhookLn.Close()
@@ -244,6 +269,35 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// applyTenants applies the stack's tenant files and sets each tenant's token to DevAccessToken,
+// sealed with the development key that every dev process shares.
+func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin *taskqueue.Admin) error {
+	files := o.Tenants
+	if files == nil {
+		files = [][]byte{tenants.Sample()}
+	}
+	if o.NoTenants || len(files) == 0 {
+		return nil
+	}
+	keeper, err := secrets.New(ctx, secrets.Config{Dev: true})
+	if err != nil {
+		return fmt.Errorf("secrets.New: %w", err)
+	}
+	defer keeper.Close()
+	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Queues: admin, QueueFile: o.Queues, Sealer: keeper}
+	for _, f := range files {
+		rep, err := ops.Apply(ctx, f, false)
+		if err != nil {
+			return fmt.Errorf("apply tenant: %w", err)
+		}
+		if _, err := ops.SetToken(ctx, rep.ID, DevAccessToken, false); err != nil {
+			return fmt.Errorf("set the token of tenant %s: %w", rep.ID, err)
+		}
+		s.Tenants = append(s.Tenants, rep.ID)
+	}
+	return nil
 }
 
 func orFree(addr string) string {

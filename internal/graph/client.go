@@ -38,21 +38,31 @@ type Client struct {
 	now     func() time.Time
 }
 
+// ErrNoToken is returned by a call made with no access token: NewClient was given none and the
+// call did not go through WithToken. No request is made.
+var ErrNoToken = errors.New("graph access token is empty")
+
 // NewClient returns a client for baseURL (e.g. https://graph.facebook.com/v24.0; a trailing
-// slash is fine) that authenticates with accessToken. hc nil means an *http.Client with
+// slash is fine) that authenticates with accessToken. accessToken may be empty when every call
+// goes through WithToken (one client serving many tenants). hc nil means an *http.Client with
 // DefaultTimeout.
 func NewClient(baseURL, accessToken string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("graph base URL %q must be an absolute http(s) URL", baseURL)
 	}
-	if accessToken == "" {
-		return nil, errors.New("graph access token is empty")
-	}
 	if hc == nil {
 		hc = &http.Client{Timeout: DefaultTimeout}
 	}
 	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: accessToken, hc: hc, now: time.Now}, nil
+}
+
+// WithToken returns a copy of c that authenticates with accessToken and shares c's HTTP
+// client: the client of one tenant's call.
+func (c *Client) WithToken(accessToken string) *Client {
+	cc := *c
+	cc.token = accessToken
+	return &cc
 }
 
 // SendResult is Meta's answer to a send.
@@ -183,6 +193,9 @@ func (c *Client) MarkRead(ctx context.Context, phoneNumberID, messageID string) 
 func (c *Client) post(ctx context.Context, phoneNumberID string, body, out any) error {
 	if phoneNumberID == "" || strings.ContainsAny(phoneNumberID, "/?#") {
 		return fmt.Errorf("%w: phone number id must be a single path segment", ErrInvalidMessage)
+	}
+	if c.token == "" {
+		return ErrNoToken
 	}
 	b, err := json.Marshal(body)
 	if err != nil {

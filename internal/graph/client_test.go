@@ -428,7 +428,7 @@ func second(_ SendResult, err error) error { return err }
 
 func TestNewClient(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ base, token string }{{"", "EAAsecret"}, {"graph.facebook.com", "EAAsecret"}, {"ftp://x", "EAAsecret"}, {"https://graph.facebook.com/v24.0", ""}} {
+	for _, tc := range []struct{ base, token string }{{"", "EAAsecret"}, {"graph.facebook.com", "EAAsecret"}, {"ftp://x", "EAAsecret"}} {
 		if _, err := NewClient(tc.base, tc.token, nil); err == nil {
 			t.Errorf("NewClient(%q, %q) succeeded; want an error", tc.base, tc.token)
 		} else if tc.token != "" && strings.Contains(err.Error(), tc.token) {
@@ -438,5 +438,33 @@ func TestNewClient(t *testing.T) {
 	c, err := NewClient("https://graph.facebook.com/v24.0", "t", nil)
 	if err != nil || c.hc.Timeout != DefaultTimeout {
 		t.Errorf("NewClient default http client: %v, timeout %v", err, c.hc.Timeout)
+	}
+}
+
+// TestWithToken: a client with no token makes no call; WithToken gives each call its own token
+// and leaves the original untouched.
+func TestWithToken(t *testing.T) {
+	t.Parallel()
+	srv, got := endpoint(t, 200, `{"messages":[{"id":"wamid.1"}]}`, nil)
+	c, err := NewClient(srv.URL+"/v24.0", "", nil)
+	if err != nil {
+		t.Fatalf("NewClient without a token: %v", err)
+	}
+	if _, err := c.SendText(context.Background(), testPNID, testTo, Text{Body: "hi"}, SendOptions{}); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("send without a token: %v, want ErrNoToken", err)
+	}
+	if got().Method != "" {
+		t.Fatal("a call without a token reached the server")
+	}
+	for _, tok := range []string{"EAAtenant-a", "EAAtenant-b"} {
+		if _, err := c.WithToken(tok).SendText(context.Background(), testPNID, testTo, Text{Body: "hi"}, SendOptions{}); err != nil {
+			t.Fatalf("send with %s: %v", tok, err)
+		}
+		if a := got().Auth; a != "Bearer "+tok {
+			t.Errorf("Authorization %q, want Bearer %s", a, tok)
+		}
+	}
+	if c.token != "" {
+		t.Error("WithToken changed the original client")
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Firestore collections of the contract. Every document in them has an expire_at timestamp that a
-// TTL policy (terraform/firestore.tf) deletes on.
+// Firestore collections of the contract whose documents expire. Every document in them has an
+// expire_at timestamp that a TTL policy (terraform/firestore.tf) deletes on. The tenants'
+// collections (tenants.go) do not expire, except their invites.
 const (
 	InboundEvents    = "inbound_events"
 	InboundTraces    = "inbound_traces"
@@ -23,7 +24,13 @@ const PayloadChunks = "payload_chunks"
 
 // Collections lists every collection group with a TTL policy.
 func Collections() []string {
-	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks}
+	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks, TenantInvites}
+}
+
+// DurableCollections lists the collection groups whose documents never expire: the tenants,
+// their routing index and the members who joined by invite.
+func DurableCollections() []string {
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers}
 }
 
 // ExpireAtField is the TTL field of every document.

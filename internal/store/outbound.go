@@ -52,12 +52,14 @@ func DeliveryRank(s string) int {
 // OutboundRecord is the idempotency record of one reply (outbound_messages), keyed by the
 // outbound task's idempotency_key.
 type OutboundRecord struct {
-	IdempotencyKey string    `firestore:"idempotency_key" json:"idempotency_key"`
-	State          string    `firestore:"state" json:"state"`
-	InboundEventID string    `firestore:"inbound_event_id" json:"inbound_event_id"`
-	MessageID      string    `firestore:"inbound_message_id" json:"inbound_message_id"`
-	CorrelationID  string    `firestore:"correlation_id" json:"correlation_id"`
-	PhoneNumberID  string    `firestore:"phone_number_id" json:"phone_number_id"`
+	IdempotencyKey string `firestore:"idempotency_key" json:"idempotency_key"`
+	State          string `firestore:"state" json:"state"`
+	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
+	MessageID      string `firestore:"inbound_message_id" json:"inbound_message_id"`
+	CorrelationID  string `firestore:"correlation_id" json:"correlation_id"`
+	PhoneNumberID  string `firestore:"phone_number_id" json:"phone_number_id"`
+	// TenantID is the tenant the reply is sent for; empty for the single-tenant default.
+	TenantID       string    `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 	ToHash         string    `firestore:"to_hash" json:"to_hash"`
 	GraphMessageID string    `firestore:"graph_message_id,omitempty" json:"graph_message_id,omitempty"`
 	Attempts       int64     `firestore:"attempts" json:"attempts"`

@@ -23,11 +23,13 @@ func NewStatuses(db *DB, opts Options) *Statuses {
 
 // StatusRecord is one delivery status as received (message_statuses), keyed by "<id>:<status>".
 type StatusRecord struct {
-	Key            string    `firestore:"key" json:"key"`
-	GraphMessageID string    `firestore:"graph_message_id" json:"graph_message_id"`
-	Status         string    `firestore:"status" json:"status"`
-	Timestamp      string    `firestore:"timestamp,omitempty" json:"timestamp,omitempty"`
-	PhoneNumberID  string    `firestore:"phone_number_id,omitempty" json:"phone_number_id,omitempty"`
+	Key            string `firestore:"key" json:"key"`
+	GraphMessageID string `firestore:"graph_message_id" json:"graph_message_id"`
+	Status         string `firestore:"status" json:"status"`
+	Timestamp      string `firestore:"timestamp,omitempty" json:"timestamp,omitempty"`
+	PhoneNumberID  string `firestore:"phone_number_id,omitempty" json:"phone_number_id,omitempty"`
+	// TenantID owns PhoneNumberID; empty for the single-tenant default (or no one).
+	TenantID       string    `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 	RecipientHash  string    `firestore:"recipient_hash,omitempty" json:"recipient_hash,omitempty"`
 	IdempotencyKey string    `firestore:"idempotency_key,omitempty" json:"idempotency_key,omitempty"`
 	ErrorCode      int64     `firestore:"error_code,omitempty" json:"error_code,omitempty"`

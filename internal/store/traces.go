@@ -55,9 +55,12 @@ type Trace struct {
 type TraceTarget struct {
 	MessageID string `firestore:"message_id" json:"message_id"`
 	TaskName  string `firestore:"task_name" json:"task_name"`
-	// Status is created, existed (the task was there already) or failed.
+	// Status is created, existed (the task was there already), failed, or unrouted (no tenant
+	// owns the number and there is no default: no task).
 	Status string `firestore:"status" json:"status"`
 	Error  string `firestore:"error,omitempty" json:"error,omitempty"`
+	// TenantID is the tenant the message was routed to; empty for the single-tenant default.
+	TenantID string `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // Trace states.

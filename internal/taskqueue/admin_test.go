@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -96,5 +97,44 @@ func TestAdminCreatesAndUpdatesAQueue(t *testing.T) {
 	}
 	if st, err := admin.QueueStats(ctx, q.ID); err != nil || st.Paused || st.Tasks != 0 {
 		t.Errorf("stats of the new queue = %+v, %v; want an empty running queue", st, err)
+	}
+}
+
+// TestEnsureQueue creates a tenant's send queue from the template, leaves it alone when nothing
+// changed, and updates it when the tenant's rate changes.
+func TestEnsureQueue(t *testing.T) {
+	t.Parallel()
+	admin, tq := newAdmin(t)
+	ctx := context.Background()
+	q := tasks.TenantQueue("acme-bus", tenant.Sending{PerSecond: 5, MaxConcurrent: 2})
+	steps := []struct {
+		name                 string
+		q                    tasks.Queue
+		wantCreated, wantUpd bool
+	}{
+		{"new tenant", q, true, false},
+		{"same file again", q, false, false},
+		{"rate changed", tasks.TenantQueue("acme-bus", tenant.Sending{PerSecond: 8, MaxConcurrent: 3}), false, true},
+		{"same again", tasks.TenantQueue("acme-bus", tenant.Sending{PerSecond: 8, MaxConcurrent: 3}), false, false},
+	}
+	for _, s := range steps {
+		created, updated, err := admin.EnsureQueue(ctx, s.q)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if created != s.wantCreated || updated != s.wantUpd {
+			t.Errorf("%s: created %v updated %v, want %v %v", s.name, created, updated, s.wantCreated, s.wantUpd)
+		}
+	}
+	cfg, err := admin.QueueConfig(ctx, "wa-out-acme-bus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RateLimits.MaxDispatchesPerSecond != 8 || cfg.RateLimits.MaxConcurrentDispatches != 3 || cfg.RetryConfig.MaxAttempts != q.RetryConfig.MaxAttempts {
+		t.Errorf("queue after update: %+v", cfg)
+	}
+	// The queue serves tasks like any other.
+	if _, err := tq.Enqueue(ctx, taskqueue.Task{Queue: "wa-out-acme-bus", ID: "t1", Path: tasks.ProcessOutboundPath, Body: []byte(`{}`)}); err != nil {
+		t.Errorf("enqueue to the tenant queue: %v", err)
 	}
 }

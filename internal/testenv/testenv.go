@@ -181,12 +181,18 @@ func Tasks(t testing.TB, project, location string, queues *tasks.QueueFile) (*cl
 func FastQueues(t testing.TB) *tasks.QueueFile {
 	t.Helper()
 	f := tasks.DefaultQueues()
-	for id, q := range f.Queues {
+	fast := func(q tasks.Queue) tasks.Queue {
 		q.RetryConfig.MinBackoff.Duration = 50 * time.Millisecond
 		q.RetryConfig.MaxBackoff.Duration = 200 * time.Millisecond
 		q.RetryConfig.MaxAttempts = 5
 		q.RateLimits.MaxDispatchesPerSecond = 500
-		f.Queues[id] = q
+		return q
+	}
+	for id, q := range f.Queues {
+		f.Queues[id] = fast(q)
+	}
+	for id, q := range f.Templates {
+		f.Templates[id] = fast(q)
 	}
 	return f
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -21,7 +22,12 @@ type Config struct {
 	// InboundQueue is read for health only (its backlog); the webhook is the one that enqueues.
 	InboundQueue    string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
 	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
-	AccessToken     string `env:"WHATSAPP_ACCESS_TOKEN, required"`
+	// AccessToken serves the single-tenant default: messages to a number no tenant owns. Empty
+	// means such messages are not answered (logged as unrouted).
+	AccessToken string `env:"WHATSAPP_ACCESS_TOKEN"`
+	// KMSKeyName is the Cloud KMS key that seals the tenants' access tokens; required outside
+	// dev, where an unset value means the development key.
+	KMSKeyName string `env:"KMS_KEY_NAME"`
 	// AckText is the default Responder's answer to a text message.
 	AckText string `env:"REPLY_ACK_TEXT"`
 	// OIDCVerifiedByPlatform says Cloud Run (IAM required, invoker only) verifies each task's OIDC
@@ -41,8 +47,8 @@ func (c *Config) Validate() error {
 	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
 		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
 	}
-	if c.AccessToken == "" {
-		errs = append(errs, errors.New("WHATSAPP_ACCESS_TOKEN: must not be empty"))
+	if err := c.Secrets().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	// The worker knows a task's last attempt (dead letters) from the queue's definition: a queue
 	// missing from queues.yaml would silently never dead-letter.
@@ -55,6 +61,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Secrets is the configuration of the keeper that opens the tenants' access tokens.
+func (c *Config) Secrets() secrets.Config {
+	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
 }
 
 // OIDCVerifier returns the verifier of the tasks' OIDC tokens, or nil when tasks carry none

@@ -19,6 +19,7 @@ func TestConfig(t *testing.T) {
 		"INTERNAL_TASK_BASE_URL": "https://worker.example", "INTERNAL_TASK_TOKEN": "0123456789abcdef",
 		"LOG_HASH_KEY":          "0123456789abcdef0123456789abcdef-log-key",
 		"WHATSAPP_ACCESS_TOKEN": "EAAG-secret-token",
+		"KMS_KEY_NAME":          "projects/p/locations/global/keyRings/wapipe/cryptoKeys/tenant-secrets",
 	}
 	tests := []struct {
 		name    string
@@ -26,9 +27,12 @@ func TestConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, ""},
-		{"missing access token", map[string]string{"WHATSAPP_ACCESS_TOKEN": ""}, "WHATSAPP_ACCESS_TOKEN"},
-		{"empty access token", map[string]string{"WHATSAPP_ACCESS_TOKEN": "<empty>"}, "WHATSAPP_ACCESS_TOKEN"},
-		{"outbound queue not in queues.yaml", map[string]string{"OUTBOUND_TASK_QUEUE_NAME": "wa-out-staging"}, "OUTBOUND_TASK_QUEUE_NAME"},
+		{"no default access token (tenants only)", map[string]string{"WHATSAPP_ACCESS_TOKEN": ""}, ""},
+		{"empty default access token", map[string]string{"WHATSAPP_ACCESS_TOKEN": "<empty>"}, ""},
+		{"missing KMS key outside dev", map[string]string{"KMS_KEY_NAME": ""}, "KMS_KEY_NAME"},
+		{"KMS key version instead of key", map[string]string{"KMS_KEY_NAME": "projects/p/locations/global/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1"}, "KMS_KEY_NAME"},
+		{"no KMS key in dev (development key)", map[string]string{"KMS_KEY_NAME": "", "APP_ENV": "dev", "INTERNAL_TASK_BASE_URL": "http://worker"}, ""},
+		{"outbound queue not in queues.yaml", map[string]string{"OUTBOUND_TASK_QUEUE_NAME": "wa-outbound-staging"}, "OUTBOUND_TASK_QUEUE_NAME"},
 		{"graph over http in prod", map[string]string{"GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, "GRAPH_API_BASE_URL"},
 		{"graph over http in dev", map[string]string{"APP_ENV": "dev", "GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, ""},
 		{"graph not a URL", map[string]string{"GRAPH_API_BASE_URL": "graph"}, "GRAPH_API_BASE_URL"},

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,19 +11,25 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
 // NewDeps builds the worker's dependencies from its configuration and the clients its caller
 // opened (and closes): cmd/worker, the Cloud Functions entry point and the local stack. admin
-// reads the queues' stats for the health report.
-func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, logger *slog.Logger) (Deps, error) {
+// reads the queues' stats for the health report; keeper opens the tenants' access tokens.
+func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, keeper *secrets.Keeper, logger *slog.Logger) (Deps, error) {
+	if keeper == nil {
+		return Deps{}, errors.New("worker.NewDeps: a secrets keeper is required (tenant access tokens)")
+	}
 	httpClient := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
-	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, cfg.AccessToken, httpClient)
+	// The client has no token of its own: every call carries its tenant's (or the default's).
+	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, "", httpClient)
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
 	}
+	tenants := store.NewTenants(db, store.Options{})
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	deps := Deps{
@@ -36,6 +43,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Sender:      NewGraphSender(gc),
 		Responder:   responder.Ack{Text: cfg.AckText},
 		Hasher:      cfg.Hasher(),
+		Tenants:     NewTenantCache(tenants, TenantCacheTTL),
+		Members:     tenants,
+		Tokens:      NewTokenCache(keeper, TokenCacheTTL),
 		Logger:      logger,
 		Health: health.New(outbound, deadLetters, admin,
 			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
@@ -45,6 +55,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	}
 	logger.Info("worker configured", "event", "config_loaded", "app_env", cfg.AppEnv,
 		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
-		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform)
+		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform,
+		"default_token", cfg.AccessToken != "", "secrets_dev_key", keeper.Dev())
 	return deps, nil
 }

@@ -26,6 +26,7 @@ type fakeRecords struct {
 	calls       []string
 	marks       map[string]string // idempotency key → last Mark* ("sent wamid.x read=true", "failed 131026 …")
 	seen        map[string]bool   // recorded status keys
+	statuses    []store.StatusRecord
 	applied     []store.StatusUpdate
 	traces      []string // "start <event id>", "finish <event id> <state>"
 	deadLetters []store.DeadLetter
@@ -117,6 +118,7 @@ func (f *fakeRecords) RecordStatus(_ context.Context, s store.StatusRecord) (boo
 	created := !f.seen[s.Key]
 	f.seen[s.Key] = true
 	f.recorded = append(f.recorded, s)
+	f.statuses = append(f.statuses, s)
 	return created, nil
 }
 
@@ -240,22 +242,26 @@ type fakeSender struct {
 	SendErr     error
 	MarkReadErr error
 
-	mu    sync.Mutex
-	sends []string // "to key replyTo"
-	reads []string
+	mu     sync.Mutex
+	sends  []string // "to key replyTo"
+	tokens []string // the token of each send
+	texts  []string // the text of each send
+	reads  []string
 }
 
-func (s *fakeSender) Send(_ context.Context, _, to string, _ responder.Reply, callbackData, replyTo string) (string, error) {
+func (s *fakeSender) Send(_ context.Context, token, _, to string, r responder.Reply, callbackData, replyTo string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sends = append(s.sends, to+" "+callbackData+" "+replyTo)
+	s.tokens = append(s.tokens, token)
+	s.texts = append(s.texts, r.Text)
 	if s.SendErr != nil {
 		return "", s.SendErr
 	}
 	return fmt.Sprintf("wamid.sent-%d", len(s.sends)), nil
 }
 
-func (s *fakeSender) MarkRead(_ context.Context, _, messageID string) error {
+func (s *fakeSender) MarkRead(_ context.Context, _, _, messageID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads = append(s.reads, messageID)
@@ -266,6 +272,18 @@ func (s *fakeSender) Sends() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.sends...)
+}
+
+func (s *fakeSender) Tokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.tokens...)
+}
+
+func (s *fakeSender) Texts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.texts...)
 }
 
 func (s *fakeSender) Reads() []string {

@@ -30,7 +30,10 @@ import (
 // need no emulator and run under -short. The emulator tests in worker_test.go run the same paths
 // through the whole pipeline.
 
-const internalToken = "test-internal-token-0123456789"
+const (
+	internalToken      = "test-internal-token-0123456789"
+	defaultAccessToken = "EAAdefault-token"
+)
 
 // harness is one worker on fakes.
 type harness struct {
@@ -45,6 +48,10 @@ type harness struct {
 	responder responder.Responder
 	hasher    *logging.Hasher
 	logs      *testenv.LogBuffer
+	// tenants, when set, are the worker's tenants (resolver, members and tokens).
+	tenants *fakeTenants
+	// noDefault leaves WHATSAPP_ACCESS_TOKEN unset.
+	noDefault bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -63,12 +70,19 @@ func (hs *harness) serve() http.Handler {
 	if hs.h == nil {
 		cfg := &worker.Config{OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID}
 		cfg.InternalTaskToken = internalToken
-		hs.h = worker.NewServer(cfg, worker.Deps{
+		if !hs.noDefault {
+			cfg.AccessToken = defaultAccessToken
+		}
+		deps := worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
 			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,
 			Sender: hs.senderUsed(), Responder: hs.responder, Hasher: hs.hasher,
 			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: hs.hasher}),
-		}).Routes()
+		}
+		if hs.tenants != nil {
+			deps.Tenants, deps.Members, deps.Tokens = hs.tenants, hs.tenants, hs.tenants
+		}
+		hs.h = worker.NewServer(cfg, deps).Routes()
 	}
 	return hs.h
 }
@@ -121,6 +135,9 @@ func (hs *harness) run(path string, body any, a attempt) answer {
 	queue := tasks.InboundQueueID
 	if path == tasks.ProcessOutboundPath {
 		queue = tasks.OutboundQueueID
+		if out, ok := body.(tasks.Outbound); ok && out.TenantID != "" {
+			queue = tasks.TenantQueueID(out.TenantID)
+		}
 	}
 	req.Header.Set(tasks.HeaderQueueName, queue)
 	req.Header.Set(tasks.HeaderTaskName, "task-1")

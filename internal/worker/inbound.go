@@ -56,7 +56,7 @@ func (s *Server) handleProcessInbound() http.Handler {
 		}
 		logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
 			"messages", counts.Messages, "statuses", counts.Statuses, "tasks_created", counts.Created,
-			"tasks_existed", counts.Existed, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+			"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
 		respond(w, outcome{kind: fannedOut, fanOut: counts})
 	})
 }
@@ -145,18 +145,24 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 	}
 
 	out := fanOutCounts{Messages: len(msgs), Statuses: len(statuses)}
-	targets, fanErr := s.fanOut(ctx, in, msgs)
-	for _, target := range targets {
-		switch target.Status {
-		case "created":
-			out.Created++
-		case "existed":
-			out.Existed++
+	routes, err := s.routeAll(ctx, logger, msgs, statuses)
+	var targets map[string]store.TraceTarget
+	if err == nil {
+		var fanErr error
+		targets, fanErr = s.fanOut(ctx, in, msgs, routes)
+		for _, target := range targets {
+			switch target.Status {
+			case "created":
+				out.Created++
+			case "existed":
+				out.Existed++
+			case traceUnrouted:
+				out.Unrouted++
+			}
 		}
+		err = errors.Join(fanErr, s.applyStatuses(ctx, logger, in, statuses, routes))
 	}
-	statusErr := s.applyStatuses(ctx, logger, in, statuses)
 
-	err = errors.Join(fanErr, statusErr)
 	state, errText := store.TraceFinished, ""
 	if err != nil {
 		state, errText = store.TraceRetrying, err.Error()
@@ -167,17 +173,23 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 	return out, err
 }
 
-// fanOut creates one outbound task per message, a bounded number at a time. It returns the outcome
-// of each enqueue by idempotency key.
-func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.Message) (map[string]store.TraceTarget, error) {
+// fanOut creates one outbound task per message, on the queue of the tenant its number routes to,
+// a bounded number at a time. It returns the outcome of each enqueue by idempotency key; a
+// message no one serves is recorded as unrouted, with no task.
+func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.Message, routes map[string]route) (map[string]store.TraceTarget, error) {
 	var mu sync.Mutex
 	targets := make(map[string]store.TraceTarget, len(msgs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.deps.FanOut)
 	var errs []error
 	for _, m := range msgs {
+		key := tasks.IdempotencyKey(m.ID)
+		r := routes[m.PhoneNumberID]
+		if r.unrouted {
+			targets[key] = store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}
+			continue
+		}
 		g.Go(func() error {
-			key := tasks.IdempotencyKey(m.ID)
 			body, err := json.Marshal(tasks.Outbound{
 				IdempotencyKey: key,
 				CorrelationID:  in.CorrelationID,
@@ -186,12 +198,13 @@ func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 				To:             m.From,
 				Message:        m,
 				ReceivedAt:     in.ReceivedAt,
+				TenantID:       r.tenantID,
 			})
-			t := store.TraceTarget{MessageID: m.ID}
+			t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
 			if err == nil {
 				var res taskqueue.Result
 				res, err = s.deps.Tasks.Enqueue(gctx, taskqueue.Task{
-					Queue:         s.cfg.OutboundQueue,
+					Queue:         r.queue,
 					ID:            tasks.OutboundTaskID(m.ID),
 					Path:          tasks.ProcessOutboundPath,
 					Body:          body,
@@ -222,7 +235,7 @@ func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 // and records second: a crash between the two leaves a status unrecorded, and the retry applies it
 // again, which the rank guard makes harmless; the other order could leave a status recorded as
 // seen but never applied, and a send of unknown outcome never reconciled.
-func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, statuses []whatsapp.Status) error {
+func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, statuses []whatsapp.Status, routes map[string]route) error {
 	var errs []error
 	for _, st := range statuses {
 		code, title := 0, ""
@@ -255,6 +268,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			Status:         st.Status,
 			Timestamp:      st.Timestamp,
 			PhoneNumberID:  st.PhoneNumberID,
+			TenantID:       routes[st.PhoneNumberID].tenantID,
 			RecipientHash:  s.deps.Hasher.Phone(st.RecipientID),
 			IdempotencyKey: res.Key,
 			ErrorCode:      int64(code),
@@ -266,6 +280,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			continue
 		}
 		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,
+			"tenant_id", routes[st.PhoneNumberID].tenantID,
 			logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
 			"reconciled", res.Reconciled}
 		switch {

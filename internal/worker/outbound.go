@@ -35,7 +35,7 @@ func (s *Server) handleProcessOutbound() http.Handler {
 		}
 		ctx, _ := logging.With(r.Context(), logging.EventID(out.InboundEventID), "correlation_id", out.CorrelationID,
 			"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, logging.Phone("to", out.To),
-			"message_type", out.Message.Type)
+			"message_type", out.Message.Type, "tenant_id", out.TenantID)
 		respond(w, s.processOutbound(ctx, t, out, start))
 	})
 }
@@ -48,7 +48,7 @@ func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o o
 		return t, out, o, false
 	}
 	out.CorrelationID = t.correlate(out.CorrelationID)
-	t.inboundEventID, t.idempotencyKey = out.InboundEventID, out.IdempotencyKey
+	t.inboundEventID, t.idempotencyKey, t.tenantID = out.InboundEventID, out.IdempotencyKey, out.TenantID
 	if err == nil {
 		err = validateOutbound(out)
 	}
@@ -59,17 +59,22 @@ func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o o
 	return t, out, outcome{}, true
 }
 
-// processOutbound runs the steps of a send that may go ahead.
+// processOutbound runs the steps of a send that may go ahead: begin the send, find who sends
+// (the tenant and its token), ask for the reply, send, settle.
 func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
 	rec, o, ok := s.beginSend(ctx, t, out)
 	if !ok {
 		return o
 	}
-	reply, o, ok := s.reply(ctx, t, out)
+	from, o, ok := s.sender(ctx, t, out)
 	if !ok {
 		return o
 	}
-	graphID, readMarked, err := s.send(ctx, out, reply, rec)
+	reply, o, ok := s.reply(ctx, t, out, from)
+	if !ok {
+		return o
+	}
+	graphID, readMarked, err := s.send(ctx, out, from.token, reply, rec)
 	if err != nil {
 		return s.settleFailure(ctx, t, out, err)
 	}
@@ -86,6 +91,7 @@ func (s *Server) beginSend(ctx context.Context, t *task, out tasks.Outbound) (re
 		MessageID:      out.Message.ID,
 		CorrelationID:  out.CorrelationID,
 		PhoneNumberID:  out.PhoneNumberID,
+		TenantID:       out.TenantID,
 		ToHash:         s.deps.Hasher.Phone(out.To),
 		ReceivedAt:     out.ReceivedAt,
 	})
@@ -127,10 +133,16 @@ func (s *Server) outcomeUnknown(ctx context.Context, t *task, out tasks.Outbound
 	return s.deadLetter(ctx, t, &failure{kind: permanent, err: errOutcomeUnknown, code: int(rec.LastErrorCode), class: reasonOutcomeUnknown})
 }
 
-// reply asks the responder for the reply. When ok is false, o ends the attempt: the responder
-// failed, or has no reply for this message.
-func (s *Server) reply(ctx context.Context, t *task, out tasks.Outbound) (reply responder.Reply, o outcome, ok bool) {
-	reply, err := s.deps.Responder.Respond(ctx, out.Message)
+// reply asks for the reply: the tenant's (membership first, then its responder), or the
+// default Responder's for the single-tenant default. When ok is false, o ends the attempt: the
+// responder failed, or has no reply for this message.
+func (s *Server) reply(ctx context.Context, t *task, out tasks.Outbound, from sender) (reply responder.Reply, o outcome, ok bool) {
+	var err error
+	if from.tenant != nil {
+		reply, err = s.tenantReply(ctx, from.tenant, out.Message)
+	} else {
+		reply, err = s.deps.Responder.Respond(ctx, out.Message)
+	}
 	if err != nil {
 		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
 		return reply, s.fail(ctx, t, err), false
@@ -148,18 +160,18 @@ func (s *Server) reply(ctx context.Context, t *task, out tasks.Outbound) (reply 
 // send sends the reply and, beside it, marks the inbound message as read unless an earlier
 // attempt did. Mark-as-read never holds the reply up; send waits for it (bounded by its timeout)
 // so no goroutine outlives the request, and reports it with the send's outcome.
-func (s *Server) send(ctx context.Context, out tasks.Outbound, reply responder.Reply, rec store.OutboundRecord) (graphID string, readMarked bool, err error) {
+func (s *Server) send(ctx context.Context, out tasks.Outbound, token string, reply responder.Reply, rec store.OutboundRecord) (graphID string, readMarked bool, err error) {
 	readDone := make(chan bool, 1)
 	if rec.ReadMarked {
 		readDone <- true
 	} else {
-		go func() { readDone <- s.markRead(context.WithoutCancel(ctx), out) }()
+		go func() { readDone <- s.markRead(context.WithoutCancel(ctx), token, out) }()
 	}
 	replyTo := ""
 	if reply.Quote {
 		replyTo = out.Message.ID
 	}
-	graphID, err = s.deps.Sender.Send(ctx, out.PhoneNumberID, out.To, reply, out.IdempotencyKey, replyTo)
+	graphID, err = s.deps.Sender.Send(ctx, token, out.PhoneNumberID, out.To, reply, out.IdempotencyKey, replyTo)
 	return graphID, <-readDone, err
 }
 
@@ -215,10 +227,10 @@ func (s *Server) markRetry(ctx context.Context, key string, f *failure, definite
 
 // markRead marks the inbound message as read, best effort: a failure is logged and retried with
 // the next attempt, if any.
-func (s *Server) markRead(ctx context.Context, out tasks.Outbound) bool {
+func (s *Server) markRead(ctx context.Context, token string, out tasks.Outbound) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.deps.MarkReadTimeout)
 	defer cancel()
-	if err := s.deps.Sender.MarkRead(ctx, out.PhoneNumberID, out.Message.ID); err != nil {
+	if err := s.deps.Sender.MarkRead(ctx, token, out.PhoneNumberID, out.Message.ID); err != nil {
 		logging.FromContext(ctx).WarnContext(ctx, "mark as read failed (best effort)", "event", "mark_read_failed", "error", err)
 		return false
 	}

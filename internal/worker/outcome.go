@@ -122,6 +122,8 @@ type fanOutCounts struct {
 	Statuses int    `json:"statuses"`
 	Created  int    `json:"tasks_created"`
 	Existed  int    `json:"tasks_existed"`
+	// Unrouted counts the messages to a number no tenant owns, with no default to serve them.
+	Unrouted int `json:"unrouted,omitempty"`
 }
 
 func retryLater(reason string, after time.Duration) outcome {

@@ -14,8 +14,8 @@ type GraphSender struct{ c *graph.Client }
 // NewGraphSender adapts c to Sender.
 func NewGraphSender(c *graph.Client) *GraphSender { return &GraphSender{c: c} }
 
-// Send sends reply to `to`.
-func (g *GraphSender) Send(ctx context.Context, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error) {
+// Send sends reply to `to` with token.
+func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error) {
 	var m graph.Message
 	if reply.Message != nil {
 		m = *reply.Message
@@ -27,16 +27,16 @@ func (g *GraphSender) Send(ctx context.Context, phoneNumberID, to string, reply 
 	if replyTo != "" {
 		m.Context = &graph.Context{MessageID: replyTo}
 	}
-	res, err := g.c.Send(ctx, phoneNumberID, m)
+	res, err := g.c.WithToken(token).Send(ctx, phoneNumberID, m)
 	if err != nil {
 		return "", err
 	}
 	return res.MessageID, nil
 }
 
-// MarkRead marks an inbound message as read.
-func (g *GraphSender) MarkRead(ctx context.Context, phoneNumberID, messageID string) error {
-	return g.c.MarkRead(ctx, phoneNumberID, messageID)
+// MarkRead marks an inbound message as read, with token.
+func (g *GraphSender) MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error {
+	return g.c.WithToken(token).MarkRead(ctx, phoneNumberID, messageID)
 }
 
 // classifySend reads a send error the way the contract asks: on Meta's error.code first, the HTTP

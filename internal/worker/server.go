@@ -38,13 +38,14 @@ type PayloadReader interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
 }
 
-// Sender talks to the Graph API; graphSender adapts the graph client to it.
+// Sender talks to the Graph API; GraphSender adapts the graph client to it. Each call carries
+// the access token of the tenant that owns the business number.
 type Sender interface {
 	// Send sends reply to `to` from the business number, with callbackData as
 	// biz_opaque_callback_data and replyTo (when not empty) as the quoted message. It returns
 	// Meta's message id.
-	Send(ctx context.Context, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
-	MarkRead(ctx context.Context, phoneNumberID, messageID string) error
+	Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
+	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
 }
 
 // TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
@@ -67,7 +68,17 @@ type Deps struct {
 	Traces      TraceRecords
 	DeadLetters DeadLetters
 	Sender      Sender
-	Responder   responder.Responder
+	// Responder answers the single-tenant default's messages.
+	Responder responder.Responder
+	// Tenants routes business numbers to tenants (cached); with none, every number is the
+	// single-tenant default's.
+	Tenants TenantResolver
+	// Members are the tenants' members who joined by invite, and the invites.
+	Members MemberStore
+	// Tokens opens the tenants' access tokens (cached).
+	Tokens TokenSource
+	// TenantResponder answers a tenant's served messages; responder.TenantAck when nil.
+	TenantResponder responder.TenantResponder
 	// Health answers GET /internal/health; the route answers 404 without it.
 	Health HealthChecker
 	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
@@ -107,6 +118,12 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	if deps.Responder == nil {
 		deps.Responder = responder.Ack{}
+	}
+	if deps.Tenants == nil {
+		deps.Tenants = noTenants{}
+	}
+	if deps.TenantResponder == nil {
+		deps.TenantResponder = responder.TenantAck{}
 	}
 	if deps.FanOut <= 0 {
 		deps.FanOut = 16

@@ -19,6 +19,8 @@ type task struct {
 	correlationID  string
 	inboundEventID string
 	idempotencyKey string
+	// tenantID is an outbound task's tenant; "" for the single-tenant default.
+	tenantID string
 	// raw is the body as received (cut at the size cap), kept whole in a dead letter.
 	raw []byte
 	// authenticated: the request proved it came from Cloud Tasks.
@@ -52,6 +54,8 @@ func (s *Server) queueID(t *task) string {
 	switch {
 	case t.queue != "":
 		return t.queue
+	case t.path == tasks.ProcessOutboundPath && t.tenantID != "":
+		return tasks.TenantQueueID(t.tenantID)
 	case t.path == tasks.ProcessOutboundPath:
 		return tasks.QueueID(s.cfg.OutboundQueue)
 	default:

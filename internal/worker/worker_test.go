@@ -54,6 +54,8 @@ type records struct {
 type stackOptions struct {
 	serviceAccount string
 	worker         []func(*worker.Deps)
+	// noDefaultToken leaves WHATSAPP_ACCESS_TOKEN unset: numbers no tenant owns are unrouted.
+	noDefaultToken bool
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -67,6 +69,13 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		ServiceAccountEmail: o.serviceAccount,
 		Logs:                func(string) io.Writer { return logs },
 		Worker:              o.worker,
+		// Tests apply their own tenants (tenants_test.go); the others test the default.
+		NoTenants: true,
+		WorkerConfig: func(c *worker.Config) {
+			if o.noDefaultToken {
+				c.AccessToken = ""
+			}
+		},
 	})
 	if err != nil {
 		t.Fatalf("devstack.Start: %v", err)
@@ -96,8 +105,9 @@ func (s *stack) deliver(body []byte) {
 	}
 }
 
-// idle waits until both queues are empty: every task has completed (or been dead-lettered).
-func (s *stack) idle() {
+// idle waits until both queues, and the tenant queues named, are empty: every task has
+// completed (or been dead-lettered).
+func (s *stack) idle(tenantQueues ...string) {
 	s.t.Helper()
 	ctx := context.Background()
 	tc, err := cloudtasksemu.NewClient(ctx, s.TasksAddr)
@@ -106,7 +116,7 @@ func (s *stack) idle() {
 	}
 	defer tc.Close()
 	testenv.Eventually(s.t, 20*time.Second, func() bool {
-		for _, q := range []string{tasks.InboundQueueID, tasks.OutboundQueueID} {
+		for _, q := range append([]string{tasks.InboundQueueID, tasks.OutboundQueueID}, tenantQueues...) {
 			it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: s.QueuePath(q)})
 			if _, err := it.Next(); !errors.Is(err, iterator.Done) {
 				return false
@@ -297,8 +307,8 @@ type lostResponse struct {
 	sentID atomic.Value
 }
 
-func (l *lostResponse) Send(ctx context.Context, phoneNumberID, to string, r responder.Reply, key, replyTo string) (string, error) {
-	id, err := l.Sender.Send(ctx, phoneNumberID, to, r, key, replyTo)
+func (l *lostResponse) Send(ctx context.Context, token, phoneNumberID, to string, r responder.Reply, key, replyTo string) (string, error) {
+	id, err := l.Sender.Send(ctx, token, phoneNumberID, to, r, key, replyTo)
 	if err == nil && l.once.CompareAndSwap(false, true) {
 		l.sentID.Store(id)
 		return "", context.DeadlineExceeded

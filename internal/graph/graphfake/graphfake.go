@@ -11,6 +11,10 @@
 //	GET  /_fake/requests  {"requests":[…]}
 //	POST /_fake/reset
 //	POST /_fake/fail      {"n":2,"http_status":400,"code":130429,"retry_after":"3"}
+//	POST /_fake/revoke_token {"token":"…"}
+//
+// GET /debug_token?input_token=… answers Meta's token description: every token is valid, with
+// the WhatsApp scopes, unless revoked.
 package graphfake
 
 import (
@@ -53,6 +57,9 @@ type Request struct {
 	Status int `json:"status"`
 	// MessageID is the wamid a successful send returned.
 	MessageID string `json:"message_id,omitempty"`
+	// Token is the Bearer token the call carried, so a test can tell whose token a send used.
+	// Never served by the admin endpoints.
+	Token string `json:"-"`
 }
 
 // Failure is a scripted error answer. Zero fields take Meta's usual values for Code.
@@ -81,6 +88,10 @@ type Fake struct {
 	failures []Failure
 	// changed is closed and replaced whenever requests change, waking every waiter.
 	changed chan struct{}
+	// revoked are the tokens RevokeToken revoked (debugtoken.go).
+	revoked map[string]bool
+	// accepted are the tokens AcceptToken added to WithToken's.
+	accepted map[string]bool
 }
 
 // Option configures a Fake.
@@ -88,6 +99,24 @@ type Option func(*Fake)
 
 // WithToken makes the fake accept only this access token (by default any Bearer token).
 func WithToken(token string) Option { return func(f *Fake) { f.token = token } }
+
+// AcceptToken makes a fake built WithToken accept token too: one fake serving several tenants,
+// each with its own token.
+func (f *Fake) AcceptToken(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.accepted == nil {
+		f.accepted = map[string]bool{}
+	}
+	f.accepted[token] = true
+}
+
+// acceptsToken reports whether a call with tok is authenticated.
+func (f *Fake) acceptsToken(tok string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return tok != "" && !f.revoked[tok] && (f.token == "" || tok == f.token || f.accepted[tok])
+}
 
 // WithClock sets the clock that stamps requests.
 func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
@@ -244,6 +273,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
+	if f.serveDebugToken(w, r) {
+		return
+	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
 	status, resp, header := f.answer(r, &rec)
 	rec.Status = status
@@ -267,7 +299,8 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 			Message: "Unsupported " + strings.ToLower(r.Method) + " request"}), nil
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" || (f.token != "" && tok != f.token) {
+	rec.Token = tok
+	if !ok || !f.acceptsToken(tok) {
 		fl := Failure{HTTPStatus: http.StatusUnauthorized, Code: 190}.withDefaults()
 		if !ok || tok == "" {
 			fl.Message = "An active access token must be used to query information about the current user."
@@ -426,6 +459,8 @@ func (f *Fake) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		f.FailWith(in.N, in.Failure)
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	case r.URL.Path == "/_fake/revoke_token":
+		f.serveRevoke(w, r)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown fake control"})
 	}

@@ -70,7 +70,7 @@ func TestSendAndRead(t *testing.T) {
 	if len(sends) != 2 || sends[0].MessageID == sends[1].MessageID {
 		t.Fatalf("sends = %+v; want 2 with distinct ids", sends)
 	}
-	want := Request{Method: "POST", Path: "/v24.0/" + pnid + "/messages", PhoneNumberID: pnid, Kind: KindSend, Time: at, Status: 200,
+	want := Request{Method: "POST", Path: "/v24.0/" + pnid + "/messages", PhoneNumberID: pnid, Kind: KindSend, Time: at, Status: 200, Token: "EAAfake",
 		Body: map[string]any{"messaging_product": "whatsapp", "to": "+1 650-555-1234", "type": "text", "text": map[string]any{"body": "hi"}, "biz_opaque_callback_data": "idem-1"}}
 	if diff := cmp.Diff(want, sends[0], cmpopts.IgnoreFields(Request{}, "MessageID", "RawBody")); diff != "" {
 		t.Errorf("send record (-want, +got):\n%s", diff)
@@ -312,5 +312,36 @@ func TestServe(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestAcceptToken: one fake serves several tenants' tokens, records which token each call
+// carried, and still refuses the others.
+func TestAcceptToken(t *testing.T) {
+	t.Parallel()
+	f, srv := start(t, WithToken(token))
+	f.AcceptToken("EAAtenant-b")
+	for _, tc := range []struct {
+		tok  string
+		want int
+	}{{token, 200}, {"EAAtenant-b", 200}, {"EAAother", 401}} {
+		req, _ := http.NewRequest("POST", srv.URL+"/v24.0/"+pnid+"/messages",
+			strings.NewReader(`{"messaging_product":"whatsapp","to":"1","type":"text","text":{"body":"hi"}}`))
+		req.Header.Set("Authorization", "Bearer "+tc.tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("token %s: %d, want %d", tc.tok, resp.StatusCode, tc.want)
+		}
+	}
+	var got []string
+	for _, r := range f.Requests() {
+		got = append(got, r.Token)
+	}
+	if diff := cmp.Diff([]string{token, "EAAtenant-b", "EAAother"}, got); diff != "" {
+		t.Errorf("recorded tokens (-want, +got):\n%s", diff)
 	}
 }

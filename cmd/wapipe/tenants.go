@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [flags]
+       wapipe tenants list [flags]
+       wapipe tenants show [flags] ID
+       wapipe tenants set-token [--no-verify] [flags] ID   (the token on stdin)
+       wapipe tenants invite [--role owner|admin|member] [flags] ID
+
+Manages tenants (Firestore tenants, phone_numbers) and their send queues (wa-out-<id>).
+
+apply    validates a tenant file and creates or updates the tenant and its send queue; prints
+         what changed, or "no change". Idempotent and prompt-free, for CI. A file with problems
+         prints one line per problem on stderr, writes nothing and exits 1.
+list     one row per tenant: id, auth_status, numbers, members, mode, name.
+show     one tenant; never a secret (access_token: set (time) or not set).
+set-token reads the tenant's access token from stdin (a trailing newline is ignored), checks it
+         with Graph debug_token (GRAPH_API_BASE_URL) unless --no-verify, encrypts it
+         (KMS_KEY_NAME; the development key with APP_ENV=dev) and stores it: auth_status ok.
+invite   creates a one-time invite code (valid 7 days) and prints it alone on the last line.
+
+Flags come before the id. The environment is the services': GOOGLE_CLOUD_PROJECT,
+TASKS_LOCATION, FIRESTORE_EMULATOR_HOST, CLOUD_TASKS_EMULATOR_HOST, KMS_KEY_NAME, APP_ENV.`
+
+// stdinKey carries the reader set-token reads (tests give theirs; the command reads os.Stdin).
+type stdinKey struct{}
+
+func withStdin(ctx context.Context, r io.Reader) context.Context {
+	return context.WithValue(ctx, stdinKey{}, r)
+}
+
+func stdinFrom(ctx context.Context) io.Reader {
+	if r, ok := ctx.Value(stdinKey{}).(io.Reader); ok {
+		return r
+	}
+	return os.Stdin
+}
+
+// maxTokenBytes bounds what set-token reads: Meta's tokens are a few hundred bytes.
+const maxTokenBytes = 16 << 10
+
+func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("tenants", tenantsUsage)
+	var (
+		c                connFlags
+		file, role       string
+		kmsKey, graphURL string
+		dryRun, noVerify bool
+	)
+	c.register(fs)
+	fs.StringVar(&file, "f", "", "apply: the tenant file (YAML)")
+	fs.BoolVar(&dryRun, "dry-run", false, "apply: say what would change; write nothing")
+	fs.BoolVar(&noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
+	fs.StringVar(&role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
+	fs.StringVar(&kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
+	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", "https://graph.facebook.com/v24.0"), "set-token: Graph API base URL for debug_token (env GRAPH_API_BASE_URL)")
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageErrorf("want apply, list, show, set-token or invite (see wapipe tenants --help)")
+	}
+	verb, rest := pos[0], pos[1:]
+	switch verb {
+	case "apply", "list":
+		if len(rest) != 0 {
+			return usageErrorf("%s takes no argument, got %q", verb, rest[0])
+		}
+		if verb == "apply" && file == "" {
+			return usageErrorf("apply needs -f FILE")
+		}
+	case "show", "set-token", "invite":
+		if len(rest) != 1 {
+			return usageErrorf("%s takes one tenant id", verb)
+		}
+	default:
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token or invite", verb)
+	}
+	var data []byte
+	if verb == "apply" {
+		// Read the file before connecting: a missing file is the operator's to fix first.
+		if data, err = os.ReadFile(file); err != nil {
+			return fmt.Errorf("read tenant file: %w", err)
+		}
+	}
+	if err := c.resolve(); err != nil {
+		return err
+	}
+	db, err := c.conn.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{})}
+
+	switch verb {
+	case "apply":
+		if !dryRun {
+			queues, err := c.conn.Queues(ctx)
+			if err != nil {
+				return err
+			}
+			defer queues.Close()
+			ops.Queues = queues
+		}
+		return tenantsApply(ctx, ops, file, data, dryRun, stdout, stderr)
+	case "list":
+		recs, err := ops.List(ctx)
+		if err != nil {
+			return err
+		}
+		return writeTenantList(stdout, recs)
+	case "show":
+		rec, err := ops.Show(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, describeTenant(rec))
+		return err
+	case "set-token":
+		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
+		if err != nil {
+			return fmt.Errorf("secrets: %w", err)
+		}
+		defer keeper.Close()
+		ops.Sealer = keeper
+		if !noVerify {
+			ops.Verify = operator.GraphTokenVerifier(graphURL)
+		}
+		token, err := io.ReadAll(io.LimitReader(stdinFrom(ctx), maxTokenBytes+1))
+		if err != nil {
+			return fmt.Errorf("read token from stdin: %w", err)
+		}
+		if len(token) > maxTokenBytes {
+			return errors.New("the token on stdin is too long")
+		}
+		rec, err := ops.SetToken(ctx, rest[0], string(token), !noVerify)
+		if err != nil {
+			return err
+		}
+		if noVerify {
+			fmt.Fprintln(stderr, "not checked with Meta (--no-verify): treated as verified")
+		}
+		fmt.Fprintf(stdout, "token set for %s: auth_status %s, access_token: set (%s)\n", rec.Tenant.ID, rec.AuthStatus, stamp(rec.TokenSetAt))
+		return nil
+	case "invite":
+		code, expire, err := ops.Invite(ctx, rest[0], tenant.Role(role))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "invite to %s as %s, valid once until %s. The person sends this code to one of the tenant's numbers:\n", rest[0], role, stamp(expire))
+		fmt.Fprintln(stdout, code)
+		return nil
+	}
+	return nil
+}
+
+// tenantsApply runs apply and prints its outcome: the changes on stdout, or every problem of
+// the file on stderr, one a line.
+func tenantsApply(ctx context.Context, ops *operator.Tenants, file string, data []byte, dryRun bool, stdout, stderr io.Writer) error {
+	rep, err := ops.Apply(ctx, data, dryRun)
+	var ps tenant.Problems
+	if errors.As(err, &ps) {
+		for _, p := range ps {
+			fmt.Fprintln(stderr, file+": "+p.String())
+		}
+		return exitError{code: 1, msg: fmt.Sprintf("%d problem(s) in %s: nothing written", len(ps), file)}
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range rep.Lines() {
+		fmt.Fprintln(stdout, l)
+	}
+	switch {
+	case dryRun:
+		fmt.Fprintf(stderr, "dry run: nothing written (tenant %s, queue %s)\n", rep.ID, rep.Queue.ID)
+	case rep.Changed():
+		fmt.Fprintf(stderr, "tenant %s applied: version %d, queue %s\n", rep.ID, rep.Version, rep.Queue.ID)
+	}
+	return nil
+}
+
+// writeTenantList prints one row per tenant, its id first.
+func writeTenantList(w io.Writer, recs []store.TenantRecord) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range recs {
+		t := r.Tenant
+		fmt.Fprintf(tw, "%s\t%s\t%d numbers\t%d members\t%s\t%s\n", t.ID, r.AuthStatus, len(t.PhoneNumbers), len(t.Members), t.Assistant.Mode, oneLine(t.Name))
+	}
+	return tw.Flush()
+}
+
+// describeTenant renders one tenant for `show`: never a secret, members by masked label.
+func describeTenant(r store.TenantRecord) string {
+	t := r.Tenant
+	var b strings.Builder
+	line := func(k, format string, args ...any) {
+		fmt.Fprintf(&b, "%-16s %s\n", k+":", fmt.Sprintf(format, args...))
+	}
+	line("id", "%s", t.ID)
+	line("name", "%s", oneLine(t.Name))
+	line("language", "%s", t.Language)
+	line("audience", "%s", t.Audience)
+	line("auth_status", "%s", r.AuthStatus)
+	if r.AuthStatus == store.AuthNeedsReauth {
+		line("action", "needs_reauth: the token was refused; set a new one with wapipe tenants set-token %s", t.ID)
+	}
+	if r.AuthLastError != "" {
+		line("auth_last_error", "%s", oneLine(r.AuthLastError))
+	}
+	if len(r.AccessToken) > 0 {
+		line("access_token", "set (%s)", stamp(r.TokenSetAt))
+	} else {
+		line("access_token", "not set")
+	}
+	for _, p := range t.PhoneNumbers {
+		line("phone_number", "%s (waba %s)", p.PhoneNumberID, p.WABAID)
+	}
+	for _, m := range t.Members {
+		line("member", "%s, %s", tenant.MemberLabel(m), m.Role)
+	}
+	line("send_queue", "%s (%g/s, %d concurrent)", tasks.TenantQueueID(t.ID), t.Sending.PerSecond, t.Sending.MaxConcurrent)
+	line("assistant", "%s", t.Assistant.Mode)
+	line("version", "%d (applied %s)", r.Version, stamp(r.AppliedAt))
+	line("updated_at", "%s", stamp(r.UpdatedAt))
+	return b.String()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,211 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// TenantStore is what the tenant operations need of store.Tenants.
+type TenantStore interface {
+	Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (store.TenantApplyResult, error)
+	Get(ctx context.Context, id string) (store.TenantRecord, error)
+	List(ctx context.Context) ([]store.TenantRecord, error)
+	SetAccessToken(ctx context.Context, id string, ciphertext []byte) (store.TenantRecord, error)
+	CreateInvite(ctx context.Context, id, codeHash string, role tenant.Role, expireAt time.Time) error
+}
+
+// QueueEnsurer makes a queue exist as defined (taskqueue.Admin).
+type QueueEnsurer interface {
+	EnsureQueue(ctx context.Context, q tasks.Queue) (created, updated bool, err error)
+}
+
+// Sealer encrypts a secret bound to its associated data (secrets.Keeper).
+type Sealer interface {
+	Encrypt(ctx context.Context, plaintext, ad []byte) ([]byte, error)
+}
+
+// TokenVerifier says whether Meta accepts an access token; nil error means it does.
+type TokenVerifier func(ctx context.Context, token string) error
+
+// Tenants are the operations of `wapipe tenants`. Queues, Sealer and Verify are needed only by
+// the operations that use them (apply, set-token).
+type Tenants struct {
+	Store  TenantStore
+	Queues QueueEnsurer
+	// QueueFile holds the tenant-outbound template; tasks.DefaultQueues() when nil.
+	QueueFile *tasks.QueueFile
+	Sealer    Sealer
+	Verify    TokenVerifier
+	// Now is time.Now when nil.
+	Now func() time.Time
+}
+
+// ApplyReport is what an apply did (or, dry, would do).
+type ApplyReport struct {
+	ID      string
+	DryRun  bool
+	Created bool
+	Version int64
+	Changes []tenant.Change
+	// Queue is the tenant's send queue; QueueCreated or QueueUpdated when apply changed it.
+	Queue                      tasks.Queue
+	QueueCreated, QueueUpdated bool
+}
+
+// Lines renders the report one change a line, or "no change".
+func (r ApplyReport) Lines() []string {
+	var out []string
+	for _, c := range r.Changes {
+		out = append(out, c.String())
+	}
+	rate := fmt.Sprintf("%s (%g/s, %d concurrent)", r.Queue.ID, r.Queue.RateLimits.MaxDispatchesPerSecond, r.Queue.RateLimits.MaxConcurrentDispatches)
+	switch {
+	case r.QueueCreated:
+		out = append(out, "+ queue: "+rate)
+	case r.QueueUpdated:
+		out = append(out, "~ queue: "+rate)
+	}
+	if len(out) == 0 {
+		return []string{"no change"}
+	}
+	return out
+}
+
+// Changed reports whether the apply changed anything.
+func (r ApplyReport) Changed() bool { return len(r.Changes) > 0 || r.QueueCreated || r.QueueUpdated }
+
+// Apply reads a tenant file and creates or updates the tenant, then its send queue. A file with
+// problems (tenant.Problems: unknown keys, bad values, numbers another tenant owns) writes
+// nothing. The tenant is written before its queue, so an apply interrupted in between is
+// finished by running it again (the tenant is then unchanged and the queue made). With dryRun
+// nothing is written and the queue is not touched.
+func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyReport, error) {
+	t, err := tenant.Parse(file)
+	if err != nil {
+		return ApplyReport{}, err
+	}
+	res, err := o.Store.Apply(ctx, t, dryRun)
+	if err != nil {
+		return ApplyReport{}, err
+	}
+	qf := o.QueueFile
+	if qf == nil {
+		qf = tasks.DefaultQueues()
+	}
+	rep := ApplyReport{ID: t.ID, DryRun: dryRun, Created: res.Created, Version: res.Version, Changes: res.Changes,
+		Queue: qf.TenantQueue(t.ID, t.Sending)}
+	if dryRun || o.Queues == nil {
+		return rep, nil
+	}
+	rep.QueueCreated, rep.QueueUpdated, err = o.Queues.EnsureQueue(ctx, rep.Queue)
+	if err != nil {
+		return rep, fmt.Errorf("tenant %s stored, but its send queue is not ready (run apply again): %w", t.ID, err)
+	}
+	return rep, nil
+}
+
+// List returns every tenant, by id.
+func (o *Tenants) List(ctx context.Context) ([]store.TenantRecord, error) { return o.Store.List(ctx) }
+
+// Show returns one tenant; an error saying so when there is none.
+func (o *Tenants) Show(ctx context.Context, id string) (store.TenantRecord, error) {
+	rec, err := o.Store.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, fmt.Errorf("no tenant %q", id)
+	}
+	return rec, err
+}
+
+// SetToken checks token with Meta (unless verify is false: the operator vouches for it),
+// encrypts it for tenant id and stores it; the tenant's auth_status becomes ok. A trailing
+// newline (from stdin) is ignored; the token is never logged or returned.
+func (o *Tenants) SetToken(ctx context.Context, id, token string, verify bool) (store.TenantRecord, error) {
+	token = strings.TrimRight(token, "\r\n")
+	if token == "" {
+		return store.TenantRecord{}, errors.New("no token on stdin")
+	}
+	if strings.ContainsAny(token, " \t\r\n") {
+		return store.TenantRecord{}, errors.New("the token has spaces or several lines: give one token on stdin")
+	}
+	if _, err := o.Show(ctx, id); err != nil {
+		return store.TenantRecord{}, err
+	}
+	if verify {
+		if o.Verify == nil {
+			return store.TenantRecord{}, errors.New("no way to verify the token: use --no-verify to vouch for it")
+		}
+		if err := o.Verify(ctx, token); err != nil {
+			return store.TenantRecord{}, err
+		}
+	}
+	sealed, err := o.Sealer.Encrypt(ctx, []byte(token), secrets.AD(id, secrets.PurposeAccessToken))
+	if err != nil {
+		return store.TenantRecord{}, fmt.Errorf("encrypt token: %w", err)
+	}
+	return o.Store.SetAccessToken(ctx, id, sealed)
+}
+
+// Invite creates a one-time invite code to tenant id for role (member when empty), valid
+// tenant.InviteTTL. The code is returned once and only its hash is stored.
+func (o *Tenants) Invite(ctx context.Context, id string, role tenant.Role) (code string, expireAt time.Time, err error) {
+	if role == "" {
+		role = tenant.DefaultRole
+	}
+	if !slices.Contains([]tenant.Role{tenant.RoleOwner, tenant.RoleAdmin, tenant.RoleMember}, role) {
+		return "", time.Time{}, fmt.Errorf("role %q: want owner, admin or member", role)
+	}
+	if _, err := o.Show(ctx, id); err != nil {
+		return "", time.Time{}, err
+	}
+	code, err = tenant.NewInviteCode()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	expireAt = now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
+	if err := o.Store.CreateInvite(ctx, id, tenant.InviteCodeHash(code), role, expireAt); err != nil {
+		return "", time.Time{}, err
+	}
+	return code, expireAt, nil
+}
+
+// GraphTokenVerifier checks tokens with Graph's debug_token at baseURL (GRAPH_API_BASE_URL): the
+// token must be valid and allowed to send WhatsApp messages.
+func GraphTokenVerifier(baseURL string) TokenVerifier {
+	return func(ctx context.Context, token string) error {
+		c, err := graph.NewClient(baseURL, token, nil)
+		if err != nil {
+			return err
+		}
+		info, err := c.DebugToken(ctx, token)
+		var ge *graph.Error
+		switch {
+		case errors.As(err, &ge) && ge.Kind == graph.Auth:
+			return fmt.Errorf("Meta refused the token (debug_token): %w", err)
+		case err != nil:
+			return fmt.Errorf("could not check the token with Meta (debug_token): %w", err)
+		case !info.Valid:
+			reason := "no reason given"
+			if info.Error != nil {
+				reason = fmt.Sprintf("code %d: %s", info.Error.Code, info.Error.Message)
+			}
+			return fmt.Errorf("the token is not valid (debug_token: %s)", reason)
+		case !info.HasScope(graph.ScopeMessaging):
+			return fmt.Errorf("the token lacks the %s permission (debug_token)", graph.ScopeMessaging)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,465 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wapipe/wapipe/internal/tenant"
+)
+
+// The tenants' collections. Tenants, their numbers and their members do not expire; invites do
+// (expire_at, a TTL policy).
+const (
+	// TenantsCollection holds one document per tenant: the tenant file as applied plus runtime fields
+	// (token, auth status) that apply never overwrites.
+	TenantsCollection = "tenants"
+	// PhoneNumbers is the routing index: phone_numbers/{phone_number_id} → its tenant.
+	PhoneNumbers = "phone_numbers"
+	// TenantMembers, under a tenant, holds the members who joined by invite, by wa_id, so that the
+	// next apply of the file (which lists its own members) does not erase them.
+	TenantMembers = "members"
+	// TenantInvites, under a tenant, holds the one-time invite codes, by the sha256 of the code.
+	TenantInvites = "invites"
+)
+
+// The values of TenantRecord.AuthStatus.
+const (
+	AuthOK          = "ok"
+	AuthNeedsReauth = "needs_reauth"
+	AuthNoToken     = "no_token"
+)
+
+// ErrInviteInvalid is returned by RedeemInvite for a code that is unknown (to this tenant), used
+// or expired.
+var ErrInviteInvalid = errors.New("invite code unknown, used or expired")
+
+// TenantRecord is a tenant as stored: the file as last applied and the runtime fields.
+type TenantRecord struct {
+	Tenant *tenant.Tenant
+	// AuthStatus is AuthOK, AuthNeedsReauth or AuthNoToken.
+	AuthStatus    string
+	AuthLastError string
+	// AccessToken is the token's ciphertext (package secrets); nil when there is none.
+	AccessToken []byte
+	// TokenSetAt is when the token was stored; zero when there is none.
+	TokenSetAt time.Time
+	// Version counts the applies that changed the tenant, from 1.
+	Version   int64
+	AppliedAt time.Time
+	UpdatedAt time.Time
+}
+
+// tenantDoc is a tenants document: the tenant's file fields at the top level (the embedded
+// Tenant), then the runtime fields.
+type tenantDoc struct {
+	tenant.Tenant
+	AuthStatus    string    `firestore:"auth_status"`
+	AuthLastError string    `firestore:"auth_last_error"`
+	AccessToken   []byte    `firestore:"access_token"`
+	TokenSetAt    time.Time `firestore:"token_set_at"`
+	Version       int64     `firestore:"version"`
+	AppliedAt     time.Time `firestore:"applied_at"`
+	UpdatedAt     time.Time `firestore:"updated_at"`
+}
+
+func (d *tenantDoc) record() TenantRecord {
+	t := d.Tenant
+	if len(d.AccessToken) == 0 {
+		d.AccessToken = nil // Firestore gives an empty slice back for nil bytes
+	}
+	return TenantRecord{
+		Tenant: &t, AuthStatus: d.AuthStatus, AuthLastError: d.AuthLastError, AccessToken: d.AccessToken,
+		TokenSetAt: d.TokenSetAt, Version: d.Version, AppliedAt: d.AppliedAt, UpdatedAt: d.UpdatedAt,
+	}
+}
+
+// numberDoc is a phone_numbers document.
+type numberDoc struct {
+	TenantID  string    `firestore:"tenant_id"`
+	WABAID    string    `firestore:"waba_id"`
+	UpdatedAt time.Time `firestore:"updated_at"`
+}
+
+// inviteDoc is an invites document; the code itself is never stored.
+type inviteDoc struct {
+	Role      tenant.Role `firestore:"role"`
+	CreatedAt time.Time   `firestore:"created_at"`
+	ExpireAt  time.Time   `firestore:"expire_at"`
+	UsedAt    time.Time   `firestore:"used_at,omitempty"`
+	UsedBy    string      `firestore:"used_by,omitempty"`
+}
+
+// memberDoc is a members document: a member who joined by invite.
+type memberDoc struct {
+	WaID     string      `firestore:"wa_id"`
+	Role     tenant.Role `firestore:"role"`
+	Name     string      `firestore:"name"`
+	Language string      `firestore:"language"`
+	JoinedAt time.Time   `firestore:"joined_at"`
+	// Invite is the hash of the code redeemed.
+	Invite string `firestore:"invite"`
+}
+
+// Tenants keeps the tenants (tenants, phone_numbers, and their members and invites).
+type Tenants struct {
+	fs  *firestore.Client
+	now func() time.Time
+}
+
+// NewTenants returns the tenant store. Only opts.Now is used (tenants do not expire).
+func NewTenants(db *DB, opts Options) *Tenants {
+	return &Tenants{fs: db.fs, now: opts.withDefaults().Now}
+}
+
+func (s *Tenants) tenantDoc(id string) *firestore.DocumentRef {
+	return s.fs.Collection(TenantsCollection).Doc(id)
+}
+
+func (s *Tenants) numberDoc(id string) *firestore.DocumentRef {
+	return s.fs.Collection(PhoneNumbers).Doc(id)
+}
+
+// TenantApplyResult is what Apply did (or, dry, would do).
+type TenantApplyResult struct {
+	// Changes are the lines of tenant.Diff; empty when nothing changed.
+	Changes []tenant.Change
+	// Created is true when the tenant did not exist.
+	Created bool
+	// Version is the tenant's version after the apply.
+	Version int64
+}
+
+// Apply creates or updates the tenant t (valid, as tenant.Parse returns it) in one transaction:
+// the file fields replace the stored ones, the runtime fields (token, auth status) and the
+// members who joined by invite are kept, the phone_numbers index gains the file's numbers and
+// loses those the tenant no longer lists. A number another tenant owns refuses the whole apply
+// with tenant.Problems, one per number, and nothing is written. Applying what is stored already
+// writes nothing. With dryRun nothing is written either, and the result says what would change.
+func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (TenantApplyResult, error) {
+	if t == nil || t.ID == "" {
+		return TenantApplyResult{}, errors.New("apply tenant: no tenant id")
+	}
+	ref := s.tenantDoc(t.ID)
+	var res TenantApplyResult
+	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		res = TenantApplyResult{}
+		now := s.now()
+
+		var prev *tenantDoc
+		snap, err := tx.Get(ref)
+		switch {
+		case status.Code(err) == codes.NotFound:
+		case err != nil:
+			return fmt.Errorf("read tenant: %w", err)
+		default:
+			prev = &tenantDoc{}
+			if err := snap.DataTo(prev); err != nil {
+				return fmt.Errorf("decode tenant: %w", err)
+			}
+		}
+
+		// The index documents of the file's numbers, and those the tenant owns now.
+		refs := make([]*firestore.DocumentRef, 0, len(t.PhoneNumbers))
+		for _, p := range t.PhoneNumbers {
+			refs = append(refs, s.numberDoc(p.PhoneNumberID))
+		}
+		snaps, err := tx.GetAll(refs)
+		if err != nil {
+			return fmt.Errorf("read phone numbers: %w", err)
+		}
+		owned, err := tx.Documents(s.fs.Collection(PhoneNumbers).Where("tenant_id", "==", t.ID)).GetAll()
+		if err != nil {
+			return fmt.Errorf("query phone numbers: %w", err)
+		}
+
+		owners := map[string]string{}
+		current := map[string]numberDoc{}
+		for _, sn := range snaps {
+			if !sn.Exists() {
+				continue
+			}
+			var n numberDoc
+			if err := sn.DataTo(&n); err != nil {
+				return fmt.Errorf("decode phone number: %w", err)
+			}
+			owners[sn.Ref.ID] = n.TenantID
+			current[sn.Ref.ID] = n
+		}
+		if err := tenant.CheckNumberOwners(t, owners); err != nil {
+			return err
+		}
+
+		var prevTenant *tenant.Tenant
+		if prev != nil {
+			prevTenant = &prev.Tenant
+		}
+		res.Changes = tenant.Diff(prevTenant, t)
+		res.Created = prev == nil
+		res.Version = 1
+		if prev != nil {
+			res.Version = prev.Version
+			if len(res.Changes) > 0 {
+				res.Version++
+			}
+		}
+
+		// Index repairs: a missing or stale document of a listed number, a document of a number
+		// no longer listed. After a normal apply there are none.
+		var sets []tenant.PhoneNumber
+		for _, p := range t.PhoneNumbers {
+			if n, ok := current[p.PhoneNumberID]; !ok || n.TenantID != t.ID || n.WABAID != p.WABAID {
+				sets = append(sets, p)
+			}
+		}
+		var deletes []*firestore.DocumentRef
+		for _, sn := range owned {
+			if !t.OwnsNumber(sn.Ref.ID) {
+				deletes = append(deletes, sn.Ref)
+			}
+		}
+		if dryRun || (len(res.Changes) == 0 && len(sets) == 0 && len(deletes) == 0) {
+			return nil
+		}
+
+		switch {
+		case prev == nil:
+			doc := tenantDoc{Tenant: *t, AuthStatus: AuthNoToken, Version: 1, AppliedAt: now, UpdatedAt: now}
+			if err := tx.Create(ref, doc); err != nil {
+				return fmt.Errorf("create tenant: %w", err)
+			}
+		case len(res.Changes) > 0:
+			ups := fileUpdates(t)
+			ups = append(ups,
+				firestore.Update{Path: "version", Value: res.Version},
+				firestore.Update{Path: "applied_at", Value: now},
+				firestore.Update{Path: "updated_at", Value: now})
+			if err := tx.Update(ref, ups); err != nil {
+				return fmt.Errorf("update tenant: %w", err)
+			}
+		}
+		for _, p := range sets {
+			if err := tx.Set(s.numberDoc(p.PhoneNumberID), numberDoc{TenantID: t.ID, WABAID: p.WABAID, UpdatedAt: now}); err != nil {
+				return fmt.Errorf("write phone number: %w", err)
+			}
+		}
+		for _, d := range deletes {
+			if err := tx.Delete(d); err != nil {
+				return fmt.Errorf("delete phone number: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		var ps tenant.Problems
+		if errors.As(err, &ps) {
+			return TenantApplyResult{}, ps
+		}
+		return TenantApplyResult{}, fmt.Errorf("apply tenant %s: %w", t.ID, err)
+	}
+	return res, nil
+}
+
+// fileUpdates replaces every top-level file field of the stored tenant with t's, whole (a
+// merge would keep keys the file no longer has), leaving the runtime fields alone. The fields
+// come from tenant.Tenant's firestore tags, so a field added to the file is stored too.
+func fileUpdates(t *tenant.Tenant) []firestore.Update {
+	v := reflect.ValueOf(*t)
+	typ := v.Type()
+	ups := make([]firestore.Update, 0, typ.NumField())
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("firestore"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		ups = append(ups, firestore.Update{Path: name, Value: v.Field(i).Interface()})
+	}
+	return ups
+}
+
+// Get returns the tenant id; ErrNotFound when there is none.
+func (s *Tenants) Get(ctx context.Context, id string) (TenantRecord, error) {
+	if id == "" {
+		return TenantRecord{}, ErrNotFound
+	}
+	d, err := getDoc[tenantDoc](ctx, s.tenantDoc(id), "tenant")
+	if err != nil {
+		return TenantRecord{}, err
+	}
+	return d.record(), nil
+}
+
+// List returns every tenant, by id.
+func (s *Tenants) List(ctx context.Context) ([]TenantRecord, error) {
+	snaps, err := s.fs.Collection(TenantsCollection).OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	out := make([]TenantRecord, 0, len(snaps))
+	for _, sn := range snaps {
+		var d tenantDoc
+		if err := sn.DataTo(&d); err != nil {
+			return nil, fmt.Errorf("decode tenant %s: %w", sn.Ref.ID, err)
+		}
+		out = append(out, d.record())
+	}
+	return out, nil
+}
+
+// ByPhoneNumber returns the tenant that owns phoneNumberID (metadata.phone_number_id);
+// ErrNotFound when no tenant does.
+func (s *Tenants) ByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
+	if phoneNumberID == "" || strings.Contains(phoneNumberID, "/") {
+		return TenantRecord{}, ErrNotFound
+	}
+	n, err := getDoc[numberDoc](ctx, s.numberDoc(phoneNumberID), "phone number")
+	if err != nil {
+		return TenantRecord{}, err
+	}
+	rec, err := s.Get(ctx, n.TenantID)
+	if err != nil {
+		return TenantRecord{}, err
+	}
+	// The index and the tenant are written together, so they agree; this guards a hand edit.
+	if !rec.Tenant.OwnsNumber(phoneNumberID) {
+		return TenantRecord{}, ErrNotFound
+	}
+	return rec, nil
+}
+
+// SetAccessToken stores the tenant's token (ciphertext from package secrets), sets its
+// auth_status to ok and clears auth_last_error. It returns the tenant as now stored;
+// ErrNotFound when there is no such tenant.
+func (s *Tenants) SetAccessToken(ctx context.Context, id string, ciphertext []byte) (TenantRecord, error) {
+	if len(ciphertext) == 0 {
+		return TenantRecord{}, errors.New("set access token: empty ciphertext")
+	}
+	if id == "" {
+		return TenantRecord{}, ErrNotFound
+	}
+	ref := s.tenantDoc(id)
+	var rec TenantRecord
+	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var d tenantDoc
+		if err := snap.DataTo(&d); err != nil {
+			return err
+		}
+		now := s.now()
+		d.AccessToken, d.TokenSetAt, d.AuthStatus, d.AuthLastError, d.UpdatedAt = ciphertext, now, AuthOK, "", now
+		rec = d.record()
+		return tx.Update(ref, []firestore.Update{
+			{Path: "access_token", Value: ciphertext},
+			{Path: "token_set_at", Value: now},
+			{Path: "auth_status", Value: AuthOK},
+			{Path: "auth_last_error", Value: ""},
+			{Path: "updated_at", Value: now},
+		})
+	})
+	if errors.Is(err, ErrNotFound) {
+		return TenantRecord{}, ErrNotFound
+	}
+	if err != nil {
+		return TenantRecord{}, fmt.Errorf("set access token of %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// CreateInvite stores a one-time invite to tenant id with role, valid until expireAt, under the
+// hash of its code (tenant.InviteCodeHash); ErrNotFound when there is no such tenant.
+func (s *Tenants) CreateInvite(ctx context.Context, id, codeHash string, role tenant.Role, expireAt time.Time) error {
+	if id == "" {
+		return ErrNotFound
+	}
+	if codeHash == "" || !slices.Contains([]tenant.Role{tenant.RoleOwner, tenant.RoleAdmin, tenant.RoleMember}, role) {
+		return fmt.Errorf("create invite: bad code hash or role %q", role)
+	}
+	ref := s.tenantDoc(id)
+	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if _, err := tx.Get(ref); status.Code(err) == codes.NotFound {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		return tx.Create(ref.Collection(TenantInvites).Doc(codeHash), inviteDoc{Role: role, CreatedAt: s.now(), ExpireAt: expireAt})
+	})
+	if errors.Is(err, ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("create invite to %s: %w", id, err)
+	}
+	return nil
+}
+
+// RedeemInvite uses the invite with codeHash to tenant id, in one transaction: the invite must
+// exist under this tenant, be unused and unexpired; it is marked used by waID, and waID becomes
+// a member (tenants/{id}/members/{waID}) with the invite's role and name. ErrInviteInvalid
+// otherwise.
+func (s *Tenants) RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error) {
+	if id == "" || codeHash == "" || waID == "" || strings.Contains(codeHash, "/") || strings.Contains(waID, "/") {
+		return tenant.Member{}, ErrInviteInvalid
+	}
+	inv := s.tenantDoc(id).Collection(TenantInvites).Doc(codeHash)
+	mem := s.tenantDoc(id).Collection(TenantMembers).Doc(waID)
+	var m tenant.Member
+	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		now := s.now()
+		snap, err := tx.Get(inv)
+		if status.Code(err) == codes.NotFound {
+			return ErrInviteInvalid
+		}
+		if err != nil {
+			return err
+		}
+		var d inviteDoc
+		if err := snap.DataTo(&d); err != nil {
+			return err
+		}
+		if !d.UsedAt.IsZero() || !now.Before(d.ExpireAt) {
+			return ErrInviteInvalid
+		}
+		m = tenant.Member{WaID: waID, Role: d.Role, Name: name}
+		if err := tx.Update(inv, []firestore.Update{{Path: "used_at", Value: now}, {Path: "used_by", Value: waID}}); err != nil {
+			return err
+		}
+		return tx.Set(mem, memberDoc{WaID: waID, Role: d.Role, Name: name, JoinedAt: now, Invite: codeHash})
+	})
+	if errors.Is(err, ErrInviteInvalid) {
+		return tenant.Member{}, ErrInviteInvalid
+	}
+	if err != nil {
+		return tenant.Member{}, fmt.Errorf("redeem invite to %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// RuntimeMember returns the member waID of tenant id who joined by invite, and whether there is
+// one. The file's members are on the tenant itself (tenant.Tenant.Member); look there first.
+func (s *Tenants) RuntimeMember(ctx context.Context, id, waID string) (tenant.Member, bool, error) {
+	if id == "" || waID == "" || strings.Contains(waID, "/") {
+		return tenant.Member{}, false, nil
+	}
+	d, err := getDoc[memberDoc](ctx, s.tenantDoc(id).Collection(TenantMembers).Doc(waID), "member")
+	if errors.Is(err, ErrNotFound) {
+		return tenant.Member{}, false, nil
+	}
+	if err != nil {
+		return tenant.Member{}, false, err
+	}
+	return tenant.Member{WaID: d.WaID, Role: d.Role, Name: d.Name, Language: d.Language}, true, nil
+}

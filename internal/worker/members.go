@@ -1,0 +1,140 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// sender is who sends a reply: a tenant with its token, or the single-tenant default.
+type sender struct {
+	// tenant is nil for the single-tenant default.
+	tenant *tenant.Tenant
+	// token is the Graph API access token, in clear: never log it.
+	token string
+}
+
+// sender finds who sends the reply to out. When ok is false, o ends the attempt: the tenant or
+// its token could not be read (a retry), or the reply cannot be sent at all (no token, tenant
+// gone): the record says failed and the task is kept as a dead letter, to replay once an
+// operator has fixed the cause.
+func (s *Server) sender(ctx context.Context, t *task, out tasks.Outbound) (from sender, o outcome, ok bool) {
+	if out.TenantID == "" {
+		if s.cfg.AccessToken == "" {
+			return from, s.abandon(ctx, t, out, "no_token", errors.New(
+				"reply for the single-tenant default, but WHATSAPP_ACCESS_TOKEN is unset: set it (or apply a tenant that owns the number), then replay")), false
+		}
+		return sender{token: s.cfg.AccessToken}, outcome{}, true
+	}
+	rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return from, s.abandon(ctx, t, out, "tenant_not_found", fmt.Errorf("tenant %s does not exist (any more): apply it, then replay", out.TenantID)), false
+	}
+	if err != nil {
+		err = fmt.Errorf("read tenant %s: %w", out.TenantID, err)
+		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
+		return from, s.fail(ctx, t, err), false
+	}
+	if len(rec.AccessToken) == 0 {
+		return from, s.abandon(ctx, t, out, "no_token", fmt.Errorf(
+			"tenant %s has no access token (auth_status %s): set one with `wapipe tenants set-token %s`, then replay", out.TenantID, rec.AuthStatus, out.TenantID)), false
+	}
+	token, err := s.deps.Tokens.Token(ctx, rec)
+	switch {
+	case errors.Is(err, secrets.ErrNotAuthentic), errors.Is(err, secrets.ErrKeyKind), errors.Is(err, secrets.ErrMalformed):
+		// No retry opens a ciphertext sealed for another key or place.
+		return from, s.abandon(ctx, t, out, "token_unreadable", fmt.Errorf("%w: set the token again, then replay", err)), false
+	case err != nil:
+		// Cloud KMS unreachable or refusing for now: a retry may succeed.
+		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
+		return from, s.fail(ctx, t, err), false
+	}
+	return sender{tenant: rec.Tenant, token: token}, outcome{}, true
+}
+
+// abandon ends a reply that cannot be sent until an operator acts: the record says failed with
+// the reason, and the task is kept as a dead letter to replay after the fix.
+func (s *Server) abandon(ctx context.Context, t *task, out tasks.Outbound, reason string, err error) outcome {
+	if merr := s.deps.Outbound.MarkFailed(ctx, out.IdempotencyKey, 0, reason+": "+err.Error()); merr != nil {
+		// Without the failed record a retry would try again; let Cloud Tasks retry.
+		return s.fail(ctx, t, temporaryFailure(merr, 0))
+	}
+	logging.FromContext(ctx).ErrorContext(ctx, "reply cannot be sent: kept as a dead letter", "event", "outbound_unsendable",
+		"reason", reason, "error", err)
+	f := permanentFailure(err)
+	f.class = reason
+	return s.deadLetter(ctx, t, f)
+}
+
+// tenantReply is the reply of a tenant to m. Membership comes first: with audience members a
+// non-member gets the onboarding prompt and nothing else; a message that is exactly an invite
+// code redeems it (welcome, or "invalid code"). Served messages go to the TenantResponder.
+func (s *Server) tenantReply(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message) (responder.Reply, error) {
+	logger := logging.FromContext(ctx)
+	if responder.Ignorable(m) {
+		return responder.Reply{}, nil
+	}
+	member, isMember, err := s.member(ctx, tn, m.From)
+	if err != nil {
+		return responder.Reply{}, err
+	}
+	code, isCode := "", false
+	if m.Type == "text" {
+		code, isCode = tenant.NormalizeInviteCode(m.Text)
+	}
+	switch {
+	case isCode && isMember:
+		// A member who sends a code: most often this very code on a retry, after the attempt
+		// that redeemed it failed to send the welcome. Welcome again, consume nothing.
+		return welcome(tn, member, m), nil
+	case isCode:
+		joined, err := s.deps.Members.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), m.From, m.ContactName)
+		if errors.Is(err, store.ErrInviteInvalid) {
+			logger.InfoContext(ctx, "invite code refused: unknown, used or expired", "event", "invite_refused")
+			return responder.Reply{Text: i18n.Text(tn.Language, i18n.InvalidCode), Quote: true}, nil
+		}
+		if err != nil {
+			return responder.Reply{}, fmt.Errorf("redeem invite: %w", err)
+		}
+		logger.InfoContext(ctx, "invite redeemed: a new member", "event", "invite_redeemed", "role", joined.Role)
+		return welcome(tn, joined, m), nil
+	case !isMember && tn.Audience == tenant.AudienceMembers:
+		logger.InfoContext(ctx, "non-member asked for an invite code", "event", "onboarding_prompt")
+		return responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}, nil
+	}
+	return s.deps.TenantResponder.RespondTo(ctx, responder.Turn{Tenant: tn, Member: member, Message: m})
+}
+
+// member looks waID up among the tenant's file members, then the members who joined by invite.
+func (s *Server) member(ctx context.Context, tn *tenant.Tenant, waID string) (tenant.Member, bool, error) {
+	if m, ok := tn.Member(waID); ok {
+		return m, true, nil
+	}
+	m, ok, err := s.deps.Members.RuntimeMember(ctx, tn.ID, waID)
+	if err != nil {
+		return tenant.Member{}, false, fmt.Errorf("look up member of tenant %s: %w", tn.ID, err)
+	}
+	return m, ok, nil
+}
+
+// welcome greets a new member in their language, by name when known.
+func welcome(tn *tenant.Tenant, member tenant.Member, m whatsapp.Message) responder.Reply {
+	lang := tn.EffectiveLanguage(member)
+	name := member.Name
+	if name == "" {
+		name = m.ContactName
+	}
+	if name == "" {
+		return responder.Reply{Text: i18n.Text(lang, i18n.Welcome), Quote: true}
+	}
+	return responder.Reply{Text: i18n.Text(lang, i18n.WelcomeName, "name", name), Quote: true}
+}

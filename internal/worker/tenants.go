@@ -1,0 +1,131 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+)
+
+// Cache lifetimes. A tenant is read again within TenantCacheTTL of an apply; a decrypted token
+// lives TokenCacheTTL, and a new token (another token_set_at) is used at once.
+const (
+	TenantCacheTTL = 5 * time.Second
+	TokenCacheTTL  = 5 * time.Minute
+)
+
+// TenantReader reads tenants; *store.Tenants implements it. Both answer store.ErrNotFound for
+// an unknown id or number.
+type TenantReader interface {
+	Get(ctx context.Context, id string) (store.TenantRecord, error)
+	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
+}
+
+// TenantResolver gives the tenant of a business number, and a tenant by id, as of a few seconds
+// ago at most; TenantCache implements it. Both answer store.ErrNotFound for an unknown id or
+// number.
+type TenantResolver interface {
+	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
+	Tenant(ctx context.Context, id string) (store.TenantRecord, error)
+}
+
+// MemberStore reads the members who joined by invite and redeems invites; *store.Tenants
+// implements it.
+type MemberStore interface {
+	RuntimeMember(ctx context.Context, id, waID string) (tenant.Member, bool, error)
+	RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error)
+}
+
+// Decrypter opens sealed secrets; *secrets.Keeper implements it.
+type Decrypter interface {
+	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
+}
+
+// TokenSource gives a tenant's access token in clear; TokenCache implements it.
+type TokenSource interface {
+	Token(ctx context.Context, rec store.TenantRecord) (string, error)
+}
+
+// TenantCache is the per-instance TenantResolver: every routed message asks it, so a hit must
+// cost no Firestore read. Entries live ttl, unknown numbers included (a flood to a number no
+// tenant owns must not become a flood of reads), and concurrent misses of one key share one read.
+type TenantCache struct {
+	byNumber *cache[store.TenantRecord]
+	byID     *cache[store.TenantRecord]
+}
+
+// NewTenantCache returns a cache over r whose entries live ttl (TenantCacheTTL when zero).
+func NewTenantCache(r TenantReader, ttl time.Duration) *TenantCache {
+	if ttl <= 0 {
+		ttl = TenantCacheTTL
+	}
+	notFound := func(err error) bool { return errors.Is(err, store.ErrNotFound) }
+	return &TenantCache{
+		byNumber: newCache(ttl, r.ByPhoneNumber, notFound),
+		byID:     newCache(ttl, r.Get, notFound),
+	}
+}
+
+// ByPhoneNumber returns the tenant that owns phoneNumberID.
+func (c *TenantCache) ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error) {
+	return c.byNumber.get(ctx, phoneNumberID)
+}
+
+// Tenant returns the tenant id.
+func (c *TenantCache) Tenant(ctx context.Context, id string) (store.TenantRecord, error) {
+	return c.byID.get(ctx, id)
+}
+
+// noTenants is the resolver of a worker with no tenant store: every number is the default's.
+type noTenants struct{}
+
+func (noTenants) ByPhoneNumber(context.Context, string) (store.TenantRecord, error) {
+	return store.TenantRecord{}, store.ErrNotFound
+}
+
+func (noTenants) Tenant(context.Context, string) (store.TenantRecord, error) {
+	return store.TenantRecord{}, store.ErrNotFound
+}
+
+// errNoToken: the tenant has no access token, so none of its replies can be sent.
+var errNoToken = errors.New("no access token")
+
+// TokenCache keeps decrypted access tokens per instance, so a send costs no KMS call. An entry
+// is keyed by the tenant and its token_set_at: a token set again is a new key, used at once. The
+// plaintext never leaves the cache but to the Graph API call.
+type TokenCache struct {
+	keeper  Decrypter
+	entries *cache[string]
+}
+
+// NewTokenCache returns a cache of the tokens keeper opens, each kept ttl (TokenCacheTTL when
+// zero).
+func NewTokenCache(keeper Decrypter, ttl time.Duration) *TokenCache {
+	if ttl <= 0 {
+		ttl = TokenCacheTTL
+	}
+	return &TokenCache{keeper: keeper, entries: newCache[string](ttl, nil, nil)}
+}
+
+// Token returns the tenant's access token in clear. A tenant without one is errNoToken.
+func (c *TokenCache) Token(ctx context.Context, rec store.TenantRecord) (string, error) {
+	if len(rec.AccessToken) == 0 {
+		return "", errNoToken
+	}
+	id := rec.Tenant.ID
+	key := id + "\x00" + rec.TokenSetAt.UTC().Format(time.RFC3339Nano)
+	return c.entries.getWith(ctx, key, func(ctx context.Context, _ string) (string, error) {
+		if c.keeper == nil {
+			return "", errors.New("decrypt access token: no secrets keeper configured")
+		}
+		b, err := c.keeper.Decrypt(ctx, rec.AccessToken, secrets.AD(id, secrets.PurposeAccessToken))
+		if err != nil {
+			return "", fmt.Errorf("decrypt access token of tenant %s: %w", id, err)
+		}
+		return string(b), nil
+	})
+}
