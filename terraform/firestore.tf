@@ -16,7 +16,8 @@ resource "google_firestore_database" "database" {
 
 locals {
   # Every collection group whose documents carry expire_at: store.Collections(), including the
-  # payload_chunks subcollection under inbound_events. A TTL policy applies to one collection group,
+  # payload_chunks subcollection under inbound_events, the messages under conversations and the
+  # call markers (calls) under usage; the usage counters themselves are kept. A TTL policy applies to one collection group,
   # so each needs its own; terraform_test.go checks this list against the code.
   ttl_collection_groups = [
     "inbound_events",
@@ -25,6 +26,10 @@ locals {
     "message_statuses",
     "dead_letters",
     "payload_chunks",
+    "conversations",
+    "messages",
+    "sender_windows",
+    "calls",
   ]
 }
 
@@ -95,6 +100,56 @@ resource "google_firestore_index" "outbound_latency" {
   }
   fields {
     field_path = "sent_at"
+    order      = "ASCENDING"
+  }
+}
+
+# A conversation's inbox (internal/store ConversationStore.NextInbox): its messages still in the
+# inbox, those whose turn is done but whose replies are unsent first, then by Meta timestamp and
+# arrival.
+resource "google_firestore_index" "conversation_inbox" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+
+  fields {
+    field_path = "inbox"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "turn"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "timestamp"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "received_at"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "arrived_at"
+    order      = "ASCENDING"
+  }
+}
+
+# A conversation's messages in order (ConversationStore.Messages).
+resource "google_firestore_index" "conversation_messages" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+
+  fields {
+    field_path = "timestamp"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "received_at"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "arrived_at"
     order      = "ASCENDING"
   }
 }
