@@ -17,8 +17,9 @@ resource "google_firestore_database" "database" {
 locals {
   # Every collection group whose documents carry expire_at: store.Collections(), including the
   # payload_chunks subcollection under inbound_events, the messages under conversations and the
-  # call markers (calls) under usage; the usage counters themselves are kept. A TTL policy applies to one collection group,
-  # so each needs its own; terraform_test.go checks this list against the code.
+  # call markers (calls) under usage (the usage counters themselves are kept). A TTL policy
+  # applies to one collection group, so each needs its own; terraform_test.go checks this list
+  # against the code.
   ttl_collection_groups = [
     "inbound_events",
     "inbound_traces",
