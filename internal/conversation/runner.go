@@ -171,10 +171,7 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	}
 
 	holder := newHolder()
-	conv, taken, err := r.inbox.Acquire(ctx, convID, holder, r.lease, &store.Touch{
-		TenantID: in.TenantID, PhoneNumberID: in.PhoneNumberID, Contact: in.Contact, ContactName: in.ContactName,
-		InboundAt: time.Unix(in.Timestamp, 0).UTC(),
-	})
+	conv, taken, err := r.inbox.Acquire(ctx, convID, holder, r.lease, touchOf(in))
 	if err != nil {
 		return res, err
 	}
@@ -311,7 +308,7 @@ func (d *drain) stop(ctx context.Context, err error, release bool) error {
 // record turns an outcome into the commit that records its effects, encoded as they will be
 // performed.
 func (r *Runner) record(p Pending, out assistant.Outcome) (store.TurnCommit, error) {
-	c := store.TurnCommit{State: out.State, Event: out.Event, Reason: out.Reason}
+	c := store.TurnCommit{Touch: touchOf(p.Inbound), State: out.State, Event: out.Event, Reason: out.Reason}
 	for i, rep := range out.Replies {
 		rep.Index = i
 		b, err := json.Marshal(rep)
@@ -383,6 +380,12 @@ func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.
 		}
 	}
 	return r.inbox.MarkEffectsDone(ctx, p.ConversationID, p.MessageID, replies)
+}
+
+// touchOf is what in changes on its conversation.
+func touchOf(in Inbound) *store.Touch {
+	return &store.Touch{TenantID: in.TenantID, PhoneNumberID: in.PhoneNumberID, Contact: in.Contact,
+		ContactName: in.ContactName, InboundAt: time.Unix(in.Timestamp, 0).UTC()}
 }
 
 // pendingOf decodes a stored inbound message.

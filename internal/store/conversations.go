@@ -133,7 +133,7 @@ type Reply struct {
 	GraphMessageID string `firestore:"graph_message_id" json:"graph_message_id"`
 }
 
-// Touch is what storing an inbound message changes on its conversation.
+// Touch is what an inbound message changes on its conversation.
 type Touch struct {
 	TenantID      string
 	PhoneNumberID string
@@ -145,6 +145,10 @@ type Touch struct {
 
 // TurnCommit is a committed turn: the state to save and the effects to perform after.
 type TurnCommit struct {
+	// Touch records the message on the conversation (last_inbound_at, contact name): the
+	// holder does it when it commits the message's turn, so the tasks that find the lease held
+	// write nothing to the conversation.
+	Touch         *Touch
 	State         assistant.State
 	Event         string
 	Reason        string
@@ -224,58 +228,79 @@ func (c *ConversationStore) AddOutbound(ctx context.Context, conversationID stri
 	return nil
 }
 
-// Acquire upserts the conversation with touch (when not nil) and takes its lease for holder when
-// the lease is free, with the next fencing number, until now + d. It returns the conversation as
-// it now stands and whether holder took the lease. One transaction: one read, one write (none
-// when touch is nil and the lease is held).
+// Acquire takes the conversation's lease for holder when it is free, with the next fencing
+// number, until now + d, creating the conversation (from touch) when it does not exist yet. It
+// returns the conversation as it now stands and whether holder took the lease.
+//
+// It reads first and writes only when the lease is free, with the read's update time as a
+// precondition (a compare-and-set, retried at once when another write came first): the tasks
+// of a burst of messages find the lease held with one read each, instead of queueing up in
+// transactions on the one document. One read, and one write when the lease is taken.
+//
+// Reading "held" is safe: the caller's message was stored before the read, so a holder that
+// releases after it finds the message when it looks at the inbox after its release.
 func (c *ConversationStore) Acquire(ctx context.Context, conversationID, holder string, d time.Duration, touch *Touch) (Conversation, bool, error) {
 	ref := c.conversationDoc(conversationID)
-	var conv Conversation
-	var taken bool
-	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	for attempt := 0; attempt < maxTxAttempts; attempt++ {
 		now := c.opts.Now()
-		conv, taken = Conversation{}, false
-		snap, err := tx.Get(ref)
-		switch {
-		case status.Code(err) == codes.NotFound:
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
 			if touch == nil {
-				return fmt.Errorf("conversation %s: %w", conversationID, ErrNotFound)
+				return Conversation{}, false, fmt.Errorf("acquire conversation lease %s: %w", conversationID, ErrNotFound)
 			}
-			conv = Conversation{ID: conversationID, TenantID: touch.TenantID, PhoneNumberID: touch.PhoneNumberID,
-				Contact: touch.Contact, CreatedAt: now}
-		case err != nil:
-			return err
-		default:
-			if err := snap.DataTo(&conv); err != nil {
-				return err
+			conv := Conversation{ID: conversationID, TenantID: touch.TenantID, PhoneNumberID: touch.PhoneNumberID,
+				Contact: touch.Contact, CreatedAt: now, Lease: Lease{Holder: holder, Fence: 1, ExpiresAt: now.Add(d)}}
+			c.touch(&conv, touch, now)
+			_, err := ref.Create(ctx, conv)
+			if status.Code(err) == codes.AlreadyExists {
+				continue
 			}
-		}
-		write := false
-		if touch != nil {
-			if touch.ContactName != "" {
-				conv.ContactName = touch.ContactName
+			if err != nil {
+				return Conversation{}, false, fmt.Errorf("create conversation: %w", err)
 			}
-			if touch.InboundAt.After(conv.LastInboundAt) {
-				conv.LastInboundAt = touch.InboundAt.UTC()
-			}
-			conv.Status = ConversationOpen
-			c.touched(&conv, now)
-			write = true
+			return conv, true, nil
 		}
-		if conv.Lease.Free(now) {
-			conv.Lease = Lease{Holder: holder, Fence: conv.Lease.Fence + 1, ExpiresAt: now.Add(d)}
-			conv.UpdatedAt = now
-			taken, write = true, true
+		if err != nil {
+			return Conversation{}, false, fmt.Errorf("read conversation: %w", err)
 		}
-		if !write {
-			return nil
+		var conv Conversation
+		if err := snap.DataTo(&conv); err != nil {
+			return Conversation{}, false, fmt.Errorf("decode conversation: %w", err)
 		}
-		return tx.Set(ref, conv)
-	}, firestore.MaxAttempts(maxTxAttempts))
-	if err != nil {
-		return Conversation{}, false, fmt.Errorf("acquire conversation lease: %w", err)
+		if !conv.Lease.Free(now) {
+			return conv, false, nil
+		}
+		conv.Lease = Lease{Holder: holder, Fence: conv.Lease.Fence + 1, ExpiresAt: now.Add(d)}
+		conv.UpdatedAt = now
+		_, err = ref.Update(ctx, []firestore.Update{
+			{Path: "lease", Value: conv.Lease},
+			{Path: "updated_at", Value: now},
+		}, firestore.LastUpdateTime(snap.UpdateTime))
+		if status.Code(err) == codes.FailedPrecondition {
+			continue
+		}
+		if err != nil {
+			return Conversation{}, false, fmt.Errorf("take conversation lease: %w", err)
+		}
+		return conv, true, nil
 	}
-	return conv, taken, nil
+	return Conversation{}, false, fmt.Errorf("take conversation lease: %d attempts lost to concurrent writes", maxTxAttempts)
+}
+
+// touch records an inbound message on the conversation: its contact name, its Meta timestamp
+// (the greatest seen), and activity at now.
+func (c *ConversationStore) touch(conv *Conversation, t *Touch, now time.Time) {
+	if t == nil {
+		return
+	}
+	if t.ContactName != "" {
+		conv.ContactName = t.ContactName
+	}
+	if t.InboundAt.After(conv.LastInboundAt) {
+		conv.LastInboundAt = t.InboundAt.UTC()
+	}
+	conv.Status = ConversationOpen
+	c.touched(conv, now)
 }
 
 // touched records activity at now: last_message_at and expire_at move forward.
@@ -343,6 +368,7 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 		}
 		conv.State = t.State
 		conv.Lease.ExpiresAt = now.Add(d)
+		c.touch(&conv, t.Touch, now)
 		c.touched(&conv, now)
 		if err := tx.Set(ref, conv); err != nil {
 			return err
