@@ -316,7 +316,7 @@ func firestoreOps(calls map[string]int, nextDocs int) (reads, writes int) {
 	reads += calls["AddInbound.duplicate"] // a redelivery reads the stored message
 	writes += calls["AddInbound"]
 	reads += calls["Acquire"]
-	writes += calls["Acquire"]                   // at most: a held lease with no touch writes nothing
+	writes += calls["Acquire.taken"]             // a lease found held costs its read only
 	reads += nextDocs + calls["NextInbox.empty"] // an empty query is billed one read
 	reads += calls["CommitTurn"]
 	writes += 2 * calls["CommitTurn"]

@@ -477,3 +477,37 @@ func BenchmarkSecondMessageStart(b *testing.B) {
 	b.ReportMetric(float64(delays[len(delays)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(delays[len(delays)*95/100].Microseconds())/1000, "p95-ms")
 }
+
+func TestUnsentRepliesGoBeforeTheNextTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t, nil)
+	snd, rec := newSender(), newRecorder()
+	errGraph := errors.New("graph 503")
+	down := true
+	snd.fail = func(string) error {
+		if down {
+			return errGraph
+		}
+		return nil
+	}
+	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	if _, err := r.Handle(ctx, inbound("wamid.1", 1, "one"), rec.turn); !errors.Is(err, errGraph) {
+		t.Fatalf("Handle while Graph is down = %v, want its error (the task is retried)", err)
+	}
+	snd.mu.Lock()
+	down = false
+	snd.mu.Unlock()
+	res, err := r.Handle(ctx, inbound("wamid.2", 2, "two"), rec.turn)
+	if err != nil || res.Turns != 1 {
+		t.Fatalf("next message = %+v, %v; want its one turn", res, err)
+	}
+	_, count, _ := rec.snapshot()
+	sent, replies := snd.counts()
+	if diff := cmp.Diff([]string{"re wamid.1", "re wamid.2"}, replies); diff != "" {
+		t.Errorf("replies (-want, +got): the committed turn's reply first\n%s", diff)
+	}
+	if count["wamid.1"] != 1 || len(sent) != 2 {
+		t.Errorf("turns %v, sends %v: want the first turn not redone, each reply sent once", count, sent)
+	}
+}
