@@ -16,9 +16,10 @@ resource "google_firestore_database" "database" {
 
 locals {
   # Every collection group whose documents carry expire_at: store.Collections(), including the
-  # payload_chunks subcollection under inbound_events and the invites subcollection under tenants. A
-  # TTL policy applies to one collection group, so each needs its own; terraform_test.go checks this
-  # list against the code. Tenants, phone_numbers and members do not expire.
+  # payload_chunks subcollection under inbound_events, the invites subcollection under tenants, the
+  # messages under conversations and the call markers (calls) under usage. A TTL policy applies to
+  # one collection group, so each needs its own; terraform_test.go checks this list against the
+  # code. Tenants, phone_numbers, members and the usage counters themselves do not expire.
   ttl_collection_groups = [
     "inbound_events",
     "inbound_traces",
@@ -27,6 +28,10 @@ locals {
     "dead_letters",
     "payload_chunks",
     "invites",
+    "conversations",
+    "messages",
+    "sender_windows",
+    "calls",
   ]
 }
 
@@ -97,6 +102,56 @@ resource "google_firestore_index" "outbound_latency" {
   }
   fields {
     field_path = "sent_at"
+    order      = "ASCENDING"
+  }
+}
+
+# A conversation's inbox (internal/store ConversationStore.NextInbox): its messages still in the
+# inbox, those whose turn is done but whose replies are unsent first, then by Meta timestamp and
+# arrival.
+resource "google_firestore_index" "conversation_inbox" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+
+  fields {
+    field_path = "inbox"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "turn"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "timestamp"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "received_at"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "arrived_at"
+    order      = "ASCENDING"
+  }
+}
+
+# A conversation's messages in order (ConversationStore.Messages).
+resource "google_firestore_index" "conversation_messages" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+
+  fields {
+    field_path = "timestamp"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "received_at"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "arrived_at"
     order      = "ASCENDING"
   }
 }

@@ -15,22 +15,36 @@ const (
 	OutboundMessages = "outbound_messages"
 	MessageStatuses  = "message_statuses"
 	DeadLetters      = "dead_letters"
+	Conversations    = "conversations"
+	// SenderWindows holds one assistant.Window per (tenant, sender): the sender rate limit.
+	SenderWindows = "sender_windows"
+	// Usage holds one LLM call counter per (tenant, quota period); it does not expire.
+	Usage = "usage"
 )
+
+// ConversationMessages is the subcollection of a conversation's stored messages (its inbox).
+const ConversationMessages = "messages"
+
+// UsageCalls is the subcollection, under a usage counter, of the markers of the calls it counted,
+// so a call is counted once however often its turn is redone.
+const UsageCalls = "calls"
 
 // PayloadChunks is the subcollection, under an inbound_events document, that holds a payload too
 // large for one task (Cloud Tasks caps a task at 1 MB, Firestore a document at 1 MiB). It has its
 // own TTL policy, as TTL policies apply per collection group.
 const PayloadChunks = "payload_chunks"
 
-// Collections lists every collection group with a TTL policy.
+// Collections lists every collection group with a TTL policy. Usage counters are not in it: a
+// tenant's monthly usage is kept (tenants do not expire either); their call markers are.
 func Collections() []string {
-	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks, TenantInvites}
+	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks, TenantInvites,
+		Conversations, ConversationMessages, SenderWindows, UsageCalls}
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index and the members who joined by invite.
+// their routing index, the members who joined by invite and the monthly usage counters.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage}
 }
 
 // ExpireAtField is the TTL field of every document.

@@ -1,0 +1,450 @@
+package conversation
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// DefaultLease is how long a holder keeps the conversation without committing a turn: long
+// enough for one turn (an LLM call and its retry), short enough that a killed holder's
+// conversation is taken over soon after Cloud Tasks retries its task.
+const DefaultLease = 60 * time.Second
+
+// Inbound is one inbound message to handle. Fields left empty are taken from Message (Meta's
+// id, sender, number, profile name and timestamp).
+type Inbound struct {
+	TenantID      string `json:"tenant_id"`
+	PhoneNumberID string `json:"phone_number_id"`
+	// Contact is the sender's wa_id (never logged).
+	Contact     string `json:"contact"`
+	ContactName string `json:"contact_name,omitempty"`
+	MessageID   string `json:"message_id"`
+	// Timestamp is Meta's timestamp, Unix seconds.
+	Timestamp int64            `json:"timestamp"`
+	Message   whatsapp.Message `json:"message"`
+	// ReceivedAt is when the webhook received the message: the turn's clock (assistant
+	// Input.Now), the same on every redo.
+	ReceivedAt     time.Time `json:"received_at"`
+	InboundEventID string    `json:"inbound_event_id,omitempty"`
+	CorrelationID  string    `json:"correlation_id,omitempty"`
+}
+
+// Pending is an inbox message whose turn is to run (or whose effects are to be performed).
+type Pending struct {
+	Inbound
+	ConversationID string
+}
+
+// TurnFunc runs the turn of p from the state st the previous turn left, and returns what to
+// send and do and the state to save (assistant.Engine.Turn, or the worker's acknowledgement).
+// Outcome.State is saved as it is. An error commits nothing: the drain stops and Handle returns
+// it, so the task is retried and the turn redone.
+type TurnFunc func(ctx context.Context, p Pending, st assistant.State) (assistant.Outcome, error)
+
+// Sender sends one reply of a turn. It must be idempotent by r.IdempotencyKey (the worker backs
+// it with its outbound records): a redone turn sends the same replies with the same keys. It
+// returns an error only when the send should be retried; a reply that failed for good is its to
+// record, and it returns nil for it.
+type Sender interface {
+	SendReply(ctx context.Context, r Outgoing) (graphMessageID string, err error)
+}
+
+// Outgoing is one reply to send.
+type Outgoing struct {
+	Pending        Pending
+	Reply          assistant.Reply
+	IdempotencyKey string
+}
+
+// Actions runs the action a turn asked for as its own task. It must be idempotent by the
+// request's ActionID: a redone turn enqueues the same request again.
+type Actions interface {
+	EnqueueAction(ctx context.Context, p Pending, req assistant.ActionRequest) error
+}
+
+// Inbox is the conversation store the runner works on; *store.ConversationStore implements it.
+type Inbox interface {
+	AddInbound(ctx context.Context, conversationID string, m store.Message) (bool, store.Message, error)
+	Acquire(ctx context.Context, conversationID, holder string, d time.Duration, touch *store.Touch) (store.Conversation, bool, error)
+	NextInbox(ctx context.Context, conversationID, skip string) (store.Message, bool, error)
+	CommitTurn(ctx context.Context, conversationID string, lease store.Lease, messageID string, t store.TurnCommit, d time.Duration) (store.Conversation, error)
+	MarkEffectsDone(ctx context.Context, conversationID, messageID string, replies []store.Reply) error
+	Release(ctx context.Context, conversationID string, lease store.Lease) error
+}
+
+// Options configure a Runner; zero values take the defaults.
+type Options struct {
+	// Lease is DefaultLease when zero.
+	Lease time.Duration
+}
+
+// Runner serialises the turns of each conversation (see the package comment). Safe for
+// concurrent use.
+type Runner struct {
+	inbox   Inbox
+	sender  Sender
+	actions Actions
+	lease   time.Duration
+}
+
+// NewRunner returns a runner on inbox that sends replies with sender and enqueues actions with
+// actions (nil when no turn asks for one: such a turn then fails).
+func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runner {
+	if inbox == nil || sender == nil {
+		panic("conversation.NewRunner: nil Inbox or Sender")
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease}
+}
+
+// Result says what Handle did.
+type Result struct {
+	ConversationID string
+	// Duplicate: the message was in the inbox already (a redelivery).
+	Duplicate bool
+	// Queued: another task holds the conversation and will run the message's turn; acknowledge
+	// the task.
+	Queued bool
+	// Turns counts the turns this call ran and committed, its own message's and others'.
+	Turns int
+}
+
+// ReplyKey is the idempotency key of reply index of the turn of inbound message messageID. The
+// first reply's is tasks.IdempotencyKey's, the key of the single reply wapipe sent before
+// conversations, so a message answered before an upgrade is not answered again after it; all
+// have IdempotencyKey's form, so status webhooks find their records.
+func ReplyKey(messageID string, index int) string {
+	if index == 0 {
+		return tasks.IdempotencyKey(messageID)
+	}
+	sum := sha256.Sum256([]byte("reply\x00" + messageID + "\x00" + strconv.Itoa(index)))
+	return "reply-" + hex.EncodeToString(sum[:16])
+}
+
+// Handle stores in in its conversation's inbox and, when this call takes the conversation's
+// lease, runs the inbox's turns with turn until it is empty. Acknowledge the task only when it
+// returns nil: an error means the message (or one queued behind it) still has work to do.
+func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result, error) {
+	in, err := in.normalize()
+	if err != nil {
+		return Result{}, err
+	}
+	convID := store.ConversationID(in.TenantID, in.PhoneNumberID, in.Contact)
+	res := Result{ConversationID: convID}
+	ctx, logger := logging.With(ctx, "conversation_id", convID)
+
+	payload, err := json.Marshal(in)
+	if err != nil {
+		return res, fmt.Errorf("encode inbound message: %w", err)
+	}
+	created, stored, err := r.inbox.AddInbound(ctx, convID, store.Message{
+		MessageID: in.MessageID, Type: in.Message.Type, Text: messageText(in.Message), Timestamp: in.Timestamp,
+		ReceivedAt: in.ReceivedAt, Payload: string(payload), InboundEventID: in.InboundEventID,
+		CorrelationID: in.CorrelationID, ContactName: in.ContactName,
+	})
+	if err != nil {
+		return res, err
+	}
+	if !created {
+		res.Duplicate = true
+		if !stored.InInbox {
+			logger.InfoContext(ctx, "message already handled", "event", "conversation_duplicate")
+			return res, nil
+		}
+	}
+
+	holder := newHolder()
+	conv, taken, err := r.inbox.Acquire(ctx, convID, holder, r.lease, touchOf(in))
+	if err != nil {
+		return res, err
+	}
+	if !taken {
+		res.Queued = true
+		logger.InfoContext(ctx, "conversation busy: the holder runs the message's turn", "event", "conversation_queued",
+			"fence", conv.Lease.Fence)
+		return res, nil
+	}
+	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res}
+	return res, d.run(ctx)
+}
+
+// drain is one holder's run through the inbox.
+type drain struct {
+	r      *Runner
+	convID string
+	holder string
+	lease  store.Lease
+	state  assistant.State
+	turn   TurnFunc
+	res    *Result
+	// job is the previous turn's effects, performed while the next turn runs.
+	job *effects
+}
+
+func (d *drain) run(ctx context.Context) error {
+	logger := logging.FromContext(ctx)
+	for {
+		skip := ""
+		if d.job != nil {
+			skip = d.job.messageID
+		}
+		m, ok, err := d.r.inbox.NextInbox(ctx, d.convID, skip)
+		if err != nil {
+			return d.stop(ctx, err, true)
+		}
+		if !ok {
+			if err := d.wait(); err != nil {
+				return d.stop(ctx, err, true)
+			}
+			if err := d.r.inbox.Release(ctx, d.convID, d.lease); err != nil {
+				return err
+			}
+			// A message stored while the lease was being released found it held and relies on
+			// this holder: look once more, and take the lease again for it.
+			if _, ok, err := d.r.inbox.NextInbox(ctx, d.convID, ""); err != nil || !ok {
+				return err
+			}
+			conv, taken, err := d.r.inbox.Acquire(ctx, d.convID, d.holder, d.r.lease, nil)
+			if err != nil || !taken {
+				return err
+			}
+			d.lease, d.state = conv.Lease, conv.State
+			logger.InfoContext(ctx, "lease taken again for a message stored during its release",
+				"event", "conversation_reacquired", "fence", d.lease.Fence)
+			continue
+		}
+		p, err := pendingOf(d.convID, m)
+		if err != nil {
+			return d.stop(ctx, err, true)
+		}
+		if m.Turn == store.TurnDone {
+			// An earlier holder committed this turn and stopped before its effects.
+			if err := d.wait(); err != nil {
+				return d.stop(ctx, err, true)
+			}
+			logger.InfoContext(ctx, "performing a committed turn's effects", "event", "conversation_effects_redo",
+				"fence", d.lease.Fence, "committed_fence", m.Fence)
+			d.job = d.r.perform(ctx, p, m)
+			continue
+		}
+		if err := d.runTurn(ctx, p, m); err != nil {
+			return err
+		}
+	}
+}
+
+// runTurn runs and commits the turn of pending message m, then starts its effects.
+func (d *drain) runTurn(ctx context.Context, p Pending, m store.Message) error {
+	out, err := d.turn(ctx, p, d.state)
+	if err != nil {
+		return d.stop(ctx, fmt.Errorf("turn: %w", err), true)
+	}
+	commit, err := d.r.record(p, out)
+	if err != nil {
+		return d.stop(ctx, err, true)
+	}
+	conv, err := d.r.inbox.CommitTurn(ctx, d.convID, d.lease, p.MessageID, commit, d.r.lease)
+	if err != nil {
+		// A lost lease is the new holder's to release.
+		return d.stop(ctx, err, !errors.Is(err, store.ErrLeaseLost))
+	}
+	d.state = conv.State
+	d.res.Turns++
+	logging.FromContext(ctx).InfoContext(ctx, "turn committed", "event", "conversation_turn", "fence", d.lease.Fence,
+		"turn_event", out.Event, "reason", out.Reason, "replies", len(commit.Replies), "action", commit.ActionID != "")
+	if len(commit.Replies) == 0 && commit.Action == "" {
+		return nil
+	}
+	if err := d.wait(); err != nil {
+		return d.stop(ctx, err, true)
+	}
+	m.Turn, m.Replies, m.Action = store.TurnDone, commit.Replies, commit.Action
+	d.job = d.r.perform(ctx, p, m)
+	return nil
+}
+
+// wait waits for the running effects, if any, and returns their error.
+func (d *drain) wait() error {
+	if d.job == nil {
+		return nil
+	}
+	<-d.job.done
+	err := d.job.err
+	d.job = nil
+	return err
+}
+
+// stop ends the drain on err: it waits for the running effects and, when release, gives the lease
+// up so the task's retry (or another message's task) can take it at once.
+func (d *drain) stop(ctx context.Context, err error, release bool) error {
+	err = errors.Join(err, d.wait())
+	if release {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, d.r.inbox.Release(ctx, d.convID, d.lease))
+	}
+	logging.FromContext(ctx).WarnContext(ctx, "conversation drain stopped: the task is retried",
+		"event", "conversation_drain_failed", "fence", d.lease.Fence, "error", err.Error())
+	return err
+}
+
+// record turns an outcome into the commit that records its effects, encoded as they will be
+// performed.
+func (r *Runner) record(p Pending, out assistant.Outcome) (store.TurnCommit, error) {
+	c := store.TurnCommit{Touch: touchOf(p.Inbound), State: out.State, Event: out.Event, Reason: out.Reason}
+	for i, rep := range out.Replies {
+		rep.Index = i
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return c, fmt.Errorf("encode reply: %w", err)
+		}
+		quota := rep.Key == i18n.QuotaExceeded
+		c.QuotaExceeded = c.QuotaExceeded || quota
+		c.Replies = append(c.Replies, store.Reply{Index: i, IdempotencyKey: ReplyKey(p.MessageID, i), Body: rep.Body(),
+			Key: string(rep.Key), QuotaExceeded: quota, Payload: string(b)})
+	}
+	if a := out.Action; a != nil {
+		if r.actions == nil {
+			return c, errors.New("the turn asks for an action and the runner has no action queue")
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			return c, fmt.Errorf("encode action: %w", err)
+		}
+		c.ActionID, c.Action = a.ActionID, string(b)
+	}
+	return c, nil
+}
+
+// effects are one committed turn's replies and action being performed.
+type effects struct {
+	messageID string
+	done      chan struct{}
+	err       error
+}
+
+// perform starts performing m's recorded effects, in order: the replies, then the action, then
+// the record that they are done.
+func (r *Runner) perform(ctx context.Context, p Pending, m store.Message) *effects {
+	job := &effects{messageID: m.MessageID, done: make(chan struct{})}
+	replies := append([]store.Reply(nil), m.Replies...)
+	go func() {
+		defer close(job.done)
+		job.err = r.performEffects(ctx, p, replies, m.Action)
+	}()
+	return job
+}
+
+func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.Reply, action string) error {
+	for i, rep := range replies {
+		var reply assistant.Reply
+		if err := json.Unmarshal([]byte(rep.Payload), &reply); err != nil {
+			return fmt.Errorf("decode recorded reply %d: %w", rep.Index, err)
+		}
+		id, err := r.sender.SendReply(ctx, Outgoing{Pending: p, Reply: reply, IdempotencyKey: rep.IdempotencyKey})
+		if err != nil {
+			return fmt.Errorf("send reply %d: %w", rep.Index, err)
+		}
+		replies[i].GraphMessageID = id
+	}
+	if action != "" {
+		if r.actions == nil {
+			return errors.New("a recorded action and no action queue")
+		}
+		var req assistant.ActionRequest
+		dec := json.NewDecoder(bytes.NewReader([]byte(action)))
+		// Numbers stay as written, so the body the business signs over is the same on a redo.
+		dec.UseNumber()
+		if err := dec.Decode(&req); err != nil {
+			return fmt.Errorf("decode recorded action: %w", err)
+		}
+		if err := r.actions.EnqueueAction(ctx, p, req); err != nil {
+			return fmt.Errorf("enqueue action: %w", err)
+		}
+	}
+	return r.inbox.MarkEffectsDone(ctx, p.ConversationID, p.MessageID, replies)
+}
+
+// touchOf is what in changes on its conversation.
+func touchOf(in Inbound) *store.Touch {
+	return &store.Touch{TenantID: in.TenantID, PhoneNumberID: in.PhoneNumberID, Contact: in.Contact,
+		ContactName: in.ContactName, InboundAt: time.Unix(in.Timestamp, 0).UTC()}
+}
+
+// pendingOf decodes a stored inbound message.
+func pendingOf(convID string, m store.Message) (Pending, error) {
+	var in Inbound
+	if err := json.Unmarshal([]byte(m.Payload), &in); err != nil {
+		return Pending{}, fmt.Errorf("decode stored inbound message: %w", err)
+	}
+	return Pending{Inbound: in, ConversationID: convID}, nil
+}
+
+// normalize fills the fields Message carries and checks the rest.
+func (in Inbound) normalize() (Inbound, error) {
+	m := in.Message
+	if in.MessageID == "" {
+		in.MessageID = m.ID
+	}
+	if in.Contact == "" {
+		in.Contact = m.From
+	}
+	if in.PhoneNumberID == "" {
+		in.PhoneNumberID = m.PhoneNumberID
+	}
+	if in.ContactName == "" {
+		in.ContactName = m.ContactName
+	}
+	if in.Timestamp == 0 && m.Timestamp != "" {
+		ts, err := strconv.ParseInt(m.Timestamp, 10, 64)
+		if err != nil {
+			return in, fmt.Errorf("inbound message: timestamp %q: %w", m.Timestamp, err)
+		}
+		in.Timestamp = ts
+	}
+	var errs []error
+	for _, f := range []struct{ name, v string }{
+		{"tenant id", in.TenantID}, {"phone_number_id", in.PhoneNumberID}, {"contact", in.Contact}, {"message id", in.MessageID},
+	} {
+		if f.v == "" {
+			errs = append(errs, fmt.Errorf("inbound message: no %s", f.name))
+		}
+	}
+	if in.ReceivedAt.IsZero() {
+		errs = append(errs, errors.New("inbound message: no received_at"))
+	}
+	return in, errors.Join(errs...)
+}
+
+// messageText is the text stored with a message: a text body or caption, or the title of the
+// button or row tapped.
+func messageText(m whatsapp.Message) string {
+	if m.Text == "" && m.Reply != nil {
+		return m.Reply.Title
+	}
+	return m.Text
+}
+
+// newHolder names one Handle call as a lease holder.
+func newHolder() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

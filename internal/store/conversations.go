@@ -1,0 +1,480 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wapipe/wapipe/internal/assistant"
+)
+
+// Conversation states.
+const (
+	ConversationOpen   = "open"
+	ConversationClosed = "closed"
+)
+
+// Message directions.
+const (
+	DirectionIn  = "in"
+	DirectionOut = "out"
+)
+
+// Turn states of an inbound message: pending until its turn is committed, then done.
+const (
+	TurnPending = "pending"
+	TurnDone    = "done"
+)
+
+// DefaultConversationRetention is CONVERSATION_RETENTION's default: conversations and their
+// messages are kept 90 days after the last message.
+const DefaultConversationRetention = 2160 * time.Hour
+
+// ErrLeaseLost is returned by CommitTurn when the caller no longer holds the conversation's lease:
+// it expired and another task took it (a higher fencing number), so the turn must not be saved.
+var ErrLeaseLost = errors.New("conversation lease lost")
+
+// Conversation is one conversation (conversations/{ConversationID}): a tenant's number and one
+// contact, the assistant's state, and the lease that serialises its turns.
+type Conversation struct {
+	ID            string `firestore:"id" json:"id"`
+	TenantID      string `firestore:"tenant_id" json:"tenant_id"`
+	PhoneNumberID string `firestore:"phone_number_id" json:"phone_number_id"`
+	// Contact is the contact's wa_id (a phone number: stored, never logged).
+	Contact     string `firestore:"contact" json:"contact"`
+	ContactName string `firestore:"contact_name" json:"contact_name"`
+	Status      string `firestore:"status" json:"status"`
+	// LastMessageAt is when a message was last stored or answered (wapipe's clock); expire_at
+	// follows it.
+	LastMessageAt time.Time `firestore:"last_message_at" json:"last_message_at"`
+	// LastInboundAt is Meta's timestamp of the latest inbound message: the greatest seen, as
+	// messages arrive out of order. The 24 h customer service window runs from it.
+	LastInboundAt time.Time       `firestore:"last_inbound_at" json:"last_inbound_at"`
+	State         assistant.State `firestore:"state" json:"state"`
+	Lease         Lease           `firestore:"lease" json:"lease"`
+	CreatedAt     time.Time       `firestore:"created_at" json:"created_at"`
+	UpdatedAt     time.Time       `firestore:"updated_at" json:"updated_at"`
+	ExpireAt      time.Time       `firestore:"expire_at" json:"expire_at"`
+}
+
+// Lease says which task runs the conversation's turns. Fence grows by one each time the lease is
+// taken, so a holder that lost it (expired, taken over) is told apart from the new one even when
+// both think they hold it.
+type Lease struct {
+	Holder    string    `firestore:"holder" json:"holder"`
+	Fence     int64     `firestore:"fence" json:"fence"`
+	ExpiresAt time.Time `firestore:"expires_at" json:"expires_at"`
+}
+
+// Free reports whether the lease can be taken at now: nobody holds it, or its holder's time ran
+// out.
+func (l Lease) Free(now time.Time) bool { return l.Holder == "" || !now.Before(l.ExpiresAt) }
+
+// Message is a stored message (conversations/{id}/messages/{DocID(message id)}). An inbound
+// message is the conversation's inbox entry: it stays InInbox from its arrival until its turn is
+// committed and the effects recorded with it (replies, action) have been performed.
+type Message struct {
+	Direction string `firestore:"direction" json:"direction"`
+	// MessageID is Meta's id of the message (a wamid), or the idempotency key of an outbound
+	// message sent outside a turn.
+	MessageID string `firestore:"message_id" json:"message_id"`
+	Type      string `firestore:"type" json:"type"`
+	// Text is the message's text (the stored conversation is the only place text lives).
+	Text string `firestore:"text" json:"text"`
+	// Timestamp is Meta's timestamp (Unix seconds) of an inbound message.
+	Timestamp int64 `firestore:"timestamp" json:"timestamp"`
+	// ReceivedAt is when the webhook received the message: it breaks ties between messages of
+	// the same second, then ArrivedAt (set by Firestore when the message is stored).
+	ReceivedAt time.Time `firestore:"received_at" json:"received_at"`
+	ArrivedAt  time.Time `firestore:"arrived_at,serverTimestamp" json:"arrived_at"`
+	// Payload is the inbound message as the worker received it (JSON), so whichever task holds
+	// the lease can run its turn.
+	Payload string `firestore:"payload" json:"payload"`
+	// InboundEventID and CorrelationID tie the message to the webhook delivery, for the records
+	// and logs of the replies.
+	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
+	CorrelationID  string `firestore:"correlation_id" json:"correlation_id"`
+	ContactName    string `firestore:"contact_name" json:"contact_name"`
+
+	Turn    string `firestore:"turn" json:"turn"`
+	InInbox bool   `firestore:"inbox" json:"inbox"`
+	// Fence is the fencing number of the holder that committed the turn.
+	Fence       int64     `firestore:"fence" json:"fence"`
+	Event       string    `firestore:"event" json:"event"`
+	Reason      string    `firestore:"reason" json:"reason"`
+	Replies     []Reply   `firestore:"replies" json:"replies"`
+	ActionID    string    `firestore:"action_id" json:"action_id"`
+	Action      string    `firestore:"action" json:"action"`
+	CommittedAt time.Time `firestore:"committed_at" json:"committed_at"`
+	// EffectsDoneAt is when the replies were sent and the action enqueued.
+	EffectsDoneAt time.Time `firestore:"effects_done_at" json:"effects_done_at"`
+	// QuotaExceeded marks a message answered with the quota notice.
+	QuotaExceeded bool      `firestore:"quota_exceeded" json:"quota_exceeded"`
+	ExpireAt      time.Time `firestore:"expire_at" json:"expire_at"`
+}
+
+// Reply is one reply a turn sends, recorded with the turn before it is sent.
+type Reply struct {
+	Index          int    `firestore:"index" json:"index"`
+	IdempotencyKey string `firestore:"idempotency_key" json:"idempotency_key"`
+	// Body is the text the user sees.
+	Body string `firestore:"body" json:"body"`
+	// Key is the system message the reply is (an i18n key), empty for the model's own text.
+	Key           string `firestore:"key" json:"key"`
+	QuotaExceeded bool   `firestore:"quota_exceeded" json:"quota_exceeded"`
+	// Payload is the reply to send (JSON), so a redo sends exactly what the turn decided.
+	Payload        string `firestore:"payload" json:"payload"`
+	GraphMessageID string `firestore:"graph_message_id" json:"graph_message_id"`
+}
+
+// Touch is what an inbound message changes on its conversation.
+type Touch struct {
+	TenantID      string
+	PhoneNumberID string
+	Contact       string
+	ContactName   string
+	// InboundAt is the message's Meta timestamp.
+	InboundAt time.Time
+}
+
+// TurnCommit is a committed turn: the state to save and the effects to perform after.
+type TurnCommit struct {
+	// Touch records the message on the conversation (last_inbound_at, contact name): the
+	// holder does it when it commits the message's turn, so the tasks that find the lease held
+	// write nothing to the conversation.
+	Touch         *Touch
+	State         assistant.State
+	Event         string
+	Reason        string
+	Replies       []Reply
+	ActionID      string
+	Action        string
+	QuotaExceeded bool
+}
+
+// ConversationStore keeps conversations and their messages. Each method's comment gives its Firestore
+// reads and writes, so a turn's cost can be added up.
+type ConversationStore struct {
+	fs   *firestore.Client
+	opts Options
+}
+
+// NewConversationStore returns the conversation store; opts.Retention is CONVERSATION_RETENTION
+// (DefaultConversationRetention when zero).
+func NewConversationStore(db *DB, opts Options) *ConversationStore {
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultConversationRetention
+	}
+	return &ConversationStore{fs: db.fs, opts: opts.withDefaults()}
+}
+
+// ConversationID is the id of the conversation of a contact with a tenant's number: a hash, so
+// the contact's number is not in it.
+func ConversationID(tenantID, phoneNumberID, contact string) string {
+	return "conv_" + DocID("conversation\x00" + tenantID + "\x00" + phoneNumberID + "\x00" + contact)[:32]
+}
+
+func (c *ConversationStore) conversationDoc(id string) *firestore.DocumentRef {
+	return c.fs.Collection(Conversations).Doc(id)
+}
+
+func (c *ConversationStore) messageDoc(conversationID, messageID string) *firestore.DocumentRef {
+	return c.conversationDoc(conversationID).Collection(ConversationMessages).Doc(DocID(messageID))
+}
+
+// AddInbound stores an inbound message in the conversation's inbox, once: when a message with its
+// id is stored already, it returns created false and the stored message (a redelivery changes
+// nothing). One write; one more read for a redelivery.
+func (c *ConversationStore) AddInbound(ctx context.Context, conversationID string, m Message) (created bool, stored Message, err error) {
+	now := c.opts.Now()
+	m.Direction, m.Turn, m.InInbox = DirectionIn, TurnPending, true
+	m.ArrivedAt = time.Time{}
+	m.ExpireAt = now.Add(c.opts.Retention)
+	ref := c.messageDoc(conversationID, m.MessageID)
+	_, err = ref.Create(ctx, m)
+	if err == nil {
+		return true, m, nil
+	}
+	if status.Code(err) != codes.AlreadyExists {
+		return false, Message{}, fmt.Errorf("store inbound message: %w", err)
+	}
+	stored, err = getDoc[Message](ctx, ref, "inbound message")
+	if err != nil {
+		return false, Message{}, err
+	}
+	return false, stored, nil
+}
+
+// AddOutbound stores a message sent outside a turn (an action's answer, a message sent on the
+// tenant's behalf), keyed by its idempotency key: storing it twice changes nothing. One write.
+func (c *ConversationStore) AddOutbound(ctx context.Context, conversationID string, m Message) error {
+	now := c.opts.Now()
+	m.Direction, m.Turn, m.InInbox = DirectionOut, "", false
+	m.ArrivedAt = time.Time{}
+	if m.Timestamp == 0 {
+		m.Timestamp = now.Unix()
+	}
+	m.ExpireAt = now.Add(c.opts.Retention)
+	_, err := c.messageDoc(conversationID, m.MessageID).Create(ctx, m)
+	if err != nil && status.Code(err) != codes.AlreadyExists {
+		return fmt.Errorf("store outbound message: %w", err)
+	}
+	return nil
+}
+
+// Acquire takes the conversation's lease for holder when it is free, with the next fencing
+// number, until now + d, creating the conversation (from touch) when it does not exist yet. It
+// returns the conversation as it now stands and whether holder took the lease.
+//
+// It reads first and writes only when the lease is free, with the read's update time as a
+// precondition (a compare-and-set, retried at once when another write came first): the tasks
+// of a burst of messages find the lease held with one read each, instead of queueing up in
+// transactions on the one document. One read, and one write when the lease is taken.
+//
+// Reading "held" is safe: the caller's message was stored before the read, so a holder that
+// releases after it finds the message when it looks at the inbox after its release.
+func (c *ConversationStore) Acquire(ctx context.Context, conversationID, holder string, d time.Duration, touch *Touch) (Conversation, bool, error) {
+	ref := c.conversationDoc(conversationID)
+	for attempt := 0; attempt < maxTxAttempts; attempt++ {
+		now := c.opts.Now()
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			if touch == nil {
+				return Conversation{}, false, fmt.Errorf("acquire conversation lease %s: %w", conversationID, ErrNotFound)
+			}
+			conv := Conversation{ID: conversationID, TenantID: touch.TenantID, PhoneNumberID: touch.PhoneNumberID,
+				Contact: touch.Contact, CreatedAt: now, Lease: Lease{Holder: holder, Fence: 1, ExpiresAt: now.Add(d)}}
+			c.touch(&conv, touch, now)
+			_, err := ref.Create(ctx, conv)
+			if status.Code(err) == codes.AlreadyExists {
+				continue
+			}
+			if err != nil {
+				return Conversation{}, false, fmt.Errorf("create conversation: %w", err)
+			}
+			return conv, true, nil
+		}
+		if err != nil {
+			return Conversation{}, false, fmt.Errorf("read conversation: %w", err)
+		}
+		var conv Conversation
+		if err := snap.DataTo(&conv); err != nil {
+			return Conversation{}, false, fmt.Errorf("decode conversation: %w", err)
+		}
+		if !conv.Lease.Free(now) {
+			return conv, false, nil
+		}
+		conv.Lease = Lease{Holder: holder, Fence: conv.Lease.Fence + 1, ExpiresAt: now.Add(d)}
+		conv.UpdatedAt = now
+		_, err = ref.Update(ctx, []firestore.Update{
+			{Path: "lease", Value: conv.Lease},
+			{Path: "updated_at", Value: now},
+		}, firestore.LastUpdateTime(snap.UpdateTime))
+		if status.Code(err) == codes.FailedPrecondition {
+			continue
+		}
+		if err != nil {
+			return Conversation{}, false, fmt.Errorf("take conversation lease: %w", err)
+		}
+		return conv, true, nil
+	}
+	return Conversation{}, false, fmt.Errorf("take conversation lease: %d attempts lost to concurrent writes", maxTxAttempts)
+}
+
+// touch records an inbound message on the conversation: its contact name, its Meta timestamp
+// (the greatest seen), and activity at now.
+func (c *ConversationStore) touch(conv *Conversation, t *Touch, now time.Time) {
+	if t == nil {
+		return
+	}
+	if t.ContactName != "" {
+		conv.ContactName = t.ContactName
+	}
+	if t.InboundAt.After(conv.LastInboundAt) {
+		conv.LastInboundAt = t.InboundAt.UTC()
+	}
+	conv.Status = ConversationOpen
+	c.touched(conv, now)
+}
+
+// touched records activity at now: last_message_at and expire_at move forward.
+func (c *ConversationStore) touched(conv *Conversation, now time.Time) {
+	if now.After(conv.LastMessageAt) {
+		conv.LastMessageAt = now
+	}
+	conv.UpdatedAt = now
+	conv.ExpireAt = conv.LastMessageAt.Add(c.opts.Retention)
+}
+
+// NextInbox returns the first of the conversation's inbox messages other than skip (a message
+// id, or ""): messages whose turn is done but whose effects are not performed come first, then
+// pending ones in Meta timestamp order, ties broken by arrival. ok is false when there is none.
+// One query returning at most two documents (two reads; one when the inbox is empty).
+func (c *ConversationStore) NextInbox(ctx context.Context, conversationID, skip string) (m Message, ok bool, err error) {
+	q := c.conversationDoc(conversationID).Collection(ConversationMessages).
+		Where("inbox", "==", true).
+		OrderBy("turn", firestore.Asc).
+		OrderBy("timestamp", firestore.Asc).
+		OrderBy("received_at", firestore.Asc).
+		OrderBy("arrived_at", firestore.Asc).
+		Limit(2)
+	it := q.Documents(ctx)
+	defer it.Stop()
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return Message{}, false, nil
+		}
+		if err != nil {
+			return Message{}, false, fmt.Errorf("read conversation inbox: %w", err)
+		}
+		var m Message
+		if err := snap.DataTo(&m); err != nil {
+			return Message{}, false, fmt.Errorf("decode inbox message: %w", err)
+		}
+		if skip != "" && m.MessageID == skip {
+			continue
+		}
+		return m, true, nil
+	}
+}
+
+// CommitTurn saves a turn of message messageID: the conversation's new state, and the message
+// marked done with the effects to perform (it stays in the inbox until MarkEffectsDone when it has
+// any). It fails with ErrLeaseLost unless lease (holder and fence) is still the conversation's,
+// and renews the lease until now + d. One transaction: one read, two writes.
+func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID string, lease Lease, messageID string, t TurnCommit, d time.Duration) (Conversation, error) {
+	ref := c.conversationDoc(conversationID)
+	mref := c.messageDoc(conversationID, messageID)
+	var conv Conversation
+	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		now := c.opts.Now()
+		conv = Conversation{}
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if err := snap.DataTo(&conv); err != nil {
+			return err
+		}
+		if conv.Lease.Holder != lease.Holder || conv.Lease.Fence != lease.Fence {
+			return ErrLeaseLost
+		}
+		conv.State = t.State
+		conv.Lease.ExpiresAt = now.Add(d)
+		c.touch(&conv, t.Touch, now)
+		c.touched(&conv, now)
+		if err := tx.Set(ref, conv); err != nil {
+			return err
+		}
+		replies := t.Replies
+		if replies == nil {
+			replies = []Reply{}
+		}
+		return tx.Update(mref, []firestore.Update{
+			{Path: "turn", Value: TurnDone},
+			{Path: "inbox", Value: len(t.Replies) > 0 || t.Action != ""},
+			{Path: "fence", Value: lease.Fence},
+			{Path: "event", Value: t.Event},
+			{Path: "reason", Value: t.Reason},
+			{Path: "replies", Value: replies},
+			{Path: "action_id", Value: t.ActionID},
+			{Path: "action", Value: t.Action},
+			{Path: "quota_exceeded", Value: t.QuotaExceeded},
+			{Path: "committed_at", Value: now},
+		})
+	}, firestore.MaxAttempts(maxTxAttempts))
+	if err != nil {
+		return Conversation{}, fmt.Errorf("commit turn: %w", err)
+	}
+	return conv, nil
+}
+
+// MarkEffectsDone records that a done message's effects were performed (replies with their Graph
+// ids), which takes it out of the inbox. One write.
+func (c *ConversationStore) MarkEffectsDone(ctx context.Context, conversationID, messageID string, replies []Reply) error {
+	if replies == nil {
+		replies = []Reply{}
+	}
+	_, err := c.messageDoc(conversationID, messageID).Update(ctx, []firestore.Update{
+		{Path: "inbox", Value: false},
+		{Path: "replies", Value: replies},
+		{Path: "effects_done_at", Value: c.opts.Now()},
+	})
+	if err != nil {
+		return fmt.Errorf("mark effects done: %w", err)
+	}
+	return nil
+}
+
+// Release gives the lease up when lease is still the conversation's (a holder that lost it
+// changes nothing). The fencing number stays, so the next holder's is higher. One transaction:
+// one read, one write.
+func (c *ConversationStore) Release(ctx context.Context, conversationID string, lease Lease) error {
+	ref := c.conversationDoc(conversationID)
+	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		var conv Conversation
+		if err := snap.DataTo(&conv); err != nil {
+			return err
+		}
+		if conv.Lease.Holder != lease.Holder || conv.Lease.Fence != lease.Fence {
+			return nil
+		}
+		return tx.Update(ref, []firestore.Update{
+			{Path: "lease.holder", Value: ""},
+			{Path: "lease.expires_at", Value: time.Time{}},
+		})
+	}, firestore.MaxAttempts(maxTxAttempts))
+	if err != nil {
+		return fmt.Errorf("release conversation lease: %w", err)
+	}
+	return nil
+}
+
+// Get reads a conversation.
+func (c *ConversationStore) Get(ctx context.Context, conversationID string) (Conversation, error) {
+	return getDoc[Conversation](ctx, c.conversationDoc(conversationID), "conversation")
+}
+
+// GetMessage reads a stored message by Meta's message id (or an outbound message's key).
+func (c *ConversationStore) GetMessage(ctx context.Context, conversationID, messageID string) (Message, error) {
+	return getDoc[Message](ctx, c.messageDoc(conversationID, messageID), "message")
+}
+
+// Messages reads a conversation's stored messages, oldest first (by Meta timestamp, then
+// arrival), at most limit of them.
+func (c *ConversationStore) Messages(ctx context.Context, conversationID string, limit int) ([]Message, error) {
+	it := c.conversationDoc(conversationID).Collection(ConversationMessages).
+		OrderBy("timestamp", firestore.Asc).OrderBy("received_at", firestore.Asc).OrderBy("arrived_at", firestore.Asc).
+		Limit(limit).Documents(ctx)
+	defer it.Stop()
+	var out []Message
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read messages: %w", err)
+		}
+		var m Message
+		if err := snap.DataTo(&m); err != nil {
+			return nil, fmt.Errorf("decode message: %w", err)
+		}
+		out = append(out, m)
+	}
+}
+
+// maxTxAttempts bounds a transaction's attempts under contention: the client's default (5) is too
+// few for a counter that a burst of turns updates at once.
+const maxTxAttempts = 50

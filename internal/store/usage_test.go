@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/testenv"
+)
+
+func newGuard(t *testing.T) *store.Guard {
+	t.Helper()
+	db, _ := testenv.Store(t)
+	return store.NewGuard(db, store.Options{})
+}
+
+func TestReserveCallIsExactUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGuard(t)
+	const turns, quota = 100, 50
+	var mu sync.Mutex
+	granted := 0
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	began := time.Now()
+	for i := range turns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			// One call of each of 100 conversations.
+			ok, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+				CallID: fmt.Sprintf("call-conv-%d", i), Limit: quota, Limited: true})
+			if err != nil {
+				t.Errorf("ReserveCall %d: %v", i, err)
+				return
+			}
+			if ok {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	t.Logf("figure: %d concurrent reservations in %v", turns, time.Since(began))
+	if granted != quota {
+		t.Errorf("%d calls granted, want %d", granted, quota)
+	}
+	usage, err := g.Usage(ctx, "acme-bus", "2026-11")
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	if usage != quota {
+		t.Errorf("usage = %d, want %d", usage, quota)
+	}
+}
+
+func TestReserveCallIsIdempotentPerCallID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	res := func(id string, limit int) assistant.CallReservation {
+		return assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11", CallID: id, Limit: limit, Limited: limit > 0}
+	}
+	tests := []struct {
+		name      string
+		calls     []assistant.CallReservation
+		want      []bool
+		wantUsage int
+	}{
+		{"a redone call is granted again without counting", []assistant.CallReservation{res("a", 2), res("a", 2), res("a", 2)}, []bool{true, true, true}, 1},
+		{"a call granted before the quota was met stays granted", []assistant.CallReservation{res("a", 1), res("b", 1), res("a", 1)}, []bool{true, false, true}, 1},
+		{"a refused call counts nothing", []assistant.CallReservation{res("a", 1), res("b", 1), res("b", 1)}, []bool{true, false, false}, 1},
+		{"unlimited counts every call once", []assistant.CallReservation{res("a", 0), res("b", 0), res("a", 0)}, []bool{true, true, true}, 2},
+		{"a raised quota grants again", []assistant.CallReservation{res("a", 1), res("b", 1), res("b", 2)}, []bool{true, false, true}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGuard(t)
+			for i, c := range tc.calls {
+				got, err := g.ReserveCall(ctx, c)
+				if err != nil {
+					t.Fatalf("ReserveCall %d: %v", i, err)
+				}
+				if got != tc.want[i] {
+					t.Errorf("ReserveCall %d (%s) = %v, want %v", i, c.CallID, got, tc.want[i])
+				}
+			}
+			if u, err := g.Usage(ctx, "acme-bus", "2026-11"); err != nil || u != tc.wantUsage {
+				t.Errorf("Usage = %d, %v; want %d", u, err, tc.wantUsage)
+			}
+		})
+	}
+}
+
+func TestUsageAndCountOverQuota(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGuard(t)
+	reserve := func(tenantID, period string, n int) {
+		for i := range n {
+			if _, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: tenantID, Period: period, CallID: fmt.Sprint(tenantID, period, i)}); err != nil {
+				t.Fatalf("ReserveCall: %v", err)
+			}
+		}
+	}
+	reserve("full", "2026-11", 2)
+	reserve("under", "2026-11", 1)
+	reserve("unlimited", "2026-11", 3)
+	reserve("under", "2026-10", 5) // last month's usage does not count
+	if u, err := g.Usage(ctx, "nobody", "2026-11"); err != nil || u != 0 {
+		t.Errorf("Usage of a tenant with no calls = %d, %v; want 0", u, err)
+	}
+	if u, err := g.Usage(ctx, "under", "2026-10"); err != nil || u != 5 {
+		t.Errorf("Usage = %d, %v; want 5", u, err)
+	}
+	n, err := g.CountOverQuota(ctx, "2026-11", map[string]int{"full": 2, "under": 2, "idle": 1})
+	if err != nil {
+		t.Fatalf("CountOverQuota: %v", err)
+	}
+	if n != 1 {
+		t.Errorf("CountOverQuota = %d, want 1", n)
+	}
+}
+
+func TestSenderWindowIsExactUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGuard(t)
+	const hits = 25
+	limit := tenant.Limit{Max: 20, Per: 5 * time.Minute}
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	var limited, first int
+	decisions := map[string]assistant.RateDecision{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range hits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			d, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "6281234567890",
+				MessageID: fmt.Sprintf("wamid.%d", i), At: at.Add(time.Duration(i) * time.Millisecond), Limit: limit})
+			if err != nil {
+				t.Errorf("HitSender %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			decisions[fmt.Sprintf("wamid.%d", i)] = d
+			if d.Limited {
+				limited++
+			}
+			if d.First {
+				first++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if limited != hits-limit.Max || first != 1 {
+		t.Errorf("%d limited (%d first), want %d limited and exactly one first", limited, first, hits-limit.Max)
+	}
+	// A redone turn gets the answer its first attempt got, and counts nothing.
+	again, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "6281234567890", MessageID: "wamid.0", At: at, Limit: limit})
+	if err != nil {
+		t.Fatalf("HitSender again: %v", err)
+	}
+	if again != decisions["wamid.0"] {
+		t.Errorf("wamid.0 counted again = %+v, want its first answer %+v", again, decisions["wamid.0"])
+	}
+	if next, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "6281234567890", MessageID: "wamid.new", At: at, Limit: limit}); err != nil || !next.Limited || next.First {
+		t.Errorf("a 26th message = %+v, %v; want silently limited", next, err)
+	}
+	// Another sender has a window of its own.
+	if d, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "628999", MessageID: "wamid.x", At: at, Limit: limit}); err != nil || d.Limited {
+		t.Errorf("another sender's first message = %+v, %v; want not limited", d, err)
+	}
+}
