@@ -369,6 +369,7 @@ func TestWorkerTrustsCloudRunsIAMCheck(t *testing.T) {
 		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
 		"TASKS_SERVICE_ACCOUNT_EMAIL": invoker,
 		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test",
+		"KMS_KEY_NAME":                "projects/p/locations/us-central1/keyRings/wapipe/cryptoKeys/tenant-secrets",
 		"OIDC_VERIFIED_BY_PLATFORM":   value,
 	}), &cfg)
 	if err != nil {

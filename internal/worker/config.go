@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -22,6 +23,9 @@ type Config struct {
 	InboundQueue    string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
 	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
 	AccessToken     string `env:"WHATSAPP_ACCESS_TOKEN, required"`
+	// KMSKeyName is the Cloud KMS key that seals tenant secrets (access tokens): required outside
+	// dev; with it unset and APP_ENV=dev, the shared development key (package secrets).
+	KMSKeyName string `env:"KMS_KEY_NAME"`
 	// AckText is the default Responder's answer to a text message.
 	AckText string `env:"REPLY_ACK_TEXT"`
 	// OIDCVerifiedByPlatform says Cloud Run (IAM required, invoker only) verifies each task's OIDC
@@ -40,6 +44,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
 		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
+	}
+	if err := (secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}).Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AccessToken == "" {
 		errs = append(errs, errors.New("WHATSAPP_ACCESS_TOKEN: must not be empty"))

@@ -60,6 +60,7 @@ func loadWorkerConfig(t *testing.T, platformVerified string) *Config {
 		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
 		"TASKS_SERVICE_ACCOUNT_EMAIL": testInvoker,
 		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test-token",
+		"KMS_KEY_NAME":                "projects/p/locations/us-central1/keyRings/wapipe/cryptoKeys/tenant-secrets",
 	}
 	if platformVerified != "" {
 		env["OIDC_VERIFIED_BY_PLATFORM"] = platformVerified
