@@ -4,6 +4,7 @@ resource "google_project_service" "api" {
   for_each = toset([
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
+    "cloudkms.googleapis.com",
     # Project IAM grants and the google_project data source go through Resource Manager.
     "cloudresourcemanager.googleapis.com",
     "cloudtasks.googleapis.com",

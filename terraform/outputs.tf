@@ -47,3 +47,8 @@ output "image_repository" {
   description = "Artifact Registry path images are pushed to (cloudbuild.yaml's _REGION and _REPOSITORY)."
   value       = "${google_artifact_registry_repository.images.location}-docker.pkg.dev/${var.project_id}/${google_artifact_registry_repository.images.repository_id}"
 }
+
+output "kms_key_name" {
+  description = "KMS_KEY_NAME: the Cloud KMS key that seals tenant secrets; give it to `wapipe tenants set-token` (env KMS_KEY_NAME)."
+  value       = local.kms_key_name
+}

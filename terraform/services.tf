@@ -94,6 +94,11 @@ resource "google_cloud_run_v2_service" "worker" {
         value = var.graph_api_base_url
       }
       env {
+        # Tenant tokens are sealed under this key; the worker may only decrypt (kms.tf).
+        name  = "KMS_KEY_NAME"
+        value = local.kms_key_name
+      }
+      env {
         name  = "LOG_LEVEL"
         value = var.log_level
       }

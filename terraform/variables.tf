@@ -223,3 +223,14 @@ variable "deletion_protection" {
   type        = bool
   default     = true
 }
+
+variable "operators" {
+  description = "IAM members (user:…, group:…, serviceAccount:… of a CI pipeline) allowed to run `wapipe tenants apply` and `set-token`: Cloud Tasks queue admin and Firestore user on the project, encrypt-only on the tenant secrets key."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.operators : can(regex("^(user|group|serviceAccount|domain|principal|principalSet):", m))])
+    error_message = "operators must be IAM members such as user:alice@example.com or serviceAccount:ci@p.iam.gserviceaccount.com."
+  }
+}

@@ -35,6 +35,9 @@ func TestConfig(t *testing.T) {
 		{"outbound queue not in queues.yaml", map[string]string{"OUTBOUND_TASK_QUEUE_NAME": "wa-outbound-staging"}, "OUTBOUND_TASK_QUEUE_NAME"},
 		{"graph over http in prod", map[string]string{"GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, "GRAPH_API_BASE_URL"},
 		{"graph over http in dev", map[string]string{"APP_ENV": "dev", "GRAPH_API_BASE_URL": "http://127.0.0.1:8090/v24.0"}, ""},
+		{"no KMS key in prod", map[string]string{"KMS_KEY_NAME": ""}, "KMS_KEY_NAME"},
+		{"KMS key version instead of key", map[string]string{"KMS_KEY_NAME": "projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1"}, "KMS_KEY_NAME"},
+		{"no KMS key in dev", map[string]string{"APP_ENV": "dev", "KMS_KEY_NAME": ""}, ""},
 		{"graph not a URL", map[string]string{"GRAPH_API_BASE_URL": "graph"}, "GRAPH_API_BASE_URL"},
 		{"worker over http in prod", map[string]string{"INTERNAL_TASK_BASE_URL": "http://worker"}, "INTERNAL_TASK_BASE_URL"},
 	}
