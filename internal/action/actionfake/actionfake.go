@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/httpserver"
 )
 
 // maxBodyBytes caps a call's body; action bodies are a few hundred bytes.
@@ -139,20 +140,7 @@ func (f *Fake) NewTestServer() *httptest.Server { return httptest.NewServer(f) }
 
 // Serve answers on l until ctx ends, then shuts down gracefully.
 func (f *Fake) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("actionfake serve: %w", err)
-	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("actionfake shutdown: %w", err)
-		}
-		return nil
-	}
+	return httpserver.Serve(ctx, l, f, slog.New(slog.DiscardHandler))
 }
 
 // SetSecret changes the secret calls are verified with.

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -136,20 +138,7 @@ func (f *Fake) NewTestServer() *httptest.Server { return httptest.NewServer(f) }
 
 // Serve answers on l until ctx ends, then shuts down gracefully.
 func (f *Fake) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("graphfake serve: %w", err)
-	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("graphfake shutdown: %w", err)
-		}
-		return nil
-	}
+	return httpserver.Serve(ctx, l, f, slog.New(slog.DiscardHandler))
 }
 
 // Requests returns every recorded request, oldest first.

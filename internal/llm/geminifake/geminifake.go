@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wapipe/wapipe/internal/httpserver"
 )
 
 // GeneralQuery is the intent of the default answer.
@@ -237,20 +240,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 
 // Serve answers on l until ctx ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("geminifake serve: %w", err)
-	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return fmt.Errorf("geminifake shutdown: %w", err)
-		}
-		return nil
-	}
+	return httpserver.Serve(ctx, l, s, slog.New(slog.DiscardHandler))
 }
 
 // AddRule adds a rule after the rules added before it and ahead of the base rules.
