@@ -83,7 +83,8 @@ func (s *stack) conn(args ...string) []string {
 	return append(args, "--project", s.Project, "--location", s.Location, "--tasks-emulator", s.TasksAddr)
 }
 
-// idle waits until both queues are empty: every task has completed or been dead-lettered.
+// idle waits until every queue is empty (wapipe's own and the sample tenant's send queue): every
+// task has completed or been dead-lettered.
 func (s *stack) idle(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -93,13 +94,20 @@ func (s *stack) idle(t *testing.T) {
 	}
 	defer tc.Close()
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		for _, q := range []string{tasks.InboundQueueID, tasks.OutboundQueueID} {
-			it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: s.QueuePath(q)})
+		queues := tc.ListQueues(ctx, &cloudtaskspb.ListQueuesRequest{Parent: strings.TrimSuffix(s.QueuePath("x"), "/queues/x")})
+		for {
+			q, err := queues.Next()
+			if errors.Is(err, iterator.Done) {
+				return true
+			}
+			if err != nil {
+				return false
+			}
+			it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: q.GetName()})
 			if _, err := it.Next(); !errors.Is(err, iterator.Done) {
 				return false
 			}
 		}
-		return true
 	}, "queues never emptied")
 }
 
