@@ -454,25 +454,10 @@ func (c *ConversationStore) GetMessage(ctx context.Context, conversationID, mess
 // Messages reads a conversation's stored messages, oldest first (by Meta timestamp, then
 // arrival), at most limit of them.
 func (c *ConversationStore) Messages(ctx context.Context, conversationID string, limit int) ([]Message, error) {
-	it := c.conversationDoc(conversationID).Collection(ConversationMessages).
+	q := c.conversationDoc(conversationID).Collection(ConversationMessages).
 		OrderBy("timestamp", firestore.Asc).OrderBy("received_at", firestore.Asc).OrderBy("arrived_at", firestore.Asc).
-		Limit(limit).Documents(ctx)
-	defer it.Stop()
-	var out []Message
-	for {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read messages: %w", err)
-		}
-		var m Message
-		if err := snap.DataTo(&m); err != nil {
-			return nil, fmt.Errorf("decode message: %w", err)
-		}
-		out = append(out, m)
-	}
+		Limit(limit)
+	return queryAll[Message](ctx, q, "messages")
 }
 
 // maxTxAttempts bounds a transaction's attempts under contention: the client's default (5) is too

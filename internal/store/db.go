@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -123,6 +124,28 @@ func getDoc[T any](ctx context.Context, ref *firestore.DocumentRef, what string)
 		return v, fmt.Errorf("decode %s: %w", what, err)
 	}
 	return v, nil
+}
+
+// queryAll runs q and decodes every document it returns into a T, in the query's order; what names
+// the documents in errors.
+func queryAll[T any](ctx context.Context, q firestore.Query, what string) ([]T, error) {
+	it := q.Documents(ctx)
+	defer it.Stop()
+	var out []T
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", what, err)
+		}
+		var v T
+		if err := snap.DataTo(&v); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
 }
 
 // count runs a count aggregation: health reads counts, never every document.

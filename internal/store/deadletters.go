@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 )
 
 // DeadLetterStore keeps the tasks that failed on their last attempt (dead_letters).
@@ -67,23 +65,7 @@ func (r *DeadLetterStore) ListDeadLetters(ctx context.Context, onlyPending bool,
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
-	it := q.Documents(ctx)
-	defer it.Stop()
-	var out []DeadLetter
-	for {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list dead letters: %w", err)
-		}
-		var d DeadLetter
-		if err := snap.DataTo(&d); err != nil {
-			return nil, fmt.Errorf("decode dead letter: %w", err)
-		}
-		out = append(out, d)
-	}
+	return queryAll[DeadLetter](ctx, q, "dead letters")
 }
 
 // MarkReplayed flags a dead letter as replayed.

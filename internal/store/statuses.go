@@ -70,17 +70,9 @@ func (r *Statuses) StatusSeen(ctx context.Context, key string) (bool, error) {
 
 // StatusesFor lists the statuses recorded for a Graph message id.
 func (r *Statuses) StatusesFor(ctx context.Context, graphMessageID string) ([]StatusRecord, error) {
-	docs, err := r.fs.Collection(MessageStatuses).Where("graph_message_id", "==", graphMessageID).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("list statuses: %w", err)
+	out, err := queryAll[StatusRecord](ctx, r.fs.Collection(MessageStatuses).Where("graph_message_id", "==", graphMessageID), "statuses")
+	if out == nil && err == nil {
+		out = []StatusRecord{}
 	}
-	out := make([]StatusRecord, 0, len(docs))
-	for _, d := range docs {
-		var s StatusRecord
-		if err := d.DataTo(&s); err != nil {
-			return nil, fmt.Errorf("decode status: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return out, err
 }
