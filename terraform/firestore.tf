@@ -32,6 +32,7 @@ locals {
     "messages",
     "sender_windows",
     "calls",
+    "actions",
   ]
 }
 

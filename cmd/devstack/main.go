@@ -6,7 +6,8 @@
 // and stops everything, emulator included, on Ctrl-C (SIGINT) or SIGTERM.
 //
 // Default addresses: webhook 127.0.0.1:8080, worker 127.0.0.1:8081, Cloud Tasks emulator
-// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090.
+// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, fake Vertex AI Gemini 127.0.0.1:8094, fake
+// business action endpoint 127.0.0.1:8095 (the sample tenant's action_url).
 package main
 
 import (
@@ -52,6 +53,7 @@ func main() {
 // config is the command line.
 type config struct {
 	webhookAddr, workerAddr, tasksAddr, graphAddr string
+	geminiAddr, actionAddr                        string
 	project, location, queues                     string
 	firestoreHost, logDir, readyFile, logLevel    string
 }
@@ -72,6 +74,8 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.StringVar(&c.workerAddr, "worker-addr", "127.0.0.1:8081", "address of the worker")
 	fs.StringVar(&c.tasksAddr, "tasks-addr", "127.0.0.1:8123", "address of the Cloud Tasks emulator (gRPC)")
 	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
+	fs.StringVar(&c.geminiAddr, "gemini-addr", "127.0.0.1:8094", "address of the fake Vertex AI Gemini (the worker's LLM_BASE_URL)")
+	fs.StringVar(&c.actionAddr, "action-addr", "127.0.0.1:8095", "address of the fake business action endpoint (tenants/sample.yaml's action_url)")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")
 	fs.StringVar(&c.location, "location", "us-central1", "Cloud Tasks location")
 	fs.StringVar(&c.queues, "queues", "", "queues file (default: the embedded tasks/queues.yaml)")
@@ -98,18 +102,23 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 
 // Ready is what --ready-file holds once the stack answers.
 type Ready struct {
-	WebhookURL      string            `json:"webhook_url"`
-	WorkerURL       string            `json:"worker_url"`
-	GraphURL        string            `json:"graph_url"`
-	FakeRequestsURL string            `json:"fake_requests_url"`
-	TasksAddr       string            `json:"tasks_emulator_host"`
-	FirestoreHost   string            `json:"firestore_emulator_host"`
-	Project         string            `json:"project"`
-	Location        string            `json:"location"`
-	LogDir          string            `json:"log_dir"`
-	Logs            map[string]string `json:"logs"`
-	Env             map[string]string `json:"env"`
-	PID             int               `json:"pid"`
+	WebhookURL      string `json:"webhook_url"`
+	WorkerURL       string `json:"worker_url"`
+	GraphURL        string `json:"graph_url"`
+	FakeRequestsURL string `json:"fake_requests_url"`
+	// GeminiURL is the fake Vertex AI (its controls under /_fake/); ActionURL the fake business
+	// endpoint, whose calls are listed at ActionCallsURL.
+	GeminiURL      string            `json:"gemini_url"`
+	ActionURL      string            `json:"action_url"`
+	ActionCallsURL string            `json:"action_calls_url"`
+	TasksAddr      string            `json:"tasks_emulator_host"`
+	FirestoreHost  string            `json:"firestore_emulator_host"`
+	Project        string            `json:"project"`
+	Location       string            `json:"location"`
+	LogDir         string            `json:"log_dir"`
+	Logs           map[string]string `json:"logs"`
+	Env            map[string]string `json:"env"`
+	PID            int               `json:"pid"`
 }
 
 // logFiles opens one log file per component on first use.
@@ -183,6 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		FirestoreHost: cfg.firestoreHost,
 		Project:       cfg.project, Location: cfg.location, Queues: queues,
 		WebhookAddr: cfg.webhookAddr, WorkerAddr: cfg.workerAddr, TasksAddr: cfg.tasksAddr, GraphAddr: cfg.graphAddr,
+		GeminiAddr: cfg.geminiAddr, ActionAddr: cfg.actionAddr,
 		Logs:     logs.writer,
 		LogLevel: logging.ParseLevel(cfg.logLevel),
 	})
@@ -227,7 +237,9 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 	return Ready{
 		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL,
 		FakeRequestsURL: root + "/_fake/requests",
-		TasksAddr:       st.TasksAddr, FirestoreHost: st.FirestoreHost,
+		GeminiURL:       st.GeminiURL, ActionURL: st.ActionURL,
+		ActionCallsURL: strings.TrimSuffix(st.ActionURL, "/wapipe/actions") + "/_fake/calls",
+		TasksAddr:      st.TasksAddr, FirestoreHost: st.FirestoreHost,
 		Project: st.Project, Location: st.Location, LogDir: logDir, Logs: logs,
 		Env: map[string]string{
 			"CLOUD_TASKS_EMULATOR_HOST": st.TasksAddr,
@@ -257,6 +269,9 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("  worker          %s", st.WorkerURL)
 	p("  fake Graph API  %s", st.GraphURL)
 	p("    requests      %s", r.FakeRequestsURL)
+	p("  fake Gemini     %s   (rules: %s/_fake/rules)", st.GeminiURL, st.GeminiURL)
+	p("  fake actions    %s", st.ActionURL)
+	p("    calls         %s   (secret %s)", r.ActionCallsURL, devstack.DevActionSecret)
 	p("  Cloud Tasks     %s (emulator, gRPC)", st.TasksAddr)
 	p("  Firestore       %s (emulator)", st.FirestoreHost)
 	p("")

@@ -20,11 +20,13 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/wapipe/wapipe/internal/action/actionfake"
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -43,6 +45,9 @@ const (
 	DevVerifyToken   = "dev-verify-token"
 	DevInternalToken = "dev-internal-token"
 	DevAccessToken   = "dev-access-token"
+	// DevActionSecret signs the sample tenants' action calls; the fake action endpoint
+	// verifies with it.
+	DevActionSecret = "whsec_dev-action-secret-0123456789abcdefghijklmn"
 )
 
 // Options configure Start. Zero values take dev defaults.
@@ -55,6 +60,9 @@ type Options struct {
 	Queues *tasks.QueueFile
 	// Addresses to listen on; "127.0.0.1:0" (a free port) when empty.
 	WebhookAddr, WorkerAddr, TasksAddr, GraphAddr string
+	// GeminiAddr and ActionAddr are the fake Vertex AI Gemini's and the fake business action
+	// endpoint's; "127.0.0.1:0" when empty.
+	GeminiAddr, ActionAddr string
 	// Tenants are tenant files applied on start, as `wapipe tenants apply` does (the tenant, its
 	// send queue), each given DevAccessToken as its token (as `set-token --no-verify`); nil means
 	// tenants/sample.yaml. NoTenants applies none.
@@ -95,6 +103,13 @@ type Stack struct {
 
 	Graph *graphfake.Fake
 	Tasks *cloudtasksemu.Server
+	// Gemini is the fake Vertex AI the worker's assistant asks (GeminiURL, its LLM_BASE_URL);
+	// Action the fake business endpoint (ActionURL is its action URL), which verifies calls
+	// with DevActionSecret and answers a repeated Idempotency-Key with its first answer.
+	Gemini    *geminifake.Server
+	GeminiURL string
+	Action    *actionfake.Fake
+	ActionURL string
 	// Tenants are the ids of the tenants applied on start.
 	Tenants []string
 
@@ -183,6 +198,23 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.GraphURL = "http://" + graphLn.Addr().String() + "/v24.0"
 	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{Hasher: logging.DevHasher()}))
 
+	s.Gemini = geminifake.New(geminifake.WithRules(geminifake.DefaultRules()...))
+	geminiLn, err := net.Listen("tcp", orFree(o.GeminiAddr))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake Gemini: %w", err)
+	}
+	s.GeminiURL = "http://" + geminiLn.Addr().String()
+	s.serve(runCtx, "gemini", geminiLn, s.Gemini, logging.New(logs("gemini"), logging.Options{Hasher: logging.DevHasher()}))
+
+	actionLog := logging.New(logs("actions"), logging.Options{Hasher: logging.DevHasher()})
+	s.Action = actionfake.New(DevActionSecret, actionfake.WithDedupe(), actionfake.WithLogger(actionLog))
+	actionLn, err := net.Listen("tcp", orFree(o.ActionAddr))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake action endpoint: %w", err)
+	}
+	s.ActionURL = "http://" + actionLn.Addr().String() + "/wapipe/actions"
+	s.serve(runCtx, "actions", actionLn, s.Action, actionLog)
+
 	workerLn, err := net.Listen("tcp", orFree(o.WorkerAddr))
 	if err != nil {
 		return nil, fmt.Errorf("listen for the worker: %w", err)
@@ -201,7 +233,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		InternalTaskBaseURL: s.WorkerURL, InternalTaskToken: DevInternalToken,
 		TasksServiceAccountEmail: o.ServiceAccountEmail, LogLevel: o.LogLevel.String(), TraceSampleRatio: 1,
 	}
-	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID, GraphAPIBaseURL: s.GraphURL, AccessToken: DevAccessToken}
+	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID, GraphAPIBaseURL: s.GraphURL,
+		AccessToken: DevAccessToken, LLMBaseURL: s.GeminiURL}
+	wcfg.SetDefaults()
 	if o.WorkerConfig != nil {
 		o.WorkerConfig(wcfg)
 	}
@@ -286,7 +320,8 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 		return fmt.Errorf("secrets.New: %w", err)
 	}
 	defer keeper.Close()
-	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Queues: admin, QueueFile: o.Queues, Sealer: keeper}
+	ts := store.NewTenants(db, store.Options{})
+	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: o.Queues, Sealer: keeper}
 	for _, f := range files {
 		rep, err := ops.Apply(ctx, f, false)
 		if err != nil {
@@ -294,6 +329,13 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 		}
 		if _, err := ops.SetToken(ctx, rep.ID, DevAccessToken, false); err != nil {
 			return fmt.Errorf("set the token of tenant %s: %w", rep.ID, err)
+		}
+		sealed, err := keeper.Encrypt(ctx, []byte(DevActionSecret), secrets.AD(rep.ID, secrets.PurposeActionSecret))
+		if err != nil {
+			return fmt.Errorf("seal the action secret of tenant %s: %w", rep.ID, err)
+		}
+		if err := ts.SetActionSecret(ctx, rep.ID, sealed); err != nil {
+			return err
 		}
 		s.Tenants = append(s.Tenants, rep.ID)
 	}

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -34,6 +37,25 @@ type Config struct {
 	// token before the request reaches the worker, and hands it on with its signature removed.
 	// Terraform sets it for the IAM-only worker; without it a token must carry its signature.
 	OIDCVerifiedByPlatform bool `env:"OIDC_VERIFIED_BY_PLATFORM, default=false"`
+	// LLMBaseURL points the assistant at a Vertex AI compatible fake, without credentials: dev
+	// only. Empty means the regional Vertex AI endpoint with the service's credentials.
+	LLMBaseURL string `env:"LLM_BASE_URL"`
+	// LLMLocation is the Vertex AI region.
+	LLMLocation string `env:"LLM_LOCATION, default=us-central1"`
+	// ConversationRetention is how long conversations, their messages and actions are kept
+	// after the last message.
+	ConversationRetention time.Duration `env:"CONVERSATION_RETENTION, default=2160h"`
+}
+
+// SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
+// defaults would.
+func (c *Config) SetDefaults() {
+	if c.LLMLocation == "" {
+		c.LLMLocation = llm.DefaultLocation
+	}
+	if c.ConversationRetention == 0 {
+		c.ConversationRetention = store.DefaultConversationRetention
+	}
 }
 
 // Validate checks the worker's values on top of the shared ones.
@@ -46,6 +68,19 @@ func (c *Config) Validate() error {
 	}
 	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
 		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
+	}
+	if c.LLMBaseURL != "" {
+		if u, err := url.Parse(c.LLMBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			errs = append(errs, errors.New("LLM_BASE_URL: must be an absolute http(s) URL"))
+		} else if !c.IsDev() {
+			errs = append(errs, errors.New("LLM_BASE_URL: dev only (it sends no credentials); leave it unset to use Vertex AI"))
+		}
+	}
+	if c.LLMLocation == "" {
+		errs = append(errs, errors.New("LLM_LOCATION: must name a Vertex AI region, such as us-central1"))
+	}
+	if c.ConversationRetention < time.Hour {
+		errs = append(errs, errors.New("CONVERSATION_RETENTION: must be at least 1h (default 2160h, 90 days)"))
 	}
 	if err := c.Secrets().Validate(); err != nil {
 		errs = append(errs, err)

@@ -59,9 +59,13 @@ func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o o
 	return t, out, outcome{}, true
 }
 
-// processOutbound runs the steps of a send that may go ahead: begin the send, find who sends
-// (the tenant and its token), ask for the reply, send, settle.
+// processOutbound answers the message: a tenant's through its conversation (converse), the
+// single-tenant default's (or a tenant's without conversations) with one reply: begin the send,
+// find who sends (the tenant and its token), ask for the reply, send, settle.
 func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
+	if out.TenantID != "" && s.runner != nil {
+		return s.converse(ctx, t, out, start)
+	}
 	rec, o, ok := s.beginSend(ctx, t, out)
 	if !ok {
 		return o

@@ -26,6 +26,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
@@ -54,6 +55,7 @@ type records struct {
 type stackOptions struct {
 	serviceAccount string
 	worker         []func(*worker.Deps)
+	webhook        []func(*webhook.Deps)
 	// noDefaultToken leaves WHATSAPP_ACCESS_TOKEN unset: numbers no tenant owns are unrouted.
 	noDefaultToken bool
 }
@@ -69,6 +71,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		ServiceAccountEmail: o.serviceAccount,
 		Logs:                func(string) io.Writer { return logs },
 		Worker:              o.worker,
+		Webhook:             o.webhook,
 		// Tests apply their own tenants (tenants_test.go); the others test the default.
 		NoTenants: true,
 		WorkerConfig: func(c *worker.Config) {
