@@ -46,6 +46,8 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Tenants:     NewTenantCache(tenants, TenantCacheTTL),
 		Members:     tenants,
 		Tokens:      NewTokenCache(keeper, TokenCacheTTL),
+		Sends:       store.NewSends(db, store.Options{}),
+		Windows:     store.NewConversationStore(db, store.Options{}),
 		Logger:      logger,
 		Health: health.New(outbound, deadLetters, admin,
 			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
