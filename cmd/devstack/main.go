@@ -51,9 +51,9 @@ func main() {
 
 // config is the command line.
 type config struct {
-	webhookAddr, workerAddr, tasksAddr, graphAddr string
-	project, location, queues                     string
-	firestoreHost, logDir, readyFile, logLevel    string
+	webhookAddr, workerAddr, apiAddr, tasksAddr, graphAddr string
+	project, location, queues                              string
+	firestoreHost, logDir, readyFile, logLevel             string
 }
 
 const usage = `Usage: devstack [flags]
@@ -70,6 +70,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.webhookAddr, "webhook-addr", "127.0.0.1:8080", "address of the webhook")
 	fs.StringVar(&c.workerAddr, "worker-addr", "127.0.0.1:8081", "address of the worker")
+	fs.StringVar(&c.apiAddr, "api-addr", "127.0.0.1:8083", "address of the api service (/v1/messages, Embedded Signup)")
 	fs.StringVar(&c.tasksAddr, "tasks-addr", "127.0.0.1:8123", "address of the Cloud Tasks emulator (gRPC)")
 	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")
@@ -100,6 +101,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 type Ready struct {
 	WebhookURL      string            `json:"webhook_url"`
 	WorkerURL       string            `json:"worker_url"`
+	APIURL          string            `json:"api_url"`
 	GraphURL        string            `json:"graph_url"`
 	FakeRequestsURL string            `json:"fake_requests_url"`
 	TasksAddr       string            `json:"tasks_emulator_host"`
@@ -183,6 +185,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		FirestoreHost: cfg.firestoreHost,
 		Project:       cfg.project, Location: cfg.location, Queues: queues,
 		WebhookAddr: cfg.webhookAddr, WorkerAddr: cfg.workerAddr, TasksAddr: cfg.tasksAddr, GraphAddr: cfg.graphAddr,
+		APIAddr:  cfg.apiAddr,
 		Logs:     logs.writer,
 		LogLevel: logging.ParseLevel(cfg.logLevel),
 	})
@@ -225,7 +228,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 		root = u.Scheme + "://" + u.Host
 	}
 	return Ready{
-		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL,
+		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL, APIURL: st.APIURL,
 		FakeRequestsURL: root + "/_fake/requests",
 		TasksAddr:       st.TasksAddr, FirestoreHost: st.FirestoreHost,
 		Project: st.Project, Location: st.Location, LogDir: logDir, Logs: logs,
@@ -239,6 +242,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 			"WHATSAPP_APP_SECRET":       st.AppSecret,
 			"APP_ENV":                   "dev",
 			"GRAPH_API_BASE_URL":        st.GraphURL,
+			"PUBLIC_BASE_URL":           st.APIURL,
 		},
 		PID: os.Getpid(),
 	}
@@ -255,6 +259,7 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("    verify token  %s", st.VerifyToken)
 	p("    app secret    %s   (signs X-Hub-Signature-256)", st.AppSecret)
 	p("  worker          %s", st.WorkerURL)
+	p("  api             %s   (POST /v1/messages; keys: wapipe tenants api-key ID)", st.APIURL)
 	p("  fake Graph API  %s", st.GraphURL)
 	p("    requests      %s", r.FakeRequestsURL)
 	p("  Cloud Tasks     %s (emulator, gRPC)", st.TasksAddr)
