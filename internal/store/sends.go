@@ -109,6 +109,9 @@ type ParkResult struct {
 	Marked bool
 	// AuthStatus is the tenant's auth_status after the call.
 	AuthStatus string
+	// Tenant is the tenant as read in the transaction (with AuthStatus applied): when nothing
+	// was parked because the tenant is ok, its current token.
+	Tenant TenantRecord
 }
 
 // Park parks a send of a tenant that needs a new token, in one transaction with the tenant's
@@ -143,8 +146,10 @@ func (s *Sends) Park(ctx context.Context, p ParkRequest) (ParkResult, error) {
 			return res, err
 		}
 		res.AuthStatus = td.AuthStatus
+		res.Tenant = td.record()
 		if p.AuthError != "" && td.AuthStatus != AuthNeedsReauth && sameInstant(td.TokenSetAt, p.TokenSetAt) {
 			res.Marked, res.AuthStatus = true, AuthNeedsReauth
+			res.Tenant.AuthStatus, res.Tenant.AuthLastError = AuthNeedsReauth, p.AuthError
 			if err := tx.Update(tref, []firestore.Update{
 				{Path: "auth_status", Value: AuthNeedsReauth},
 				{Path: "auth_last_error", Value: p.AuthError},

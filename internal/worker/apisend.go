@@ -91,10 +91,15 @@ func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send) (o o
 		return s.deadLetter(ctx, t, permanentFailure(fmt.Errorf("send record %s is not tenant %s's", key, body.TenantID))), false
 	}
 	if body.ReleaseGen > 0 {
-		// The release's task runs: a later release need not enqueue it again.
-		if err := s.deps.Sends.ReleaseDone(ctx, key, body.ReleaseGen); err != nil {
-			logger.WarnContext(ctx, "release mark not cleared", "event", "send_release_mark_failed", "error", err)
-		}
+		// Once the release's task settles the send, a later release need not enqueue it again;
+		// until then a release run again re-enqueues it (a retry exhausted leaves it pending).
+		defer func() {
+			if o.kind == sent || o.kind == refusedByMeta || o.kind == settled || o.kind == deadLettered || parked {
+				if err := s.deps.Sends.ReleaseDone(ctx, key, body.ReleaseGen); err != nil {
+					logger.WarnContext(ctx, "release mark not cleared", "event", "send_release_mark_failed", "error", err)
+				}
+			}
+		}()
 	}
 	if rec.State == store.OutboundParked {
 		// A task from before the park: the release makes a task of its own.
@@ -111,9 +116,28 @@ func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send) (o o
 	if err != nil {
 		return s.fail(ctx, t, fmt.Errorf("read tenant %s: %w", rec.TenantID, err)), false
 	}
+	// The tenant as cached may be a few seconds old: parking reads it afresh, and when it is ok
+	// after all (a new token) the send goes on with the fresh record.
 	if tn.AuthStatus == store.AuthNeedsReauth {
-		return s.parkOrRetry(ctx, t, tn, rec, m, nil)
+		res, err := s.parkSend(ctx, tn, rec, m, nil)
+		if err != nil {
+			return s.fail(ctx, t, err), false
+		}
+		if res.Parked {
+			return outcome{}, true
+		}
+		tn = res.Tenant
 	}
+	return s.sendRecord(ctx, t, tn, rec, m)
+}
+
+// sendRecord sends the record's message m for tenant tn, once: check the window, begin the send,
+// send, settle. A Graph auth error parks it, unless a new token was set meanwhile: then it is
+// sent once more, at once, with the new token.
+func (s *Server) sendRecord(ctx context.Context, t *task, tn store.TenantRecord, rec store.OutboundRecord, m graph.Message) (o outcome, parked bool) {
+	logger := logging.FromContext(ctx)
+	key := rec.IdempotencyKey
+	out := tasks.Outbound{IdempotencyKey: key, TenantID: rec.TenantID}
 	if len(tn.AccessToken) == 0 {
 		if err := s.deps.Outbound.MarkFailed(ctx, key, 0, "no_token: the tenant has no access token"); err != nil {
 			return s.fail(ctx, t, err), false
@@ -128,36 +152,60 @@ func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send) (o o
 	if reason != "" {
 		return s.refuseOutsideWindow(ctx, key, reason), false
 	}
+	for round := 0; ; round++ {
+		o, retryWith, parked := s.sendOnce(ctx, t, out, tn, m)
+		if retryWith == nil || round > 0 {
+			return o, parked
+		}
+		tn = *retryWith
+	}
+}
+
+// sendOnce is one send of sendRecord. retryWith is set when the token was refused but the
+// tenant has a newer one: the record is pending again and the caller may send with it.
+func (s *Server) sendOnce(ctx context.Context, t *task, out tasks.Outbound, tn store.TenantRecord, m graph.Message) (o outcome, retryWith *store.TenantRecord, parked bool) {
+	logger := logging.FromContext(ctx)
+	key := out.IdempotencyKey
 	dec, rec, err := s.deps.Outbound.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: key})
 	if err != nil {
-		return s.fail(ctx, t, err), false
+		return s.fail(ctx, t, err), nil, false
 	}
 	switch dec {
 	case store.AlreadyDone:
 		logger.InfoContext(ctx, "send already settled: not sending again", "event", "send_duplicate", "state", rec.State)
-		return outcome{kind: settled, record: rec}, rec.State == store.OutboundParked
+		return outcome{kind: settled, record: rec}, nil, rec.State == store.OutboundParked
 	case store.AwaitReconcile:
 		if s.isLastAttempt(t) {
-			return s.outcomeUnknown(ctx, t, out, rec), false
+			return s.outcomeUnknown(ctx, t, out, rec), nil, false
 		}
-		return retryLater("awaiting_reconciliation", 0), false
+		return retryLater("awaiting_reconciliation", 0), nil, false
 	case store.OutcomeUnknown:
-		return s.outcomeUnknown(ctx, t, out, rec), false
+		return s.outcomeUnknown(ctx, t, out, rec), nil, false
 	}
 	token, err := s.deps.Tokens.Token(ctx, tn)
 	if err != nil {
 		s.markRetry(ctx, key, temporaryFailure(err, 0), true)
-		return s.fail(ctx, t, fmt.Errorf("open the access token of %s: %w", tn.Tenant.ID, err)), false
+		return s.fail(ctx, t, fmt.Errorf("open the access token of %s: %w", tn.Tenant.ID, err)), nil, false
 	}
 	graphID, err := s.deps.Sender.Send(ctx, token, rec.PhoneNumberID, rec.To, responder.Reply{Message: &m}, key, "")
 	if err != nil {
 		if classifySend(err).kind == refusedAuth {
-			return s.parkOrRetry(ctx, t, tn, rec, m, err)
+			res, perr := s.parkSend(ctx, tn, rec, m, err)
+			switch {
+			case perr != nil:
+				s.markRetry(ctx, key, temporaryFailure(perr, 0), true)
+				return s.fail(ctx, t, perr), nil, false
+			case res.Parked:
+				return outcome{}, nil, true
+			}
+			s.markRetry(ctx, key, temporaryFailure(errors.New("token refused, but the tenant has a newer one"), 0), true)
+			fresh := res.Tenant
+			return retryLater("tenant_reauthorized", 0), &fresh, false
 		}
 		if classifySend(err).code == codeReengagement {
-			return s.refuseOutsideWindow(ctx, key, ReasonOutsideWindow+": Meta answered 131047"), false
+			return s.refuseOutsideWindow(ctx, key, ReasonOutsideWindow+": Meta answered 131047"), nil, false
 		}
-		return s.settleFailure(ctx, t, out, err), false
+		return s.settleFailure(ctx, t, out, err), nil, false
 	}
 	if _, err := s.deps.Outbound.MarkSent(ctx, key, graphID, false); err != nil {
 		logger.ErrorContext(ctx, "message sent but record not updated: the status webhook will reconcile it",
@@ -165,7 +213,7 @@ func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send) (o o
 	}
 	logger.InfoContext(ctx, "message sent", "event", "send_sent", logging.MessageID(graphID), "message_type", m.Type,
 		"attempt", rec.Attempts)
-	return outcome{kind: sent, messageID: graphID}, false
+	return outcome{kind: sent, messageID: graphID}, nil, false
 }
 
 // refuseOutsideWindow records a message that the contact's closed window refuses: failed with
@@ -178,35 +226,18 @@ func (s *Server) refuseOutsideWindow(ctx context.Context, key, reason string) ou
 	return outcome{kind: refusedByMeta, code: codeReengagement}
 }
 
-// parkOrRetry parks a send of a tenant that needs a new token (sendErr nil: known before the
-// send) or whose token the Graph API just refused (sendErr). When the tenant turns out to be ok
-// (a new token was set meanwhile) the record goes back to pending and the task is retried, with
-// the new token.
-func (s *Server) parkOrRetry(ctx context.Context, t *task, tn store.TenantRecord, rec store.OutboundRecord, m graph.Message, sendErr error) (outcome, bool) {
-	parked, err := s.parkSend(ctx, tn, rec, m, sendErr)
-	if err != nil {
-		s.markRetry(ctx, rec.IdempotencyKey, temporaryFailure(err, 0), true)
-		return s.fail(ctx, t, err), false
-	}
-	if !parked {
-		s.markRetry(ctx, rec.IdempotencyKey, temporaryFailure(errors.New("tenant reauthorized: send again with the new token"), 0), true)
-		return retryLater("tenant_reauthorized", 0), false
-	}
-	return outcome{}, true
-}
-
 // parkSend parks the send seed of tenant tn, carrying message m: seed names it (IdempotencyKey,
 // TenantID, PhoneNumberID, To). With authErr (a Graph auth error the send met with tn's token)
 // the tenant is first marked needs_reauth, once: the first send to meet the error logs it at
-// ERROR, the others park quietly. It reports false when the tenant is ok after all (a new token
-// was set since tn was read): the caller sends again with the new token. A parked send is
+// ERROR, the others park quietly. Nothing is parked when the tenant is ok after all (a new token
+// was set since tn was read): the caller sends again with res.Tenant, the tenant as now stored. A parked send is
 // released, once, by a new token (operator.Tenants.SetToken, Embedded Signup), which enqueues a
 // process_send task for it.
-func (s *Server) parkSend(ctx context.Context, tn store.TenantRecord, seed store.OutboundRecord, m graph.Message, authErr error) (bool, error) {
+func (s *Server) parkSend(ctx context.Context, tn store.TenantRecord, seed store.OutboundRecord, m graph.Message, authErr error) (store.ParkResult, error) {
 	logger := logging.FromContext(ctx)
 	body, err := json.Marshal(m)
 	if err != nil {
-		return false, fmt.Errorf("encode the parked message: %w", err)
+		return store.ParkResult{}, fmt.Errorf("encode the parked message: %w", err)
 	}
 	seed.Message, seed.MessageType = string(body), m.Type
 	req := store.ParkRequest{Seed: seed}
@@ -215,7 +246,7 @@ func (s *Server) parkSend(ctx context.Context, tn store.TenantRecord, seed store
 	}
 	res, err := s.deps.Sends.Park(ctx, req)
 	if err != nil {
-		return false, err
+		return res, err
 	}
 	if res.Marked {
 		logger.ErrorContext(ctx, "the tenant's access token was refused: its sends are parked until a new token is set (wapipe tenants set-token or connect-link)",
@@ -224,15 +255,16 @@ func (s *Server) parkSend(ctx context.Context, tn store.TenantRecord, seed store
 	if res.Parked {
 		logger.WarnContext(ctx, "send parked: the tenant needs a new access token", "event", "send_parked", "message_type", m.Type)
 	}
-	return res.Parked, nil
+	return res, nil
 }
 
 // parkReply is the token lifecycle of a reply (process_outbound): before the send (sendErr nil)
-// it parks the reply of a tenant known to need a new token; after a send the Graph API refused
-// for the token (sendErr) it marks the tenant and parks the reply. ok reports that o ends the
+// it parks the reply of a tenant known to need a new token (when the tenant turns out to have a
+// new one, from.token becomes it and the send goes on); after a send the Graph API refused for
+// the token (sendErr) it marks the tenant and parks the reply. ok reports that o ends the
 // attempt (parked, or retried because the tenant has a new token); the single-tenant default is
 // never parked.
-func (s *Server) parkReply(ctx context.Context, out tasks.Outbound, reply responder.Reply, sendErr error) (o outcome, ok bool) {
+func (s *Server) parkReply(ctx context.Context, out tasks.Outbound, from *sender, reply responder.Reply, sendErr error) (o outcome, ok bool) {
 	if s.deps.Sends == nil || out.TenantID == "" || (sendErr != nil && classifySend(sendErr).kind != refusedAuth) {
 		return outcome{}, false
 	}
@@ -245,8 +277,15 @@ func (s *Server) parkReply(ctx context.Context, out tasks.Outbound, reply respon
 		replyTo = out.Message.ID
 	}
 	seed := store.OutboundRecord{IdempotencyKey: out.IdempotencyKey, TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, To: out.To}
-	parked, err := s.parkSend(ctx, tn, seed, replyMessage(reply, replyTo), sendErr)
-	if err != nil || !parked {
+	res, err := s.parkSend(ctx, tn, seed, replyMessage(reply, replyTo), sendErr)
+	if err == nil && !res.Parked && sendErr == nil {
+		// The cache was a few seconds behind a new token: send with it now.
+		if token, terr := s.deps.Tokens.Token(ctx, res.Tenant); terr == nil {
+			from.token = token
+			return outcome{}, false
+		}
+	}
+	if err != nil || !res.Parked {
 		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(errors.New("reply not parked: send again"), 0), true)
 		return retryLater("tenant_reauthorized", 0), true
 	}
