@@ -395,6 +395,11 @@ func TestRevokedTokenParksThenSetTokenReleasesOnce(t *testing.T) {
 		}
 		return true
 	}, "the sends never all parked")
+	hreq, _ := http.NewRequest(http.MethodGet, s.WorkerURL+"/internal/health", nil)
+	hreq.Header.Set(tasks.HeaderInternalToken, s.InternalToken)
+	if h := s.do(hreq); fmt.Sprint(h.Body["tenants_needing_reauth"]) != "[acme]" {
+		t.Errorf("worker health: %v, want tenants_needing_reauth [acme]", h.Body)
+	}
 	if n := s.logs.Count("tenant_needs_reauth"); n != 1 {
 		t.Errorf("tenant_needs_reauth logged %d times, want once", n)
 	}

@@ -50,7 +50,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Windows:     store.NewConversationStore(db, store.Options{}),
 		Logger:      logger,
 		Health: health.New(outbound, deadLetters, admin,
-			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
+			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v
