@@ -28,9 +28,9 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
