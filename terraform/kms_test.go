@@ -51,11 +51,16 @@ func TestTenantSecretsKey(t *testing.T) {
 		holders[role] = append(holders[role], m.members(r)...)
 	}
 	worker := `"serviceAccount:${google_service_account.worker.email}"`
-	if got := holders["roles/cloudkms.cryptoKeyDecrypter"]; !slices.Equal(got, []string{worker}) {
-		t.Errorf("cryptoKeyDecrypter held by %v, want the worker only", got)
+	// The api opens connect links' states and seals the tokens Embedded Signup brings.
+	api := `"serviceAccount:${google_service_account.api.email}"`
+	for role := range holders {
+		slices.Sort(holders[role])
 	}
-	if got := holders["roles/cloudkms.cryptoKeyEncrypter"]; !slices.Equal(got, []string{"each.value"}) {
-		t.Errorf("cryptoKeyEncrypter held by %v, want the operators (each.value of var.operators)", got)
+	if got := holders["roles/cloudkms.cryptoKeyDecrypter"]; !slices.Equal(got, []string{api, worker}) {
+		t.Errorf("cryptoKeyDecrypter held by %v, want the worker and the api only", got)
+	}
+	if got := holders["roles/cloudkms.cryptoKeyEncrypter"]; !slices.Equal(got, []string{api, "each.value"}) {
+		t.Errorf("cryptoKeyEncrypter held by %v, want the operators (each.value of var.operators) and the api", got)
 	}
 	for role, who := range holders {
 		switch role {

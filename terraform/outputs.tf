@@ -52,3 +52,8 @@ output "kms_key_name" {
   description = "KMS_KEY_NAME: the Cloud KMS key that seals tenant secrets; give it to `wapipe tenants set-token` (env KMS_KEY_NAME)."
   value       = local.kms_key_name
 }
+
+output "api_url" {
+  description = "The api service's URL (PUBLIC_BASE_URL): POST /v1/messages, and the Embedded Signup redirect URI to register with Meta (+ /integrations/meta/whatsapp/callback)."
+  value       = local.api_url
+}

@@ -28,6 +28,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/webhook"
@@ -42,6 +43,7 @@ const queuesFile = "../tasks/queues.yaml"
 var services = map[string]string{
 	"webhook": "google_cloud_run_v2_service.webhook",
 	"worker":  "google_cloud_run_v2_service.worker",
+	"api":     "google_cloud_run_v2_service.api",
 }
 
 // secretEnv lists the variables that carry secrets: each must come from Secret Manager.
@@ -281,6 +283,11 @@ func TestServiceEnvironment(t *testing.T) {
 			service:  "worker",
 			config:   worker.Config{},
 			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL"},
+		},
+		{
+			service:  "api",
+			config:   api.Config{},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "META_APP_ID", "META_CONFIG_ID", "PUBLIC_BASE_URL", "FACEBOOK_DIALOG_URL"},
 		},
 	} {
 		t.Run(tc.service, func(t *testing.T) {

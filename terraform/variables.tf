@@ -234,3 +234,39 @@ variable "operators" {
     error_message = "operators must be IAM members such as user:alice@example.com or serviceAccount:ci@p.iam.gserviceaccount.com."
   }
 }
+
+variable "meta_app_id" {
+  description = "META_APP_ID of the api: the Meta app of Embedded Signup. Empty disables the connect routes."
+  type        = string
+  default     = ""
+}
+
+variable "meta_config_id" {
+  description = "META_CONFIG_ID of the api: the Embedded Signup configuration id."
+  type        = string
+  default     = ""
+}
+
+variable "public_base_url" {
+  description = "PUBLIC_BASE_URL of the api (a custom domain); empty means its run.app URL."
+  type        = string
+  default     = ""
+}
+
+variable "facebook_dialog_url" {
+  description = "FACEBOOK_DIALOG_URL of the api: Meta's OAuth dialog."
+  type        = string
+  default     = "https://www.facebook.com/v24.0/dialog/oauth"
+}
+
+variable "api_concurrency" {
+  description = "Concurrent requests per api instance."
+  type        = number
+  default     = 80
+}
+
+variable "api_max_instances" {
+  description = "Maximum api instances."
+  type        = number
+  default     = 10
+}

@@ -52,10 +52,10 @@ func main() {
 
 // config is the command line.
 type config struct {
-	webhookAddr, workerAddr, tasksAddr, graphAddr string
-	geminiAddr, actionAddr                        string
-	project, location, queues                     string
-	firestoreHost, logDir, readyFile, logLevel    string
+	webhookAddr, workerAddr, apiAddr, tasksAddr, graphAddr string
+	geminiAddr, actionAddr                                 string
+	project, location, queues                              string
+	firestoreHost, logDir, readyFile, logLevel             string
 }
 
 const usage = `Usage: devstack [flags]
@@ -72,6 +72,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.webhookAddr, "webhook-addr", "127.0.0.1:8080", "address of the webhook")
 	fs.StringVar(&c.workerAddr, "worker-addr", "127.0.0.1:8081", "address of the worker")
+	fs.StringVar(&c.apiAddr, "api-addr", "127.0.0.1:8083", "address of the api service (/v1/messages, Embedded Signup)")
 	fs.StringVar(&c.tasksAddr, "tasks-addr", "127.0.0.1:8123", "address of the Cloud Tasks emulator (gRPC)")
 	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
 	fs.StringVar(&c.geminiAddr, "gemini-addr", "127.0.0.1:8094", "address of the fake Vertex AI Gemini (the worker's LLM_BASE_URL)")
@@ -104,6 +105,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 type Ready struct {
 	WebhookURL      string `json:"webhook_url"`
 	WorkerURL       string `json:"worker_url"`
+	APIURL          string `json:"api_url"`
 	GraphURL        string `json:"graph_url"`
 	FakeRequestsURL string `json:"fake_requests_url"`
 	// GeminiURL is the fake Vertex AI (its controls under /_fake/); ActionURL the fake business
@@ -193,6 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Project:       cfg.project, Location: cfg.location, Queues: queues,
 		WebhookAddr: cfg.webhookAddr, WorkerAddr: cfg.workerAddr, TasksAddr: cfg.tasksAddr, GraphAddr: cfg.graphAddr,
 		GeminiAddr: cfg.geminiAddr, ActionAddr: cfg.actionAddr,
+		APIAddr:  cfg.apiAddr,
 		Logs:     logs.writer,
 		LogLevel: logging.ParseLevel(cfg.logLevel),
 	})
@@ -235,7 +238,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 		root = u.Scheme + "://" + u.Host
 	}
 	return Ready{
-		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL,
+		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL, APIURL: st.APIURL,
 		FakeRequestsURL: root + "/_fake/requests",
 		GeminiURL:       st.GeminiURL, ActionURL: st.ActionURL,
 		ActionCallsURL: strings.TrimSuffix(st.ActionURL, "/wapipe/actions") + "/_fake/calls",
@@ -251,6 +254,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 			"WHATSAPP_APP_SECRET":       st.AppSecret,
 			"APP_ENV":                   "dev",
 			"GRAPH_API_BASE_URL":        st.GraphURL,
+			"PUBLIC_BASE_URL":           st.APIURL,
 		},
 		PID: os.Getpid(),
 	}
@@ -267,6 +271,7 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("    verify token  %s", st.VerifyToken)
 	p("    app secret    %s   (signs X-Hub-Signature-256)", st.AppSecret)
 	p("  worker          %s", st.WorkerURL)
+	p("  api             %s   (POST /v1/messages; keys: wapipe tenants api-key ID)", st.APIURL)
 	p("  fake Graph API  %s", st.GraphURL)
 	p("    requests      %s", r.FakeRequestsURL)
 	p("  fake Gemini     %s   (rules: %s/_fake/rules)", st.GeminiURL, st.GeminiURL)

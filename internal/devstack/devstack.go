@@ -21,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
@@ -80,6 +81,9 @@ type Options struct {
 	Worker  []func(*worker.Deps)
 	// WorkerConfig adjusts the worker's configuration before it starts.
 	WorkerConfig func(*worker.Config)
+	// APIAddr is the api service's address (api.go); API adjusts its dependencies.
+	APIAddr string
+	API     []func(*api.Deps)
 	// Tracing installs a tracer provider for the process (both services share it, as they share
 	// the process), exporting as TraceExporter says (a TRACE_EXPORTER value; none when empty), or
 	// to SpanExporter when set.
@@ -92,6 +96,7 @@ type Options struct {
 type Stack struct {
 	WebhookURL    string
 	WorkerURL     string
+	APIURL        string // the api service (api.go)
 	GraphURL      string
 	TasksAddr     string
 	FirestoreHost string
@@ -298,6 +303,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		adjust(&hdeps)
 	}
 	s.serve(runCtx, "webhook", webhookLn, webhook.NewServer(hcfg, hdeps).Routes(), hlog)
+	if err := s.startAPI(ctx, runCtx, o, base, db, tq, logs); err != nil { // api.go
+		return nil, err
+	}
 
 	if err := s.waitHealthy(ctx); err != nil {
 		return nil, err
@@ -366,7 +374,7 @@ func (s *Stack) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for _, u := range []string{s.WorkerURL + "/healthz", s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz"} {
+	for _, u := range []string{s.WorkerURL + "/healthz", s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz"} {
 		for {
 			resp, err := client.Get(u)
 			if err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -162,7 +163,7 @@ func (r replySender) SendReply(ctx context.Context, o conversation.Outgoing) (st
 	return r.s.deliver(ctx, delivery{
 		key: o.IdempotencyKey, tenantID: p.TenantID, phoneNumberID: p.PhoneNumberID, to: p.Contact,
 		messageID: p.MessageID, inboundEventID: p.InboundEventID, correlationID: p.CorrelationID,
-		receivedAt: p.ReceivedAt, reply: o.Reply.Reply, replyTo: replyTo,
+		receivedAt: p.ReceivedAt, lastInbound: time.Unix(p.Timestamp, 0), reply: o.Reply.Reply, replyTo: replyTo,
 	})
 }
 
@@ -171,7 +172,10 @@ type delivery struct {
 	key, tenantID, phoneNumberID, to         string
 	messageID, inboundEventID, correlationID string
 	receivedAt                               time.Time
-	reply                                    responder.Reply
+	// lastInbound is the Meta time of the message answered (zero when none): the 24-hour window
+	// runs from it, or from the conversation's last_inbound_at when later.
+	lastInbound time.Time
+	reply       responder.Reply
 	// replyTo is the message to quote, "" for none.
 	replyTo string
 }
@@ -207,7 +211,7 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 			"class", reasonOutcomeUnknown)
 		return "", nil
 	}
-	token, reason, err := s.tenantToken(ctx, d.tenantID)
+	rec2, token, reason, err := s.tenantToken(ctx, d.tenantID)
 	if err != nil {
 		s.markRetry(ctx, d.key, temporaryFailure(err, 0), true)
 		return "", err
@@ -220,10 +224,54 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 			"reason", reason, "tenant_id", d.tenantID)
 		return "", nil
 	}
+	// Outside the contact's 24-hour window a free-form reply becomes the tenant's reengage
+	// template, or is recorded failed.
+	m, why, err := s.fitWindow(ctx, rec2.Tenant, d.phoneNumberID, d.to, replyMessage(d.reply, d.replyTo), true, d.lastInbound)
+	if err != nil {
+		s.markRetry(ctx, d.key, temporaryFailure(err, 0), true)
+		return "", err
+	}
+	if why != "" {
+		if err := s.deps.Outbound.MarkFailed(ctx, d.key, codeReengagement, why); err != nil {
+			return "", err
+		}
+		logger.WarnContext(ctx, "reply not sent: outside the customer service window", "event", "send_outside_window")
+		return "", nil
+	}
+	seed := store.OutboundRecord{IdempotencyKey: d.key, TenantID: d.tenantID, PhoneNumberID: d.phoneNumberID, To: d.to}
+	if s.deps.Sends != nil && rec2.AuthStatus == store.AuthNeedsReauth {
+		res, err := s.parkSend(ctx, rec2, seed, m, nil)
+		if err != nil {
+			return "", err
+		}
+		if res.Parked {
+			return "", nil
+		}
+		// The cache was a few seconds behind a new token: send with it.
+		if token, err = s.deps.Tokens.Token(ctx, res.Tenant); err != nil {
+			return "", err
+		}
+	}
 	start := s.deps.Now()
-	graphID, err := s.deps.Sender.Send(ctx, token, d.phoneNumberID, d.to, d.reply, d.key, d.replyTo)
+	graphID, err := s.deps.Sender.Send(ctx, token, d.phoneNumberID, d.to, responder.Reply{Message: &m}, d.key, "")
+	if err != nil && metaCode(err) == codeReengagement && m.Type != "template" && rec2.Tenant.Templates.Reengage != nil {
+		// Meta says the window closed: the reengage template instead, once.
+		tpl := rec2.Tenant.Templates.Reengage
+		m = graph.Message{Type: "template", Template: &graph.Template{Name: tpl.Name, Language: graph.Language{Code: tpl.Language}}}
+		logger.InfoContext(ctx, "Meta refused a free-form reply outside the window: sending the reengage template", "event", "send_reengage")
+		graphID, err = s.deps.Sender.Send(ctx, token, d.phoneNumberID, d.to, responder.Reply{Message: &m}, d.key, "")
+	}
 	if err != nil {
 		f := classifySend(err)
+		if f.kind == refusedAuth && s.deps.Sends != nil {
+			res, perr := s.parkSend(ctx, rec2, seed, m, err)
+			if perr == nil && res.Parked {
+				return "", nil
+			}
+			// Not parked: the tenant has a new token since; send again with it.
+			s.markRetry(ctx, d.key, f, true)
+			return "", errors.Join(err, perr)
+		}
 		if f.kind == refused || f.kind == refusedAuth {
 			if merr := s.deps.Outbound.MarkFailed(ctx, d.key, f.code, err.Error()); merr != nil {
 				return "", merr
@@ -233,6 +281,13 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 			return "", nil
 		}
 		s.markRetry(ctx, d.key, f, f.definite)
+		if t, ok := ctx.Value(taskKey{}).(*task); ok && s.isLastAttempt(t) {
+			// The task that runs the conversation is on its last attempt and will be kept as a
+			// dead letter: the record says failed, so a replay reopens it.
+			if merr := s.deps.Outbound.MarkFailed(ctx, d.key, f.code, "retries exhausted: "+err.Error()); merr != nil {
+				logger.ErrorContext(ctx, "record not marked failed", "event", "outbound_record_failed", "error", merr)
+			}
+		}
 		logger.WarnContext(ctx, "reply not sent: will retry", "event", "outbound_retry", "meta_error_code", f.code,
 			"class", f.class, "outcome_known", f.definite, "error", err)
 		return "", f
@@ -248,25 +303,25 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 
 // tenantToken opens the tenant's access token. A reason is returned, and no error, when no retry
 // can help until an operator acts (tenant gone, no token, a token sealed for another key).
-func (s *Server) tenantToken(ctx context.Context, tenantID string) (token, reason string, err error) {
-	rec, err := s.deps.Tenants.Tenant(ctx, tenantID)
+func (s *Server) tenantToken(ctx context.Context, tenantID string) (rec store.TenantRecord, token, reason string, err error) {
+	rec, err = s.deps.Tenants.Tenant(ctx, tenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", "tenant_not_found", nil
+		return rec, "", "tenant_not_found", nil
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("read tenant %s: %w", tenantID, err)
+		return rec, "", "", fmt.Errorf("read tenant %s: %w", tenantID, err)
 	}
 	if len(rec.AccessToken) == 0 {
-		return "", "no_token", nil
+		return rec, "", "no_token", nil
 	}
 	token, err = s.deps.Tokens.Token(ctx, rec)
 	if isUnreadableSecret(err) {
-		return "", "token_unreadable", nil
+		return rec, "", "token_unreadable", nil
 	}
 	if err != nil {
-		return "", "", err
+		return rec, "", "", err
 	}
-	return token, "", nil
+	return rec, token, "", nil
 }
 
 // actionQueue enqueues the actions of committed turns (conversation.Actions) on the tenant's
@@ -303,4 +358,13 @@ func (a actionQueue) EnqueueAction(ctx context.Context, p conversation.Pending, 
 // or damaged.
 func isUnreadableSecret(err error) bool {
 	return errors.Is(err, secrets.ErrNotAuthentic) || errors.Is(err, secrets.ErrKeyKind) || errors.Is(err, secrets.ErrMalformed)
+}
+
+// metaCode is Meta's error.code in err, 0 when none.
+func metaCode(err error) int {
+	var ge *graph.Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return 0
 }

@@ -68,9 +68,11 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        action.NewClient(action.WithTransport(otelhttp.NewTransport(http.DefaultTransport))),
 		ActionSecrets: tokens,
+		Sends:         store.NewSends(db, store.Options{}),
+		Windows:       conversations,
 		Logger:        logger,
 		Health: health.New(outbound, deadLetters, admin,
-			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
+			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v

@@ -78,8 +78,14 @@ func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outboun
 	if !ok {
 		return o
 	}
+	if o, parked := s.parkReply(ctx, out, &from, reply, nil); parked { // apisend.go: tenant needs_reauth
+		return o
+	}
 	graphID, readMarked, err := s.send(ctx, out, from.token, reply, rec)
 	if err != nil {
+		if o, parked := s.parkReply(ctx, out, &from, reply, err); parked { // apisend.go: token refused
+			return o
+		}
 		return s.settleFailure(ctx, t, out, err)
 	}
 	return s.settleSent(ctx, out, rec, graphID, readMarked, start)

@@ -112,6 +112,11 @@ type Deps struct {
 	FanOut int
 	// MarkReadTimeout bounds the best-effort mark-as-read call; 5 s when zero.
 	MarkReadTimeout time.Duration
+
+	// Sends are the records process_send sends from and parks (apisend.go).
+	Sends SendRecords
+	// Windows reads contacts' last_inbound_at (the 24-hour window); no window check when nil.
+	Windows WindowReader
 }
 
 // Server is the worker service.
@@ -175,6 +180,7 @@ func (s *Server) Routes() http.Handler {
 		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
 		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
 		r.Method(http.MethodPost, "/process_action", s.handleProcessAction())
+		r.Method(http.MethodPost, "/process_send", s.handleProcessSend()) // apisend.go
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
 	return otelhttp.NewHandler(r, "worker",
