@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -143,7 +144,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(stdout, describeTenant(rec))
+		period := assistant.Period(time.Now())
+		used, err := store.NewGuard(db, store.Options{}).Usage(ctx, rec.Tenant.ID, period)
+		if err != nil {
+			return fmt.Errorf("read usage: %w", err)
+		}
+		_, err = io.WriteString(stdout, describeTenant(rec)+describeUsage(rec, period, used))
 		return err
 	case "set-token":
 		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
@@ -259,6 +265,19 @@ func describeTenant(r store.TenantRecord) string {
 	line("version", "%d (applied %s)", r.Version, stamp(r.AppliedAt))
 	line("updated_at", "%s", stamp(r.UpdatedAt))
 	return b.String()
+}
+
+// describeUsage renders the month's LLM calls against the tenant's quota, for `show`.
+func describeUsage(r store.TenantRecord, period string, used int) string {
+	limit, limited := r.Tenant.Quota.MonthlyLLMCalls()
+	switch {
+	case !limited:
+		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d calls in %s (quota: unlimited)", used, period))
+	case used >= limit:
+		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d of %d calls in %s: over_quota, the assistant answers with the quota notice", used, limit, period))
+	default:
+		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d of %d calls in %s", used, limit, period))
+	}
 }
 
 func stamp(t time.Time) string {

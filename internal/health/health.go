@@ -31,6 +31,10 @@ type Report struct {
 	LastHour    LastHour              `json:"last_hour"`
 	// NeedsReauth are the tenants whose token was refused: their sends are parked.
 	NeedsReauth []string `json:"tenants_needing_reauth,omitempty"`
+	// TenantsOverQuota counts the tenants whose monthly LLM quota is used up (their assistants
+	// answer with the quota notice); OverQuota names them.
+	TenantsOverQuota int      `json:"tenants_over_quota"`
+	OverQuota        []string `json:"over_quota,omitempty"`
 }
 
 // QueueStats is one queue's backlog, from Cloud Tasks.
@@ -101,6 +105,7 @@ type Checker struct {
 	thresholds  Thresholds
 	now         func() time.Time
 	reauth      ReauthLister
+	quota       QuotaLister
 }
 
 // Options adjust a Checker; zero values take the defaults.
@@ -109,6 +114,14 @@ type Options struct {
 	Now        func() time.Time
 	// Reauth lists the tenants needing a new token (*store.Tenants); not reported when nil.
 	Reauth ReauthLister
+	// Quota lists the tenants over their monthly LLM quota (store.QuotaReport); not reported
+	// when nil.
+	Quota QuotaLister
+}
+
+// QuotaLister lists the tenants whose monthly LLM quota is used up at now.
+type QuotaLister interface {
+	TenantsOverQuota(ctx context.Context, now time.Time) ([]string, error)
 }
 
 // ReauthLister lists the tenants whose auth_status is needs_reauth; *store.Tenants implements it.
@@ -128,6 +141,9 @@ func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatse
 		}
 		if o.Reauth != nil {
 			c.reauth = o.Reauth
+		}
+		if o.Quota != nil {
+			c.quota = o.Quota
 		}
 	}
 	return c
@@ -182,6 +198,15 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 	count(&r.DeadLetters, func() (int64, error) { return c.deadLetters.CountPending(ctx) })
 	count(&r.LastHour.Sent, func() (int64, error) { return c.outbound.CountSentSince(ctx, since) })
 	count(&r.LastHour.Failed, func() (int64, error) { return c.outbound.CountFailedSince(ctx, since) })
+	if c.quota != nil {
+		run(func() error {
+			ids, err := c.quota.TenantsOverQuota(ctx, now)
+			mu.Lock()
+			r.OverQuota, r.TenantsOverQuota = ids, len(ids)
+			mu.Unlock()
+			return err
+		})
+	}
 	if c.reauth != nil {
 		run(func() error {
 			ids, err := c.reauth.NeedsReauth(ctx)

@@ -46,6 +46,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := NewTokenCache(keeper, TokenCacheTTL)
+	guard := store.NewGuard(db, store.Options{})
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	deps := Deps{
@@ -64,7 +65,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Tokens:        tokens,
 		Inbox:         conversations,
 		Messages:      conversations,
-		Assistant:     assistant.New(lc, store.NewGuard(db, store.Options{})),
+		Assistant:     assistant.New(lc, guard),
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        action.NewClient(action.WithTransport(otelhttp.NewTransport(http.DefaultTransport))),
 		ActionSecrets: tokens,
@@ -72,7 +73,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Windows:       conversations,
 		Logger:        logger,
 		Health: health.New(outbound, deadLetters, admin,
-			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants}),
+			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v
