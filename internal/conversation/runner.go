@@ -131,6 +131,13 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now}
 }
 
+// ErrHeld is returned by Handle for a message stored before (the retry of its task) while
+// another holder has the conversation: that holder may be the task's own earlier attempt, killed
+// mid-turn, so the task must not be acknowledged. Retry it: once the dead holder's lease expires,
+// the retry takes the conversation and runs the message's turn; if the holder is alive, the retry
+// finds the message handled.
+var ErrHeld = errors.New("conversation held by another task while this message is still in its inbox")
+
 // Result says what Handle did.
 type Result struct {
 	ConversationID string
@@ -194,6 +201,11 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	}
 	if !taken {
 		res.Queued = true
+		if res.Duplicate {
+			logger.InfoContext(ctx, "conversation held while a retried message is in its inbox: retry later",
+				"event", "conversation_held", "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
+			return res, ErrHeld
+		}
 		logger.InfoContext(ctx, "conversation busy: the holder runs the message's turn", "event", "conversation_queued",
 			"fence", conv.Lease.Fence)
 		return res, nil

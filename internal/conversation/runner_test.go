@@ -286,11 +286,13 @@ func TestKilledAfterCommitRetryPerformsEffectsOnce(t *testing.T) {
 		t.Fatalf("the killed instance sent %v", sent)
 	}
 
-	// Cloud Tasks retries the unacknowledged task on another instance once the lease is over.
+	// Cloud Tasks retries the unacknowledged task on another instance. Within the dead holder's
+	// lease the retry is not acknowledged either (it cannot tell a dead holder from a live one),
+	// so Cloud Tasks retries again; once the lease is over, the retry takes the conversation.
 	r := conversation.NewRunner(st, snd, acts, conversation.Options{})
 	early, err := r.Handle(ctx, in, rec.turn)
-	if err != nil || !early.Queued {
-		t.Fatalf("retry within the dead holder's lease = %+v, %v; want queued", early, err)
+	if !errors.Is(err, conversation.ErrHeld) || !early.Duplicate {
+		t.Fatalf("retry within the dead holder's lease = %+v, %v; want ErrHeld", early, err)
 	}
 	clk.Add(conversation.DefaultLease)
 	res, err := r.Handle(ctx, in, rec.turn)

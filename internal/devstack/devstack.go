@@ -87,9 +87,12 @@ type Options struct {
 	// Tracing installs a tracer provider for the process (both services share it, as they share
 	// the process), exporting as TraceExporter says (a TRACE_EXPORTER value; none when empty), or
 	// to SpanExporter when set.
-	Tracing       bool
-	TraceExporter string
-	SpanExporter  sdktrace.SpanExporter
+	// ExternalWorker leaves the worker to the caller, which runs it (cmd/worker, as a process a
+	// test can kill) at WorkerAddr, which must then be set: the stack's tasks target it.
+	ExternalWorker bool
+	Tracing        bool
+	TraceExporter  string
+	SpanExporter   sdktrace.SpanExporter
 }
 
 // Stack is a running local pipeline.
@@ -122,11 +125,16 @@ type Stack struct {
 	wg       sync.WaitGroup
 	closers  []func()
 	firestor *firestoreemu.Emulator
-	errs     chan error
+	// externalWorker: the caller runs the worker (Options.ExternalWorker).
+	externalWorker bool
+	errs           chan error
 }
 
 // Start brings the stack up and returns once every part answers.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	if o.ExternalWorker && o.WorkerAddr == "" {
+		return nil, errors.New("devstack: ExternalWorker needs WorkerAddr, where the caller's worker listens")
+	}
 	if o.Project == "" {
 		o.Project = "wapipe-dev"
 	}
@@ -295,7 +303,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	for _, adjust := range o.Worker {
 		adjust(&wdeps)
 	}
-	s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+	if o.ExternalWorker {
+		s.externalWorker = true
+		workerLn.Close()
+	} else {
+		s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+	}
 
 	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
 	hdeps := webhook.NewDeps(hcfg, db, tq, hlog)
@@ -374,7 +387,11 @@ func (s *Stack) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for _, u := range []string{s.WorkerURL + "/healthz", s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz"} {
+	urls := []string{s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz"}
+	if !s.externalWorker {
+		urls = append(urls, s.WorkerURL+"/healthz")
+	}
+	for _, u := range urls {
 		for {
 			resp, err := client.Get(u)
 			if err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -48,7 +49,12 @@ func assistantStack(t *testing.T) (*stack, *clock) {
 // the devstack's action secret; extra is more of the tenant file (limits, quota…).
 func (s *stack) assistantTenant(id, number, extra string) string {
 	s.t.Helper()
-	ops := s.ops()
+	return s.assistantTenantWith(s.ops(), id, number, extra)
+}
+
+// assistantTenantWith is assistantTenant with the operator's commands ops.
+func (s *stack) assistantTenantWith(ops *operator.Tenants, id, number, extra string) string {
+	s.t.Helper()
 	file := tenantFile(id, number, "en", "public", fmt.Sprintf(`members:
   - {wa_id: %q, role: owner, name: Marie}
 %sassistant:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -45,6 +46,10 @@ type Config struct {
 	// ConversationRetention is how long conversations, their messages and actions are kept
 	// after the last message.
 	ConversationRetention time.Duration `env:"CONVERSATION_RETENTION, default=2160h"`
+	// ConversationLease is how long the task that runs a conversation's turns holds it without
+	// committing a turn: longer than one turn (an LLM call and its retry), and as short as that
+	// allows, since a killed holder's conversation waits that long for its task's retry.
+	ConversationLease time.Duration `env:"CONVERSATION_LEASE, default=60s"`
 }
 
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
@@ -55,6 +60,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ConversationRetention == 0 {
 		c.ConversationRetention = store.DefaultConversationRetention
+	}
+	if c.ConversationLease == 0 {
+		c.ConversationLease = conversation.DefaultLease
 	}
 }
 
@@ -81,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ConversationRetention < time.Hour {
 		errs = append(errs, errors.New("CONVERSATION_RETENTION: must be at least 1h (default 2160h, 90 days)"))
+	}
+	if c.ConversationLease < 2*time.Second || c.ConversationLease > 10*time.Minute {
+		errs = append(errs, errors.New("CONVERSATION_LEASE: must be between 2s and 10m (default 60s)"))
 	}
 	if err := c.Secrets().Validate(); err != nil {
 		errs = append(errs, err)

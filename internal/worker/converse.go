@@ -51,6 +51,11 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 	readDone := s.markReadAsync(ctx, out)
 	res, err := s.runner.Handle(ctx, in, s.turnFunc(t))
 	<-readDone
+	if errors.Is(err, conversation.ErrHeld) && !s.isLastAttempt(t) {
+		// Quietly: the usual reason is the conversation's live holder, which is handling the
+		// message right now; the retry then finds it handled.
+		return retryLater("conversation_held", 0)
+	}
 	if err != nil {
 		return s.fail(ctx, t, err)
 	}

@@ -69,6 +69,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        action.NewClient(action.WithTransport(otelhttp.NewTransport(http.DefaultTransport))),
 		ActionSecrets: tokens,
+		Lease:         cfg.ConversationLease,
 		Sends:         store.NewSends(db, store.Options{}),
 		Windows:       conversations,
 		Logger:        logger,

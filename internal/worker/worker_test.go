@@ -56,6 +56,8 @@ type stackOptions struct {
 	serviceAccount string
 	worker         []func(*worker.Deps)
 	webhook        []func(*webhook.Deps)
+	// externalWorkerAddr: the test runs the worker itself there (cmd/worker, killable).
+	externalWorkerAddr string
 	// noDefaultToken leaves WHATSAPP_ACCESS_TOKEN unset: numbers no tenant owns are unrouted.
 	noDefaultToken bool
 }
@@ -72,6 +74,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		Logs:                func(string) io.Writer { return logs },
 		Worker:              o.worker,
 		Webhook:             o.webhook,
+		WorkerAddr:          o.externalWorkerAddr,
+		ExternalWorker:      o.externalWorkerAddr != "",
 		// Tests apply their own tenants (tenants_test.go); the others test the default.
 		NoTenants: true,
 		WorkerConfig: func(c *worker.Config) {
