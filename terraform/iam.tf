@@ -63,6 +63,13 @@ locals {
   ]...)
 }
 
+# The worker's assistant calls Vertex AI Gemini (generateContent) with its own identity.
+resource "google_project_iam_member" "worker_calls_vertex_ai" {
+  project = var.project_id
+  role    = "roles/aiplatform.user"
+  member  = "serviceAccount:${google_service_account.worker.email}"
+}
+
 resource "google_project_iam_member" "runtime" {
   for_each = local.runtime_project_roles
 

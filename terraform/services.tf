@@ -94,6 +94,15 @@ resource "google_cloud_run_v2_service" "worker" {
         value = var.graph_api_base_url
       }
       env {
+        # Vertex AI region of the tenants' assistants (Gemini).
+        name  = "LLM_LOCATION"
+        value = var.llm_location
+      }
+      env {
+        name  = "CONVERSATION_RETENTION"
+        value = var.conversation_retention
+      }
+      env {
         # Tenant tokens are sealed under this key; the worker may only decrypt (kms.tf).
         name  = "KMS_KEY_NAME"
         value = local.kms_key_name

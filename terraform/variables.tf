@@ -270,3 +270,15 @@ variable "api_max_instances" {
   type        = number
   default     = 10
 }
+
+variable "llm_location" {
+  description = "LLM_LOCATION of the worker: the Vertex AI region its assistants call Gemini in."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "conversation_retention" {
+  description = "CONVERSATION_RETENTION of the worker: how long conversations, their messages and actions are kept after the last message (a Go duration, at least 1h)."
+  type        = string
+  default     = "2160h"
+}
