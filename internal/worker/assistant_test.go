@@ -486,3 +486,44 @@ func TestAssistantConversationRateLimit(t *testing.T) {
 		t.Error("no conversation_turn log line")
 	}
 }
+
+// TestReplyOutsideTheWindow: a reply to a message Meta stamped over 24 hours ago (delivered late)
+// is sent as the tenant's reengage template, or, without one, recorded failed with 131047.
+func TestReplyOutsideTheWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, extra  string
+		wantTemplate bool
+	}{
+		{"reengage template", "templates:\n  reengage: {name: resume_conversation, language: en_US}\n", true},
+		{"no template", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := assistantStack(t)
+			tid := s.assistantTenant("acme-window", numberA, tc.extra)
+			id := s.text(numberA, contact, "hello", time.Now().Add(-25*time.Hour))
+			ctx := context.Background()
+			var rec store.OutboundRecord
+			testenv.Eventually(t, 20*time.Second, func() bool {
+				r, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(id))
+				rec = r
+				return err == nil && (r.State == store.OutboundSent || r.State == store.OutboundFailed)
+			}, "the reply was never settled")
+			s.settled(tid)
+			sends := s.sendsTo(contact)
+			if tc.wantTemplate {
+				if len(sends) != 1 || sends[0].Body["type"] != "template" {
+					t.Fatalf("sends %v, want the reengage template", sends)
+				}
+				if tpl, _ := sends[0].Body["template"].(map[string]any); tpl["name"] != "resume_conversation" {
+					t.Errorf("template %v, want resume_conversation", tpl)
+				}
+				return
+			}
+			if len(sends) != 0 || rec.State != store.OutboundFailed || rec.LastErrorCode != 131047 {
+				t.Errorf("%d sends, record %s code %d; want nothing sent, failed with 131047", len(sends), rec.State, rec.LastErrorCode)
+			}
+		})
+	}
+}

@@ -89,7 +89,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	t.Cleanup(st.Stop)
 	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
-	t.Cleanup(func() { logcheck.Check(t, logs.String(), []string{whatsapp.DefaultSampleOptions.From}, nil) })
+	t.Cleanup(func() {
+		logcheck.Check(t, logs.String(), []string{whatsapp.DefaultSampleOptions.From, contact, contactOwner}, nil)
+		// Message text lives only in the stored conversation.
+		for _, text := range []string{booking, "Pak Agus", "Done: create_booking", "Booked B-17", "already booked", "gibberish"} {
+			if strings.Contains(logs.String(), text) {
+				t.Errorf("a log line carries message text %q", text)
+			}
+		}
+	})
 	db := store.NewDB(fs)
 	recs := records{store.NewOutbound(db, store.Options{}), store.NewStatuses(db, store.Options{}), store.NewTraces(db, store.Options{}), store.NewDeadLetters(db, store.Options{})}
 	return &stack{Stack: st, t: t, fs: fs, records: recs, logs: logs}
