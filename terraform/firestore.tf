@@ -33,6 +33,7 @@ locals {
     "sender_windows",
     "calls",
     "actions",
+    "connect_states",
   ]
 }
 

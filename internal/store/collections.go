@@ -38,13 +38,14 @@ const PayloadChunks = "payload_chunks"
 // tenant's monthly usage is kept (tenants do not expire either); their call markers are.
 func Collections() []string {
 	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks, TenantInvites,
-		Conversations, ConversationMessages, SenderWindows, UsageCalls, Actions}
+		Conversations, ConversationMessages, SenderWindows, UsageCalls, Actions, ConnectStates}
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index, the members who joined by invite and the monthly usage counters.
+// their routing index, the members who joined by invite, the monthly usage counters and the API
+// keys (revoked, not deleted).
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, APIKeysCollection}
 }
 
 // ExpireAtField is the TTL field of every document.
