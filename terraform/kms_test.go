@@ -103,3 +103,22 @@ func TestOperatorsAndTenantQueues(t *testing.T) {
 		t.Errorf("condition %s, want resource.name.startsWith(…/queues/%s)", expr, tasks.TenantQueuePrefix)
 	}
 }
+
+// TestWorkerCallsVertexAI: the assistant calls Gemini with the worker's own identity, so the
+// worker, and only it, holds roles/aiplatform.user, and the API is enabled.
+func TestWorkerCallsVertexAI(t *testing.T) {
+	t.Parallel()
+	m := loadModule(t)
+	var holders []string
+	for addr, r := range m.resources {
+		if role, _ := literalString(attrExpr(r.Body, "role")); role == "roles/aiplatform.user" {
+			holders = append(holders, addr+" "+m.text(attrExpr(r.Body, "member")))
+		}
+	}
+	if len(holders) != 1 || !strings.Contains(holders[0], "google_service_account.worker.email") {
+		t.Errorf("roles/aiplatform.user held by %v, want the worker's service account only", holders)
+	}
+	if apis := m.text(attrExpr(m.resources["google_project_service.api"].Body, "for_each")); !strings.Contains(apis, "aiplatform.googleapis.com") {
+		t.Errorf("aiplatform.googleapis.com is not enabled: %s", apis)
+	}
+}
