@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -54,17 +53,9 @@ func (s *Server) handleEvent() http.Handler {
 		d.correlationID, d.received = correlationID, received
 		ctx, _ = logging.With(ctx, logging.EventID(d.eventID))
 
-		// Meta may give up on this request; the event's state must still end consistent, so the
-		// rest runs to completion on its own deadline.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		o, complete := s.accept(ctx, d)
-		respond(w, o)
-		if complete != nil {
-			// Meta has its answer; recording it in the marker is not on its clock.
-			_ = http.NewResponseController(w).Flush()
-			complete()
-		}
+		// Meta may give up on this request; the calls still run to their own budget, so a task
+		// created just as Meta disconnects is not left half-made.
+		respond(w, s.accept(context.WithoutCancel(ctx), d))
 	})
 }
 
@@ -153,102 +144,81 @@ func (s *Server) checkDelivery(ctx context.Context, sig string, body []byte) (de
 	return delivery{body: body, eventID: eventID}, undecided
 }
 
-// accept runs mark_if_new and creates the inbound task: the answer is accepted only once the task
-// exists. complete, when not nil, completes the marker; it runs after the answer is sent.
-func (s *Server) accept(ctx context.Context, d delivery) (o outcome, complete func()) {
+// accept runs mark_if_new and creates the inbound task, within the call budget: the answer is
+// accepted (or duplicate) only once the task exists.
+//
+// A delivery that finds the event marked creates the task again by its deterministic name: when
+// Cloud Tasks answers AlreadyExists the event was queued before (a duplicate); otherwise the
+// earlier delivery never created it (its instance died between marker and task, or CreateTask
+// failed) and this delivery just did. No completion is written: the task's name is the record.
+func (s *Server) accept(ctx context.Context, d delivery) outcome {
 	logger := logging.FromContext(ctx)
-	start := s.deps.Now()
-	owned, o := s.claim(ctx, d)
+	start := time.Now()
+	deadline := start.Add(s.deps.CallBudget)
+	isNew, o := s.claim(ctx, d, start.Add(s.deps.CallBudget*2/3))
 	if o != undecided {
-		return o, nil
+		return o
 	}
-
-	res, err := s.enqueue(ctx, d)
+	res, err := s.enqueue(ctx, d, deadline)
 	if err != nil {
+		// The marker stays: Meta's redelivery finds it and creates the task by name.
 		logger.ErrorContext(ctx, "inbound task not created: Meta will redeliver", "event", "enqueue_failed", "error", err)
-		if owned {
-			if rerr := s.storeCall(ctx, func(ctx context.Context) error { return s.deps.Dedupe.Release(ctx, d.eventID) }); rerr != nil {
-				// The lease runs out on its own; the redelivery after it takes over.
-				logger.WarnContext(ctx, "marker not released", "event", "marker_release_failed", "error", rerr)
-			}
-		}
-		return enqueueFailed, nil
+		return enqueueFailed
+	}
+	if !isNew && res.Existed {
+		logger.InfoContext(ctx, "duplicate delivery dropped", "event", "duplicate_dropped")
+		return duplicate
+	}
+	if !isNew {
+		logger.WarnContext(ctx, "event marked earlier but its task was missing: created now", "event", "task_recreated",
+			"task_name", res.Name)
 	}
 	logger.InfoContext(ctx, "webhook accepted", "event", "webhook_accepted",
 		"task_name", res.Name, "task_existed", res.Existed, "bytes", len(d.body),
-		"duration_ms", s.deps.Now().Sub(start).Milliseconds())
-	if !owned {
-		return accepted, nil
-	}
-	return accepted, func() {
-		if err := s.storeCall(ctx, func(ctx context.Context) error { return s.deps.Dedupe.Complete(ctx, d.eventID, res.Name) }); err != nil {
-			// The task exists, so the event is safe; a redelivery after the lease finds the task
-			// by name and completes the marker then.
-			logger.WarnContext(ctx, "task created but marker not completed", "event", "marker_complete_failed", "error", err)
-		}
-	}
+		"duration_ms", time.Since(start).Milliseconds())
+	return accepted
 }
 
-// claim runs mark_if_new. owned is true when this delivery holds the marker; the outcome is
-// undecided when the delivery must go on to create the task (owned, or the store is down and
-// DEDUPE_FAIL_MODE is open).
-func (s *Server) claim(ctx context.Context, d delivery) (owned bool, o outcome) {
+// latest returns the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// claim runs mark_if_new, bounded by deadline. isNew is true when this delivery marked the event;
+// the outcome is undecided when the delivery must go on to create the task (always, unless the
+// store is down and DEDUPE_FAIL_MODE is closed).
+func (s *Server) claim(ctx context.Context, d delivery, deadline time.Time) (isNew bool, o outcome) {
 	logger := logging.FromContext(ctx)
-	deadline := s.deps.Now().Add(s.deps.InFlightWait)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		var res dedupe.Result
-		err := s.storeCall(ctx, func(ctx context.Context) error {
-			var err error
-			res, err = s.deps.Dedupe.Begin(ctx, d.eventID, d.correlationID)
-			return err
-		})
-		if err != nil {
-			if s.cfg.DedupeFailMode == FailOpen {
-				// Fail open: without the marker the deterministic task name still dedupes
-				// within Cloud Tasks' name reservation window.
-				logger.ErrorContext(ctx, "dedupe store unreachable: enqueueing without a marker (DEDUPE_FAIL_MODE=open)",
-					"event", "dedupe_unavailable", "fail_mode", FailOpen, "error", err)
-				return false, undecided
-			}
-			logger.ErrorContext(ctx, "dedupe store unreachable: refusing so Meta redelivers (DEDUPE_FAIL_MODE=closed)",
-				"event", "dedupe_unavailable", "fail_mode", FailClosed, "error", err)
-			return false, storeUnavailable
-		}
-		switch res.Outcome {
-		case dedupe.Acquired:
-			if res.TakenOver {
-				logger.WarnContext(ctx, "marker taken over from an earlier delivery", "event", "marker_taken_over", "attempt", res.Attempt)
-			}
-			return true, undecided
-		case dedupe.Duplicate:
-			logger.InfoContext(ctx, "duplicate delivery dropped", "event", "duplicate_dropped", "attempt", res.Attempt)
-			return false, duplicate
-		}
-		// In flight: another delivery holds the lease. Its outcome is this one's answer.
-		if !s.deps.Now().Add(wait).Before(deadline) {
-			logger.WarnContext(ctx, "event in flight on another delivery: asking Meta to redeliver", "event", "event_in_flight")
-			return false, inFlight
-		}
-		select {
-		case <-ctx.Done():
-			return false, inFlight
-		case <-time.After(wait):
-		}
-	}
-}
-
-func (s *Server) storeCall(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.deps.StoreTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	return f(ctx)
+	isNew, err := s.deps.Dedupe.MarkIfNew(ctx, d.eventID, d.correlationID)
+	if err == nil {
+		return isNew, undecided
+	}
+	if s.cfg.DedupeFailMode == FailOpen {
+		// Fail open: without the marker the deterministic task name still dedupes within Cloud
+		// Tasks' name reservation window.
+		logger.ErrorContext(ctx, "dedupe store unreachable: enqueueing without a marker (DEDUPE_FAIL_MODE=open)",
+			"event", "dedupe_unavailable", "fail_mode", FailOpen, "error", err)
+		return true, undecided
+	}
+	logger.ErrorContext(ctx, "dedupe store unreachable: refusing so Meta redelivers (DEDUPE_FAIL_MODE=closed)",
+		"event", "dedupe_unavailable", "fail_mode", FailClosed, "error", err)
+	return false, storeUnavailable
 }
 
-// enqueue creates the event's inbound task.
-func (s *Server) enqueue(ctx context.Context, d delivery) (taskqueue.Result, error) {
+// enqueue creates the event's inbound task, by deadline. CreateTask always gets a fair share of
+// the budget, so fail open still enqueues when the store call took all of its own.
+func (s *Server) enqueue(ctx context.Context, d delivery, deadline time.Time) (taskqueue.Result, error) {
 	task, err := s.buildTask(ctx, d)
 	if err != nil {
 		return taskqueue.Result{}, err
 	}
+	ctx, cancel := context.WithDeadline(ctx, latest(deadline, time.Now().Add(s.deps.CallBudget/3)))
+	defer cancel()
 	return s.deps.Tasks.Enqueue(ctx, task)
 }
 
@@ -267,12 +237,7 @@ func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, err
 	}
 	// The size that counts is the encoded task's, not the body's.
 	if len(b) > tasks.MaxTaskBodyBytes {
-		var ref string
-		err := s.storeCall(ctx, func(ctx context.Context) error {
-			var err error
-			ref, err = s.deps.Payloads.Put(ctx, d.eventID, d.body)
-			return err
-		})
+		ref, err := s.putPayload(ctx, d)
 		if err != nil {
 			return taskqueue.Task{}, fmt.Errorf("store payload out of band: %w", err)
 		}
@@ -289,6 +254,14 @@ func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, err
 		Body:          b,
 		CorrelationID: d.correlationID,
 	}, nil
+}
+
+// putPayload stores a payload out of band. Bodies over a megabyte are rare and writing one takes
+// longer than the call budget allows, so the write has its own timeout, inside Meta's.
+func (s *Server) putPayload(ctx context.Context, d delivery) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.deps.PayloadTimeout)
+	defer cancel()
+	return s.deps.Payloads.Put(ctx, d.eventID, d.body)
 }
 
 // encodeTask encodes a task body without HTML escaping, which would grow every <, > and & in a
