@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -131,14 +132,10 @@ func (s *Server) checkDelivery(ctx context.Context, sig string, body []byte) (de
 			"signature_present", true, "bytes", len(body))
 		return delivery{}, badSignature
 	}
-	payload, err := whatsapp.Parse(body)
+	// Only the id is decoded here; the worker parses the payload.
+	eventID, err := whatsapp.EventID(body)
 	if err != nil {
 		logger.WarnContext(ctx, "malformed payload", "event", "payload_malformed", "bytes", len(body), "error", err)
-		return delivery{}, malformed
-	}
-	eventID, err := whatsapp.InboundEventID(body, payload)
-	if err != nil {
-		logger.WarnContext(ctx, "no inbound_event_id", "event", "payload_malformed", "error", err)
 		return delivery{}, malformed
 	}
 	return delivery{body: body, eventID: eventID}, undecided
@@ -225,13 +222,7 @@ func (s *Server) enqueue(ctx context.Context, d delivery, deadline time.Time) (t
 // buildTask makes the inbound task, moving a payload too large for a task out of band.
 func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, error) {
 	in := tasks.Inbound{InboundEventID: d.eventID, CorrelationID: d.correlationID, ReceivedAt: d.received}
-	// Compact keeps the task small and readable; the signature was checked on the raw bytes.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, d.body); err != nil {
-		return taskqueue.Task{}, fmt.Errorf("json.Compact: %w", err)
-	}
-	in.Payload = compact.Bytes()
-	b, err := encodeTask(in)
+	b, err := appendInbound(make([]byte, 0, len(d.body)+len(d.eventID)+len(d.correlationID)+128), in, d.body)
 	if err != nil {
 		return taskqueue.Task{}, err
 	}
@@ -241,7 +232,7 @@ func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, err
 		if err != nil {
 			return taskqueue.Task{}, fmt.Errorf("store payload out of band: %w", err)
 		}
-		in.Payload, in.PayloadRef = nil, ref
+		in.PayloadRef = ref
 		if b, err = encodeTask(in); err != nil {
 			return taskqueue.Task{}, err
 		}
@@ -254,6 +245,62 @@ func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, err
 		Body:          b,
 		CorrelationID: d.correlationID,
 	}, nil
+}
+
+// appendInbound appends the inbound task body for in with payload compacted into it: the bytes
+// encoding/json would make (without HTML escaping), in one buffer instead of a compacted copy of
+// the payload and an encoder's buffer, which validates and compacts the payload once more.
+func appendInbound(b []byte, in tasks.Inbound, payload []byte) ([]byte, error) {
+	b = append(b, `{"inbound_event_id":`...)
+	b = appendString(b, in.InboundEventID)
+	b = append(b, `,"correlation_id":`...)
+	b = appendString(b, in.CorrelationID)
+	b = append(b, `,"received_at":"`...)
+	b = in.ReceivedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","payload":`...)
+	// Compact keeps the task small and readable; the signature was checked on the raw bytes.
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, payload); err != nil {
+		return nil, fmt.Errorf("json.Compact: %w", err)
+	}
+	return append(buf.Bytes(), '}'), nil
+}
+
+// appendString appends s as a JSON string as encoding/json writes it without HTML escaping. The
+// strings here are an event id and a correlation id: the loop is short.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && invalidAt(s, i):
+			b = append(b, `\ufffd`...)
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\n':
+			b = append(b, '\\', 'n')
+		case r == '\r':
+			b = append(b, '\\', 'r')
+		case r == '\t':
+			b = append(b, '\\', 't')
+		case r == '\b':
+			b = append(b, '\\', 'b')
+		case r == '\f':
+			b = append(b, '\\', 'f')
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
+}
+
+// invalidAt reports whether s holds invalid UTF-8 at i (which encoding/json writes as \ufffd,
+// unlike a U+FFFD written in full).
+func invalidAt(s string, i int) bool {
+	_, n := utf8.DecodeRuneInString(s[i:])
+	return n == 1
 }
 
 // putPayload stores a payload out of band. Bodies over a megabyte are rare and writing one takes
