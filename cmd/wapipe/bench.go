@@ -22,6 +22,13 @@ its reply, matched by biz_opaque_callback_data or the quoted message id, and pri
 latency (send → reply at the fake). End-to-end throughput is bounded by the outbound queue's
 rate limit (wa-outbound: 10 dispatches/s in tasks/queues.yaml).
 
+With --floor it measures the webhook against its floor instead: at each concurrency of --levels,
+--n times the two calls the webhook cannot avoid (one Firestore create in inbound_events and one
+CreateTask on the inbound queue, made directly with the connection flags below), then --n signed
+requests to the webhook over HTTP, and prints p50/p95/p99, req/s and the webhook/floor ratio. The
+inbound queue is paused for the run, so the worker does not compete for the CPU, and every task
+the run made is deleted after it (the queue is resumed unless it was paused before).
+
 Traffic stays on this machine: a non-loopback --url or --graph-url is refused unless
 --allow-remote. Exits 1 when a request failed, or a reply is missing or duplicated.`
 
@@ -33,6 +40,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		allowRemote, waitReplies, asJSON bool
 		replyTimeout                     time.Duration
 		quiet                            bool
+		floor                            floorFlags
 	)
 	fs.StringVar(&cfg.URL, "url", defaultWebhookURL, "webhook URL")
 	fs.StringVar(&cfg.Secret, "secret", env("WHATSAPP_APP_SECRET", devAppSecret), "Meta app secret that signs the bodies (env WHATSAPP_APP_SECRET; default the devstack dev secret)")
@@ -47,6 +55,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&replyTimeout, "reply-timeout", 3*time.Minute, "cap on the wait for replies")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	floor.register(fs)
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err
@@ -66,6 +75,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if replyTimeout <= 0 {
 		return usageErrorf("--reply-timeout must be positive")
+	}
+	if floor.on {
+		return runBenchFloor(ctx, cfg, floor, asJSON, quiet, stdout, stderr)
 	}
 	if !quiet {
 		cfg.Progress = func(p loadgen.Progress) {

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/loadgen"
+	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// floorFlags are bench --floor's settings.
+type floorFlags struct {
+	on     bool
+	levels string
+	warmup int
+	c      connFlags
+	q      queueFlags
+}
+
+func (f *floorFlags) register(fs *flagSet) {
+	fs.BoolVar(&f.on, "floor", false, "measure the webhook against its floor (one Firestore create + one CreateTask), --n of each per level")
+	fs.StringVar(&f.levels, "levels", "1,8", "with --floor: the concurrencies to measure, comma-separated")
+	fs.IntVar(&f.warmup, "warmup", 200, "with --floor: calls of each kind before measuring (the emulators are JVMs and warm up)")
+	f.c.register(fs)
+	f.q.register(fs)
+}
+
+// floorLevel is one concurrency's figures.
+type floorLevel struct {
+	Concurrency int
+	Floor       loadgen.CallResult
+	Webhook     *loadgen.Result
+}
+
+func (l floorLevel) ratio(p func(loadgen.Summary) time.Duration) float64 {
+	if f := p(l.Floor.Latency); f > 0 {
+		return float64(p(l.Webhook.Latency)) / float64(f)
+	}
+	return 0
+}
+
+func p50(s loadgen.Summary) time.Duration { return s.P50 }
+func p95(s loadgen.Summary) time.Duration { return s.P95 }
+
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 256 {
+			return nil, fmt.Errorf("--levels: %q is not a concurrency from 1 to 256", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// runBenchFloor is wapipe bench --floor.
+func runBenchFloor(ctx context.Context, cfg loadgen.Config, f floorFlags, asJSON, quiet bool, stdout, stderr io.Writer) error {
+	levels, err := parseLevels(f.levels)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if cfg.N < 1 || cfg.N > loadgen.MaxMessages {
+		return usageErrorf("--n must be 1 to %d", loadgen.MaxMessages)
+	}
+	if err := f.c.resolve(); err != nil {
+		return err
+	}
+	progress := func(format string, args ...any) {
+		if !quiet {
+			fmt.Fprintf(stderr, "bench --floor: "+format+"\n", args...)
+		}
+	}
+	db, err := f.c.conn.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	admin, err := f.c.conn.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	tq, err := taskqueue.New(ctx, taskqueue.Config{
+		ProjectID: f.c.conn.Project, Location: f.c.conn.Location, EmulatorHost: f.c.conn.TasksEmulatorHost,
+		BaseURL: env("INTERNAL_TASK_BASE_URL", "http://127.0.0.1:8081"), Token: env("INTERNAL_TASK_TOKEN", "bench-floor"),
+	})
+	if err != nil {
+		return err
+	}
+	defer tq.Close()
+
+	// Paused, the inbound queue keeps every task the run makes from reaching the worker.
+	st, err := admin.QueueStats(ctx, f.q.inbound)
+	if err != nil {
+		return err
+	}
+	if !st.Paused {
+		if err := admin.PauseQueue(ctx, f.q.inbound); err != nil {
+			return err
+		}
+	}
+	b := &floorBench{markers: store.NewMarkers(db, store.MarkerOptions{}), tq: tq, queue: f.q.inbound, from: cfg.From}
+	defer func() {
+		// Clean up on a context of its own: an interrupted run still leaves nothing behind.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		progress("deleting the %d tasks the run made", len(b.made))
+		if err := b.cleanup(cctx, admin); err != nil {
+			fmt.Fprintf(stderr, "bench --floor: %v\n", err)
+		}
+		if !st.Paused {
+			if err := admin.ResumeQueue(cctx, f.q.inbound); err != nil {
+				fmt.Fprintf(stderr, "bench --floor: %v\n", err)
+			}
+		}
+	}()
+
+	webhook := func(n, c int) (*loadgen.Result, error) {
+		wc := cfg
+		wc.N, wc.Concurrency, wc.Rate, wc.Progress = n, c, 0, nil
+		res, err := loadgen.Run(ctx, wc)
+		if err == nil {
+			for id := range res.Sent {
+				b.made = append(b.made, tasks.InboundTaskID(id))
+			}
+		}
+		return res, err
+	}
+	if f.warmup > 0 {
+		progress("warming up: %d floor calls and %d webhook requests", f.warmup, f.warmup)
+		b.run(ctx, f.warmup, 8)
+		if _, err := webhook(f.warmup, 8); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	var out []floorLevel
+	for _, c := range levels {
+		progress("concurrency %d: %d floor calls", c, cfg.N)
+		l := floorLevel{Concurrency: c, Floor: b.run(ctx, cfg.N, c)}
+		progress("concurrency %d: %d webhook requests", c, cfg.N)
+		if l.Webhook, err = webhook(cfg.N, c); err != nil {
+			return usageError{err.Error()}
+		}
+		out = append(out, l)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if asJSON {
+		err = operator.WriteJSON(stdout, floorJSON(cfg, out))
+	} else {
+		_, err = io.WriteString(stdout, floorReport(cfg, out))
+	}
+	if err != nil {
+		return err
+	}
+	return floorVerdict(out)
+}
+
+// floorBench makes the floor's calls: the webhook's two, directly.
+type floorBench struct {
+	markers *store.Markers
+	tq      *taskqueue.Client
+	queue   string
+	from    string
+	made    []string // task ids to delete after the run
+}
+
+func (b *floorBench) run(ctx context.Context, n, concurrency int) loadgen.CallResult {
+	type prepared struct {
+		id   string
+		body []byte
+	}
+	// Bodies are made before the clock starts: the floor is the two calls and nothing else.
+	calls := make([]prepared, n)
+	for i := range calls {
+		id := whatsapp.NewMessageID()
+		payload := whatsapp.SampleText(whatsapp.SampleOptions{From: b.from, MessageID: id}, fmt.Sprintf("bench message %d", i+1))
+		body, _ := json.Marshal(tasks.Inbound{InboundEventID: id, CorrelationID: "bench-floor", ReceivedAt: time.Now().UTC(), Payload: payload})
+		calls[i] = prepared{id, body}
+		b.made = append(b.made, tasks.InboundTaskID(id))
+	}
+	return loadgen.RunCalls(ctx, n, concurrency, func(ctx context.Context, i int) error {
+		p := calls[i]
+		if _, err := b.markers.MarkIfNew(ctx, p.id, "bench-floor"); err != nil {
+			return err
+		}
+		_, err := b.tq.Enqueue(ctx, taskqueue.Task{Queue: b.queue, ID: tasks.InboundTaskID(p.id), Path: tasks.ProcessInboundPath,
+			Body: p.body, CorrelationID: "bench-floor"})
+		return err
+	})
+}
+
+func (b *floorBench) cleanup(ctx context.Context, admin *taskqueue.Admin) error {
+	var errs []error
+	res := loadgen.RunCalls(ctx, len(b.made), 8, func(ctx context.Context, i int) error {
+		return admin.DeleteTask(ctx, admin.TaskPath(b.queue, b.made[i]))
+	})
+	if res.Errors > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d tasks not deleted: %s", res.Errors, res.Calls, strings.Join(res.FirstErrors, "; ")))
+	}
+	return errors.Join(errs...)
+}
+
+func floorReport(cfg loadgen.Config, levels []floorLevel) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "bench --floor: %d calls of each kind per level; webhook %s; floor = one Firestore create + one CreateTask\n", cfg.N, cfg.URL)
+	for _, l := range levels {
+		fmt.Fprintf(&b, "concurrency %d\n", l.Concurrency)
+		fmt.Fprintf(&b, "  floor:   %s  %.1f req/s", fmtSummary(l.Floor.Latency), l.Floor.Throughput)
+		if l.Floor.Errors > 0 {
+			fmt.Fprintf(&b, "  (%d failed: %s)", l.Floor.Errors, oneLine(strings.Join(l.Floor.FirstErrors, "; ")))
+		}
+		fmt.Fprintf(&b, "\n  webhook: %s  %.1f req/s", fmtSummary(l.Webhook.Latency), l.Webhook.Throughput)
+		if bad := failed(l.Webhook); bad > 0 {
+			fmt.Fprintf(&b, "  (%d failed)", bad)
+		}
+		fmt.Fprintf(&b, "\n  ratio webhook/floor: p50 %.2f  p95 %.2f\n", l.ratio(p50), l.ratio(p95))
+	}
+	return b.String()
+}
+
+func floorJSON(cfg loadgen.Config, levels []floorLevel) map[string]any {
+	var out []map[string]any
+	for _, l := range levels {
+		out = append(out, map[string]any{
+			"concurrency": l.Concurrency,
+			"floor":       map[string]any{"latency": toJSON(l.Floor.Latency), "throughput_rps": l.Floor.Throughput, "errors": l.Floor.Errors},
+			"webhook":     map[string]any{"latency": toJSON(l.Webhook.Latency), "throughput_rps": l.Webhook.Throughput, "failed": failed(l.Webhook)},
+			"ratio_p50":   l.ratio(p50),
+			"ratio_p95":   l.ratio(p95),
+		})
+	}
+	return map[string]any{"url": cfg.URL, "n": cfg.N, "levels": out}
+}
+
+// failed counts the webhook requests not answered 2xx.
+func failed(r *loadgen.Result) int {
+	bad := r.Errors
+	for c, n := range r.Codes {
+		if c < 200 || c > 299 {
+			bad += n
+		}
+	}
+	return bad
+}
+
+func floorVerdict(levels []floorLevel) error {
+	for _, l := range levels {
+		if l.Floor.Errors > 0 || failed(l.Webhook) > 0 {
+			return fmt.Errorf("concurrency %d: %d floor calls and %d webhook requests failed", l.Concurrency, l.Floor.Errors, failed(l.Webhook))
+		}
+	}
+	return nil
+}
