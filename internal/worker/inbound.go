@@ -31,11 +31,19 @@ type TraceRecords interface {
 // Tasks' dispatch deadline.
 const inboundStoreTimeout = 5 * time.Second
 
+// errStoreTimeout marks a store call that ran out of inboundStoreTimeout: the store is not
+// answering, and the attempt makes no further store call that would only wait as long.
+var errStoreTimeout = errors.New("store call timed out")
+
 // storeCall runs f with the store-call timeout.
 func storeCall[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, inboundStoreTimeout)
 	defer cancel()
-	return f(ctx)
+	v, err := f(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w after %s: %w", errStoreTimeout, inboundStoreTimeout, err)
+	}
+	return v, err
 }
 
 // StatusRecords remember which statuses were applied; the store's statuses implement it.
@@ -182,6 +190,11 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 		// writing it saves a write per status, the commonest delivery there is.
 		return out, nil
 	}
+	if errors.Is(err, errStoreTimeout) {
+		// The store is not answering: the trace write would wait out its timeout too. The retry
+		// writes it.
+		return out, err
+	}
 	tr.State, tr.Outbound = store.TraceFinished, targets
 	if err != nil {
 		tr.State, tr.Error = store.TraceRetrying, err.Error()
@@ -265,6 +278,9 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 		seen, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return s.deps.Statuses.StatusSeen(ctx, key) })
 		if err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
 		if seen {
@@ -281,6 +297,9 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 		})
 		if err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
 		rec := store.StatusRecord{
@@ -301,6 +320,9 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 		}
 		if _, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return s.deps.Statuses.RecordStatus(ctx, rec) }); err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
 		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,
