@@ -22,18 +22,11 @@ its reply, matched by biz_opaque_callback_data or the quoted message id, and pri
 latency (send → reply at the fake). End-to-end throughput is bounded by the outbound queue's
 rate limit (wa-outbound: 10 dispatches/s in tasks/queues.yaml).
 
-With --floor it measures the webhook against its floor instead: at each concurrency of --levels,
---n times the two calls the webhook cannot avoid (one Firestore create in inbound_events and one
-CreateTask on the inbound queue, made directly with the connection flags below), then --n signed
-requests to the webhook over HTTP, and prints p50/p95/p99, req/s and the webhook/floor ratio. The
-inbound queue is paused for the run, so the worker does not compete for the CPU, and every task
-the run made is deleted after it (the queue is resumed unless it was paused before).
-
 Traffic stays on this machine: a non-loopback --url or --graph-url is refused unless
 --allow-remote. Exits 1 when a request failed, or a reply is missing or duplicated.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", benchUsage)
+	fs := newFlagSet("bench", benchUsage+floorUsage)
 	var (
 		cfg                              loadgen.Config
 		graphURL                         string
@@ -49,13 +42,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&cfg.Rate, "rate", 0, "start requests at this many per second (0: as fast as --concurrency allows)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "cap on the sending phase")
 	fs.StringVar(&cfg.From, "from", "", "sender's WhatsApp id (default: Meta's sample number)")
+	floor.register(fs)
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow a URL that is not on this machine (loopback)")
 	fs.BoolVar(&waitReplies, "wait-replies", false, "wait for every reply at the fake Graph API and measure end to end")
 	fs.StringVar(&graphURL, "graph-url", "http://127.0.0.1:8090", "the fake Graph API (for --wait-replies)")
 	fs.DurationVar(&replyTimeout, "reply-timeout", 3*time.Minute, "cap on the wait for replies")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
-	floor.register(fs)
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err

@@ -18,6 +18,16 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
+// floorUsage ends bench's usage.
+const floorUsage = `
+
+With --floor it measures the webhook against its floor instead: at each concurrency of --levels,
+--n times the two calls the webhook cannot avoid (one Firestore create in inbound_events and one
+CreateTask on the inbound queue, made directly with the connection flags), then --n signed
+requests to the webhook over HTTP, and prints p50/p95/p99, req/s and the webhook/floor ratio. The
+inbound queue is paused for the run, so the worker does not compete for the CPU, and every task
+the run made is deleted after it (the queue is resumed unless it was paused before).`
+
 // floorFlags are bench --floor's settings.
 type floorFlags struct {
 	on     bool
