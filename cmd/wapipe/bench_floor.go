@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -26,13 +28,16 @@ With --floor it measures the webhook against its floor instead: at each concurre
 CreateTask on the inbound queue, made directly with the connection flags), then --n signed
 requests to the webhook over HTTP, and prints p50/p95/p99, req/s and the webhook/floor ratio. The
 inbound queue is paused for the run, so the worker does not compete for the CPU, and every task
-the run made is deleted after it (the queue is resumed unless it was paused before).`
+the run made is deleted after it (the queue is resumed unless it was paused before). Each level
+alternates --rounds rounds of floor calls and webhook requests, so both see the same drift of a
+shared machine.`
 
 // floorFlags are bench --floor's settings.
 type floorFlags struct {
 	on     bool
 	levels string
 	warmup int
+	rounds int
 	c      connFlags
 	q      queueFlags
 }
@@ -41,6 +46,7 @@ func (f *floorFlags) register(fs *flagSet) {
 	fs.BoolVar(&f.on, "floor", false, "measure the webhook against its floor (one Firestore create + one CreateTask), --n of each per level")
 	fs.StringVar(&f.levels, "levels", "1,8", "with --floor: the concurrencies to measure, comma-separated")
 	fs.IntVar(&f.warmup, "warmup", 200, "with --floor: calls of each kind before measuring (the emulators are JVMs and warm up)")
+	fs.IntVar(&f.rounds, "rounds", 5, "with --floor: rounds per level, floor and webhook alternating")
 	f.c.register(fs)
 	f.q.register(fs)
 }
@@ -49,7 +55,7 @@ func (f *floorFlags) register(fs *flagSet) {
 type floorLevel struct {
 	Concurrency int
 	Floor       loadgen.CallResult
-	Webhook     *loadgen.Result
+	Webhook     loadgen.CallResult
 }
 
 func (l floorLevel) ratio(p func(loadgen.Summary) time.Duration) float64 {
@@ -82,6 +88,9 @@ func runBenchFloor(ctx context.Context, cfg loadgen.Config, f floorFlags, asJSON
 	}
 	if cfg.N < 1 || cfg.N > loadgen.MaxMessages {
 		return usageErrorf("--n must be 1 to %d", loadgen.MaxMessages)
+	}
+	if f.rounds < 1 || f.rounds > cfg.N {
+		return usageErrorf("--rounds must be 1 to --n")
 	}
 	if err := f.c.resolve(); err != nil {
 		return err
@@ -136,31 +145,25 @@ func runBenchFloor(ctx context.Context, cfg loadgen.Config, f floorFlags, asJSON
 		}
 	}()
 
-	webhook := func(n, c int) (*loadgen.Result, error) {
-		wc := cfg
-		wc.N, wc.Concurrency, wc.Rate, wc.Progress = n, c, 0, nil
-		res, err := loadgen.Run(ctx, wc)
-		if err == nil {
-			for id := range res.Sent {
-				b.made = append(b.made, tasks.InboundTaskID(id))
-			}
-		}
-		return res, err
-	}
+	client := loadgen.NewClient(256, 30*time.Second)
 	if f.warmup > 0 {
 		progress("warming up: %d floor calls and %d webhook requests", f.warmup, f.warmup)
 		b.run(ctx, f.warmup, 8)
-		if _, err := webhook(f.warmup, 8); err != nil {
-			return usageError{err.Error()}
-		}
+		b.webhook(ctx, client, cfg, f.warmup, 8)
 	}
+	// Each level alternates rounds of floor calls and webhook requests, so that both sides see
+	// the same drift of a shared machine (the emulators, other processes).
 	var out []floorLevel
 	for _, c := range levels {
-		progress("concurrency %d: %d floor calls", c, cfg.N)
-		l := floorLevel{Concurrency: c, Floor: b.run(ctx, cfg.N, c)}
-		progress("concurrency %d: %d webhook requests", c, cfg.N)
-		if l.Webhook, err = webhook(cfg.N, c); err != nil {
-			return usageError{err.Error()}
+		l := floorLevel{Concurrency: c}
+		for r := range f.rounds {
+			n := cfg.N / f.rounds
+			if r < cfg.N%f.rounds {
+				n++
+			}
+			progress("concurrency %d, round %d of %d: %d floor calls, %d webhook requests", c, r+1, f.rounds, n, n)
+			l.Floor.Add(b.run(ctx, n, c))
+			l.Webhook.Add(b.webhook(ctx, client, cfg, n, c))
 		}
 		out = append(out, l)
 		if ctx.Err() != nil {
@@ -212,6 +215,35 @@ func (b *floorBench) run(ctx context.Context, n, concurrency int) loadgen.CallRe
 	})
 }
 
+// webhook posts n signed text deliveries to the webhook, concurrency at a time; a call fails
+// unless it is answered 200.
+func (b *floorBench) webhook(ctx context.Context, client *http.Client, cfg loadgen.Config, n, concurrency int) loadgen.CallResult {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		id := whatsapp.NewMessageID()
+		bodies[i] = whatsapp.SampleText(whatsapp.SampleOptions{From: b.from, MessageID: id}, fmt.Sprintf("bench message %d", i+1))
+		b.made = append(b.made, tasks.InboundTaskID(id))
+	}
+	return loadgen.RunCalls(ctx, n, concurrency, func(ctx context.Context, i int) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(bodies[i]))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(whatsapp.SignatureHeader, whatsapp.Sign(bodies[i], cfg.Secret))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("webhook answered %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
 func (b *floorBench) cleanup(ctx context.Context, admin *taskqueue.Admin) error {
 	var errs []error
 	res := loadgen.RunCalls(ctx, len(b.made), 8, func(ctx context.Context, i int) error {
@@ -225,7 +257,7 @@ func (b *floorBench) cleanup(ctx context.Context, admin *taskqueue.Admin) error 
 
 func floorReport(cfg loadgen.Config, levels []floorLevel) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bench --floor: %d calls of each kind per level; webhook %s; floor = one Firestore create + one CreateTask\n", cfg.N, cfg.URL)
+	fmt.Fprintf(&b, "bench --floor: %d calls of each kind per level, in alternating rounds; webhook %s; floor = one Firestore create + one CreateTask\n", cfg.N, cfg.URL)
 	for _, l := range levels {
 		fmt.Fprintf(&b, "concurrency %d\n", l.Concurrency)
 		fmt.Fprintf(&b, "  floor:   %s  %.1f req/s", fmtSummary(l.Floor.Latency), l.Floor.Throughput)
@@ -233,8 +265,8 @@ func floorReport(cfg loadgen.Config, levels []floorLevel) string {
 			fmt.Fprintf(&b, "  (%d failed: %s)", l.Floor.Errors, oneLine(strings.Join(l.Floor.FirstErrors, "; ")))
 		}
 		fmt.Fprintf(&b, "\n  webhook: %s  %.1f req/s", fmtSummary(l.Webhook.Latency), l.Webhook.Throughput)
-		if bad := failed(l.Webhook); bad > 0 {
-			fmt.Fprintf(&b, "  (%d failed)", bad)
+		if l.Webhook.Errors > 0 {
+			fmt.Fprintf(&b, "  (%d failed: %s)", l.Webhook.Errors, oneLine(strings.Join(l.Webhook.FirstErrors, "; ")))
 		}
 		fmt.Fprintf(&b, "\n  ratio webhook/floor: p50 %.2f  p95 %.2f\n", l.ratio(p50), l.ratio(p95))
 	}
@@ -247,7 +279,7 @@ func floorJSON(cfg loadgen.Config, levels []floorLevel) map[string]any {
 		out = append(out, map[string]any{
 			"concurrency": l.Concurrency,
 			"floor":       map[string]any{"latency": toJSON(l.Floor.Latency), "throughput_rps": l.Floor.Throughput, "errors": l.Floor.Errors},
-			"webhook":     map[string]any{"latency": toJSON(l.Webhook.Latency), "throughput_rps": l.Webhook.Throughput, "failed": failed(l.Webhook)},
+			"webhook":     map[string]any{"latency": toJSON(l.Webhook.Latency), "throughput_rps": l.Webhook.Throughput, "errors": l.Webhook.Errors},
 			"ratio_p50":   l.ratio(p50),
 			"ratio_p95":   l.ratio(p95),
 		})
@@ -255,21 +287,10 @@ func floorJSON(cfg loadgen.Config, levels []floorLevel) map[string]any {
 	return map[string]any{"url": cfg.URL, "n": cfg.N, "levels": out}
 }
 
-// failed counts the webhook requests not answered 2xx.
-func failed(r *loadgen.Result) int {
-	bad := r.Errors
-	for c, n := range r.Codes {
-		if c < 200 || c > 299 {
-			bad += n
-		}
-	}
-	return bad
-}
-
 func floorVerdict(levels []floorLevel) error {
 	for _, l := range levels {
-		if l.Floor.Errors > 0 || failed(l.Webhook) > 0 {
-			return fmt.Errorf("concurrency %d: %d floor calls and %d webhook requests failed", l.Concurrency, l.Floor.Errors, failed(l.Webhook))
+		if l.Floor.Errors > 0 || l.Webhook.Errors > 0 {
+			return fmt.Errorf("concurrency %d: %d floor calls and %d webhook requests failed", l.Concurrency, l.Floor.Errors, l.Webhook.Errors)
 		}
 	}
 	return nil

@@ -13,9 +13,29 @@ type CallResult struct {
 	Elapsed time.Duration
 	// Throughput is successful calls per second of Elapsed.
 	Throughput float64
-	// Latency is of the successful calls.
+	// Latency is of the successful calls, whose durations Latencies holds.
 	Latency     Summary
+	Latencies   []time.Duration
 	FirstErrors []string
+}
+
+// Add folds o, another run of the same calls, into r: a measurement made in rounds, interleaved
+// with another one, so that both see the same drift of the machine.
+func (r *CallResult) Add(o CallResult) {
+	r.Calls += o.Calls
+	r.Errors += o.Errors
+	r.Elapsed += o.Elapsed
+	r.Latencies = append(r.Latencies, o.Latencies...)
+	for _, e := range o.FirstErrors {
+		if len(r.FirstErrors) < 5 {
+			r.FirstErrors = append(r.FirstErrors, e)
+		}
+	}
+	r.Latency = Summarize(r.Latencies)
+	r.Throughput = 0
+	if s := r.Elapsed.Seconds(); s > 0 {
+		r.Throughput = float64(len(r.Latencies)) / s
+	}
 }
 
 // RunCalls makes n calls, concurrency at a time, and measures them: the same shape of load as
@@ -69,7 +89,7 @@ func RunCalls(ctx context.Context, n, concurrency int, call func(ctx context.Con
 		lat = append(lat, s.d)
 	}
 	res.Elapsed = time.Since(begin)
-	res.Latency = Summarize(lat)
+	res.Latency, res.Latencies = Summarize(lat), lat
 	if s := res.Elapsed.Seconds(); s > 0 {
 		res.Throughput = float64(len(lat)) / s
 	}

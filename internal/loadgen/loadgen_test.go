@@ -243,3 +243,14 @@ func TestRunCalls(t *testing.T) {
 		t.Errorf("%d calls in flight at once, want at most 4", most)
 	}
 }
+
+// TestCallResultAdd: rounds folded together count as one run of all their calls.
+func TestCallResultAdd(t *testing.T) {
+	t.Parallel()
+	var r loadgen.CallResult
+	r.Add(loadgen.CallResult{Calls: 2, Elapsed: time.Second, Latencies: []time.Duration{time.Millisecond, 3 * time.Millisecond}})
+	r.Add(loadgen.CallResult{Calls: 3, Errors: 1, Elapsed: time.Second, Latencies: []time.Duration{2 * time.Millisecond, 4 * time.Millisecond}, FirstErrors: []string{"boom"}})
+	if r.Calls != 5 || r.Errors != 1 || r.Latency.Count != 4 || r.Latency.P50 != 2*time.Millisecond || r.Throughput != 2 || len(r.FirstErrors) != 1 {
+		t.Errorf("folded result = %+v", r)
+	}
+}
