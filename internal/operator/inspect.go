@@ -198,7 +198,7 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 }
 
 // resolveRef returns the inbound_event_id an event_ref stands for, found on the event's dedupe
-// marker, trace or status records; any other query is returned as it is.
+// marker or trace; any other query is returned as it is.
 func (in *Inspector) resolveRef(ctx context.Context, query string) (string, error) {
 	if !logging.IsRef(query) {
 		return query, nil
@@ -217,15 +217,7 @@ func (in *Inspector) resolveRef(ctx context.Context, query string) (string, erro
 	if !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	// A delivery of statuses only has no marker, and no trace when it went well.
-	st, err := in.Statuses.StatusByRef(ctx, query)
-	if err == nil {
-		return st.InboundEventID, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
-	return "", fmt.Errorf("%w for event_ref %s in project %s: no dedupe marker, trace or status carries it (made with another LOG_HASH_KEY, or expired)",
+	return "", fmt.Errorf("%w for event_ref %s in project %s: no dedupe marker or trace carries it (made with another LOG_HASH_KEY, or expired)",
 		ErrNothingFound, query, in.Conn.Project)
 }
 

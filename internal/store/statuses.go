@@ -82,10 +82,3 @@ func (r *Statuses) StatusesFor(ctx context.Context, graphMessageID string) ([]St
 	}
 	return out, err
 }
-
-// StatusByRef reads a status recorded for the event whose event_ref is ref: a delivery of
-// statuses only has neither a dedupe marker nor, when it went well, a trace, so its status
-// records are where wapipe inspect finds it from a log line. ErrNotFound when none has it.
-func (r *Statuses) StatusByRef(ctx context.Context, ref string) (StatusRecord, error) {
-	return firstWhere[StatusRecord](ctx, r.fs.Collection(MessageStatuses).Where("event_ref", "==", ref), "status")
-}

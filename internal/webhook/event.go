@@ -30,8 +30,6 @@ type delivery struct {
 	eventID       string
 	correlationID string
 	received      time.Time
-	// statusOnly: the delivery holds statuses and no message (its id is "<id>:<status>").
-	statusOnly bool
 }
 
 // handleEvent takes one delivery: read and verify it, claim its event, create its inbound task,
@@ -135,12 +133,12 @@ func (s *Server) checkDelivery(ctx context.Context, sig string, body []byte) (de
 		return delivery{}, badSignature
 	}
 	// Only the id is decoded here; the worker parses the payload.
-	eventID, statusOnly, err := whatsapp.EventID(body)
+	eventID, err := whatsapp.EventID(body)
 	if err != nil {
 		logger.WarnContext(ctx, "malformed payload", "event", "payload_malformed", "bytes", len(body), "error", err)
 		return delivery{}, malformed
 	}
-	return delivery{body: body, eventID: eventID, statusOnly: statusOnly}, undecided
+	return delivery{body: body, eventID: eventID}, undecided
 }
 
 // accept runs mark_if_new and creates the inbound task, within the call budget: the answer is
@@ -150,20 +148,13 @@ func (s *Server) checkDelivery(ctx context.Context, sig string, body []byte) (de
 // Cloud Tasks answers AlreadyExists the event was queued before (a duplicate); otherwise the
 // earlier delivery never created it (its instance died between marker and task, or CreateTask
 // failed) and this delivery just did. No completion is written: the task's name is the record.
-//
-// A delivery of statuses only is not marked: every status is deduplicated on its own downstream
-// (its "<id>:<status>" record in message_statuses, and the outbound record that only moves
-// forward), so a marker would be a write that decides nothing. Its task's name dedupes it here.
 func (s *Server) accept(ctx context.Context, d delivery) outcome {
 	logger := logging.FromContext(ctx)
 	start := time.Now()
 	deadline := start.Add(s.deps.CallBudget)
-	isNew := true
-	if !d.statusOnly {
-		var o outcome
-		if isNew, o = s.claim(ctx, d, start.Add(s.deps.CallBudget*2/3)); o != undecided {
-			return o
-		}
+	isNew, o := s.claim(ctx, d, start.Add(s.deps.CallBudget*2/3))
+	if o != undecided {
+		return o
 	}
 	res, err := s.enqueue(ctx, d, deadline)
 	if err != nil {
@@ -171,7 +162,7 @@ func (s *Server) accept(ctx context.Context, d delivery) outcome {
 		logger.ErrorContext(ctx, "inbound task not created: Meta will redeliver", "event", "enqueue_failed", "error", err)
 		return enqueueFailed
 	}
-	if res.Existed && (!isNew || d.statusOnly) {
+	if !isNew && res.Existed {
 		logger.InfoContext(ctx, "duplicate delivery dropped", "event", "duplicate_dropped")
 		return duplicate
 	}

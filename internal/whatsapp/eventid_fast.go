@@ -12,32 +12,17 @@ import (
 // allocation beyond the id itself. A body the quick walk does not settle (escaped, duplicate or
 // case-variant keys, a field of an unexpected type, an empty id) and a body with neither messages
 // nor statuses take InboundEventID's full path, so the answer is always InboundEventID's.
-//
-// statusOnly is true when the id is a status's "<id>:<status>" (rule 2 of InboundEventID): the
-// delivery holds no message, and each status in it is deduplicated on its own downstream.
-func EventID(body []byte) (id string, statusOnly bool, err error) {
+func EventID(body []byte) (string, error) {
 	if !startsWithObject(body) {
-		return "", false, malformed("body is not a JSON object", nil)
+		return "", malformed("body is not a JSON object", nil)
 	}
 	if !json.Valid(body) {
-		return "", false, malformed("invalid JSON", nil)
+		return "", malformed("invalid JSON", nil)
 	}
-	if id, statusOnly, ok := quickEventID(body); ok {
-		return id, statusOnly, nil
+	if id, ok := quickEventID(body); ok {
+		return id, nil
 	}
-	p, err := Parse(body)
-	if err != nil {
-		return "", false, err
-	}
-	id, err = InboundEventID(body, p)
-	if err != nil {
-		return "", false, err
-	}
-	if _, ok := firstMessage(p); !ok {
-		s, ok := firstStatus(p)
-		statusOnly = ok && s.ID != "" && s.Status != ""
-	}
-	return id, statusOnly, nil
+	return InboundEventID(body, nil)
 }
 
 // idWalk walks a valid JSON object along entry[].changes[].value and keeps the first message's
@@ -50,18 +35,18 @@ type idWalk struct {
 
 // quickEventID is InboundEventID's rules on what idWalk found; ok is false when the walk cannot
 // settle the id by itself.
-func quickEventID(body []byte) (id string, statusOnly, ok bool) {
+func quickEventID(body []byte) (id string, ok bool) {
 	e := idWalk{w: walker{b: body}}
 	if !e.w.object(e.member("entry", func() bool { return e.w.array(e.entry) })) {
-		return "", false, false
+		return "", false
 	}
 	switch {
 	case e.hasMsg:
-		return string(e.msgID), false, len(e.msgID) > 0
+		return string(e.msgID), len(e.msgID) > 0
 	case e.hasStatus && len(e.statusID) > 0 && len(e.status) > 0:
-		return string(e.statusID) + ":" + string(e.status), true, true
+		return string(e.statusID) + ":" + string(e.status), true
 	default:
-		return "", false, false // an empty id, or no messages and no statuses: the canonical hash
+		return "", false // an empty id, or no messages and no statuses: the canonical hash
 	}
 }
 

@@ -39,12 +39,9 @@ func TestEventIDAgreesWithInboundEventID(t *testing.T) {
 	t.Parallel()
 	for _, body := range eventIDCases {
 		want, wantErr := InboundEventID([]byte(body), nil)
-		got, statusOnly, err := EventID([]byte(body))
+		got, err := EventID([]byte(body))
 		if got != want || (err != nil) != (wantErr != nil) {
 			t.Errorf("EventID(%s) = %q, %v; InboundEventID = %q, %v", body, got, err, want, wantErr)
-		}
-		if wantStatus := wantErr == nil && isStatusID([]byte(body)); statusOnly != wantStatus {
-			t.Errorf("EventID(%s): statusOnly = %v, want %v", body, statusOnly, wantStatus)
 		}
 	}
 }
@@ -53,7 +50,7 @@ func TestEventIDAgreesWithInboundEventID(t *testing.T) {
 func TestEventIDMalformed(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{"", "null", "[1]", `"s"`, `{"entry":`, `{"a":1} {"b":2}`, `{"a":1}x`} {
-		if _, _, err := EventID([]byte(body)); !errors.Is(err, ErrMalformed) {
+		if _, err := EventID([]byte(body)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("EventID(%q) error = %v, want ErrMalformed", body, err)
 		}
 	}
@@ -67,12 +64,9 @@ func FuzzEventID(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want, wantErr := InboundEventID(body, nil)
-		got, statusOnly, err := EventID(body)
+		got, err := EventID(body)
 		if got != want || (err != nil) != (wantErr != nil) {
 			t.Fatalf("EventID = %q, %v; InboundEventID = %q, %v", got, err, want, wantErr)
-		}
-		if wantStatus := wantErr == nil && isStatusID(body); statusOnly != wantStatus {
-			t.Fatalf("statusOnly = %v, want %v", statusOnly, wantStatus)
 		}
 	})
 }
@@ -83,22 +77,8 @@ func BenchmarkEventID(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := EventID(body); err != nil {
+		if _, err := EventID(body); err != nil {
 			b.Fatal(err)
 		}
 	}
-}
-
-// isStatusID is the reference for EventID's statusOnly: the payload has no message and its id
-// came from its first status.
-func isStatusID(body []byte) bool {
-	p, err := Parse(body)
-	if err != nil {
-		return false
-	}
-	if _, ok := firstMessage(p); ok {
-		return false
-	}
-	s, ok := firstStatus(p)
-	return ok && s.ID != "" && s.Status != ""
 }
