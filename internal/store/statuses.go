@@ -29,21 +29,15 @@ type StatusRecord struct {
 	Timestamp      string `firestore:"timestamp,omitempty" json:"timestamp,omitempty"`
 	PhoneNumberID  string `firestore:"phone_number_id,omitempty" json:"phone_number_id,omitempty"`
 	// TenantID owns PhoneNumberID; empty for the single-tenant default (or no one).
-	TenantID       string `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
-	RecipientHash  string `firestore:"recipient_hash,omitempty" json:"recipient_hash,omitempty"`
-	IdempotencyKey string `firestore:"idempotency_key,omitempty" json:"idempotency_key,omitempty"`
-	ErrorCode      int64  `firestore:"error_code,omitempty" json:"error_code,omitempty"`
-	ErrorTitle     string `firestore:"error_title,omitempty" json:"error_title,omitempty"`
-	InboundEventID string `firestore:"inbound_event_id,omitempty" json:"inbound_event_id,omitempty"`
-	CorrelationID  string `firestore:"correlation_id,omitempty" json:"correlation_id,omitempty"`
-	// TaskName is the X-CloudTasks-TaskName of the inbound task that recorded the status: a
-	// delivery of statuses only writes no trace when it succeeds, and its records say this much.
-	TaskName string `firestore:"task_name,omitempty" json:"task_name,omitempty"`
-	// EventRef is the inbound event's keyed ref (logging.Hasher.Ref), the event_ref of its log
-	// lines, so wapipe inspect finds a status event from a log line.
-	EventRef   string    `firestore:"event_ref,omitempty" json:"event_ref,omitempty"`
-	ReceivedAt time.Time `firestore:"received_at" json:"received_at"`
-	ExpireAt   time.Time `firestore:"expire_at" json:"expire_at"`
+	TenantID       string    `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+	RecipientHash  string    `firestore:"recipient_hash,omitempty" json:"recipient_hash,omitempty"`
+	IdempotencyKey string    `firestore:"idempotency_key,omitempty" json:"idempotency_key,omitempty"`
+	ErrorCode      int64     `firestore:"error_code,omitempty" json:"error_code,omitempty"`
+	ErrorTitle     string    `firestore:"error_title,omitempty" json:"error_title,omitempty"`
+	InboundEventID string    `firestore:"inbound_event_id,omitempty" json:"inbound_event_id,omitempty"`
+	CorrelationID  string    `firestore:"correlation_id,omitempty" json:"correlation_id,omitempty"`
+	ReceivedAt     time.Time `firestore:"received_at" json:"received_at"`
+	ExpireAt       time.Time `firestore:"expire_at" json:"expire_at"`
 }
 
 // RecordStatus stores a status once. It returns false when the same "<id>:<status>" was recorded

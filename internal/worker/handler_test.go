@@ -726,8 +726,7 @@ func TestLogsAndLookupsUseKeyedRefs(t *testing.T) {
 	if len(hs.records.recorded) != 1 || hs.records.recorded[0].RecipientHash != h.Phone(customerPhone) {
 		t.Errorf("status recipient_hash = %+v, want %s", hs.records.recorded, h.Phone(customerPhone))
 	}
-	// A delivery of statuses only writes no trace: its status records carry the event_ref.
-	if len(hs.records.recorded) != 1 || hs.records.recorded[0].EventRef != h.Ref(statusEvent) {
-		t.Errorf("status event_ref = %+v, want %s", hs.records.recorded, h.Ref(statusEvent))
+	if len(hs.records.started) != 1 || hs.records.started[0].EventRef != h.Ref(statusEvent) {
+		t.Errorf("trace event_ref = %+v, want %s", hs.records.started, h.Ref(statusEvent))
 	}
 }

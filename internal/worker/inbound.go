@@ -125,8 +125,7 @@ func validateInbound(in tasks.Inbound) error {
 	return errors.Join(errs...)
 }
 
-// processInbound reads the payload, fans out and applies the statuses, then writes the trace
-// (unless the delivery held only statuses and all were recorded: their records are its trace).
+// processInbound reads the payload, fans out and applies the statuses, then writes the trace.
 func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *task, in tasks.Inbound) (fanOutCounts, error) {
 	payloadBytes := []byte(in.Payload)
 	if in.PayloadRef != "" {
@@ -181,15 +180,9 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 				out.Unrouted++
 			}
 		}
-		err = errors.Join(fanErr, s.applyStatuses(ctx, logger, in, t.name, statuses, routes))
+		err = errors.Join(fanErr, s.applyStatuses(ctx, logger, in, statuses, routes))
 	}
 
-	if err == nil && len(msgs) == 0 && len(statuses) > 0 {
-		// A delivery of statuses only, all recorded: each status record in message_statuses
-		// names its event, correlation id and task, which is all the trace would say. Not
-		// writing it saves a write per status, the commonest delivery there is.
-		return out, nil
-	}
 	if errors.Is(err, errStoreTimeout) {
 		// The store is not answering: the trace write would wait out its timeout too. The retry
 		// writes it.
@@ -267,7 +260,7 @@ func (s *Server) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 // and records second: a crash between the two leaves a status unrecorded, and the retry applies it
 // again, which the rank guard makes harmless; the other order could leave a status recorded as
 // seen but never applied, and a send of unknown outcome never reconciled.
-func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, taskName string, statuses []whatsapp.Status, routes map[string]route) error {
+func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, statuses []whatsapp.Status, routes map[string]route) error {
 	var errs []error
 	for _, st := range statuses {
 		code, title := 0, ""
@@ -315,8 +308,6 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			ErrorTitle:     title,
 			InboundEventID: in.InboundEventID,
 			CorrelationID:  in.CorrelationID,
-			TaskName:       taskName,
-			EventRef:       s.deps.Hasher.Ref(in.InboundEventID),
 		}
 		if _, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return s.deps.Statuses.RecordStatus(ctx, rec) }); err != nil {
 			errs = append(errs, err)

@@ -288,7 +288,7 @@ var hopBudget = map[string]opCounts{
 	"webhook: text":           {Writes: 1, Reads: 0},
 	"webhook: status":         {Writes: 1, Reads: 0},
 	"process_inbound: text":   {Writes: 1, Reads: 2},
-	"process_inbound: status": {Writes: 2, Reads: 2},
+	"process_inbound: status": {Writes: 3, Reads: 2},
 }
 
 // postSigned posts body to the webhook, signed with secret, and returns the status code.
