@@ -30,13 +30,14 @@ Traffic stays on this machine: a non-loopback --url or --graph-url is refused un
 --allow-remote. Exits 1 when a request failed, or a reply is missing or duplicated.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", benchUsage)
+	fs := newFlagSet("bench", benchUsage+floorUsage)
 	var (
 		cfg                              loadgen.Config
 		graphURL                         string
 		allowRemote, waitReplies, asJSON bool
 		replyTimeout                     time.Duration
 		quiet                            bool
+		floor                            floorFlags
 	)
 	fs.StringVar(&cfg.URL, "url", defaultWebhookURL, "webhook URL")
 	fs.StringVar(&cfg.Secret, "secret", env("WHATSAPP_APP_SECRET", devAppSecret), "Meta app secret that signs the bodies (env WHATSAPP_APP_SECRET; default the devstack dev secret)")
@@ -45,6 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&cfg.Rate, "rate", 0, "start requests at this many per second (0: as fast as --concurrency allows)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "cap on the sending phase")
 	fs.StringVar(&cfg.From, "from", "", "sender's WhatsApp id (default: Meta's sample number)")
+	floor.register(fs)
 	fs.BoolVar(&allowRemote, "allow-remote", false, "allow a URL that is not on this machine (loopback)")
 	fs.BoolVar(&waitReplies, "wait-replies", false, "wait for every reply at the fake Graph API and measure end to end")
 	fs.StringVar(&graphURL, "graph-url", "http://127.0.0.1:8090", "the fake Graph API (for --wait-replies)")
@@ -87,6 +89,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if replyTimeout <= 0 {
 		return usageErrorf("--reply-timeout must be positive")
+	}
+	if floor.on {
+		return runBenchFloor(ctx, cfg, floor, asJSON, quiet, stdout, stderr)
 	}
 	if !quiet {
 		cfg.Progress = func(p loadgen.Progress) {

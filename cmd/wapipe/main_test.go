@@ -18,6 +18,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
+	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -246,8 +247,8 @@ func TestInspect(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCLI(t, s.conn("inspect", eventID, "--json")...)), &r); err != nil {
 		t.Fatalf("inspect --json: %v", err)
 	}
-	if r.Marker == nil || r.Marker.State != "enqueued" {
-		t.Errorf("marker = %+v, want enqueued", r.Marker)
+	if r.Marker == nil || r.Marker.State != dedupe.StateReceived {
+		t.Errorf("marker = %+v, want received", r.Marker)
 	}
 	if r.Trace == nil || r.Trace.State != store.TraceFinished || r.Trace.Messages != 2 {
 		t.Errorf("trace = %+v, want finished with 2 messages", r.Trace)
@@ -278,7 +279,7 @@ func TestInspect(t *testing.T) {
 	hashed := lastLine(mustCLI(t, "hash-id", eventID))
 	for _, q := range []string{eventID, second, tasks.IdempotencyKey(second), ref, hashed} {
 		text := mustCLI(t, s.conn("inspect", q)...)
-		for _, want := range []string{"inbound_event_id: " + eventID, "event_ref: " + ref, "dedupe marker (inbound_events): enqueued",
+		for _, want := range []string{"inbound_event_id: " + eventID, "event_ref: " + ref, "dedupe marker (inbound_events): received",
 			"trace (inbound_traces): finished", "outbound record (outbound_messages): sent", "dead letters: none"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("inspect %s: no %q in:\n%s", q, want, text)

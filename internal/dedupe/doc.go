@@ -1,13 +1,13 @@
 // Package dedupe is the webhook's mark_if_new: a marker per inbound_event_id in Firestore
-// (inbound_events) that lets exactly one delivery of an event create its inbound task.
+// (inbound_events), created once with one atomic create, that tells the first delivery of an
+// event from a redelivery.
 //
-// A marker is created atomically in state "pending" with a short lease, and moves to "enqueued"
-// once the task exists. Because the marker records whether the task was created, it never strands
-// an event: if creating the task fails the marker is released ("failed") and Meta's redelivery
-// goes through, and a marker left "pending" by an instance that died is taken over once its lease
-// has run out. Two instances that both end up creating the task are kept to one task by its
-// deterministic name.
+// The marker does not record whether the event's inbound task was created: the task's name,
+// derived from the inbound_event_id, does. A delivery that creates the marker creates the task; a
+// delivery that finds the marker creates the task again by the same name, and Cloud Tasks'
+// AlreadyExists says it was queued already. So a new event costs one Firestore create and one
+// CreateTask and nothing after, and an instance that died between marker and task, or a task that
+// could not be created, heals on Meta's redelivery with no lease, no takeover and no wait.
 //
-// This package holds the rules: the marker, its states and what an existing marker means for a
-// new delivery (Decide). store.Markers keeps the markers in Firestore and applies the rules.
+// This package holds the marker; store.Markers keeps it in Firestore.
 package dedupe

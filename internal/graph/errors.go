@@ -149,6 +149,15 @@ var (
 		130429: true, // Rate limit hit: Cloud API throughput reached
 		131056: true, // (Business, Consumer) pair rate limit hit: too many messages to one user
 		133016: true, // Account register/deregister rate limit exceeded
+		// Spam rate limit hit: Meta restricts how many messages the number may send until its
+		// quality recovers. The message is not at fault, so it is retried, with longBackoffs.
+		131048: true,
+	}
+	// longBackoffs are the least a caller waits before retrying a throttled code whose limit
+	// lifts slowly, when Meta's answer carries no Retry-After: retrying 131048 on the queue's
+	// usual backoff (seconds) would only burn attempts against a limit that lasts hours.
+	longBackoffs = map[int]time.Duration{
+		131048: 10 * time.Minute,
 	}
 	temporaryCodes = map[int]bool{
 		1:      true, // API Unknown: "invalid request or possible server error"; Meta says retry
@@ -175,7 +184,6 @@ var (
 		131021: true, // Recipient cannot be sender
 		131026: true, // Message undeliverable
 		131047: true, // Re-engagement message: more than 24 hours since the last reply
-		131048: true, // Spam rate limit hit: a quality restriction lifted in days, not minutes
 		131051: true, // Unsupported message type
 		131052: true, // Media download error
 		131053: true, // Media upload error
@@ -243,13 +251,18 @@ func IsRetryable(err error) bool {
 	return k == Throttled || k == Temporary
 }
 
-// RetryAfter returns the Retry-After Meta sent with err, 0 when none.
+// RetryAfter returns how long to wait before retrying err: the Retry-After Meta sent with it, or,
+// when Meta sent none, the long backoff its code calls for (10 minutes for 131048, the spam rate
+// limit); 0 when neither says.
 func RetryAfter(err error) time.Duration {
 	var ge *Error
-	if errors.As(err, &ge) {
+	if !errors.As(err, &ge) {
+		return 0
+	}
+	if ge.RetryAfter > 0 || ge.Kind != Throttled {
 		return ge.RetryAfter
 	}
-	return 0
+	return longBackoffs[ge.Code]
 }
 
 func isTransient(err error) bool {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,5 +206,51 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		if _, err := loadgen.Run(context.Background(), cfg); err == nil {
 			t.Errorf("Run(%+v) succeeded, want a configuration error", cfg)
 		}
+	}
+}
+
+// TestRunCalls: every call is made once, at most concurrency at a time, and failures are counted
+// apart from the latencies.
+func TestRunCalls(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[int]int{}
+	inFlight, most := 0, 0
+	res := loadgen.RunCalls(context.Background(), 50, 4, func(_ context.Context, i int) error {
+		mu.Lock()
+		seen[i]++
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		if i%10 == 0 {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	if len(seen) != 50 || res.Calls != 50 || res.Errors != 5 || res.Latency.Count != 45 {
+		t.Errorf("calls %d (distinct %d), errors %d, latencies %d; want 50, 50, 5, 45", res.Calls, len(seen), res.Errors, res.Latency.Count)
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("call %d made %d times", i, n)
+		}
+	}
+	if most > 4 {
+		t.Errorf("%d calls in flight at once, want at most 4", most)
+	}
+}
+
+// TestCallResultAdd: rounds folded together count as one run of all their calls.
+func TestCallResultAdd(t *testing.T) {
+	t.Parallel()
+	var r loadgen.CallResult
+	r.Add(loadgen.CallResult{Calls: 2, Elapsed: time.Second, Latencies: []time.Duration{time.Millisecond, 3 * time.Millisecond}})
+	r.Add(loadgen.CallResult{Calls: 3, Errors: 1, Elapsed: time.Second, Latencies: []time.Duration{2 * time.Millisecond, 4 * time.Millisecond}, FirstErrors: []string{"boom"}})
+	if r.Calls != 5 || r.Errors != 1 || r.Latency.Count != 4 || r.Latency.P50 != 2*time.Millisecond || r.Throughput != 2 || len(r.FirstErrors) != 1 {
+		t.Errorf("folded result = %+v", r)
 	}
 }

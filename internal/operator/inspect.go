@@ -288,9 +288,10 @@ func WriteReport(w io.Writer, r *Report) error {
 	}
 	b.WriteString("\n")
 	if m := r.Marker; m != nil {
-		p("dedupe marker (%s): %s, attempt %d, correlation_id %s", store.InboundEvents, m.State, m.Attempt, m.CorrelationID)
-		p("  task: %s", or(m.TaskName, "-"))
-		p("  created %s, updated %s, expires %s", stamp(m.CreatedAt), stamp(m.UpdatedAt), stamp(m.ExpireAt))
+		// The marker only says the event was received; whether its task exists is the inbound
+		// task's lookup below.
+		p("dedupe marker (%s): %s, correlation_id %s", store.InboundEvents, m.State, m.CorrelationID)
+		p("  created %s, expires %s", stamp(m.CreatedAt), stamp(m.ExpireAt))
 	} else {
 		p("dedupe marker (%s): none", store.InboundEvents)
 	}

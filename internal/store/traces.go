@@ -24,7 +24,7 @@ func NewTraces(db *DB, opts Options) *Traces {
 }
 
 // Trace is the record of one inbound event's processing (inbound_traces), keyed by the
-// inbound_event_id; each attempt of its task updates it.
+// inbound_event_id; each attempt of its task writes it once, when the attempt is over.
 type Trace struct {
 	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
 	CorrelationID  string `firestore:"correlation_id" json:"correlation_id"`
@@ -63,19 +63,29 @@ type TraceTarget struct {
 	TenantID string `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
-// Trace states.
+// Trace states. A trace is written once an attempt is over (WriteTrace); traces written by
+// earlier versions may also be "started".
 const (
 	TraceStarted  = "started"
 	TraceFinished = "finished"
 	TraceRetrying = "retrying"
 )
 
-// StartTrace writes the trace as started for this attempt.
-func (r *Traces) StartTrace(ctx context.Context, t Trace) error {
+// WriteTrace writes an attempt's trace, whole, in one write: its end (FinishedAt is now) with
+// what it did, StartedAt as the caller set it (now when zero). One write per attempt instead of
+// one at each end: a trace exists to explain an event afterwards, and an attempt that dies half
+// way leaves its task to be retried, whose trace then tells. Outbound may hold any number of
+// targets: the trace keeps counts of all and MaxTraceTargets of them; Error is cut short.
+func (r *Traces) WriteTrace(ctx context.Context, t Trace) error {
 	now := r.opts.Now()
-	t.State, t.StartedAt, t.FinishedAt, t.ExpireAt = TraceStarted, now, time.Time{}, now.Add(r.opts.Retention)
+	if t.StartedAt.IsZero() {
+		t.StartedAt = now
+	}
+	t.FinishedAt, t.ExpireAt = now, now.Add(r.opts.Retention)
+	t.Outbound, t.OutboundCounts, t.OutboundOmitted = boundTargets(t.Outbound)
+	t.Error = truncate(t.Error, maxTraceError)
 	if _, err := r.fs.Collection(InboundTraces).Doc(DocID(t.InboundEventID)).Set(ctx, t); err != nil {
-		return fmt.Errorf("start trace: %w", err)
+		return fmt.Errorf("write trace: %w", err)
 	}
 	return nil
 }
@@ -91,25 +101,6 @@ const (
 	maxTraceTargetError = 256
 	maxTraceError       = 8 << 10
 )
-
-// FinishTrace records the attempt's outcome: finished, or retrying with the error. outbound may
-// hold any number of targets: the trace keeps counts of all and MaxTraceTargets of them.
-func (r *Traces) FinishTrace(ctx context.Context, eventID, state string, outbound map[string]TraceTarget, errText string) error {
-	kept, counts, omitted := boundTargets(outbound)
-	_, err := r.fs.Collection(InboundTraces).Doc(DocID(eventID)).Set(ctx, map[string]any{
-		"state":            state,
-		"outbound":         kept,
-		"outbound_counts":  counts,
-		"outbound_omitted": omitted,
-		"error":            truncate(errText, maxTraceError),
-		"finished_at":      r.opts.Now(),
-	}, firestore.Merge([]string{"state"}, []string{"outbound"}, []string{"outbound_counts"},
-		[]string{"outbound_omitted"}, []string{"error"}, []string{"finished_at"}))
-	if err != nil {
-		return fmt.Errorf("finish trace: %w", err)
-	}
-	return nil
-}
 
 // GetTrace reads an event's trace.
 func (r *Traces) GetTrace(ctx context.Context, eventID string) (Trace, error) {

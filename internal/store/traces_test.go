@@ -37,15 +37,16 @@ func TestTraceBoundedForLargeBatch(t *testing.T) {
 		targets[tasks.IdempotencyKey(id)] = tt
 	}
 	event := "wamid.batch"
-	if err := traces.StartTrace(ctx, store.Trace{InboundEventID: event, Messages: n}); err != nil {
-		t.Fatal(err)
-	}
-	if err := traces.FinishTrace(ctx, event, store.TraceRetrying, targets, strings.Join(errs, "\n")); err != nil {
-		t.Fatalf("FinishTrace: %v", err)
+	if err := traces.WriteTrace(ctx, store.Trace{InboundEventID: event, Messages: n, State: store.TraceRetrying,
+		Outbound: targets, Error: strings.Join(errs, "\n")}); err != nil {
+		t.Fatalf("WriteTrace: %v", err)
 	}
 	got, err := traces.GetTrace(ctx, event)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got.StartedAt.IsZero() || got.FinishedAt.IsZero() || got.ExpireAt.IsZero() || got.State != store.TraceRetrying {
+		t.Errorf("trace state %s, started %v, finished %v, expires %v; want retrying with all three times", got.State, got.StartedAt, got.FinishedAt, got.ExpireAt)
 	}
 	if diff := cmp.Diff(map[string]int64{"created": n - failed, "failed": failed}, got.OutboundCounts); diff != "" {
 		t.Errorf("outbound_counts (-want, +got):\n%s", diff)

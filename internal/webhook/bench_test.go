@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func payloadOfSize(n int) []byte {
 }
 
 // BenchmarkSignatureAndParse is the webhook's CPU cost before any I/O: the HMAC over the raw
-// bytes, the parse and the inbound_event_id.
+// bytes and the inbound_event_id (whatsapp.EventID, which decodes only what the id needs).
 func BenchmarkSignatureAndParse(b *testing.B) {
 	for _, size := range []struct {
 		name string
@@ -47,11 +49,7 @@ func BenchmarkSignatureAndParse(b *testing.B) {
 				if !whatsapp.VerifySignature(sig, body, appSecret) {
 					b.Fatal("signature")
 				}
-				p, err := whatsapp.Parse(body)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := whatsapp.InboundEventID(body, p); err != nil {
+				if _, err := whatsapp.EventID(body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -124,4 +122,39 @@ func percentiles(lat []time.Duration) [3]float64 {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
 	return [3]float64{at(0.50), at(0.95), at(0.99)}
+}
+
+// BenchmarkHandlerParallel posts 1 KB text deliveries to the handler over HTTP from 8 goroutines,
+// against the emulators: the load to profile the handler under (go test -bench HandlerParallel
+// -cpuprofile cpu.out -benchmem).
+func BenchmarkHandlerParallel(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	var n atomic.Int64
+	post := func(id string) {
+		body := textPayload(id)
+		req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
+		req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, appSecret))
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Errorf("status %d", resp.StatusCode)
+		}
+	}
+	for i := range 200 {
+		post(fmt.Sprintf("wamid.warm-p-%d", i))
+	}
+	b.ReportAllocs()
+	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			post(fmt.Sprintf("wamid.par-%d-%d", b.N, n.Add(1)))
+		}
+	})
 }

@@ -27,17 +27,35 @@ type Config struct {
 	// MaxInflightBodyBytes bounds the body bytes held across all requests at once; a delivery
 	// that cannot reserve its bytes promptly answers 503 (Meta retries).
 	MaxInflightBodyBytes int64 `env:"MAX_INFLIGHT_BODY_BYTES, default=67108864"`
+	// CallBudget bounds a delivery's mark_if_new and CreateTask together, so an unreachable
+	// store or queue is answered (500 fail closed, or enqueued fail open) well inside Meta's
+	// 5 s timeout instead of at it.
+	CallBudget time.Duration `env:"WEBHOOK_CALL_BUDGET, default=1500ms"`
 }
+
+// DefaultCallBudget is WEBHOOK_CALL_BUDGET's default: a Firestore create and a CreateTask take
+// milliseconds, and an answer within 2 s leaves Meta's 5 s timeout far away.
+const DefaultCallBudget = 1500 * time.Millisecond
+
+// Bounds of WEBHOOK_CALL_BUDGET: under the floor a slow moment of Firestore would fail healthy
+// deliveries; over the ceiling the answer would come too close to Meta's 5 s timeout.
+const (
+	minCallBudget = 300 * time.Millisecond
+	maxCallBudget = 4 * time.Second
+)
 
 // DefaultMaxInflightBodyBytes is MAX_INFLIGHT_BODY_BYTES's default: 64 MiB, 16 bodies at the
 // 4 MiB cap, an eighth of a 512 MiB container.
 const DefaultMaxInflightBodyBytes = 64 << 20
 
 // SetDefaults settles DEDUPE_FAIL_MODE's default (closed, except open in dev) and, for a config
-// built by hand, MAX_INFLIGHT_BODY_BYTES's.
+// built by hand, MAX_INFLIGHT_BODY_BYTES's and WEBHOOK_CALL_BUDGET's.
 func (c *Config) SetDefaults() {
 	if c.MaxInflightBodyBytes == 0 {
 		c.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	if c.CallBudget == 0 {
+		c.CallBudget = DefaultCallBudget
 	}
 	if c.DedupeFailMode == "" {
 		c.DedupeFailMode = FailClosed
@@ -67,6 +85,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInflightBodyBytes != 0 && c.MaxInflightBodyBytes < MaxBodyBytes {
 		errs = append(errs, fmt.Errorf("MAX_INFLIGHT_BODY_BYTES: must be at least the body cap, %d", MaxBodyBytes))
+	}
+	if c.CallBudget != 0 && (c.CallBudget < minCallBudget || c.CallBudget > maxCallBudget) {
+		errs = append(errs, fmt.Errorf("WEBHOOK_CALL_BUDGET: must be between %s and %s, got %s", minCallBudget, maxCallBudget, c.CallBudget))
 	}
 	switch c.DedupeFailMode {
 	case "", FailClosed:

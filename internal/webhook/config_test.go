@@ -41,6 +41,10 @@ func TestConfig(t *testing.T) {
 		{"queue not in queues.yaml", map[string]string{"INBOUND_TASK_QUEUE_NAME": "wa-elsewhere"}, "INBOUND_TASK_QUEUE_NAME", ""},
 		{"negative ttl", map[string]string{"DEDUPE_TTL": "-1h"}, "DEDUPE_TTL", ""},
 		{"body budget under the body cap", map[string]string{"MAX_INFLIGHT_BODY_BYTES": "1048576"}, "MAX_INFLIGHT_BODY_BYTES", ""},
+		{"call budget too short for a healthy store", map[string]string{"WEBHOOK_CALL_BUDGET": "50ms"}, "WEBHOOK_CALL_BUDGET", ""},
+		{"call budget at Meta's timeout", map[string]string{"WEBHOOK_CALL_BUDGET": "5s"}, "WEBHOOK_CALL_BUDGET", ""},
+		{"call budget not a duration", map[string]string{"WEBHOOK_CALL_BUDGET": "fast"}, "WEBHOOK_CALL_BUDGET", ""},
+		{"call budget set", map[string]string{"WEBHOOK_CALL_BUDGET": "1500ms"}, "", webhook.FailClosed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +65,7 @@ func TestConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			if cfg.DedupeFailMode != tc.wantMode || cfg.DedupeTTL != 168*time.Hour || cfg.InboundQueue != "wa-inbound" ||
-				cfg.MaxInflightBodyBytes != webhook.DefaultMaxInflightBodyBytes {
+				cfg.MaxInflightBodyBytes != webhook.DefaultMaxInflightBodyBytes || cfg.CallBudget != webhook.DefaultCallBudget {
 				t.Errorf("config = mode %s ttl %s queue %s", cfg.DedupeFailMode, cfg.DedupeTTL, cfg.InboundQueue)
 			}
 		})

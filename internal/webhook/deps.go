@@ -16,8 +16,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, logger *slog.Logge
 	return Deps{
 		Dedupe: store.NewMarkers(db, store.MarkerOptions{TTL: cfg.DedupeTTL, EventRef: cfg.Hasher().Ref}),
 		// Out-of-band payloads live as long as dead letters do, so a replay can still read one.
-		Payloads: store.NewPayloads(db, store.DefaultRetention),
-		Tasks:    tq,
-		Logger:   logger,
+		Payloads:   store.NewPayloads(db, store.DefaultRetention),
+		Tasks:      tq,
+		Logger:     logger,
+		CallBudget: cfg.CallBudget,
 	}
 }

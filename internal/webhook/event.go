@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -54,17 +54,9 @@ func (s *Server) handleEvent() http.Handler {
 		d.correlationID, d.received = correlationID, received
 		ctx, _ = logging.With(ctx, logging.EventID(d.eventID))
 
-		// Meta may give up on this request; the event's state must still end consistent, so the
-		// rest runs to completion on its own deadline.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		o, complete := s.accept(ctx, d)
-		respond(w, o)
-		if complete != nil {
-			// Meta has its answer; recording it in the marker is not on its clock.
-			_ = http.NewResponseController(w).Flush()
-			complete()
-		}
+		// Meta may give up on this request; the calls still run to their own budget, so a task
+		// created just as Meta disconnects is not left half-made.
+		respond(w, s.accept(context.WithoutCancel(ctx), d))
 	})
 }
 
@@ -140,143 +132,107 @@ func (s *Server) checkDelivery(ctx context.Context, sig string, body []byte) (de
 			"signature_present", true, "bytes", len(body))
 		return delivery{}, badSignature
 	}
-	payload, err := whatsapp.Parse(body)
+	// Only the id is decoded here; the worker parses the payload.
+	eventID, err := whatsapp.EventID(body)
 	if err != nil {
 		logger.WarnContext(ctx, "malformed payload", "event", "payload_malformed", "bytes", len(body), "error", err)
-		return delivery{}, malformed
-	}
-	eventID, err := whatsapp.InboundEventID(body, payload)
-	if err != nil {
-		logger.WarnContext(ctx, "no inbound_event_id", "event", "payload_malformed", "error", err)
 		return delivery{}, malformed
 	}
 	return delivery{body: body, eventID: eventID}, undecided
 }
 
-// accept runs mark_if_new and creates the inbound task: the answer is accepted only once the task
-// exists. complete, when not nil, completes the marker; it runs after the answer is sent.
-func (s *Server) accept(ctx context.Context, d delivery) (o outcome, complete func()) {
+// accept runs mark_if_new and creates the inbound task, within the call budget: the answer is
+// accepted (or duplicate) only once the task exists.
+//
+// A delivery that finds the event marked creates the task again by its deterministic name: when
+// Cloud Tasks answers AlreadyExists the event was queued before (a duplicate); otherwise the
+// earlier delivery never created it (its instance died between marker and task, or CreateTask
+// failed) and this delivery just did. No completion is written: the task's name is the record.
+func (s *Server) accept(ctx context.Context, d delivery) outcome {
 	logger := logging.FromContext(ctx)
-	start := s.deps.Now()
-	owned, o := s.claim(ctx, d)
+	start := time.Now()
+	deadline := start.Add(s.deps.CallBudget)
+	isNew, o := s.claim(ctx, d, start.Add(s.deps.CallBudget*2/3))
 	if o != undecided {
-		return o, nil
+		return o
 	}
-
-	res, err := s.enqueue(ctx, d)
+	res, err := s.enqueue(ctx, d, deadline)
 	if err != nil {
+		// The marker stays: Meta's redelivery finds it and creates the task by name.
 		logger.ErrorContext(ctx, "inbound task not created: Meta will redeliver", "event", "enqueue_failed", "error", err)
-		if owned {
-			if rerr := s.storeCall(ctx, func(ctx context.Context) error { return s.deps.Dedupe.Release(ctx, d.eventID) }); rerr != nil {
-				// The lease runs out on its own; the redelivery after it takes over.
-				logger.WarnContext(ctx, "marker not released", "event", "marker_release_failed", "error", rerr)
-			}
-		}
-		return enqueueFailed, nil
+		return enqueueFailed
+	}
+	if !isNew && res.Existed {
+		logger.InfoContext(ctx, "duplicate delivery dropped", "event", "duplicate_dropped")
+		return duplicate
+	}
+	if !isNew {
+		logger.WarnContext(ctx, "event marked earlier but its task was missing: created now", "event", "task_recreated",
+			"task_name", res.Name)
 	}
 	logger.InfoContext(ctx, "webhook accepted", "event", "webhook_accepted",
 		"task_name", res.Name, "task_existed", res.Existed, "bytes", len(d.body),
-		"duration_ms", s.deps.Now().Sub(start).Milliseconds())
-	if !owned {
-		return accepted, nil
-	}
-	return accepted, func() {
-		if err := s.storeCall(ctx, func(ctx context.Context) error { return s.deps.Dedupe.Complete(ctx, d.eventID, res.Name) }); err != nil {
-			// The task exists, so the event is safe; a redelivery after the lease finds the task
-			// by name and completes the marker then.
-			logger.WarnContext(ctx, "task created but marker not completed", "event", "marker_complete_failed", "error", err)
-		}
-	}
+		"duration_ms", time.Since(start).Milliseconds())
+	return accepted
 }
 
-// claim runs mark_if_new. owned is true when this delivery holds the marker; the outcome is
-// undecided when the delivery must go on to create the task (owned, or the store is down and
-// DEDUPE_FAIL_MODE is open).
-func (s *Server) claim(ctx context.Context, d delivery) (owned bool, o outcome) {
+// latest returns the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// claim runs mark_if_new, bounded by deadline. isNew is true when this delivery marked the event;
+// the outcome is undecided when the delivery must go on to create the task (always, unless the
+// store is down and DEDUPE_FAIL_MODE is closed).
+func (s *Server) claim(ctx context.Context, d delivery, deadline time.Time) (isNew bool, o outcome) {
 	logger := logging.FromContext(ctx)
-	deadline := s.deps.Now().Add(s.deps.InFlightWait)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		var res dedupe.Result
-		err := s.storeCall(ctx, func(ctx context.Context) error {
-			var err error
-			res, err = s.deps.Dedupe.Begin(ctx, d.eventID, d.correlationID)
-			return err
-		})
-		if err != nil {
-			if s.cfg.DedupeFailMode == FailOpen {
-				// Fail open: without the marker the deterministic task name still dedupes
-				// within Cloud Tasks' name reservation window.
-				logger.ErrorContext(ctx, "dedupe store unreachable: enqueueing without a marker (DEDUPE_FAIL_MODE=open)",
-					"event", "dedupe_unavailable", "fail_mode", FailOpen, "error", err)
-				return false, undecided
-			}
-			logger.ErrorContext(ctx, "dedupe store unreachable: refusing so Meta redelivers (DEDUPE_FAIL_MODE=closed)",
-				"event", "dedupe_unavailable", "fail_mode", FailClosed, "error", err)
-			return false, storeUnavailable
-		}
-		switch res.Outcome {
-		case dedupe.Acquired:
-			if res.TakenOver {
-				logger.WarnContext(ctx, "marker taken over from an earlier delivery", "event", "marker_taken_over", "attempt", res.Attempt)
-			}
-			return true, undecided
-		case dedupe.Duplicate:
-			logger.InfoContext(ctx, "duplicate delivery dropped", "event", "duplicate_dropped", "attempt", res.Attempt)
-			return false, duplicate
-		}
-		// In flight: another delivery holds the lease. Its outcome is this one's answer.
-		if !s.deps.Now().Add(wait).Before(deadline) {
-			logger.WarnContext(ctx, "event in flight on another delivery: asking Meta to redeliver", "event", "event_in_flight")
-			return false, inFlight
-		}
-		select {
-		case <-ctx.Done():
-			return false, inFlight
-		case <-time.After(wait):
-		}
-	}
-}
-
-func (s *Server) storeCall(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.deps.StoreTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	return f(ctx)
+	isNew, err := s.deps.Dedupe.MarkIfNew(ctx, d.eventID, d.correlationID)
+	if err == nil {
+		return isNew, undecided
+	}
+	if s.cfg.DedupeFailMode == FailOpen {
+		// Fail open: without the marker the deterministic task name still dedupes within Cloud
+		// Tasks' name reservation window.
+		logger.ErrorContext(ctx, "dedupe store unreachable: enqueueing without a marker (DEDUPE_FAIL_MODE=open)",
+			"event", "dedupe_unavailable", "fail_mode", FailOpen, "error", err)
+		return true, undecided
+	}
+	logger.ErrorContext(ctx, "dedupe store unreachable: refusing so Meta redelivers (DEDUPE_FAIL_MODE=closed)",
+		"event", "dedupe_unavailable", "fail_mode", FailClosed, "error", err)
+	return false, storeUnavailable
 }
 
-// enqueue creates the event's inbound task.
-func (s *Server) enqueue(ctx context.Context, d delivery) (taskqueue.Result, error) {
+// enqueue creates the event's inbound task, by deadline. CreateTask always gets a fair share of
+// the budget, so fail open still enqueues when the store call took all of its own.
+func (s *Server) enqueue(ctx context.Context, d delivery, deadline time.Time) (taskqueue.Result, error) {
 	task, err := s.buildTask(ctx, d)
 	if err != nil {
 		return taskqueue.Result{}, err
 	}
+	ctx, cancel := context.WithDeadline(ctx, latest(deadline, time.Now().Add(s.deps.CallBudget/3)))
+	defer cancel()
 	return s.deps.Tasks.Enqueue(ctx, task)
 }
 
 // buildTask makes the inbound task, moving a payload too large for a task out of band.
 func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, error) {
 	in := tasks.Inbound{InboundEventID: d.eventID, CorrelationID: d.correlationID, ReceivedAt: d.received}
-	// Compact keeps the task small and readable; the signature was checked on the raw bytes.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, d.body); err != nil {
-		return taskqueue.Task{}, fmt.Errorf("json.Compact: %w", err)
-	}
-	in.Payload = compact.Bytes()
-	b, err := encodeTask(in)
+	b, err := appendInbound(make([]byte, 0, len(d.body)+len(d.eventID)+len(d.correlationID)+128), in, d.body)
 	if err != nil {
 		return taskqueue.Task{}, err
 	}
 	// The size that counts is the encoded task's, not the body's.
 	if len(b) > tasks.MaxTaskBodyBytes {
-		var ref string
-		err := s.storeCall(ctx, func(ctx context.Context) error {
-			var err error
-			ref, err = s.deps.Payloads.Put(ctx, d.eventID, d.body)
-			return err
-		})
+		ref, err := s.putPayload(ctx, d)
 		if err != nil {
 			return taskqueue.Task{}, fmt.Errorf("store payload out of band: %w", err)
 		}
-		in.Payload, in.PayloadRef = nil, ref
+		in.PayloadRef = ref
 		if b, err = encodeTask(in); err != nil {
 			return taskqueue.Task{}, err
 		}
@@ -289,6 +245,70 @@ func (s *Server) buildTask(ctx context.Context, d delivery) (taskqueue.Task, err
 		Body:          b,
 		CorrelationID: d.correlationID,
 	}, nil
+}
+
+// appendInbound appends the inbound task body for in with payload compacted into it: the bytes
+// encoding/json would make (without HTML escaping), in one buffer instead of a compacted copy of
+// the payload and an encoder's buffer, which validates and compacts the payload once more.
+func appendInbound(b []byte, in tasks.Inbound, payload []byte) ([]byte, error) {
+	b = append(b, `{"inbound_event_id":`...)
+	b = appendString(b, in.InboundEventID)
+	b = append(b, `,"correlation_id":`...)
+	b = appendString(b, in.CorrelationID)
+	b = append(b, `,"received_at":"`...)
+	b = in.ReceivedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","payload":`...)
+	// Compact keeps the task small and readable; the signature was checked on the raw bytes.
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, payload); err != nil {
+		return nil, fmt.Errorf("json.Compact: %w", err)
+	}
+	return append(buf.Bytes(), '}'), nil
+}
+
+// appendString appends s as a JSON string as encoding/json writes it without HTML escaping. The
+// strings here are an event id and a correlation id: the loop is short.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && invalidAt(s, i):
+			b = append(b, `\ufffd`...)
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\n':
+			b = append(b, '\\', 'n')
+		case r == '\r':
+			b = append(b, '\\', 'r')
+		case r == '\t':
+			b = append(b, '\\', 't')
+		case r == '\b':
+			b = append(b, '\\', 'b')
+		case r == '\f':
+			b = append(b, '\\', 'f')
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+		default:
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return append(b, '"')
+}
+
+// invalidAt reports whether s holds invalid UTF-8 at i (which encoding/json writes as \ufffd,
+// unlike a U+FFFD written in full).
+func invalidAt(s string, i int) bool {
+	_, n := utf8.DecodeRuneInString(s[i:])
+	return n == 1
+}
+
+// putPayload stores a payload out of band. Bodies over a megabyte are rare and writing one takes
+// longer than the call budget allows, so the write has its own timeout, inside Meta's.
+func (s *Server) putPayload(ctx context.Context, d delivery) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.deps.PayloadTimeout)
+	defer cancel()
+	return s.deps.Payloads.Put(ctx, d.eventID, d.body)
 }
 
 // encodeTask encodes a task body without HTML escaping, which would grow every <, > and & in a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
@@ -12,72 +11,41 @@ import (
 // its decision logic runs in milliseconds without an emulator. Each does the obvious thing by
 // default; a test sets a Fn or an Err to pick the answer it is about, and reads the calls after.
 
-// fakeMarkers is the dedupe store. Begin answers BeginFn, or Acquired when BeginFn is nil.
+// fakeMarkers is the dedupe store. MarkIfNew answers MarkFn, or, when MarkFn is nil, true the
+// first time it sees an event and false after.
 type fakeMarkers struct {
-	BeginFn     func(ctx context.Context, eventID string) (dedupe.Result, error)
-	CompleteErr error
-	ReleaseErr  error
+	MarkFn func(ctx context.Context, eventID string) (bool, error)
 
-	mu        sync.Mutex
-	begins    int
-	completed map[string]string // event id → task name
-	released  []string
+	mu     sync.Mutex
+	calls  int
+	marked map[string]bool
 }
 
-func (m *fakeMarkers) Begin(ctx context.Context, eventID, _ string) (dedupe.Result, error) {
+func (m *fakeMarkers) MarkIfNew(ctx context.Context, eventID, _ string) (bool, error) {
 	m.mu.Lock()
-	m.begins++
-	fn := m.BeginFn
+	m.calls++
+	fn := m.MarkFn
 	m.mu.Unlock()
 	if fn != nil {
 		return fn(ctx, eventID)
 	}
-	return dedupe.Result{Outcome: dedupe.Acquired, Attempt: 1}, nil
-}
-
-func (m *fakeMarkers) Complete(_ context.Context, eventID, taskName string) error {
-	if m.CompleteErr != nil {
-		return m.CompleteErr
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.marked[eventID] {
+		return false, nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.completed == nil {
-		m.completed = map[string]string{}
+	if m.marked == nil {
+		m.marked = map[string]bool{}
 	}
-	m.completed[eventID] = taskName
-	return nil
+	m.marked[eventID] = true
+	return true, nil
 }
 
-func (m *fakeMarkers) Release(_ context.Context, eventID string) error {
-	if m.ReleaseErr != nil {
-		return m.ReleaseErr
-	}
+// Calls counts the MarkIfNew calls.
+func (m *fakeMarkers) Calls() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.released = append(m.released, eventID)
-	return nil
-}
-
-func (m *fakeMarkers) Begins() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.begins
-}
-
-func (m *fakeMarkers) Completed() map[string]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]string{}
-	for k, v := range m.completed {
-		out[k] = v
-	}
-	return out
-}
-
-func (m *fakeMarkers) Released() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.released...)
+	return m.calls
 }
 
 // fakePayloads is the out-of-band payload store.
@@ -109,7 +77,8 @@ func (p *fakePayloads) Get(ref string) ([]byte, bool) {
 	return b, ok
 }
 
-// fakeQueue is Cloud Tasks. Enqueue fails with Err when set, else records the task.
+// fakeQueue is Cloud Tasks. Enqueue fails with Err when set, else records the task; a task whose
+// name exists already is not recorded again and answers Existed, as Cloud Tasks' AlreadyExists.
 type fakeQueue struct {
 	Err error
 
@@ -118,13 +87,27 @@ type fakeQueue struct {
 }
 
 func (q *fakeQueue) Enqueue(_ context.Context, t taskqueue.Task) (taskqueue.Result, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.Err != nil {
 		return taskqueue.Result{}, q.Err
 	}
+	res := taskqueue.Result{Name: "queues/" + t.Queue + "/tasks/" + t.ID}
+	for _, have := range q.tasks {
+		if have.Queue == t.Queue && have.ID == t.ID {
+			res.Existed = true
+			return res, nil
+		}
+	}
+	q.tasks = append(q.tasks, t)
+	return res, nil
+}
+
+// SetErr makes every later Enqueue fail with err (nil: succeed).
+func (q *fakeQueue) SetErr(err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.tasks = append(q.tasks, t)
-	return taskqueue.Result{Name: "queues/" + t.Queue + "/tasks/" + t.ID}, nil
+	q.Err = err
 }
 
 func (q *fakeQueue) Tasks() []taskqueue.Task {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -48,8 +47,8 @@ func newHarness(t *testing.T, failMode string) *harness {
 	cfg := &webhook.Config{InboundQueue: tasks.InboundQueueID, AppSecret: appSecret, VerifyToken: verifyToken, DedupeFailMode: failMode}
 	hs.h = webhook.NewServer(cfg, webhook.Deps{
 		Dedupe: hs.markers, Payloads: hs.payloads, Tasks: hs.queue,
-		Logger:       logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: logging.DevHasher()}),
-		StoreTimeout: 100 * time.Millisecond, InFlightWait: 50 * time.Millisecond,
+		Logger:     logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: logging.DevHasher()}),
+		CallBudget: 300 * time.Millisecond,
 	}).Routes()
 	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
 	t.Cleanup(func() { logcheck.Check(t, hs.logs.String(), []string{senderPhone}, nil) })
@@ -107,7 +106,7 @@ func (hs *harness) want(got answer, code int, body map[string]string, event stri
 // wantNothingDone checks a refused delivery touched neither the markers nor the queue.
 func (hs *harness) wantNothingDone() {
 	hs.t.Helper()
-	if n := hs.markers.Begins(); n != 0 {
+	if n := hs.markers.Calls(); n != 0 {
 		hs.t.Errorf("%d mark_if_new calls, want none", n)
 	}
 	if n := len(hs.queue.Tasks()); n != 0 {
@@ -144,21 +143,36 @@ func TestNewEventEnqueued(t *testing.T) {
 		in.PayloadRef != "" || !bytes.Equal(in.Payload, compact.Bytes()) {
 		t.Errorf("task body = %s", task.Body)
 	}
-	// The marker is completed with the task's name once Meta has its answer.
-	if diff := cmp.Diff(map[string]string{"wamid.new": "queues/" + tasks.InboundQueueID + "/tasks/" + task.ID}, hs.markers.Completed()); diff != "" {
-		t.Errorf("completed markers (-want, +got):\n%s", diff)
+	// One store call: mark_if_new. Nothing is written after the task (the fake has no other
+	// method to call).
+	if n := hs.markers.Calls(); n != 1 {
+		t.Errorf("%d mark_if_new calls, want 1", n)
 	}
 }
 
+// TestDuplicateDropped: a delivery that finds the event marked and its task by name creates
+// nothing.
 func TestDuplicateDropped(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, "")
-	hs.markers.BeginFn = func(context.Context, string) (dedupe.Result, error) {
-		return dedupe.Result{Outcome: dedupe.Duplicate, Attempt: 1}, nil
+	body := textPayload("wamid.dup")
+	hs.want(hs.post(body, nil), 200, map[string]string{"status": "accepted"}, "webhook_accepted")
+	hs.want(hs.post(body, nil), 200, map[string]string{"status": "duplicate"}, "duplicate_dropped")
+	if n := len(hs.queue.Tasks()); n != 1 {
+		t.Errorf("%d tasks created for two deliveries of one event, want 1", n)
 	}
-	hs.want(hs.post(textPayload("wamid.dup"), nil), 200, map[string]string{"status": "duplicate"}, "duplicate_dropped")
-	if n := len(hs.queue.Tasks()); n != 0 {
-		t.Errorf("%d tasks created for a duplicate, want 0", n)
+}
+
+// TestMarkedWithoutTaskHeals: an earlier delivery marked the event and died before its task (or
+// its CreateTask failed): the redelivery finds the marker, creates the task by name, and answers
+// 200, at once.
+func TestMarkedWithoutTaskHeals(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, "")
+	hs.markers.MarkFn = func(context.Context, string) (bool, error) { return false, nil }
+	hs.want(hs.post(textPayload("wamid.crashed"), nil), 200, map[string]string{"status": "accepted"}, "task_recreated")
+	if got := hs.queue.Tasks(); len(got) != 1 || got[0].ID != tasks.InboundTaskID("wamid.crashed") {
+		t.Errorf("tasks = %+v, want the event's one", got)
 	}
 }
 
@@ -243,37 +257,17 @@ func TestBodyUnreadable(t *testing.T) {
 	hs.wantNothingDone()
 }
 
-// TestEnqueueFailsReleasesMarker: with Cloud Tasks down the answer is 503 and the marker is
-// released, so Meta's redelivery goes through at once.
-func TestEnqueueFailsReleasesMarker(t *testing.T) {
+// TestEnqueueFailsThenRedelivery: with Cloud Tasks down the answer is 503 and the marker stays;
+// Meta's redelivery finds it and creates the task, once.
+func TestEnqueueFailsThenRedelivery(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, "")
-	hs.queue.Err = errDown
-	hs.want(hs.post(textPayload("wamid.enq"), nil), 503, errorBody("enqueue_failed"), "enqueue_failed")
-	if diff := cmp.Diff([]string{"wamid.enq"}, hs.markers.Released()); diff != "" {
-		t.Errorf("released markers (-want, +got):\n%s", diff)
-	}
-	if n := len(hs.markers.Completed()); n != 0 {
-		t.Errorf("%d markers completed, want none", n)
-	}
-}
-
-// TestMarkerNotReleased: a failed release still answers 503; the lease runs out on its own.
-func TestMarkerNotReleased(t *testing.T) {
-	t.Parallel()
-	hs := newHarness(t, "")
-	hs.queue.Err = errDown
-	hs.markers.ReleaseErr = errDown
-	hs.want(hs.post(textPayload("wamid.norelease"), nil), 503, errorBody("enqueue_failed"), "marker_release_failed")
-}
-
-// TestMarkerNotCompleted: once the task exists the event is safe, so a failed completion still
-// answers 200.
-func TestMarkerNotCompleted(t *testing.T) {
-	t.Parallel()
-	hs := newHarness(t, "")
-	hs.markers.CompleteErr = errDown
-	hs.want(hs.post(textPayload("wamid.nocomplete"), nil), 200, map[string]string{"status": "accepted"}, "marker_complete_failed")
+	body := textPayload("wamid.enq")
+	hs.queue.SetErr(errDown)
+	hs.want(hs.post(body, nil), 503, errorBody("enqueue_failed"), "enqueue_failed")
+	hs.queue.SetErr(nil)
+	hs.want(hs.post(body, nil), 200, map[string]string{"status": "accepted"}, "task_recreated")
+	hs.want(hs.post(body, nil), 200, map[string]string{"status": "duplicate"}, "duplicate_dropped")
 	if n := len(hs.queue.Tasks()); n != 1 {
 		t.Errorf("%d tasks, want 1", n)
 	}
@@ -282,7 +276,7 @@ func TestMarkerNotCompleted(t *testing.T) {
 func TestStoreDownFailClosed(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, webhook.FailClosed)
-	hs.markers.BeginFn = func(context.Context, string) (dedupe.Result, error) { return dedupe.Result{}, errDown }
+	hs.markers.MarkFn = func(context.Context, string) (bool, error) { return false, errDown }
 	hs.want(hs.post(textPayload("wamid.closed"), nil), 500, errorBody("dedupe_unavailable"), "dedupe_unavailable")
 	if n := len(hs.queue.Tasks()); n != 0 {
 		t.Errorf("%d tasks created with the store down and fail mode closed, want 0", n)
@@ -297,68 +291,39 @@ func TestStoreDownFailClosed(t *testing.T) {
 func TestStoreDownFailOpen(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, webhook.FailOpen)
-	hs.markers.BeginFn = func(context.Context, string) (dedupe.Result, error) { return dedupe.Result{}, errDown }
+	hs.markers.MarkFn = func(context.Context, string) (bool, error) { return false, errDown }
 	hs.want(hs.post(textPayload("wamid.open"), nil), 200, map[string]string{"status": "accepted"}, "dedupe_unavailable")
 	if got := hs.queue.Tasks(); len(got) != 1 || got[0].ID != tasks.InboundTaskID("wamid.open") {
 		t.Errorf("tasks = %+v, want the event's one", got)
 	}
-	if n := len(hs.markers.Completed()); n != 0 {
-		t.Errorf("a marker this delivery does not hold was completed")
-	}
 }
 
-// TestStoreTooSlow: a store call is bounded by StoreTimeout, so a store that hangs counts as down.
+// TestStoreTooSlow: mark_if_new is bounded by the call budget, so a store that hangs counts as
+// down: fail closed answers 500, fail open enqueues.
 func TestStoreTooSlow(t *testing.T) {
 	t.Parallel()
-	hs := newHarness(t, webhook.FailClosed)
-	hs.markers.BeginFn = func(ctx context.Context, _ string) (dedupe.Result, error) {
-		<-ctx.Done()
-		return dedupe.Result{}, ctx.Err()
+	tests := []struct {
+		mode     string
+		wantCode int
+		wantBody map[string]string
+		wantN    int
+	}{
+		{webhook.FailClosed, 500, errorBody("dedupe_unavailable"), 0},
+		{webhook.FailOpen, 200, map[string]string{"status": "accepted"}, 1},
 	}
-	hs.want(hs.post(textPayload("wamid.slow"), nil), 500, errorBody("dedupe_unavailable"), "dedupe_unavailable")
-}
-
-// TestInFlightElsewhere: another delivery holds the event past the wait: Meta must redeliver.
-func TestInFlightElsewhere(t *testing.T) {
-	t.Parallel()
-	hs := newHarness(t, "")
-	hs.markers.BeginFn = func(context.Context, string) (dedupe.Result, error) {
-		return dedupe.Result{Outcome: dedupe.InFlight}, nil
-	}
-	hs.want(hs.post(textPayload("wamid.inflight"), nil), 503, errorBody("event_in_flight"), "event_in_flight")
-	if n := hs.markers.Begins(); n < 2 {
-		t.Errorf("mark_if_new asked %d times, want it asked again while waiting", n)
-	}
-	if n := len(hs.queue.Tasks()); n != 0 {
-		t.Errorf("%d tasks created, want 0", n)
-	}
-}
-
-// TestInFlightThenSettled: the other delivery's outcome is this one's answer.
-func TestInFlightThenSettled(t *testing.T) {
-	t.Parallel()
-	hs := newHarness(t, "")
-	hs.markers.BeginFn = func() func(context.Context, string) (dedupe.Result, error) {
-		n := 0
-		return func(context.Context, string) (dedupe.Result, error) {
-			if n++; n == 1 {
-				return dedupe.Result{Outcome: dedupe.InFlight}, nil
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			hs := newHarness(t, tc.mode)
+			hs.markers.MarkFn = func(ctx context.Context, _ string) (bool, error) {
+				<-ctx.Done()
+				return false, ctx.Err()
 			}
-			return dedupe.Result{Outcome: dedupe.Duplicate, Attempt: 1}, nil
-		}
-	}()
-	hs.want(hs.post(textPayload("wamid.settled"), nil), 200, map[string]string{"status": "duplicate"}, "duplicate_dropped")
-}
-
-func TestMarkerTakenOver(t *testing.T) {
-	t.Parallel()
-	hs := newHarness(t, "")
-	hs.markers.BeginFn = func(context.Context, string) (dedupe.Result, error) {
-		return dedupe.Result{Outcome: dedupe.Acquired, TakenOver: true, Attempt: 2}, nil
-	}
-	hs.want(hs.post(textPayload("wamid.stale"), nil), 200, map[string]string{"status": "accepted"}, "marker_taken_over")
-	if _, ok := hs.markers.Completed()["wamid.stale"]; !ok {
-		t.Error("the taken-over marker was not completed")
+			hs.want(hs.post(textPayload("wamid.slow"), nil), tc.wantCode, tc.wantBody, "dedupe_unavailable")
+			if n := len(hs.queue.Tasks()); n != tc.wantN {
+				t.Errorf("%d tasks, want %d", n, tc.wantN)
+			}
+		})
 	}
 }
 
@@ -395,9 +360,6 @@ func TestPayloadStoreFails(t *testing.T) {
 	hs := newHarness(t, "")
 	hs.payloads.PutErr = errDown
 	hs.want(hs.post(largePayload("wamid.noput"), nil), 503, errorBody("enqueue_failed"), "enqueue_failed")
-	if diff := cmp.Diff([]string{"wamid.noput"}, hs.markers.Released()); diff != "" {
-		t.Errorf("released markers (-want, +got):\n%s", diff)
-	}
 }
 
 func TestCorrelationID(t *testing.T) {

@@ -102,8 +102,8 @@ func server(t *testing.T, budget int64) (srv *httptest.Server, arrived *atomic.I
 		DedupeFailMode: webhook.FailClosed, MaxInflightBodyBytes: budget}
 	h := webhook.NewServer(cfg, webhook.Deps{
 		Dedupe: &fakeMarkers{}, Payloads: &fakePayloads{}, Tasks: &fakeQueue{},
-		Logger:       logging.New(logs, logging.Options{Level: slog.LevelInfo}),
-		StoreTimeout: time.Second, InFlightWait: 50 * time.Millisecond,
+		Logger:     logging.New(logs, logging.Options{Level: slog.LevelInfo}),
+		CallBudget: time.Second,
 	}).Routes()
 	arrived = &atomic.Int64{}
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,10 +15,8 @@ const (
 	undecided outcome = iota
 	// accepted: the event's inbound task exists.
 	accepted
-	// duplicate: an earlier delivery of the event created its task.
+	// duplicate: the event was marked before and its task exists by name.
 	duplicate
-	// inFlight: another delivery holds the event's marker and has not finished: Meta redelivers.
-	inFlight
 	// storeUnavailable: the dedupe store is unreachable and DEDUPE_FAIL_MODE is closed.
 	storeUnavailable
 	// enqueueFailed: the inbound task was not created: Meta redelivers.
@@ -51,8 +49,6 @@ func response(o outcome) (int, statusBody) {
 		return http.StatusOK, statusBody{Status: "accepted"}
 	case duplicate:
 		return http.StatusOK, statusBody{Status: "duplicate"}
-	case inFlight:
-		return http.StatusServiceUnavailable, statusBody{Status: "error", Error: "event_in_flight"}
 	case storeUnavailable:
 		return http.StatusInternalServerError, statusBody{Status: "error", Error: "dedupe_unavailable"}
 	case enqueueFailed:

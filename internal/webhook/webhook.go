@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -26,11 +25,10 @@ const MaxBodyBytes = 4 << 20
 // Path is the webhook route Meta is configured with.
 const Path = "/webhooks/whatsapp"
 
-// Deduper is mark_if_new and its follow-ups; *store.Markers implements it.
+// Deduper is mark_if_new; *store.Markers implements it.
 type Deduper interface {
-	Begin(ctx context.Context, eventID, correlationID string) (dedupe.Result, error)
-	Complete(ctx context.Context, eventID, taskName string) error
-	Release(ctx context.Context, eventID string) error
+	// MarkIfNew creates the event's marker and reports whether it was new.
+	MarkIfNew(ctx context.Context, eventID, correlationID string) (bool, error)
 }
 
 // PayloadStore keeps payloads too large for a task; *store.Payloads implements it.
@@ -51,12 +49,13 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Now is time.Now when nil.
 	Now func() time.Time
-	// StoreTimeout bounds each dedupe store call; 5 s when zero. An unreachable store is
-	// detected by this deadline.
-	StoreTimeout time.Duration
-	// InFlightWait is how long a delivery waits for another delivery of the same event that
-	// holds the lease; 2 s when zero.
-	InFlightWait time.Duration
+	// CallBudget bounds mark_if_new and CreateTask together (WEBHOOK_CALL_BUDGET; its
+	// default when zero): mark_if_new may take two thirds of it, CreateTask at least one third.
+	// An unreachable store or queue is answered within it, well inside Meta's 5 s timeout.
+	CallBudget time.Duration
+	// PayloadTimeout bounds the out-of-band write of a payload too large for a task; 3 s when
+	// zero.
+	PayloadTimeout time.Duration
 	// BodyWait is how long a delivery waits to reserve its body bytes under
 	// MAX_INFLIGHT_BODY_BYTES before answering 503; 500 ms when zero.
 	BodyWait time.Duration
@@ -78,11 +77,11 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	if deps.StoreTimeout == 0 {
-		deps.StoreTimeout = 5 * time.Second
+	if deps.CallBudget == 0 {
+		deps.CallBudget = DefaultCallBudget
 	}
-	if deps.InFlightWait == 0 {
-		deps.InFlightWait = 2 * time.Second
+	if deps.PayloadTimeout == 0 {
+		deps.PayloadTimeout = 3 * time.Second
 	}
 	if deps.BodyWait == 0 {
 		deps.BodyWait = 500 * time.Millisecond

@@ -132,24 +132,14 @@ func (f *fakeRecords) ApplyStatus(_ context.Context, u store.StatusUpdate) (stor
 	return store.ApplyResult{Matched: u.Key != "", Applied: u.Key != "", Key: u.Key}, nil
 }
 
-func (f *fakeRecords) StartTrace(_ context.Context, t store.Trace) error {
-	if err := f.call("StartTrace"); err != nil {
+func (f *fakeRecords) WriteTrace(_ context.Context, t store.Trace) error {
+	if err := f.call("WriteTrace"); err != nil {
 		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.traces = append(f.traces, "start "+t.InboundEventID)
+	f.traces = append(f.traces, "trace "+t.InboundEventID+" "+t.State)
 	f.started = append(f.started, t)
-	return nil
-}
-
-func (f *fakeRecords) FinishTrace(_ context.Context, eventID, state string, _ map[string]store.TraceTarget, _ string) error {
-	if err := f.call("FinishTrace"); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.traces = append(f.traces, "finish "+eventID+" "+state)
 	return nil
 }
 

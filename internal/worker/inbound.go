@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -21,8 +22,28 @@ import (
 
 // TraceRecords keep one trace per inbound event; the store's traces implement it.
 type TraceRecords interface {
-	StartTrace(ctx context.Context, t store.Trace) error
-	FinishTrace(ctx context.Context, eventID, state string, outbound map[string]store.TraceTarget, errText string) error
+	// WriteTrace writes an attempt's trace once the attempt is over: one write per attempt.
+	WriteTrace(ctx context.Context, t store.Trace) error
+}
+
+// inboundStoreTimeout bounds each store call of process_inbound, so an unreachable Firestore
+// fails the attempt in seconds (503, Cloud Tasks retries) instead of holding it until Cloud
+// Tasks' dispatch deadline.
+const inboundStoreTimeout = 5 * time.Second
+
+// errStoreTimeout marks a store call that ran out of inboundStoreTimeout: the store is not
+// answering, and the attempt makes no further store call that would only wait as long.
+var errStoreTimeout = errors.New("store call timed out")
+
+// storeCall runs f with the store-call timeout.
+func storeCall[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, inboundStoreTimeout)
+	defer cancel()
+	v, err := f(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w after %s: %w", errStoreTimeout, inboundStoreTimeout, err)
+	}
+	return v, err
 }
 
 // StatusRecords remember which statuses were applied; the store's statuses implement it.
@@ -104,12 +125,11 @@ func validateInbound(in tasks.Inbound) error {
 	return errors.Join(errs...)
 }
 
-// processInbound reads the payload, starts the trace, fans out and applies the statuses, then
-// finishes the trace.
+// processInbound reads the payload, fans out and applies the statuses, then writes the trace.
 func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *task, in tasks.Inbound) (fanOutCounts, error) {
 	payloadBytes := []byte(in.Payload)
 	if in.PayloadRef != "" {
-		b, err := s.deps.Payloads.Get(ctx, in.PayloadRef)
+		b, err := storeCall(ctx, func(ctx context.Context) ([]byte, error) { return s.deps.Payloads.Get(ctx, in.PayloadRef) })
 		if errors.Is(err, store.ErrBadRef) {
 			return fanOutCounts{}, permanentFailure(fmt.Errorf("load payload out of band: %w", err))
 		}
@@ -130,7 +150,8 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		traceID = sc.TraceID().String()
 	}
-	if err := s.deps.Traces.StartTrace(ctx, store.Trace{
+	// The trace is written once, when the attempt is over, whatever its outcome.
+	tr := store.Trace{
 		InboundEventID: in.InboundEventID,
 		EventRef:       s.deps.Hasher.Ref(in.InboundEventID),
 		CorrelationID:  in.CorrelationID,
@@ -140,8 +161,7 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 		Messages:       int64(len(msgs)),
 		Statuses:       int64(len(statuses)),
 		ReceivedAt:     in.ReceivedAt,
-	}); err != nil {
-		return fanOutCounts{}, err
+		StartedAt:      s.deps.Now(),
 	}
 
 	out := fanOutCounts{Messages: len(msgs), Statuses: len(statuses)}
@@ -163,12 +183,17 @@ func (s *Server) processInbound(ctx context.Context, logger *slog.Logger, t *tas
 		err = errors.Join(fanErr, s.applyStatuses(ctx, logger, in, statuses, routes))
 	}
 
-	state, errText := store.TraceFinished, ""
-	if err != nil {
-		state, errText = store.TraceRetrying, err.Error()
+	if errors.Is(err, errStoreTimeout) {
+		// The store is not answering: the trace write would wait out its timeout too. The retry
+		// writes it.
+		return out, err
 	}
-	if ferr := s.deps.Traces.FinishTrace(ctx, in.InboundEventID, state, targets, errText); ferr != nil {
-		err = errors.Join(err, ferr)
+	tr.State, tr.Outbound = store.TraceFinished, targets
+	if err != nil {
+		tr.State, tr.Error = store.TraceRetrying, err.Error()
+	}
+	if _, terr := storeCall(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, s.deps.Traces.WriteTrace(ctx, tr) }); terr != nil {
+		err = errors.Join(err, terr)
 	}
 	return out, err
 }
@@ -243,26 +268,34 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			code, title = st.Errors[0].Code, st.Errors[0].Title
 		}
 		key := st.DedupeKey()
-		seen, err := s.deps.Statuses.StatusSeen(ctx, key)
+		seen, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return s.deps.Statuses.StatusSeen(ctx, key) })
 		if err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
 		if seen {
 			logger.DebugContext(ctx, "status already applied", "event", "status_duplicate", "status", st.Status)
 			continue
 		}
-		res, err := s.deps.Deliveries.ApplyStatus(ctx, store.StatusUpdate{
-			Key:            callbackKey(st.BizOpaqueCallbackData),
-			GraphMessageID: st.ID,
-			Status:         st.Status,
-			ErrorCode:      code,
+		res, err := storeCall(ctx, func(ctx context.Context) (store.ApplyResult, error) {
+			return s.deps.Deliveries.ApplyStatus(ctx, store.StatusUpdate{
+				Key:            callbackKey(st.BizOpaqueCallbackData),
+				GraphMessageID: st.ID,
+				Status:         st.Status,
+				ErrorCode:      code,
+			})
 		})
 		if err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
-		if _, err := s.deps.Statuses.RecordStatus(ctx, store.StatusRecord{
+		rec := store.StatusRecord{
 			Key:            key,
 			GraphMessageID: st.ID,
 			Status:         st.Status,
@@ -275,8 +308,12 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			ErrorTitle:     title,
 			InboundEventID: in.InboundEventID,
 			CorrelationID:  in.CorrelationID,
-		}); err != nil {
+		}
+		if _, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return s.deps.Statuses.RecordStatus(ctx, rec) }); err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
 		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,

@@ -45,8 +45,8 @@ func TestMalformedPayloadRefDeadLettered(t *testing.T) {
 			if !strings.Contains(hs.logs.String(), `"permanent":true`) {
 				t.Error("the dead letter is not logged as permanent")
 			}
-			if hs.records.Called("StartTrace") {
-				t.Error("a malformed task started a trace")
+			if hs.records.Called("WriteTrace") {
+				t.Error("a malformed task wrote a trace")
 			}
 		})
 	}

@@ -180,7 +180,7 @@ func TestInboundTenantLookupFailsRetries(t *testing.T) {
 	if n := len(hs.queue.Tasks()); n != 0 {
 		t.Errorf("%d tasks created without a route, want 0", n)
 	}
-	if diff := cmp.Diff([]string{"start evt-1", "finish evt-1 " + store.TraceRetrying}, hs.records.Traces()); diff != "" {
+	if diff := cmp.Diff([]string{"trace evt-1 " + store.TraceRetrying}, hs.records.Traces()); diff != "" {
 		t.Errorf("trace (-want, +got):\n%s", diff)
 	}
 }
