@@ -292,7 +292,7 @@ var hopBudget = map[string]opCounts{
 }
 
 // postSigned posts body to the webhook, signed with secret, and returns the status code.
-func postSigned(t *testing.T, url, secret string, body []byte) int {
+func postSigned(t testing.TB, url, secret string, body []byte) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
