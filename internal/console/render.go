@@ -55,10 +55,10 @@ func mustParsePages() *pages {
 	}
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, "templates/"), ".html")
-		if name == "layout" || strings.HasPrefix(name, "_") {
+		if name == "layout" || name == "partials" {
 			continue
 		}
-		t := template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", f))
+		t := template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", f))
 		p.byName[name] = t
 	}
 	return p

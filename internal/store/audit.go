@@ -63,7 +63,9 @@ func NewAudit(db *DB, opts Options) *Audit {
 	return &Audit{fs: db.fs, now: opts.withDefaults().Now}
 }
 
-func (a *Audit) doc(id string) *firestore.DocumentRef { return a.fs.Collection(AuditCollection).Doc(id) }
+func (a *Audit) doc(id string) *firestore.DocumentRef {
+	return a.fs.Collection(AuditCollection).Doc(id)
+}
 
 // Begin records that e is about to run, as AuditStarted, unless an entry with e.ID exists: then
 // created is false and stored is that entry, and the caller must not act again (a double
