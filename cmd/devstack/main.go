@@ -6,7 +6,7 @@
 // and stops everything, emulator included, on Ctrl-C (SIGINT) or SIGTERM.
 //
 // Default addresses: webhook 127.0.0.1:8080, worker 127.0.0.1:8081, Cloud Tasks emulator
-// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090.
+// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, operators' console 127.0.0.1:8085.
 package main
 
 import (
@@ -52,6 +52,7 @@ func main() {
 // config is the command line.
 type config struct {
 	webhookAddr, workerAddr, tasksAddr, graphAddr string
+	consoleAddr                                   string
 	project, location, queues                     string
 	firestoreHost, logDir, readyFile, logLevel    string
 }
@@ -72,6 +73,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.StringVar(&c.workerAddr, "worker-addr", "127.0.0.1:8081", "address of the worker")
 	fs.StringVar(&c.tasksAddr, "tasks-addr", "127.0.0.1:8123", "address of the Cloud Tasks emulator (gRPC)")
 	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
+	fs.StringVar(&c.consoleAddr, "console-addr", "127.0.0.1:8085", "address of the operators' console")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")
 	fs.StringVar(&c.location, "location", "us-central1", "Cloud Tasks location")
 	fs.StringVar(&c.queues, "queues", "", "queues file (default: the embedded tasks/queues.yaml)")
@@ -100,6 +102,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 type Ready struct {
 	WebhookURL      string            `json:"webhook_url"`
 	WorkerURL       string            `json:"worker_url"`
+	ConsoleURL      string            `json:"console_url"`
 	GraphURL        string            `json:"graph_url"`
 	FakeRequestsURL string            `json:"fake_requests_url"`
 	TasksAddr       string            `json:"tasks_emulator_host"`
@@ -183,8 +186,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		FirestoreHost: cfg.firestoreHost,
 		Project:       cfg.project, Location: cfg.location, Queues: queues,
 		WebhookAddr: cfg.webhookAddr, WorkerAddr: cfg.workerAddr, TasksAddr: cfg.tasksAddr, GraphAddr: cfg.graphAddr,
-		Logs:     logs.writer,
-		LogLevel: logging.ParseLevel(cfg.logLevel),
+		ConsoleAddr: cfg.consoleAddr,
+		Logs:        logs.writer,
+		LogLevel:    logging.ParseLevel(cfg.logLevel),
 	})
 	if devstack.IsNoGcloud(err) {
 		return fmt.Errorf("the Firestore emulator needs gcloud: %w; or point FIRESTORE_EMULATOR_HOST at a running emulator", err)
@@ -225,7 +229,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 		root = u.Scheme + "://" + u.Host
 	}
 	return Ready{
-		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL,
+		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, ConsoleURL: st.ConsoleURL, GraphURL: st.GraphURL,
 		FakeRequestsURL: root + "/_fake/requests",
 		TasksAddr:       st.TasksAddr, FirestoreHost: st.FirestoreHost,
 		Project: st.Project, Location: st.Location, LogDir: logDir, Logs: logs,
@@ -255,6 +259,7 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("    verify token  %s", st.VerifyToken)
 	p("    app secret    %s   (signs X-Hub-Signature-256)", st.AppSecret)
 	p("  worker          %s", st.WorkerURL)
+	p("  console         %s   (operators' web console)", st.ConsoleURL)
 	p("  fake Graph API  %s", st.GraphURL)
 	p("    requests      %s", r.FakeRequestsURL)
 	p("  Cloud Tasks     %s (emulator, gRPC)", st.TasksAddr)
