@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -45,6 +46,9 @@ type action struct {
 	run func(ctx context.Context) (result string, err error)
 }
 
+// actionTimeout bounds an action once it has started.
+const actionTimeout = 30 * time.Second
+
 // perform runs a once per request id: the audit entry is created first, and a request whose id
 // has an entry already (a double click, a resubmitted form) does not run it again. Either way the
 // operator is sent back (303) to the page, which shows the entry's outcome.
@@ -68,7 +72,11 @@ func (s *Server) perform(w http.ResponseWriter, r *http.Request, a action) {
 		s.redirectBack(w, r, a.back, id)
 		return
 	}
-	result, runErr := a.run(ctx)
+	// The action runs to its end even when the browser gives the request up (a second click
+	// replaces the first one's navigation): its audit entry exists, so nothing would redo it.
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actionTimeout)
+	defer cancel()
+	result, runErr := a.run(runCtx)
 	state, msg := store.AuditDone, ""
 	if runErr != nil {
 		state, msg = store.AuditFailed, userMessage(runErr)
