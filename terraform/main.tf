@@ -29,6 +29,7 @@ locals {
 
   webhook_service_name = "${var.name_prefix}-webhook"
   worker_service_name  = "${var.name_prefix}-worker"
+  console_service_name = "${var.name_prefix}-console"
 
   # The worker's deterministic URL, https://SERVICE-PROJECT_NUMBER.REGION.run.app: known before the
   # service exists, so the worker can be given its own URL without a dependency cycle. Both services
@@ -41,5 +42,6 @@ locals {
   runtime_service_accounts = {
     webhook = google_service_account.webhook.email
     worker  = google_service_account.worker.email
+    console = google_service_account.console.email
   }
 }

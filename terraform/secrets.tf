@@ -5,10 +5,11 @@ locals {
   secret_readers = {
     WHATSAPP_APP_SECRET   = ["webhook"]
     WHATSAPP_VERIFY_TOKEN = ["webhook"]
-    INTERNAL_TASK_TOKEN   = ["webhook", "worker"]
+    # The console replays dead letters: its tasks carry the token like the others.
+    INTERNAL_TASK_TOKEN   = ["webhook", "worker", "console"]
     WHATSAPP_ACCESS_TOKEN = ["worker"]
     # One key for every service, so the refs in their logs match (CONTRACT.md, Logs).
-    LOG_HASH_KEY = ["webhook", "worker"]
+    LOG_HASH_KEY = ["webhook", "worker", "console"]
   }
 
   secret_grants = merge([
