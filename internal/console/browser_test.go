@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -181,6 +183,14 @@ func postCounter(ctx context.Context, suffix string) func() int {
 	return func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
+// dialogLinks makes connect links to the stand-in dialog, as the api's connect-link would make
+// signed links to its connect route.
+type dialogLinks struct{ url string }
+
+func (d dialogLinks) ConnectLink(_ context.Context, tenantID string) (string, error) {
+	return d.url + "?state=signed-" + tenantID, nil
+}
+
 // TestBrowser drives the console in a real Chromium against a local stack on the emulators: the
 // same pages an operator opens, with the same clicks.
 func TestBrowser(t *testing.T) {
@@ -188,12 +198,26 @@ func TestBrowser(t *testing.T) {
 	host := testenv.FirestoreHost(t)
 	browser := newBrowser(t)
 	ctx := context.Background()
+	// The Embedded Signup dialog stands in for Meta's (and for the api service's connect route):
+	// it records the links opened.
+	var dialogMu sync.Mutex
+	var dialogHits []string
+	dialog := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dialog" {
+			dialogMu.Lock()
+			dialogHits = append(dialogHits, r.URL.Query().Get("state"))
+			dialogMu.Unlock()
+		}
+		fmt.Fprint(w, `<html><body><h1 id="dialog">Connect WhatsApp</h1></body></html>`)
+	}))
+	t.Cleanup(dialog.Close)
 	replyGate, replayGate := newGate(), newGate()
 	replier := &countingReplier{g: replyGate}
 	st, err := devstack.Start(ctx, devstack.Options{FirestoreHost: host, Project: testenv.ProjectID(t), Queues: testenv.FastQueues(t),
 		Console: []func(*console.Deps){func(d *console.Deps) {
 			d.Replier = replier
 			d.Replayer = gatedReplayer{Replayer: d.Replayer, g: replayGate}
+			d.LinkMaker = dialogLinks{url: dialog.URL + "/dialog"}
 		}}})
 	if err != nil {
 		t.Fatalf("devstack.Start: %v", err)
@@ -331,6 +355,49 @@ func TestBrowser(t *testing.T) {
 		}
 		if !strings.Contains(after, "replayed") {
 			t.Errorf("after the replay the row says %q, want replayed", after)
+		}
+	})
+
+	t.Run("a tenant needing reauth shows Reconnect and its link opens the dialog", func(t *testing.T) {
+		tab := newTab(t, browser)
+		fs, err := firestore.NewClient(ctx, st.Project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.Close()
+		if _, err := fs.Collection(store.TenantsCollection).Doc(tenantID).Update(ctx, []firestore.Update{
+			{Path: "auth_status", Value: store.AuthNeedsReauth}, {Path: "auth_last_error", Value: "Graph code 190: token expired"}}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_, err := fs.Collection(store.TenantsCollection).Doc(tenantID).Update(ctx, []firestore.Update{
+				{Path: "auth_status", Value: store.AuthOK}, {Path: "auth_last_error", Value: ""}})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+		var overview, status, heading string
+		err = chromedp.Run(tab,
+			chromedp.Navigate(st.ConsoleURL+"/"),
+			chromedp.Text(`#attention`, &overview, chromedp.ByQuery),
+			chromedp.Navigate(st.ConsoleURL+"/tenants/"+tenantID),
+			chromedp.Text(`#auth-status`, &status, chromedp.ByQuery),
+			chromedp.Click(`#reconnect`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#connect-link`, chromedp.ByQuery),
+			chromedp.Click(`#connect-link`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#dialog`, chromedp.ByQuery),
+			chromedp.Text(`#dialog`, &heading, chromedp.ByQuery),
+		)
+		if err != nil {
+			t.Fatalf("browse: %v", err)
+		}
+		if !strings.Contains(overview, "needs_reauth") || status != store.AuthNeedsReauth || heading != "Connect WhatsApp" {
+			t.Errorf("overview %q, auth status %q, dialog %q", overview, status, heading)
+		}
+		dialogMu.Lock()
+		defer dialogMu.Unlock()
+		if len(dialogHits) != 1 || dialogHits[0] != "signed-"+tenantID {
+			t.Errorf("dialog opened with %q, want once with the tenant's state", dialogHits)
 		}
 	})
 
