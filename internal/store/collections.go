@@ -42,9 +42,10 @@ func Collections() []string {
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index, the members who joined by invite and the monthly usage counters.
+// their routing index, the members who joined by invite, the monthly usage counters and the
+// console's audit entries.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, AuditCollection}
 }
 
 // ExpireAtField is the TTL field of every document.
