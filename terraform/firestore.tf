@@ -207,3 +207,23 @@ resource "google_firestore_index" "console_dead_letters" {
     order      = "DESCENDING"
   }
 }
+
+# A conversation's latest messages, for its console page (ConversationStore.LatestMessages).
+resource "google_firestore_index" "console_latest_messages" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+
+  fields {
+    field_path = "timestamp"
+    order      = "DESCENDING"
+  }
+  fields {
+    field_path = "received_at"
+    order      = "DESCENDING"
+  }
+  fields {
+    field_path = "arrived_at"
+    order      = "DESCENDING"
+  }
+}

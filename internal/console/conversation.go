@@ -53,7 +53,7 @@ type ReplyResult struct {
 // MaxReplyRunes is the longest reply: a WhatsApp text body holds 4096 characters.
 const MaxReplyRunes = 4096
 
-// MessagesShown is how many of a conversation's messages its page shows.
+// MessagesShown is how many of a conversation's messages its page shows: the latest ones.
 const MessagesShown = 200
 
 type conversationView struct {
@@ -121,7 +121,7 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	if err != nil {
 		return conversationView{}, err
 	}
-	msgs, err := s.deps.Conversations.Messages(ctx, id, MessagesShown)
+	msgs, err := s.deps.Conversations.LatestMessages(ctx, id, MessagesShown)
 	if err != nil {
 		return conversationView{}, err
 	}

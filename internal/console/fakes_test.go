@@ -127,7 +127,7 @@ func (f *fakeConversations) Get(_ context.Context, id string) (store.Conversatio
 	return *c, nil
 }
 
-func (f *fakeConversations) Messages(_ context.Context, id string, _ int) ([]store.Message, error) {
+func (f *fakeConversations) LatestMessages(_ context.Context, id string, _ int) ([]store.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.msgs[id], f.err

@@ -17,7 +17,7 @@ import (
 type Conversations interface {
 	ListConversations(ctx context.Context, q store.ConversationQuery) (store.ConversationPage, error)
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
-	Messages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
+	LatestMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 	AssignConversation(ctx context.Context, conversationID, operator string) error
 	CloseConversation(ctx context.Context, conversationID string) error
 }

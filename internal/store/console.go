@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,6 +138,20 @@ func (c *ConversationStore) consoleUpdate(ctx context.Context, id, what string, 
 		return fmt.Errorf("%s conversation: %w", what, err)
 	}
 	return nil
+}
+
+// LatestMessages reads a conversation's last limit stored messages, oldest first (by Meta
+// timestamp, then arrival, as Messages orders them): a long conversation's page shows its end.
+func (c *ConversationStore) LatestMessages(ctx context.Context, conversationID string, limit int) ([]Message, error) {
+	q := c.conversationDoc(conversationID).Collection(ConversationMessages).
+		OrderBy("timestamp", firestore.Desc).OrderBy("received_at", firestore.Desc).OrderBy("arrived_at", firestore.Desc).
+		Limit(limit)
+	msgs, err := queryAll[Message](ctx, q, "messages")
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
 }
 
 // DeadLetterQuery selects a page of dead letters.

@@ -134,6 +134,20 @@ func TestListConversationsPages(t *testing.T) {
 		t.Errorf("after a turn: assigned_to = %q, %v", c.AssignedTo, err)
 	}
 
+	for i := range 5 {
+		if _, _, err := s.AddInbound(ctx, "conv_2", store.Message{MessageID: fmt.Sprintf("wamid.m%d", i), Timestamp: int64(10 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	latest, err := s.LatestMessages(ctx, "conv_2", 3)
+	var ids []string
+	for _, m := range latest {
+		ids = append(ids, m.MessageID)
+	}
+	if diff := cmp.Diff([]string{"wamid.m2", "wamid.m3", "wamid.m4"}, ids); err != nil || diff != "" {
+		t.Errorf("LatestMessages: %v (-want, +got):\n%s", err, diff)
+	}
+
 	if _, err := s.ListConversations(ctx, store.ConversationQuery{TenantID: "acme", After: "!!"}); !errors.Is(err, store.ErrBadPageToken) {
 		t.Errorf("bad token: %v", err)
 	}
