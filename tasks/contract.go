@@ -94,6 +94,9 @@ func ReplayTaskID(deadLetterID string) string {
 // biz_opaque_callback_data can be told apart from data another sender on the number set.
 func IsIdempotencyKey(s string) bool {
 	h, ok := strings.CutPrefix(s, idempotencyKeyPrefix)
+	if !ok {
+		h, ok = strings.CutPrefix(s, sendKeyPrefix) // tasks/send.go
+	}
 	if !ok || len(h) != 32 {
 		return false
 	}

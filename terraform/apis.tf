@@ -2,6 +2,7 @@
 # everything else in the project.
 resource "google_project_service" "api" {
   for_each = toset([
+    "aiplatform.googleapis.com",
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudkms.googleapis.com",

@@ -32,6 +32,8 @@ locals {
     "messages",
     "sender_windows",
     "calls",
+    "actions",
+    "connect_states",
   ]
 }
 

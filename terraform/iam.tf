@@ -20,6 +20,15 @@ resource "google_service_account" "worker" {
   depends_on = [google_project_service.api["iam.googleapis.com"]]
 }
 
+resource "google_service_account" "api" {
+  project      = var.project_id
+  account_id   = "${var.name_prefix}-api"
+  display_name = "wapipe api (Cloud Run)"
+  description  = "Runs the public business-facing api: API keys and send records in Firestore, enqueues on tenant queues, Embedded Signup."
+
+  depends_on = [google_project_service.api["iam.googleapis.com"]]
+}
+
 # Cloud Tasks mints OIDC tokens for this account on every task (TASKS_SERVICE_ACCOUNT_EMAIL); it is
 # the only identity that may invoke the worker, and it can do nothing else.
 resource "google_service_account" "tasks_invoker" {
@@ -63,6 +72,13 @@ locals {
       "${service}/${role}" => { member = "serviceAccount:${email}", role = role }
     }
   ]...)
+}
+
+# The worker's assistant calls Vertex AI Gemini (generateContent) with its own identity.
+resource "google_project_iam_member" "worker_calls_vertex_ai" {
+  project = var.project_id
+  role    = "roles/aiplatform.user"
+  member  = "serviceAccount:${google_service_account.worker.email}"
 }
 
 resource "google_project_iam_member" "runtime" {
@@ -166,6 +182,16 @@ resource "google_cloud_run_v2_service_iam_member" "webhook_public" {
   member   = "allUsers"
 }
 
+# The api is public: businesses call it with their API keys (checked by the service), and Meta's
+# Embedded Signup redirects admins' browsers to it.
+resource "google_cloud_run_v2_service_iam_member" "api_public" {
+  project  = var.project_id
+  location = google_cloud_run_v2_service.api.location
+  name     = google_cloud_run_v2_service.api.name
+  role     = "roles/run.invoker"
+  member   = "allUsers"
+}
+
 # Deploys: the deployer pushes to the one repository, updates the two services (run.developer on
 # each, which cannot change their IAM policies), deploys revisions that run as the runtime accounts,
 # and writes its build logs (CLOUD_LOGGING_ONLY).
@@ -181,6 +207,7 @@ resource "google_cloud_run_v2_service_iam_member" "deployer_deploys" {
   for_each = {
     webhook = google_cloud_run_v2_service.webhook
     worker  = google_cloud_run_v2_service.worker
+    api     = google_cloud_run_v2_service.api
     console = google_cloud_run_v2_service.console
   }
 
@@ -195,6 +222,7 @@ resource "google_service_account_iam_member" "deployer_acts_as_runtime" {
   for_each = {
     webhook = google_service_account.webhook.name
     worker  = google_service_account.worker.name
+    api     = google_service_account.api.name
     console = google_service_account.console.name
   }
 

@@ -41,3 +41,17 @@ resource "google_kms_crypto_key_iam_member" "worker_decrypts" {
   role          = "roles/cloudkms.cryptoKeyDecrypter"
   member        = "serviceAccount:${google_service_account.worker.email}"
 }
+
+# The api opens connect links' states (sealed by operators) and seals the tokens Embedded Signup
+# brings.
+resource "google_kms_crypto_key_iam_member" "api_decrypts" {
+  crypto_key_id = google_kms_crypto_key.tenant_secrets.id
+  role          = "roles/cloudkms.cryptoKeyDecrypter"
+  member        = "serviceAccount:${google_service_account.api.email}"
+}
+
+resource "google_kms_crypto_key_iam_member" "api_encrypts" {
+  crypto_key_id = google_kms_crypto_key.tenant_secrets.id
+  role          = "roles/cloudkms.cryptoKeyEncrypter"
+  member        = "serviceAccount:${google_service_account.api.email}"
+}

@@ -51,11 +51,16 @@ func TestTenantSecretsKey(t *testing.T) {
 		holders[role] = append(holders[role], m.members(r)...)
 	}
 	worker := `"serviceAccount:${google_service_account.worker.email}"`
-	if got := holders["roles/cloudkms.cryptoKeyDecrypter"]; !slices.Equal(got, []string{worker}) {
-		t.Errorf("cryptoKeyDecrypter held by %v, want the worker only", got)
+	// The api opens connect links' states and seals the tokens Embedded Signup brings.
+	api := `"serviceAccount:${google_service_account.api.email}"`
+	for role := range holders {
+		slices.Sort(holders[role])
 	}
-	if got := holders["roles/cloudkms.cryptoKeyEncrypter"]; !slices.Equal(got, []string{"each.value"}) {
-		t.Errorf("cryptoKeyEncrypter held by %v, want the operators (each.value of var.operators)", got)
+	if got := holders["roles/cloudkms.cryptoKeyDecrypter"]; !slices.Equal(got, []string{api, worker}) {
+		t.Errorf("cryptoKeyDecrypter held by %v, want the worker and the api only", got)
+	}
+	if got := holders["roles/cloudkms.cryptoKeyEncrypter"]; !slices.Equal(got, []string{api, "each.value"}) {
+		t.Errorf("cryptoKeyEncrypter held by %v, want the operators (each.value of var.operators) and the api", got)
 	}
 	for role, who := range holders {
 		switch role {
@@ -96,5 +101,24 @@ func TestOperatorsAndTenantQueues(t *testing.T) {
 	expr := m.text(attrExpr(conds[0].Body, "expression"))
 	if !strings.Contains(expr, "resource.name.startsWith") || !strings.Contains(expr, "/queues/"+tasks.TenantQueuePrefix) {
 		t.Errorf("condition %s, want resource.name.startsWith(…/queues/%s)", expr, tasks.TenantQueuePrefix)
+	}
+}
+
+// TestWorkerCallsVertexAI: the assistant calls Gemini with the worker's own identity, so the
+// worker, and only it, holds roles/aiplatform.user, and the API is enabled.
+func TestWorkerCallsVertexAI(t *testing.T) {
+	t.Parallel()
+	m := loadModule(t)
+	var holders []string
+	for addr, r := range m.resources {
+		if role, _ := literalString(attrExpr(r.Body, "role")); role == "roles/aiplatform.user" {
+			holders = append(holders, addr+" "+m.text(attrExpr(r.Body, "member")))
+		}
+	}
+	if len(holders) != 1 || !strings.Contains(holders[0], "google_service_account.worker.email") {
+		t.Errorf("roles/aiplatform.user held by %v, want the worker's service account only", holders)
+	}
+	if apis := m.text(attrExpr(m.resources["google_project_service.api"].Body, "for_each")); !strings.Contains(apis, "aiplatform.googleapis.com") {
+		t.Errorf("aiplatform.googleapis.com is not enabled: %s", apis)
 	}
 }

@@ -29,6 +29,10 @@ locals {
 
   webhook_service_name = "${var.name_prefix}-webhook"
   worker_service_name  = "${var.name_prefix}-worker"
+  api_service_name     = "${var.name_prefix}-api"
+  # The api's deterministic URL (PUBLIC_BASE_URL unless var.public_base_url names a custom domain):
+  # connect links point at it and Meta redirects to its callback.
+  api_url              = coalesce(var.public_base_url, "https://${local.api_service_name}-${data.google_project.project.number}.${var.region}.run.app")
   console_service_name = "${var.name_prefix}-console"
 
   # The worker's deterministic URL, https://SERVICE-PROJECT_NUMBER.REGION.run.app: known before the
@@ -42,6 +46,7 @@ locals {
   runtime_service_accounts = {
     webhook = google_service_account.webhook.email
     worker  = google_service_account.worker.email
+    api     = google_service_account.api.email
     console = google_service_account.console.email
   }
 }

@@ -44,6 +44,18 @@ resource "google_project_iam_member" "console_tenant_queues" {
 
 # The worker enqueues replies on tenant queues (tasks.TenantQueuePrefix + tenant id) that apply
 # creates later, so the grant is on the project, narrowed by an IAM condition to those queues.
+resource "google_project_iam_member" "api_enqueues_tenant_queues" {
+  project = var.project_id
+  role    = "roles/cloudtasks.enqueuer"
+  member  = "serviceAccount:${google_service_account.api.email}"
+
+  condition {
+    title       = "wapipe tenant queues"
+    description = "Only the tenants' send queues (wa-out-<tenant id>): POST /v1/messages and releases."
+    expression  = "resource.name.startsWith(\"projects/${var.project_id}/locations/${local.tasks_location}/queues/wa-out-\")"
+  }
+}
+
 resource "google_project_iam_member" "worker_enqueues_tenant_queues" {
   project = var.project_id
   role    = "roles/cloudtasks.enqueuer"

@@ -54,6 +54,11 @@ output "kms_key_name" {
   value       = local.kms_key_name
 }
 
+output "api_url" {
+  description = "The api service's URL (PUBLIC_BASE_URL): POST /v1/messages, and the Embedded Signup redirect URI to register with Meta (+ /integrations/meta/whatsapp/callback)."
+  value       = local.api_url
+}
+
 output "console_url" {
   description = "URL of the operators' console (private: open it with gcloud run services proxy, as a member of var.console_invokers)."
   value       = google_cloud_run_v2_service.console.uri

@@ -3,13 +3,14 @@ locals {
   # A service is granted access to exactly the secrets listed for it here, and services.tf sets
   # the same variables from Secret Manager (terraform_test.go checks that they agree).
   secret_readers = {
-    WHATSAPP_APP_SECRET   = ["webhook"]
+    # The api exchanges Embedded Signup codes with the app secret.
+    WHATSAPP_APP_SECRET   = ["webhook", "api"]
     WHATSAPP_VERIFY_TOKEN = ["webhook"]
     # The console replays dead letters: its tasks carry the token like the others.
-    INTERNAL_TASK_TOKEN   = ["webhook", "worker", "console"]
+    INTERNAL_TASK_TOKEN   = ["webhook", "worker", "api", "console"]
     WHATSAPP_ACCESS_TOKEN = ["worker"]
     # One key for every service, so the refs in their logs match (CONTRACT.md, Logs).
-    LOG_HASH_KEY = ["webhook", "worker", "console"]
+    LOG_HASH_KEY = ["webhook", "worker", "api", "console"]
   }
 
   secret_grants = merge([

@@ -1,4 +1,4 @@
-# Three Cloud Run services from one image (Dockerfile): the command picks the binary. Terraform owns
+# The Cloud Run services, from one image (Dockerfile): the command picks the binary. Terraform owns
 # their configuration; Cloud Build owns which image and revision serve (cloudbuild.yaml), hence the
 # ignore_changes on image, traffic and the client fields gcloud stamps.
 
@@ -92,6 +92,15 @@ resource "google_cloud_run_v2_service" "worker" {
       env {
         name  = "GRAPH_API_BASE_URL"
         value = var.graph_api_base_url
+      }
+      env {
+        # Vertex AI region of the tenants' assistants (Gemini).
+        name  = "LLM_LOCATION"
+        value = var.llm_location
+      }
+      env {
+        name  = "CONVERSATION_RETENTION"
+        value = var.conversation_retention
       }
       env {
         # Tenant tokens are sealed under this key; the worker may only decrypt (kms.tf).
@@ -330,6 +339,171 @@ resource "google_cloud_run_v2_service" "webhook" {
     # Deliveries become tasks for the worker at once: it exists, and can be invoked, first.
     google_cloud_run_v2_service_iam_member.worker_invoker,
     google_cloud_tasks_queue_iam_member.webhook_enqueues_inbound,
+    google_service_account_iam_member.enqueuer_acts_as_invoker,
+  ]
+}
+
+# The api: public (businesses call it with their API keys; Meta's Embedded Signup redirects
+# admins' browsers to it), ingress from everywhere, unauthenticated at the IAM layer (iam.tf); it
+# authenticates each call by its API key or its signed connect state.
+resource "google_cloud_run_v2_service" "api" {
+  project             = var.project_id
+  name                = local.api_service_name
+  location            = var.region
+  ingress             = "INGRESS_TRAFFIC_ALL"
+  deletion_protection = var.deletion_protection
+
+  template {
+    service_account                  = google_service_account.api.email
+    max_instance_request_concurrency = var.api_concurrency
+
+    scaling {
+      min_instance_count = 0
+      max_instance_count = var.api_max_instances
+    }
+
+    containers {
+      image   = var.image
+      command = ["/api"]
+
+      ports {
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = var.cpu
+          memory = var.memory
+        }
+        cpu_idle          = true
+        startup_cpu_boost = var.startup_cpu_boost
+      }
+
+      env {
+        name  = "APP_ENV"
+        value = var.app_env
+      }
+      env {
+        name  = "GOOGLE_CLOUD_PROJECT"
+        value = var.project_id
+      }
+      env {
+        name  = "FIRESTORE_DATABASE"
+        value = google_firestore_database.database.name
+      }
+      env {
+        name  = "TASKS_LOCATION"
+        value = local.tasks_location
+      }
+      env {
+        name  = "INTERNAL_TASK_BASE_URL"
+        value = local.worker_url
+      }
+      env {
+        name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
+        value = google_service_account.tasks_invoker.email
+      }
+      env {
+        name  = "GRAPH_API_BASE_URL"
+        value = var.graph_api_base_url
+      }
+      env {
+        # Embedded Signup seals the tokens it brings, and opens connect links' states (kms.tf).
+        name  = "KMS_KEY_NAME"
+        value = local.kms_key_name
+      }
+      env {
+        name  = "META_APP_ID"
+        value = var.meta_app_id
+      }
+      env {
+        name  = "META_CONFIG_ID"
+        value = var.meta_config_id
+      }
+      env {
+        name  = "PUBLIC_BASE_URL"
+        value = local.api_url
+      }
+      env {
+        name  = "FACEBOOK_DIALOG_URL"
+        value = var.facebook_dialog_url
+      }
+      env {
+        name  = "LOG_LEVEL"
+        value = var.log_level
+      }
+      env {
+        name  = "TRACE_SAMPLE_RATIO"
+        value = tostring(var.trace_sample_ratio)
+      }
+      env {
+        name = "INTERNAL_TASK_TOKEN"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["INTERNAL_TASK_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "LOG_HASH_KEY"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["LOG_HASH_KEY"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "WHATSAPP_APP_SECRET"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["WHATSAPP_APP_SECRET"].secret_id
+            version = "latest"
+          }
+        }
+      }
+
+      startup_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 2
+        timeout_seconds   = 1
+        failure_threshold = 15
+      }
+
+      liveness_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 30
+        timeout_seconds   = 3
+        failure_threshold = 3
+      }
+    }
+  }
+
+  traffic {
+    type    = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+    percent = 100
+  }
+
+  lifecycle {
+    ignore_changes = [
+      template[0].containers[0].image,
+      client,
+      client_version,
+      traffic,
+    ]
+  }
+
+  depends_on = [
+    google_project_service.api["run.googleapis.com"],
+    google_secret_manager_secret_version.placeholder,
+    google_secret_manager_secret_iam_member.reader,
+    google_cloud_run_v2_service_iam_member.worker_invoker,
+    google_project_iam_member.api_enqueues_tenant_queues,
     google_service_account_iam_member.enqueuer_acts_as_invoker,
   ]
 }

@@ -28,6 +28,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/store"
@@ -43,6 +44,7 @@ const queuesFile = "../tasks/queues.yaml"
 var services = map[string]string{
 	"webhook": "google_cloud_run_v2_service.webhook",
 	"worker":  "google_cloud_run_v2_service.worker",
+	"api":     "google_cloud_run_v2_service.api",
 	"console": "google_cloud_run_v2_service.console",
 }
 
@@ -288,6 +290,11 @@ func TestServiceEnvironment(t *testing.T) {
 			service:  "worker",
 			config:   worker.Config{},
 			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL"},
+		},
+		{
+			service:  "api",
+			config:   api.Config{},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "META_APP_ID", "META_CONFIG_ID", "PUBLIC_BASE_URL", "FACEBOOK_DIALOG_URL"},
 		},
 	} {
 		t.Run(tc.service, func(t *testing.T) {

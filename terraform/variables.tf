@@ -245,3 +245,51 @@ variable "operators" {
     error_message = "operators must be IAM members such as user:alice@example.com or serviceAccount:ci@p.iam.gserviceaccount.com."
   }
 }
+
+variable "meta_app_id" {
+  description = "META_APP_ID of the api: the Meta app of Embedded Signup. Empty disables the connect routes."
+  type        = string
+  default     = ""
+}
+
+variable "meta_config_id" {
+  description = "META_CONFIG_ID of the api: the Embedded Signup configuration id."
+  type        = string
+  default     = ""
+}
+
+variable "public_base_url" {
+  description = "PUBLIC_BASE_URL of the api (a custom domain); empty means its run.app URL."
+  type        = string
+  default     = ""
+}
+
+variable "facebook_dialog_url" {
+  description = "FACEBOOK_DIALOG_URL of the api: Meta's OAuth dialog."
+  type        = string
+  default     = "https://www.facebook.com/v24.0/dialog/oauth"
+}
+
+variable "api_concurrency" {
+  description = "Concurrent requests per api instance."
+  type        = number
+  default     = 80
+}
+
+variable "api_max_instances" {
+  description = "Maximum api instances."
+  type        = number
+  default     = 10
+}
+
+variable "llm_location" {
+  description = "LLM_LOCATION of the worker: the Vertex AI region its assistants call Gemini in."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "conversation_retention" {
+  description = "CONVERSATION_RETENTION of the worker: how long conversations, their messages and actions are kept after the last message (a Go duration, at least 1h)."
+  type        = string
+  default     = "2160h"
+}

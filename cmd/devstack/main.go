@@ -6,7 +6,9 @@
 // and stops everything, emulator included, on Ctrl-C (SIGINT) or SIGTERM.
 //
 // Default addresses: webhook 127.0.0.1:8080, worker 127.0.0.1:8081, Cloud Tasks emulator
-// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, operators' console 127.0.0.1:8085.
+// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, fake Vertex AI Gemini 127.0.0.1:8094, fake
+// business action endpoint 127.0.0.1:8095 (the sample tenant's action_url), operators' console
+// 127.0.0.1:8085.
 package main
 
 import (
@@ -51,10 +53,10 @@ func main() {
 
 // config is the command line.
 type config struct {
-	webhookAddr, workerAddr, tasksAddr, graphAddr string
-	consoleAddr                                   string
-	project, location, queues                     string
-	firestoreHost, logDir, readyFile, logLevel    string
+	webhookAddr, workerAddr, apiAddr, tasksAddr, graphAddr string
+	geminiAddr, actionAddr, consoleAddr                    string
+	project, location, queues                              string
+	firestoreHost, logDir, readyFile, logLevel             string
 }
 
 const usage = `Usage: devstack [flags]
@@ -71,8 +73,11 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.webhookAddr, "webhook-addr", "127.0.0.1:8080", "address of the webhook")
 	fs.StringVar(&c.workerAddr, "worker-addr", "127.0.0.1:8081", "address of the worker")
+	fs.StringVar(&c.apiAddr, "api-addr", "127.0.0.1:8083", "address of the api service (/v1/messages, Embedded Signup)")
 	fs.StringVar(&c.tasksAddr, "tasks-addr", "127.0.0.1:8123", "address of the Cloud Tasks emulator (gRPC)")
 	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
+	fs.StringVar(&c.geminiAddr, "gemini-addr", "127.0.0.1:8094", "address of the fake Vertex AI Gemini (the worker's LLM_BASE_URL)")
+	fs.StringVar(&c.actionAddr, "action-addr", "127.0.0.1:8095", "address of the fake business action endpoint (tenants/sample.yaml's action_url)")
 	fs.StringVar(&c.consoleAddr, "console-addr", "127.0.0.1:8085", "address of the operators' console")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")
 	fs.StringVar(&c.location, "location", "us-central1", "Cloud Tasks location")
@@ -100,19 +105,25 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 
 // Ready is what --ready-file holds once the stack answers.
 type Ready struct {
-	WebhookURL      string            `json:"webhook_url"`
-	WorkerURL       string            `json:"worker_url"`
-	ConsoleURL      string            `json:"console_url"`
-	GraphURL        string            `json:"graph_url"`
-	FakeRequestsURL string            `json:"fake_requests_url"`
-	TasksAddr       string            `json:"tasks_emulator_host"`
-	FirestoreHost   string            `json:"firestore_emulator_host"`
-	Project         string            `json:"project"`
-	Location        string            `json:"location"`
-	LogDir          string            `json:"log_dir"`
-	Logs            map[string]string `json:"logs"`
-	Env             map[string]string `json:"env"`
-	PID             int               `json:"pid"`
+	WebhookURL      string `json:"webhook_url"`
+	WorkerURL       string `json:"worker_url"`
+	APIURL          string `json:"api_url"`
+	ConsoleURL      string `json:"console_url"`
+	GraphURL        string `json:"graph_url"`
+	FakeRequestsURL string `json:"fake_requests_url"`
+	// GeminiURL is the fake Vertex AI (its controls under /_fake/); ActionURL the fake business
+	// endpoint, whose calls are listed at ActionCallsURL.
+	GeminiURL      string            `json:"gemini_url"`
+	ActionURL      string            `json:"action_url"`
+	ActionCallsURL string            `json:"action_calls_url"`
+	TasksAddr      string            `json:"tasks_emulator_host"`
+	FirestoreHost  string            `json:"firestore_emulator_host"`
+	Project        string            `json:"project"`
+	Location       string            `json:"location"`
+	LogDir         string            `json:"log_dir"`
+	Logs           map[string]string `json:"logs"`
+	Env            map[string]string `json:"env"`
+	PID            int               `json:"pid"`
 }
 
 // logFiles opens one log file per component on first use.
@@ -186,9 +197,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		FirestoreHost: cfg.firestoreHost,
 		Project:       cfg.project, Location: cfg.location, Queues: queues,
 		WebhookAddr: cfg.webhookAddr, WorkerAddr: cfg.workerAddr, TasksAddr: cfg.tasksAddr, GraphAddr: cfg.graphAddr,
-		ConsoleAddr: cfg.consoleAddr,
-		Logs:        logs.writer,
-		LogLevel:    logging.ParseLevel(cfg.logLevel),
+		GeminiAddr: cfg.geminiAddr, ActionAddr: cfg.actionAddr,
+		APIAddr: cfg.apiAddr, ConsoleAddr: cfg.consoleAddr,
+		Logs:     logs.writer,
+		LogLevel: logging.ParseLevel(cfg.logLevel),
 	})
 	if devstack.IsNoGcloud(err) {
 		return fmt.Errorf("the Firestore emulator needs gcloud: %w; or point FIRESTORE_EMULATOR_HOST at a running emulator", err)
@@ -229,9 +241,11 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 		root = u.Scheme + "://" + u.Host
 	}
 	return Ready{
-		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, ConsoleURL: st.ConsoleURL, GraphURL: st.GraphURL,
+		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL, APIURL: st.APIURL, ConsoleURL: st.ConsoleURL,
 		FakeRequestsURL: root + "/_fake/requests",
-		TasksAddr:       st.TasksAddr, FirestoreHost: st.FirestoreHost,
+		GeminiURL:       st.GeminiURL, ActionURL: st.ActionURL,
+		ActionCallsURL: strings.TrimSuffix(st.ActionURL, "/wapipe/actions") + "/_fake/calls",
+		TasksAddr:      st.TasksAddr, FirestoreHost: st.FirestoreHost,
 		Project: st.Project, Location: st.Location, LogDir: logDir, Logs: logs,
 		Env: map[string]string{
 			"CLOUD_TASKS_EMULATOR_HOST": st.TasksAddr,
@@ -243,6 +257,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 			"WHATSAPP_APP_SECRET":       st.AppSecret,
 			"APP_ENV":                   "dev",
 			"GRAPH_API_BASE_URL":        st.GraphURL,
+			"PUBLIC_BASE_URL":           st.APIURL,
 		},
 		PID: os.Getpid(),
 	}
@@ -259,9 +274,13 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("    verify token  %s", st.VerifyToken)
 	p("    app secret    %s   (signs X-Hub-Signature-256)", st.AppSecret)
 	p("  worker          %s", st.WorkerURL)
+	p("  api             %s   (POST /v1/messages; keys: wapipe tenants api-key ID)", st.APIURL)
 	p("  console         %s   (operators' web console)", st.ConsoleURL)
 	p("  fake Graph API  %s", st.GraphURL)
 	p("    requests      %s", r.FakeRequestsURL)
+	p("  fake Gemini     %s   (rules: %s/_fake/rules)", st.GeminiURL, st.GeminiURL)
+	p("  fake actions    %s", st.ActionURL)
+	p("    calls         %s   (secret %s)", r.ActionCallsURL, devstack.DevActionSecret)
 	p("  Cloud Tasks     %s (emulator, gRPC)", st.TasksAddr)
 	p("  Firestore       %s (emulator)", st.FirestoreHost)
 	p("")

@@ -42,8 +42,8 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{webhookAddr: "127.0.0.1:8080", workerAddr: "127.0.0.1:8081", tasksAddr: "127.0.0.1:8123",
-		graphAddr: "127.0.0.1:8090", consoleAddr: "127.0.0.1:8085", project: "wapipe-dev", location: "us-central1", firestoreHost: "127.0.0.1:1", logLevel: "INFO"}
+	want := config{webhookAddr: "127.0.0.1:8080", workerAddr: "127.0.0.1:8081", apiAddr: "127.0.0.1:8083", tasksAddr: "127.0.0.1:8123",
+		graphAddr: "127.0.0.1:8090", geminiAddr: "127.0.0.1:8094", actionAddr: "127.0.0.1:8095", consoleAddr: "127.0.0.1:8085", project: "wapipe-dev", location: "us-central1", firestoreHost: "127.0.0.1:1", logLevel: "INFO"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(config{})); diff != "" {
 		t.Errorf("defaults (-want, +got):\n%s", diff)
 	}

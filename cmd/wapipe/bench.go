@@ -22,6 +22,10 @@ its reply, matched by biz_opaque_callback_data or the quoted message id, and pri
 latency (send → reply at the fake). End-to-end throughput is bounded by the outbound queue's
 rate limit (wa-outbound: 10 dispatches/s in tasks/queues.yaml).
 
+With --api-key it loads the api service instead (--api-url, default http://127.0.0.1:8083):
+POST /v1/messages of --n template messages to --to, --concurrency at a time, and prints the
+accepted messages per second and the answer time p50/p95/p99.
+
 Traffic stays on this machine: a non-loopback --url or --graph-url is refused unless
 --allow-remote. Exits 1 when a request failed, or a reply is missing or duplicated.`
 
@@ -47,12 +51,29 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&replyTimeout, "reply-timeout", 3*time.Minute, "cap on the wait for replies")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	var ab apiBench
+	fs.StringVar(&ab.key, "api-key", "", "bench the api service with this API key (wapipe tenants api-key) instead of the webhook")
+	fs.StringVar(&ab.url, "api-url", "http://127.0.0.1:8083", "the api service (with --api-key)")
+	fs.StringVar(&ab.to, "to", "15550001234", "recipient of the api bench's messages (with --api-key)")
+	fs.StringVar(&ab.number, "phone-number-id", "", "the tenant's number to send from, when it has several (with --api-key)")
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q", pos[0])
+	}
+	if ab.key != "" {
+		if err := loadgen.CheckLocal(ab.url); err != nil && !allowRemote {
+			return usageErrorf("--api-url: %v", err)
+		}
+		ab.n, ab.conc = cfg.N, max(cfg.Concurrency, 1)
+		r := ab.run(ctx)
+		r.write(stdout)
+		if r.Failed > 0 {
+			return exitError{code: 1, msg: fmt.Sprintf("%d request(s) not accepted", r.Failed)}
+		}
+		return nil
 	}
 	if !allowRemote {
 		if err := loadgen.CheckLocal(cfg.URL); err != nil {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -22,6 +23,9 @@ const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [flags]
        wapipe tenants show [flags] ID
        wapipe tenants set-token [--no-verify] [flags] ID   (the token on stdin)
        wapipe tenants invite [--role owner|admin|member] [flags] ID
+       wapipe tenants api-key [flags] ID
+       wapipe tenants connect-link [--public-url URL] [flags] ID
+       wapipe tenants action-secret [flags] ID
 
 Manages tenants (Firestore tenants, phone_numbers) and their send queues (wa-out-<id>).
 
@@ -33,7 +37,14 @@ show     one tenant; never a secret (access_token: set (time) or not set).
 set-token reads the tenant's access token from stdin (a trailing newline is ignored), checks it
          with Graph debug_token (GRAPH_API_BASE_URL) unless --no-verify, encrypts it
          (KMS_KEY_NAME; the development key with APP_ENV=dev) and stores it: auth_status ok.
+         Then it releases the sends parked while the tenant needed a new token (each sent once):
+         that needs INTERNAL_TASK_BASE_URL and INTERNAL_TASK_TOKEN when some are parked.
 invite   creates a one-time invite code (valid 7 days) and prints it alone on the last line.
+api-key  creates a key for POST /v1/messages; printed once, alone on the last line (only its
+         hash is stored).
+connect-link prints a signed link (valid 1 hour, usable once) to the api service's Embedded
+         Signup (PUBLIC_BASE_URL), for the tenant's admin to connect or reconnect WhatsApp.
+action-secret creates or rotates the action signing secret; printed once, alone on the last line.
 
 Flags come before the id. The environment is the services': GOOGLE_CLOUD_PROJECT,
 TASKS_LOCATION, FIRESTORE_EMULATOR_HOST, CLOUD_TASKS_EMULATOR_HOST, KMS_KEY_NAME, APP_ENV.`
@@ -69,13 +80,14 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
 	fs.StringVar(&role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
 	fs.StringVar(&kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
+	publicURL := fs.String("public-url", os.Getenv("PUBLIC_BASE_URL"), "connect-link: the api service's URL (env PUBLIC_BASE_URL)")
 	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", "https://graph.facebook.com/v24.0"), "set-token: Graph API base URL for debug_token (env GRAPH_API_BASE_URL)")
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErrorf("want apply, list, show, set-token or invite (see wapipe tenants --help)")
+		return usageErrorf("want apply, list, show, set-token, invite, api-key, connect-link or action-secret (see wapipe tenants --help)")
 	}
 	verb, rest := pos[0], pos[1:]
 	switch verb {
@@ -86,12 +98,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if verb == "apply" && file == "" {
 			return usageErrorf("apply needs -f FILE")
 		}
-	case "show", "set-token", "invite":
+	case "show", "set-token", "invite", "api-key", "connect-link", "action-secret":
 		if len(rest) != 1 {
 			return usageErrorf("%s takes one tenant id", verb)
 		}
 	default:
-		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token or invite", verb)
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, connect-link or action-secret", verb)
 	}
 	var data []byte
 	if verb == "apply" {
@@ -132,7 +144,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(stdout, describeTenant(rec))
+		period := assistant.Period(time.Now())
+		used, err := store.NewGuard(db, store.Options{}).Usage(ctx, rec.Tenant.ID, period)
+		if err != nil {
+			return fmt.Errorf("read usage: %w", err)
+		}
+		_, err = io.WriteString(stdout, describeTenant(rec)+describeUsage(rec, period, used))
 		return err
 	case "set-token":
 		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
@@ -151,7 +168,8 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if len(token) > maxTokenBytes {
 			return errors.New("the token on stdin is too long")
 		}
-		rec, err := ops.SetToken(ctx, rest[0], string(token), !noVerify)
+		creds := credentials(ctx, ops, db, c)
+		rec, released, err := creds.SetToken(ctx, rest[0], string(token), !noVerify)
 		if err != nil {
 			return err
 		}
@@ -159,7 +177,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintln(stderr, "not checked with Meta (--no-verify): treated as verified")
 		}
 		fmt.Fprintf(stdout, "token set for %s: auth_status %s, access_token: set (%s)\n", rec.Tenant.ID, rec.AuthStatus, stamp(rec.TokenSetAt))
+		if released > 0 {
+			fmt.Fprintf(stdout, "released %d parked send(s)\n", released)
+		}
 		return nil
+	case "api-key", "connect-link", "action-secret":
+		return tenantsCredential(ctx, verb, rest[0], ops, db, c, kmsKey, *publicURL, stdout, stderr)
 	case "invite":
 		code, expire, err := ops.Invite(ctx, rest[0], tenant.Role(role))
 		if err != nil {
@@ -242,6 +265,19 @@ func describeTenant(r store.TenantRecord) string {
 	line("version", "%d (applied %s)", r.Version, stamp(r.AppliedAt))
 	line("updated_at", "%s", stamp(r.UpdatedAt))
 	return b.String()
+}
+
+// describeUsage renders the month's LLM calls against the tenant's quota, for `show`.
+func describeUsage(r store.TenantRecord, period string, used int) string {
+	limit, limited := r.Tenant.Quota.MonthlyLLMCalls()
+	switch {
+	case !limited:
+		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d calls in %s (quota: unlimited)", used, period))
+	case used >= limit:
+		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d of %d calls in %s: over_quota, the assistant answers with the quota notice", used, limit, period))
+	default:
+		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d of %d calls in %s", used, limit, period))
+	}
 }
 
 func stamp(t time.Time) string {

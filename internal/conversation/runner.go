@@ -87,10 +87,22 @@ type Inbox interface {
 	Release(ctx context.Context, conversationID string, lease store.Lease) error
 }
 
+// DefaultAnswerGrace is how long a bare "yes" or "no" with nothing pending waits, counted from
+// the webhook's receipt, for the message it answers: see Options.AnswerGrace.
+const DefaultAnswerGrace = 2 * time.Second
+
 // Options configure a Runner; zero values take the defaults.
 type Options struct {
 	// Lease is DefaultLease when zero.
 	Lease time.Duration
+	// AnswerGrace: a text that is only a confirming or rejecting word ("yes", "ya", "non"…),
+	// with no action pending, is held until it was received AnswerGrace ago before its turn
+	// runs, and the inbox is read again. A user who sends "book …" then "yes" a moment later
+	// may have the "yes" reach the conversation first (the hops between the webhook and here
+	// run concurrently), and run alone it would answer nothing; held, the "book …" it follows
+	// arrives and runs first (its earlier Meta timestamp sorts it ahead). Other messages never
+	// wait. DefaultAnswerGrace when zero; negative turns it off.
+	AnswerGrace time.Duration
 }
 
 // Runner serialises the turns of each conversation (see the package comment). Safe for
@@ -100,6 +112,8 @@ type Runner struct {
 	sender  Sender
 	actions Actions
 	lease   time.Duration
+	grace   time.Duration
+	now     func() time.Time
 }
 
 // NewRunner returns a runner on inbox that sends replies with sender and enqueues actions with
@@ -111,8 +125,18 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
 	}
-	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease}
+	if opts.AnswerGrace == 0 {
+		opts.AnswerGrace = DefaultAnswerGrace
+	}
+	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now}
 }
+
+// ErrHeld is returned by Handle for a message stored before (the retry of its task) while
+// another holder has the conversation: that holder may be the task's own earlier attempt, killed
+// mid-turn, so the task must not be acknowledged. Retry it: once the dead holder's lease expires,
+// the retry takes the conversation and runs the message's turn; if the holder is alive, the retry
+// finds the message handled.
+var ErrHeld = errors.New("conversation held by another task while this message is still in its inbox")
 
 // Result says what Handle did.
 type Result struct {
@@ -177,6 +201,11 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	}
 	if !taken {
 		res.Queued = true
+		if res.Duplicate {
+			logger.InfoContext(ctx, "conversation held while a retried message is in its inbox: retry later",
+				"event", "conversation_held", "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
+			return res, ErrHeld
+		}
 		logger.InfoContext(ctx, "conversation busy: the holder runs the message's turn", "event", "conversation_queued",
 			"fence", conv.Lease.Fence)
 		return res, nil
@@ -244,10 +273,33 @@ func (d *drain) run(ctx context.Context) error {
 			d.job = d.r.perform(ctx, p, m)
 			continue
 		}
+		if wait := d.r.holdAnswer(p, d.state); wait > 0 {
+			logger.InfoContext(ctx, "a bare answer with nothing pending waits for the message it answers",
+				"event", "conversation_answer_held", "wait_ms", wait.Milliseconds())
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return d.stop(ctx, ctx.Err(), true)
+			}
+			continue
+		}
 		if err := d.runTurn(ctx, p, m); err != nil {
 			return err
 		}
 	}
+}
+
+// holdAnswer is how long p's turn should still wait (see Options.AnswerGrace): 0 but for a text
+// that is only a confirming or rejecting word, with nothing pending, received under the grace
+// ago.
+func (r *Runner) holdAnswer(p Pending, st assistant.State) time.Duration {
+	m := p.Message
+	if r.grace <= 0 || st.Pending != nil || m.Type != "text" || !(i18n.IsConfirm(m.Text) || i18n.IsReject(m.Text)) {
+		return 0
+	}
+	return p.ReceivedAt.Add(r.grace).Sub(r.now())
 }
 
 // runTurn runs and commits the turn of pending message m, then starts its effects.

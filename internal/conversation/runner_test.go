@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -285,11 +286,13 @@ func TestKilledAfterCommitRetryPerformsEffectsOnce(t *testing.T) {
 		t.Fatalf("the killed instance sent %v", sent)
 	}
 
-	// Cloud Tasks retries the unacknowledged task on another instance once the lease is over.
+	// Cloud Tasks retries the unacknowledged task on another instance. Within the dead holder's
+	// lease the retry is not acknowledged either (it cannot tell a dead holder from a live one),
+	// so Cloud Tasks retries again; once the lease is over, the retry takes the conversation.
 	r := conversation.NewRunner(st, snd, acts, conversation.Options{})
 	early, err := r.Handle(ctx, in, rec.turn)
-	if err != nil || !early.Queued {
-		t.Fatalf("retry within the dead holder's lease = %+v, %v; want queued", early, err)
+	if !errors.Is(err, conversation.ErrHeld) || !early.Duplicate {
+		t.Fatalf("retry within the dead holder's lease = %+v, %v; want ErrHeld", early, err)
 	}
 	clk.Add(conversation.DefaultLease)
 	res, err := r.Handle(ctx, in, rec.turn)
@@ -509,5 +512,36 @@ func TestUnsentRepliesGoBeforeTheNextTurn(t *testing.T) {
 	}
 	if count["wamid.1"] != 1 || len(sent) != 2 {
 		t.Errorf("turns %v, sends %v: want the first turn not redone, each reply sent once", count, sent)
+	}
+}
+
+// TestBareAnswerWaitsForTheMessageItAnswers: a "yes" that reaches the conversation before the
+// "book …" it answers (sent a moment earlier) is held, and runs after it.
+func TestBareAnswerWaitsForTheMessageItAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := conversation.NewRunner(newStore(t, nil), newSender(), newActions(), conversation.Options{AnswerGrace: time.Second})
+	rec := newRecorder()
+	now := time.Now()
+	msg := func(id string, ts time.Time, received time.Time, text string) conversation.Inbound {
+		in := inbound(id, 0, text)
+		in.ReceivedAt = received
+		in.Message.From = "6281200000001"
+		in.Message.Timestamp = fmt.Sprint(ts.Unix())
+		return in
+	}
+	yes := msg("wamid.yes", now.Add(time.Second), now, "ya")
+	book := msg("wamid.book", now, now.Add(200*time.Millisecond), "book bus 01")
+	errs := make(chan error, 2)
+	go func() { _, err := r.Handle(ctx, yes, rec.turn); errs <- err }()
+	time.Sleep(200 * time.Millisecond) // the "book" reaches the worker after the "yes"
+	go func() { _, err := r.Handle(ctx, book, rec.turn); errs <- err }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if order, _, _ := rec.snapshot(); !slices.Equal(order, []string{"wamid.book", "wamid.yes"}) {
+		t.Errorf("turns ran in the order %v, want the booking before the answer", order)
 	}
 }

@@ -20,12 +20,15 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -44,6 +47,9 @@ const (
 	DevVerifyToken   = "dev-verify-token"
 	DevInternalToken = "dev-internal-token"
 	DevAccessToken   = "dev-access-token"
+	// DevActionSecret signs the sample tenants' action calls; the fake action endpoint
+	// verifies with it.
+	DevActionSecret = "whsec_dev-action-secret-0123456789abcdefghijklmn"
 )
 
 // Options configure Start. Zero values take dev defaults.
@@ -56,6 +62,9 @@ type Options struct {
 	Queues *tasks.QueueFile
 	// Addresses to listen on; "127.0.0.1:0" (a free port) when empty.
 	WebhookAddr, WorkerAddr, TasksAddr, GraphAddr string
+	// GeminiAddr and ActionAddr are the fake Vertex AI Gemini's and the fake business action
+	// endpoint's; "127.0.0.1:0" when empty.
+	GeminiAddr, ActionAddr string
 	// ConsoleAddr is where the operators' console listens; "127.0.0.1:0" when empty.
 	ConsoleAddr string
 	// Console adjusts the console's dependencies (the api's Replier and LinkMaker, fakes).
@@ -77,18 +86,25 @@ type Options struct {
 	Worker  []func(*worker.Deps)
 	// WorkerConfig adjusts the worker's configuration before it starts.
 	WorkerConfig func(*worker.Config)
+	// APIAddr is the api service's address (api.go); API adjusts its dependencies.
+	APIAddr string
+	API     []func(*api.Deps)
 	// Tracing installs a tracer provider for the process (both services share it, as they share
 	// the process), exporting as TraceExporter says (a TRACE_EXPORTER value; none when empty), or
 	// to SpanExporter when set.
-	Tracing       bool
-	TraceExporter string
-	SpanExporter  sdktrace.SpanExporter
+	// ExternalWorker leaves the worker to the caller, which runs it (cmd/worker, as a process a
+	// test can kill) at WorkerAddr, which must then be set: the stack's tasks target it.
+	ExternalWorker bool
+	Tracing        bool
+	TraceExporter  string
+	SpanExporter   sdktrace.SpanExporter
 }
 
 // Stack is a running local pipeline.
 type Stack struct {
 	WebhookURL    string
 	WorkerURL     string
+	APIURL        string // the api service (api.go)
 	ConsoleURL    string
 	GraphURL      string
 	TasksAddr     string
@@ -101,6 +117,13 @@ type Stack struct {
 
 	Graph *graphfake.Fake
 	Tasks *cloudtasksemu.Server
+	// Gemini is the fake Vertex AI the worker's assistant asks (GeminiURL, its LLM_BASE_URL);
+	// Action the fake business endpoint (ActionURL is its action URL), which verifies calls
+	// with DevActionSecret and answers a repeated Idempotency-Key with its first answer.
+	Gemini    *geminifake.Server
+	GeminiURL string
+	Action    *actionfake.Fake
+	ActionURL string
 	// Tenants are the ids of the tenants applied on start.
 	Tenants []string
 
@@ -108,11 +131,16 @@ type Stack struct {
 	wg       sync.WaitGroup
 	closers  []func()
 	firestor *firestoreemu.Emulator
-	errs     chan error
+	// externalWorker: the caller runs the worker (Options.ExternalWorker).
+	externalWorker bool
+	errs           chan error
 }
 
 // Start brings the stack up and returns once every part answers.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	if o.ExternalWorker && o.WorkerAddr == "" {
+		return nil, errors.New("devstack: ExternalWorker needs WorkerAddr, where the caller's worker listens")
+	}
 	if o.Project == "" {
 		o.Project = "wapipe-dev"
 	}
@@ -189,6 +217,23 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.GraphURL = "http://" + graphLn.Addr().String() + "/v24.0"
 	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{Hasher: logging.DevHasher()}))
 
+	s.Gemini = geminifake.New(geminifake.WithRules(geminifake.DefaultRules()...))
+	geminiLn, err := net.Listen("tcp", orFree(o.GeminiAddr))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake Gemini: %w", err)
+	}
+	s.GeminiURL = "http://" + geminiLn.Addr().String()
+	s.serve(runCtx, "gemini", geminiLn, s.Gemini, logging.New(logs("gemini"), logging.Options{Hasher: logging.DevHasher()}))
+
+	actionLog := logging.New(logs("actions"), logging.Options{Hasher: logging.DevHasher()})
+	s.Action = actionfake.New(DevActionSecret, actionfake.WithDedupe(), actionfake.WithLogger(actionLog))
+	actionLn, err := net.Listen("tcp", orFree(o.ActionAddr))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake action endpoint: %w", err)
+	}
+	s.ActionURL = "http://" + actionLn.Addr().String() + "/wapipe/actions"
+	s.serve(runCtx, "actions", actionLn, s.Action, actionLog)
+
 	workerLn, err := net.Listen("tcp", orFree(o.WorkerAddr))
 	if err != nil {
 		return nil, fmt.Errorf("listen for the worker: %w", err)
@@ -207,7 +252,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		InternalTaskBaseURL: s.WorkerURL, InternalTaskToken: DevInternalToken,
 		TasksServiceAccountEmail: o.ServiceAccountEmail, LogLevel: o.LogLevel.String(), TraceSampleRatio: 1,
 	}
-	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID, GraphAPIBaseURL: s.GraphURL, AccessToken: DevAccessToken}
+	wcfg := &worker.Config{Base: base, OutboundQueue: tasks.OutboundQueueID, InboundQueue: tasks.InboundQueueID, GraphAPIBaseURL: s.GraphURL,
+		AccessToken: DevAccessToken, LLMBaseURL: s.GeminiURL}
+	wcfg.SetDefaults()
 	if o.WorkerConfig != nil {
 		o.WorkerConfig(wcfg)
 	}
@@ -262,7 +309,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	for _, adjust := range o.Worker {
 		adjust(&wdeps)
 	}
-	s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+	if o.ExternalWorker {
+		s.externalWorker = true
+		workerLn.Close()
+	} else {
+		s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+	}
 
 	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
 	hdeps := webhook.NewDeps(hcfg, db, tq, hlog)
@@ -270,6 +322,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		adjust(&hdeps)
 	}
 	s.serve(runCtx, "webhook", webhookLn, webhook.NewServer(hcfg, hdeps).Routes(), hlog)
+	if err := s.startAPI(ctx, runCtx, o, base, db, tq, logs); err != nil { // api.go
+		return nil, err
+	}
 
 	if err := s.serveConsole(runCtx, o, base, db, tq, admin, logs("console")); err != nil {
 		return nil, err
@@ -296,7 +351,8 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 		return fmt.Errorf("secrets.New: %w", err)
 	}
 	defer keeper.Close()
-	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Queues: admin, QueueFile: o.Queues, Sealer: keeper}
+	ts := store.NewTenants(db, store.Options{})
+	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: o.Queues, Sealer: keeper}
 	for _, f := range files {
 		rep, err := ops.Apply(ctx, f, false)
 		if err != nil {
@@ -304,6 +360,13 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 		}
 		if _, err := ops.SetToken(ctx, rep.ID, DevAccessToken, false); err != nil {
 			return fmt.Errorf("set the token of tenant %s: %w", rep.ID, err)
+		}
+		sealed, err := keeper.Encrypt(ctx, []byte(DevActionSecret), secrets.AD(rep.ID, secrets.PurposeActionSecret))
+		if err != nil {
+			return fmt.Errorf("seal the action secret of tenant %s: %w", rep.ID, err)
+		}
+		if err := ts.SetActionSecret(ctx, rep.ID, sealed); err != nil {
+			return err
 		}
 		s.Tenants = append(s.Tenants, rep.ID)
 	}
@@ -351,7 +414,11 @@ func (s *Stack) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for _, u := range []string{s.WorkerURL + "/healthz", s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.ConsoleURL + "/healthz"} {
+	urls := []string{s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz", s.ConsoleURL + "/healthz"}
+	if !s.externalWorker {
+		urls = append(urls, s.WorkerURL+"/healthz")
+	}
+	for _, u := range urls {
 		for {
 			resp, err := client.Get(u)
 			if err == nil {

@@ -181,6 +181,8 @@ var (
 		131053: true, // Media upload error
 		132000: true, // Template parameter count mismatch
 		132001: true, // Template does not exist
+		132015: true, // Template is paused (low quality)
+		132016: true, // Template is disabled
 		368:    true, // Temporarily blocked for policy violations
 	}
 )

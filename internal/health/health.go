@@ -29,6 +29,12 @@ type Report struct {
 	Outbound    OutboundCounts        `json:"outbound"`
 	DeadLetters int64                 `json:"dead_letters_pending"`
 	LastHour    LastHour              `json:"last_hour"`
+	// NeedsReauth are the tenants whose token was refused: their sends are parked.
+	NeedsReauth []string `json:"tenants_needing_reauth,omitempty"`
+	// TenantsOverQuota counts the tenants whose monthly LLM quota is used up (their assistants
+	// answer with the quota notice); OverQuota names them.
+	TenantsOverQuota int      `json:"tenants_over_quota"`
+	OverQuota        []string `json:"over_quota,omitempty"`
 }
 
 // QueueStats is one queue's backlog, from Cloud Tasks.
@@ -98,12 +104,29 @@ type Checker struct {
 	queues      []string
 	thresholds  Thresholds
 	now         func() time.Time
+	reauth      ReauthLister
+	quota       QuotaLister
 }
 
 // Options adjust a Checker; zero values take the defaults.
 type Options struct {
 	Thresholds Thresholds
 	Now        func() time.Time
+	// Reauth lists the tenants needing a new token (*store.Tenants); not reported when nil.
+	Reauth ReauthLister
+	// Quota lists the tenants over their monthly LLM quota (store.QuotaReport); not reported
+	// when nil.
+	Quota QuotaLister
+}
+
+// QuotaLister lists the tenants whose monthly LLM quota is used up at now.
+type QuotaLister interface {
+	TenantsOverQuota(ctx context.Context, now time.Time) ([]string, error)
+}
+
+// ReauthLister lists the tenants whose auth_status is needs_reauth; *store.Tenants implements it.
+type ReauthLister interface {
+	NeedsReauth(ctx context.Context) ([]string, error)
 }
 
 // New returns a Checker over the records and the given queues (full resource names).
@@ -115,6 +138,12 @@ func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatse
 		}
 		if o.Now != nil {
 			c.now = o.Now
+		}
+		if o.Reauth != nil {
+			c.reauth = o.Reauth
+		}
+		if o.Quota != nil {
+			c.quota = o.Quota
 		}
 	}
 	return c
@@ -169,6 +198,24 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 	count(&r.DeadLetters, func() (int64, error) { return c.deadLetters.CountPending(ctx) })
 	count(&r.LastHour.Sent, func() (int64, error) { return c.outbound.CountSentSince(ctx, since) })
 	count(&r.LastHour.Failed, func() (int64, error) { return c.outbound.CountFailedSince(ctx, since) })
+	if c.quota != nil {
+		run(func() error {
+			ids, err := c.quota.TenantsOverQuota(ctx, now)
+			mu.Lock()
+			r.OverQuota, r.TenantsOverQuota = ids, len(ids)
+			mu.Unlock()
+			return err
+		})
+	}
+	if c.reauth != nil {
+		run(func() error {
+			ids, err := c.reauth.NeedsReauth(ctx)
+			mu.Lock()
+			r.NeedsReauth = ids
+			mu.Unlock()
+			return err
+		})
+	}
 	buckets := make([]int64, len(store.LatencyBounds)+1)
 	for i := range buckets {
 		count(&buckets[i], func() (int64, error) { return c.outbound.CountSentInLatencyBucket(ctx, i, since) })
@@ -261,6 +308,9 @@ func (c *Checker) judge(r *Report, errs []error) {
 		failing = append(failing, fmt.Sprintf("send success rate %.0f%% in the last hour", 100*lh.SuccessRate))
 	case lh.Failed > 0 && lh.SuccessRate < c.thresholds.MinSuccessRate:
 		degraded = append(degraded, fmt.Sprintf("send success rate %.0f%% in the last hour (%d failed)", 100*lh.SuccessRate, lh.Failed))
+	}
+	if len(r.NeedsReauth) > 0 {
+		degraded = append(degraded, fmt.Sprintf("tenants needing a new token (sends parked): %s", strings.Join(r.NeedsReauth, ", ")))
 	}
 	if r.DeadLetters > 0 {
 		degraded = append(degraded, fmt.Sprintf("%d dead letters waiting for replay", r.DeadLetters))

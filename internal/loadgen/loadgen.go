@@ -43,7 +43,9 @@ type Config struct {
 	Rate float64
 	// Duration caps the sending phase: no request starts after it. Requests in flight finish.
 	Duration time.Duration
-	// From is the sender's WhatsApp id; the sample default when empty.
+	// From is the sender's WhatsApp id of every message; when empty each message comes from its
+	// own contact (BenchSender), as real load does: one contact's burst would only measure the
+	// tenant's conversation rate limit.
 	From string
 	// Client sends the requests; a client tuned for Concurrency connections when nil.
 	Client *http.Client
@@ -284,9 +286,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// BenchSender is the sender of the i-th message when Config.From is empty: a fictitious number in
+// a range no real subscriber has (+1 555 01xx style), one per message.
+func BenchSender(i int) string { return fmt.Sprintf("1555%07d", i) }
+
 func send(ctx context.Context, client *http.Client, cfg Config, i int) sample {
 	id := whatsapp.NewMessageID()
-	body := whatsapp.SampleText(whatsapp.SampleOptions{From: cfg.From, MessageID: id}, fmt.Sprintf("bench message %d", i+1))
+	from := cfg.From
+	if from == "" {
+		from = BenchSender(i)
+	}
+	body := whatsapp.SampleText(whatsapp.SampleOptions{From: from, MessageID: id}, fmt.Sprintf("bench message %d", i+1))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return sample{err: err, id: id}

@@ -38,14 +38,14 @@ const PayloadChunks = "payload_chunks"
 // tenant's monthly usage is kept (tenants do not expire either); their call markers are.
 func Collections() []string {
 	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks, TenantInvites,
-		Conversations, ConversationMessages, SenderWindows, UsageCalls}
+		Conversations, ConversationMessages, SenderWindows, UsageCalls, Actions, ConnectStates}
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index, the members who joined by invite, the monthly usage counters and the
-// console's audit entries.
+// their routing index, the members who joined by invite, the monthly usage counters, the API
+// keys (revoked, not deleted) and the console's audit entries.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, AuditCollection}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, APIKeysCollection, AuditCollection}
 }
 
 // ExpireAtField is the TTL field of every document.

@@ -79,6 +79,21 @@ type OutboundRecord struct {
 	// aggregations instead of reading every record.
 	LatencyBucket int64     `firestore:"latency_bucket" json:"latency_bucket"`
 	ExpireAt      time.Time `firestore:"expire_at" json:"expire_at"`
+
+	// The fields below (store/sends.go) are set on sends made through the api service and on
+	// parked sends: everything needed to send again without the task that made the record.
+	// Source is SourceAPI for the api's sends, empty for replies.
+	Source       string `firestore:"source,omitempty" json:"source,omitempty"`
+	APIMessageID string `firestore:"api_message_id,omitempty" json:"api_message_id,omitempty"`
+	// RequestHash tells an Idempotency-Key replay (same hash) from a reuse with another body.
+	RequestHash string `firestore:"request_hash,omitempty" json:"-"`
+	// To (the contact's number) and Message (the graph.Message JSON) are never shown.
+	To             string    `firestore:"to,omitempty" json:"-"`
+	Message        string    `firestore:"message,omitempty" json:"-"`
+	MessageType    string    `firestore:"message_type,omitempty" json:"message_type,omitempty"`
+	ParkedAt       time.Time `firestore:"parked_at,omitempty" json:"parked_at,omitempty"`
+	ReleaseGen     int64     `firestore:"release_gen,omitempty" json:"release_gen,omitempty"`
+	ReleasePending bool      `firestore:"release_pending,omitempty" json:"release_pending,omitempty"`
 }
 
 // ErrNotFound is returned when a record does not exist.
@@ -147,6 +162,9 @@ func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision
 		}
 		switch rec.State {
 		case OutboundSent, OutboundFailed, OutboundSkipped:
+			return begun{AlreadyDone, rec}, nil
+		case OutboundParked:
+			// Only a release (store/sends.go) sends a parked record again.
 			return begun{AlreadyDone, rec}, nil
 		case OutboundSending:
 			if now.Sub(rec.SendingSince) < r.opts.ReconcileWindow {

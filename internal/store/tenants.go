@@ -52,6 +52,10 @@ type TenantRecord struct {
 	AccessToken []byte
 	// TokenSetAt is when the token was stored; zero when there is none.
 	TokenSetAt time.Time
+	// ActionSecret is the action signing secret's ciphertext (package secrets); nil when
+	// `wapipe tenants action-secret` never ran. ActionSecretSetAt is when it was stored.
+	ActionSecret      []byte
+	ActionSecretSetAt time.Time
 	// Version counts the applies that changed the tenant, from 1.
 	Version   int64
 	AppliedAt time.Time
@@ -66,9 +70,12 @@ type tenantDoc struct {
 	AuthLastError string    `firestore:"auth_last_error"`
 	AccessToken   []byte    `firestore:"access_token"`
 	TokenSetAt    time.Time `firestore:"token_set_at"`
-	Version       int64     `firestore:"version"`
-	AppliedAt     time.Time `firestore:"applied_at"`
-	UpdatedAt     time.Time `firestore:"updated_at"`
+	// ActionSecret is sealed like AccessToken, for secrets.PurposeActionSecret.
+	ActionSecret      []byte    `firestore:"action_secret"`
+	ActionSecretSetAt time.Time `firestore:"action_secret_set_at"`
+	Version           int64     `firestore:"version"`
+	AppliedAt         time.Time `firestore:"applied_at"`
+	UpdatedAt         time.Time `firestore:"updated_at"`
 }
 
 func (d *tenantDoc) record() TenantRecord {
@@ -76,9 +83,12 @@ func (d *tenantDoc) record() TenantRecord {
 	if len(d.AccessToken) == 0 {
 		d.AccessToken = nil // Firestore gives an empty slice back for nil bytes
 	}
+	if len(d.ActionSecret) == 0 {
+		d.ActionSecret = nil
+	}
 	return TenantRecord{
 		Tenant: &t, AuthStatus: d.AuthStatus, AuthLastError: d.AuthLastError, AccessToken: d.AccessToken,
-		TokenSetAt: d.TokenSetAt, Version: d.Version, AppliedAt: d.AppliedAt, UpdatedAt: d.UpdatedAt,
+		TokenSetAt: d.TokenSetAt, ActionSecret: d.ActionSecret, ActionSecretSetAt: d.ActionSecretSetAt, Version: d.Version, AppliedAt: d.AppliedAt, UpdatedAt: d.UpdatedAt,
 	}
 }
 

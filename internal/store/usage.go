@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -197,30 +197,45 @@ func (g *Guard) Usage(ctx context.Context, tenantID, period string) (int, error)
 	return u.Count, nil
 }
 
-// CountOverQuota counts the tenants whose usage of period has reached their quota; quotas maps a
-// tenant id to its monthly quota (tenants with an unlimited quota are left out). It reads the
-// period's counters, one per tenant that made a call.
-func (g *Guard) CountOverQuota(ctx context.Context, period string, quotas map[string]int) (int, error) {
+// OverQuota lists, sorted, the tenants whose usage of period has reached their quota; quotas
+// maps a tenant id to its monthly quota (tenants with an unlimited quota are left out). It reads
+// the period's counters, one per tenant that made a call.
+func (g *Guard) OverQuota(ctx context.Context, period string, quotas map[string]int) ([]string, error) {
 	if len(quotas) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	it := g.fs.Collection(Usage).Where("period", "==", period).Documents(ctx)
-	defer it.Stop()
-	n := 0
-	for {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return n, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read usage of %s: %w", period, err)
-		}
-		var u UsageCounter
-		if err := snap.DataTo(&u); err != nil {
-			return 0, fmt.Errorf("decode usage: %w", err)
-		}
+	counters, err := queryAll[UsageCounter](ctx, g.fs.Collection(Usage).Where("period", "==", period), "usage of "+period)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, u := range counters {
 		if q, ok := quotas[u.TenantID]; ok && u.Count >= q {
-			n++
+			ids = append(ids, u.TenantID)
 		}
 	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// QuotaReport finds the tenants over their monthly LLM quota, for the health report.
+type QuotaReport struct {
+	Tenants *Tenants
+	Guard   *Guard
+}
+
+// TenantsOverQuota lists the tenants whose usage of now's month has reached their quota. It
+// reads every tenant and the month's usage counters.
+func (q QuotaReport) TenantsOverQuota(ctx context.Context, now time.Time) ([]string, error) {
+	recs, err := q.Tenants.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	quotas := map[string]int{}
+	for _, r := range recs {
+		if limit, limited := r.Tenant.Quota.MonthlyLLMCalls(); limited {
+			quotas[r.Tenant.ID] = limit
+		}
+	}
+	return q.Guard.OverQuota(ctx, assistant.Period(now), quotas)
 }

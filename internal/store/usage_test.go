@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestReserveCallIsIdempotentPerCallID(t *testing.T) {
 	}
 }
 
-func TestUsageAndCountOverQuota(t *testing.T) {
+func TestUsageAndOverQuota(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	g := newGuard(t)
@@ -122,12 +123,12 @@ func TestUsageAndCountOverQuota(t *testing.T) {
 	if u, err := g.Usage(ctx, "under", "2026-10"); err != nil || u != 5 {
 		t.Errorf("Usage = %d, %v; want 5", u, err)
 	}
-	n, err := g.CountOverQuota(ctx, "2026-11", map[string]int{"full": 2, "under": 2, "idle": 1})
+	ids, err := g.OverQuota(ctx, "2026-11", map[string]int{"full": 2, "under": 2, "idle": 1})
 	if err != nil {
-		t.Fatalf("CountOverQuota: %v", err)
+		t.Fatalf("OverQuota: %v", err)
 	}
-	if n != 1 {
-		t.Errorf("CountOverQuota = %d, want 1", n)
+	if !slices.Equal(ids, []string{"full"}) {
+		t.Errorf("OverQuota = %v, want [full]", ids)
 	}
 }
 

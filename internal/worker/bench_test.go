@@ -15,6 +15,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
+	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -152,4 +153,88 @@ func BenchmarkTenantResolveCacheHit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTurnOverhead measures what the pipeline adds before the assistant's LLM call: from
+// posting a message to the webhook to the fake Gemini receiving the turn's request (webhook,
+// inbound task, outbound task, conversation inbox and lease, tenant and member lookups, the
+// sender and quota counters), one message at a time, each from its own contact. It reports
+// p50/p95 in ms.
+func BenchmarkTurnOverhead(b *testing.B) {
+	st := benchStack(b, testenv.FastQueues(b))
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		text := fmt.Sprintf("hello %d", i)
+		body := whatsapp.SampleText(whatsapp.SampleOptions{From: fmt.Sprintf("1555%07d", i)}, text)
+		start := time.Now()
+		postSigned(b, st, body)
+		var at time.Time
+		testenv.Eventually(b, 20*time.Second, func() bool {
+			for _, r := range st.Gemini.Requests() {
+				if r.Text == text {
+					at = r.Time
+					return true
+				}
+			}
+			return false
+		}, "no LLM request for %q", text)
+		lat = append(lat, at.Sub(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95_ms")
+}
+
+// BenchmarkSecondTurnStart measures how soon the second of two back-to-back messages of one
+// contact starts its turn after the first turn's LLM answer (its commit follows at once): the
+// running drain picks it up, with no Cloud Tasks retry in between. Reports p50/p95 in ms.
+func BenchmarkSecondTurnStart(b *testing.B) {
+	st := benchStack(b, testenv.FastQueues(b))
+	const think = 300 * time.Millisecond
+	if err := st.Gemini.AddRule(geminifake.Rule{Contains: "first", Respond: func(geminifake.Call) geminifake.Answer {
+		time.Sleep(think)
+		return geminifake.Answer{Intent: geminifake.GeneralQuery, Confidence: 0.9, Reply: "ok"}
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	var gaps []time.Duration
+	for i := 0; b.Loop(); i++ {
+		from := fmt.Sprintf("1556%07d", i)
+		first, second := fmt.Sprintf("first %d", i), fmt.Sprintf("second %d", i)
+		now := time.Now()
+		postSigned(b, st, whatsapp.SampleText(whatsapp.SampleOptions{From: from, Timestamp: now}, first))
+		postSigned(b, st, whatsapp.SampleText(whatsapp.SampleOptions{From: from, Timestamp: now.Add(time.Second)}, second))
+		var t1, t2 time.Time
+		testenv.Eventually(b, 20*time.Second, func() bool {
+			for _, r := range st.Gemini.Requests() {
+				switch r.Text {
+				case first:
+					t1 = r.Time
+				case second:
+					t2 = r.Time
+				}
+			}
+			return !t1.IsZero() && !t2.IsZero()
+		}, "no LLM requests for the pair %d", i)
+		gaps = append(gaps, t2.Sub(t1.Add(think)))
+	}
+	slices.Sort(gaps)
+	b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(gaps[len(gaps)*95/100].Microseconds())/1000, "p95_ms")
+}
+
+// postSigned posts a signed payload to the stack's webhook.
+func postSigned(b *testing.B, st *devstack.Stack, body []byte) {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodPost, st.WebhookURL, bytes.NewReader(body))
+	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, st.AppSecret))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("webhook answered %d", resp.StatusCode)
+	}
 }

@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -34,6 +38,32 @@ type Config struct {
 	// token before the request reaches the worker, and hands it on with its signature removed.
 	// Terraform sets it for the IAM-only worker; without it a token must carry its signature.
 	OIDCVerifiedByPlatform bool `env:"OIDC_VERIFIED_BY_PLATFORM, default=false"`
+	// LLMBaseURL points the assistant at a Vertex AI compatible fake, without credentials: dev
+	// only. Empty means the regional Vertex AI endpoint with the service's credentials.
+	LLMBaseURL string `env:"LLM_BASE_URL"`
+	// LLMLocation is the Vertex AI region.
+	LLMLocation string `env:"LLM_LOCATION, default=us-central1"`
+	// ConversationRetention is how long conversations, their messages and actions are kept
+	// after the last message.
+	ConversationRetention time.Duration `env:"CONVERSATION_RETENTION, default=2160h"`
+	// ConversationLease is how long the task that runs a conversation's turns holds it without
+	// committing a turn: longer than one turn (an LLM call and its retry), and as short as that
+	// allows, since a killed holder's conversation waits that long for its task's retry.
+	ConversationLease time.Duration `env:"CONVERSATION_LEASE, default=60s"`
+}
+
+// SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
+// defaults would.
+func (c *Config) SetDefaults() {
+	if c.LLMLocation == "" {
+		c.LLMLocation = llm.DefaultLocation
+	}
+	if c.ConversationRetention == 0 {
+		c.ConversationRetention = store.DefaultConversationRetention
+	}
+	if c.ConversationLease == 0 {
+		c.ConversationLease = conversation.DefaultLease
+	}
 }
 
 // Validate checks the worker's values on top of the shared ones.
@@ -46,6 +76,22 @@ func (c *Config) Validate() error {
 	}
 	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
 		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
+	}
+	if c.LLMBaseURL != "" {
+		if u, err := url.Parse(c.LLMBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			errs = append(errs, errors.New("LLM_BASE_URL: must be an absolute http(s) URL"))
+		} else if !c.IsDev() {
+			errs = append(errs, errors.New("LLM_BASE_URL: dev only (it sends no credentials); leave it unset to use Vertex AI"))
+		}
+	}
+	if c.LLMLocation == "" {
+		errs = append(errs, errors.New("LLM_LOCATION: must name a Vertex AI region, such as us-central1"))
+	}
+	if c.ConversationRetention < time.Hour {
+		errs = append(errs, errors.New("CONVERSATION_RETENTION: must be at least 1h (default 2160h, 90 days)"))
+	}
+	if c.ConversationLease < 2*time.Second || c.ConversationLease > 10*time.Minute {
+		errs = append(errs, errors.New("CONVERSATION_LEASE: must be between 2s and 10m (default 60s)"))
 	}
 	if err := c.Secrets().Validate(); err != nil {
 		errs = append(errs, err)

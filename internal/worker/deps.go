@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,8 +9,11 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -29,26 +33,48 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
 	}
+	// The assistant's model client: Vertex AI with the service's credentials, or the fake at
+	// LLM_BASE_URL in dev. Building it only reads configuration (and, for Vertex AI, finds the
+	// credentials), so a background context is enough.
+	lc, err := llm.New(context.Background(), llm.Config{
+		Project: cfg.ProjectID, Location: cfg.LLMLocation, BaseURL: cfg.LLMBaseURL,
+		HTTPClient: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport)},
+	})
+	if err != nil {
+		return Deps{}, fmt.Errorf("llm.New: %w", err)
+	}
 	tenants := store.NewTenants(db, store.Options{})
+	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
+	tokens := NewTokenCache(keeper, TokenCacheTTL)
+	guard := store.NewGuard(db, store.Options{})
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	deps := Deps{
-		Tasks:       tq,
-		Payloads:    store.NewPayloads(db, 0),
-		Outbound:    outbound,
-		Statuses:    store.NewStatuses(db, store.Options{}),
-		Deliveries:  outbound,
-		Traces:      store.NewTraces(db, store.Options{}),
-		DeadLetters: deadLetters,
-		Sender:      NewGraphSender(gc),
-		Responder:   responder.Ack{Text: cfg.AckText},
-		Hasher:      cfg.Hasher(),
-		Tenants:     NewTenantCache(tenants, TenantCacheTTL),
-		Members:     tenants,
-		Tokens:      NewTokenCache(keeper, TokenCacheTTL),
-		Logger:      logger,
+		Tasks:         tq,
+		Payloads:      store.NewPayloads(db, 0),
+		Outbound:      outbound,
+		Statuses:      store.NewStatuses(db, store.Options{}),
+		Deliveries:    outbound,
+		Traces:        store.NewTraces(db, store.Options{}),
+		DeadLetters:   deadLetters,
+		Sender:        NewGraphSender(gc),
+		Responder:     responder.Ack{Text: cfg.AckText},
+		Hasher:        cfg.Hasher(),
+		Tenants:       NewTenantCache(tenants, TenantCacheTTL),
+		Members:       tenants,
+		Tokens:        tokens,
+		Inbox:         conversations,
+		Messages:      conversations,
+		Assistant:     assistant.New(lc, guard),
+		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
+		Caller:        action.NewClient(action.WithTransport(otelhttp.NewTransport(http.DefaultTransport))),
+		ActionSecrets: tokens,
+		Lease:         cfg.ConversationLease,
+		Sends:         store.NewSends(db, store.Options{}),
+		Windows:       conversations,
+		Logger:        logger,
 		Health: health.New(outbound, deadLetters, admin,
-			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
+			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v
@@ -56,6 +82,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	logger.Info("worker configured", "event", "config_loaded", "app_env", cfg.AppEnv,
 		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
 		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform,
-		"default_token", cfg.AccessToken != "", "secrets_dev_key", keeper.Dev())
+		"default_token", cfg.AccessToken != "", "secrets_dev_key", keeper.Dev(),
+		"llm_location", cfg.LLMLocation, "llm_fake", cfg.LLMBaseURL != "")
 	return deps, nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
-	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -50,7 +49,7 @@ func (s *Server) sender(ctx context.Context, t *task, out tasks.Outbound) (from 
 	}
 	token, err := s.deps.Tokens.Token(ctx, rec)
 	switch {
-	case errors.Is(err, secrets.ErrNotAuthentic), errors.Is(err, secrets.ErrKeyKind), errors.Is(err, secrets.ErrMalformed):
+	case isUnreadableSecret(err):
 		// No retry opens a ciphertext sealed for another key or place.
 		return from, s.abandon(ctx, t, out, "token_unreadable", fmt.Errorf("%w: set the token again, then replay", err)), false
 	case err != nil:
@@ -75,18 +74,42 @@ func (s *Server) abandon(ctx context.Context, t *task, out tasks.Outbound, reaso
 	return s.deadLetter(ctx, t, f)
 }
 
-// tenantReply is the reply of a tenant to m. Membership comes first: with audience members a
-// non-member gets the onboarding prompt and nothing else; a message that is exactly an invite
-// code redeems it (welcome, or "invalid code"). Served messages go to the TenantResponder.
+// tenantReply is the reply of a tenant to m without a conversation (Deps.Inbox unset):
+// membership first (see admit), then the TenantResponder.
 func (s *Server) tenantReply(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message) (responder.Reply, error) {
-	logger := logging.FromContext(ctx)
 	if responder.Ignorable(m) {
 		return responder.Reply{}, nil
 	}
+	adm, err := s.admit(ctx, tn, m)
+	if err != nil || adm.handled {
+		return adm.reply, err
+	}
+	return s.deps.TenantResponder.RespondTo(ctx, responder.Turn{Tenant: tn, Member: adm.member, Message: m})
+}
+
+// admission is what membership decides about a message before the assistant sees it.
+type admission struct {
+	member   tenant.Member
+	isMember bool
+	// handled: membership answered the message (reply, possibly none); the assistant does not
+	// see it.
+	handled bool
+	reply   responder.Reply
+	// key is the system message reply is; event names what happened, for the log.
+	key   i18n.Key
+	event string
+}
+
+// admit applies the tenant's audience to m. With audience members a non-member gets the
+// onboarding prompt and nothing else (a reaction or system notice, nothing at all); a message
+// that is exactly an invite code redeems it (welcome, or "invalid code"), from members too.
+func (s *Server) admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message) (admission, error) {
+	logger := logging.FromContext(ctx)
 	member, isMember, err := s.member(ctx, tn, m.From)
 	if err != nil {
-		return responder.Reply{}, err
+		return admission{}, err
 	}
+	adm := admission{member: member, isMember: isMember}
 	code, isCode := "", false
 	if m.Type == "text" {
 		code, isCode = tenant.NormalizeInviteCode(m.Text)
@@ -95,23 +118,32 @@ func (s *Server) tenantReply(ctx context.Context, tn *tenant.Tenant, m whatsapp.
 	case isCode && isMember:
 		// A member who sends a code: most often this very code on a retry, after the attempt
 		// that redeemed it failed to send the welcome. Welcome again, consume nothing.
-		return welcome(tn, member, m), nil
+		adm.handled, adm.event = true, "invite_redeemed"
+		adm.reply, adm.key = welcome(tn, member, m)
 	case isCode:
 		joined, err := s.deps.Members.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), m.From, m.ContactName)
 		if errors.Is(err, store.ErrInviteInvalid) {
 			logger.InfoContext(ctx, "invite code refused: unknown, used or expired", "event", "invite_refused")
-			return responder.Reply{Text: i18n.Text(tn.Language, i18n.InvalidCode), Quote: true}, nil
+			adm.handled, adm.event, adm.key = true, "invite_refused", i18n.InvalidCode
+			adm.reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.InvalidCode), Quote: true}
+			return adm, nil
 		}
 		if err != nil {
-			return responder.Reply{}, fmt.Errorf("redeem invite: %w", err)
+			return admission{}, fmt.Errorf("redeem invite: %w", err)
 		}
 		logger.InfoContext(ctx, "invite redeemed: a new member", "event", "invite_redeemed", "role", joined.Role)
-		return welcome(tn, joined, m), nil
+		adm.member, adm.isMember, adm.handled, adm.event = joined, true, true, "invite_redeemed"
+		adm.reply, adm.key = welcome(tn, joined, m)
 	case !isMember && tn.Audience == tenant.AudienceMembers:
+		adm.handled, adm.event = true, "onboarding_prompt"
+		if responder.Ignorable(m) {
+			return adm, nil
+		}
 		logger.InfoContext(ctx, "non-member asked for an invite code", "event", "onboarding_prompt")
-		return responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}, nil
+		adm.key = i18n.OnboardingPrompt
+		adm.reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}
 	}
-	return s.deps.TenantResponder.RespondTo(ctx, responder.Turn{Tenant: tn, Member: member, Message: m})
+	return adm, nil
 }
 
 // member looks waID up among the tenant's file members, then the members who joined by invite.
@@ -127,14 +159,14 @@ func (s *Server) member(ctx context.Context, tn *tenant.Tenant, waID string) (te
 }
 
 // welcome greets a new member in their language, by name when known.
-func welcome(tn *tenant.Tenant, member tenant.Member, m whatsapp.Message) responder.Reply {
+func welcome(tn *tenant.Tenant, member tenant.Member, m whatsapp.Message) (responder.Reply, i18n.Key) {
 	lang := tn.EffectiveLanguage(member)
 	name := member.Name
 	if name == "" {
 		name = m.ContactName
 	}
 	if name == "" {
-		return responder.Reply{Text: i18n.Text(lang, i18n.Welcome), Quote: true}
+		return responder.Reply{Text: i18n.Text(lang, i18n.Welcome), Quote: true}, i18n.Welcome
 	}
-	return responder.Reply{Text: i18n.Text(lang, i18n.WelcomeName, "name", name), Quote: true}
+	return responder.Reply{Text: i18n.Text(lang, i18n.WelcomeName, "name", name), Quote: true}, i18n.WelcomeName
 }

@@ -59,9 +59,13 @@ func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o o
 	return t, out, outcome{}, true
 }
 
-// processOutbound runs the steps of a send that may go ahead: begin the send, find who sends
-// (the tenant and its token), ask for the reply, send, settle.
+// processOutbound answers the message: a tenant's through its conversation (converse), the
+// single-tenant default's (or a tenant's without conversations) with one reply: begin the send,
+// find who sends (the tenant and its token), ask for the reply, send, settle.
 func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
+	if out.TenantID != "" && s.runner != nil {
+		return s.converse(ctx, t, out, start)
+	}
 	rec, o, ok := s.beginSend(ctx, t, out)
 	if !ok {
 		return o
@@ -74,8 +78,14 @@ func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outboun
 	if !ok {
 		return o
 	}
+	if o, parked := s.parkReply(ctx, out, &from, reply, nil); parked { // apisend.go: tenant needs_reauth
+		return o
+	}
 	graphID, readMarked, err := s.send(ctx, out, from.token, reply, rec)
 	if err != nil {
+		if o, parked := s.parkReply(ctx, out, &from, reply, err); parked { // apisend.go: token refused
+			return o
+		}
 		return s.settleFailure(ctx, t, out, err)
 	}
 	return s.settleSent(ctx, out, rec, graphID, readMarked, start)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -94,6 +95,11 @@ const (
 	unauthorized
 	// crashed: the handler panicked before its last attempt: Cloud Tasks retries.
 	crashed
+	// conversed: the message is in its conversation, and its turn has run or will run in the
+	// task that holds the conversation.
+	conversed
+	// actionDone: the action has its answer and the user was told (or cannot be).
+	actionDone
 )
 
 // outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
@@ -110,7 +116,12 @@ type outcome struct {
 	code int
 	// deadLetterID is deadLettered's document id.
 	deadLetterID string
-	// reason is retry's "error" in the body; retryAfter its Retry-After, 0 for none.
+	// conversation is conversed's result.
+	conversation conversation.Result
+	// action is actionDone's record.
+	action store.ActionRecord
+	// reason is retry's "error" in the body, conversed's status; retryAfter its Retry-After,
+	// 0 for none.
 	reason     string
 	retryAfter time.Duration
 }
@@ -150,6 +161,10 @@ func response(o outcome) (int, any) {
 		return http.StatusOK, map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": o.code}
 	case deadLettered:
 		return http.StatusOK, map[string]any{"status": "dead_lettered", "dead_letter_id": o.deadLetterID}
+	case conversed:
+		return http.StatusOK, map[string]any{"status": o.reason, "conversation_id": o.conversation.ConversationID, "turns": o.conversation.Turns}
+	case actionDone:
+		return http.StatusOK, map[string]any{"status": o.action.State, "action_id": o.action.ActionID, "http_status": o.action.HTTPStatus}
 	case retry:
 		return http.StatusServiceUnavailable, map[string]any{"status": "retry", "error": o.reason}
 	case unauthorized:

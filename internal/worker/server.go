@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -77,8 +78,25 @@ type Deps struct {
 	Members MemberStore
 	// Tokens opens the tenants' access tokens (cached).
 	Tokens TokenSource
-	// TenantResponder answers a tenant's served messages; responder.TenantAck when nil.
+	// TenantResponder answers a tenant's served messages when there is no Inbox;
+	// responder.TenantAck when nil.
 	TenantResponder responder.TenantResponder
+	// Inbox keeps the tenants' conversations: with it, a tenant's message is stored in its
+	// conversation and answered by Assistant, one turn at a time (package conversation).
+	// Without it, tenants are answered by TenantResponder, one reply per message.
+	Inbox conversation.Inbox
+	// Assistant decides the turns; required with Inbox.
+	Assistant TurnEngine
+	// Messages reads and adds stored messages; required with Inbox.
+	Messages StoredMessages
+	// Actions records the action calls, Caller makes them and ActionSecrets opens the tenants'
+	// signing secrets; required with Inbox.
+	Actions       ActionRecords
+	Caller        ActionCaller
+	ActionSecrets SecretSource
+	// Lease is how long a conversation's holder keeps it without committing a turn;
+	// conversation.DefaultLease when zero.
+	Lease time.Duration
 	// Health answers GET /internal/health; the route answers 404 without it.
 	Health HealthChecker
 	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
@@ -94,12 +112,19 @@ type Deps struct {
 	FanOut int
 	// MarkReadTimeout bounds the best-effort mark-as-read call; 5 s when zero.
 	MarkReadTimeout time.Duration
+
+	// Sends are the records process_send sends from and parks (apisend.go).
+	Sends SendRecords
+	// Windows reads contacts' last_inbound_at (the 24-hour window); no window check when nil.
+	Windows WindowReader
 }
 
 // Server is the worker service.
 type Server struct {
 	cfg  *Config
 	deps Deps
+	// runner serialises the turns of each conversation; nil without Deps.Inbox.
+	runner *conversation.Runner
 }
 
 // NewServer returns the worker service for a validated cfg.
@@ -131,7 +156,14 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.MarkReadTimeout <= 0 {
 		deps.MarkReadTimeout = 5 * time.Second
 	}
-	return &Server{cfg: cfg, deps: deps}
+	srv := &Server{cfg: cfg, deps: deps}
+	if deps.Inbox != nil {
+		if deps.Assistant == nil || deps.Messages == nil || deps.Actions == nil || deps.Caller == nil || deps.ActionSecrets == nil {
+			panic("worker.NewServer: Deps.Inbox needs Assistant, Messages, Actions, Caller and ActionSecrets")
+		}
+		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
+	}
+	return srv
 }
 
 // Routes returns the service's handler with its middleware.
@@ -147,6 +179,8 @@ func (s *Server) Routes() http.Handler {
 		r.Use(s.authenticate)
 		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
 		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
+		r.Method(http.MethodPost, "/process_action", s.handleProcessAction())
+		r.Method(http.MethodPost, "/process_send", s.handleProcessSend()) // apisend.go
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
 	return otelhttp.NewHandler(r, "worker",

@@ -54,7 +54,7 @@ func (s *Server) queueID(t *task) string {
 	switch {
 	case t.queue != "":
 		return t.queue
-	case t.path == tasks.ProcessOutboundPath && t.tenantID != "":
+	case (t.path == tasks.ProcessOutboundPath || t.path == tasks.ProcessActionPath) && t.tenantID != "":
 		return tasks.TenantQueueID(t.tenantID)
 	case t.path == tasks.ProcessOutboundPath:
 		return tasks.QueueID(s.cfg.OutboundQueue)

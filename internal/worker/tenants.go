@@ -129,3 +129,28 @@ func (c *TokenCache) Token(ctx context.Context, rec store.TenantRecord) (string,
 		return string(b), nil
 	})
 }
+
+// errNoActionSecret: the tenant has no action signing secret (`wapipe tenants action-secret`),
+// so its actions cannot be called.
+var errNoActionSecret = errors.New("no action secret: create one with `wapipe tenants action-secret`")
+
+// ActionSecret returns the tenant's action signing secret, as printed by action-secret; cached
+// like the token, keyed by action_secret_set_at. A tenant without one is errNoActionSecret.
+func (c *TokenCache) ActionSecret(ctx context.Context, rec store.TenantRecord) ([]byte, error) {
+	if len(rec.ActionSecret) == 0 {
+		return nil, errNoActionSecret
+	}
+	id := rec.Tenant.ID
+	key := "action\x00" + id + "\x00" + rec.ActionSecretSetAt.UTC().Format(time.RFC3339Nano)
+	s, err := c.entries.getWith(ctx, key, func(ctx context.Context, _ string) (string, error) {
+		if c.keeper == nil {
+			return "", errors.New("decrypt action secret: no secrets keeper configured")
+		}
+		b, err := c.keeper.Decrypt(ctx, rec.ActionSecret, secrets.AD(id, secrets.PurposeActionSecret))
+		if err != nil {
+			return "", fmt.Errorf("decrypt action secret of tenant %s: %w", id, err)
+		}
+		return string(b), nil
+	})
+	return []byte(s), err
+}

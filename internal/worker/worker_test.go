@@ -26,6 +26,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
@@ -54,6 +55,9 @@ type records struct {
 type stackOptions struct {
 	serviceAccount string
 	worker         []func(*worker.Deps)
+	webhook        []func(*webhook.Deps)
+	// externalWorkerAddr: the test runs the worker itself there (cmd/worker, killable).
+	externalWorkerAddr string
 	// noDefaultToken leaves WHATSAPP_ACCESS_TOKEN unset: numbers no tenant owns are unrouted.
 	noDefaultToken bool
 }
@@ -69,6 +73,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		ServiceAccountEmail: o.serviceAccount,
 		Logs:                func(string) io.Writer { return logs },
 		Worker:              o.worker,
+		Webhook:             o.webhook,
+		WorkerAddr:          o.externalWorkerAddr,
+		ExternalWorker:      o.externalWorkerAddr != "",
 		// Tests apply their own tenants (tenants_test.go); the others test the default.
 		NoTenants: true,
 		WorkerConfig: func(c *worker.Config) {
@@ -82,7 +89,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	t.Cleanup(st.Stop)
 	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
-	t.Cleanup(func() { logcheck.Check(t, logs.String(), []string{whatsapp.DefaultSampleOptions.From}, nil) })
+	t.Cleanup(func() {
+		logcheck.Check(t, logs.String(), []string{whatsapp.DefaultSampleOptions.From, contact, contactOwner}, nil)
+		// Message text lives only in the stored conversation.
+		for _, text := range []string{booking, "Pak Agus", "Done: create_booking", "Booked B-17", "already booked", "gibberish"} {
+			if strings.Contains(logs.String(), text) {
+				t.Errorf("a log line carries message text %q", text)
+			}
+		}
+	})
 	db := store.NewDB(fs)
 	recs := records{store.NewOutbound(db, store.Options{}), store.NewStatuses(db, store.Options{}), store.NewTraces(db, store.Options{}), store.NewDeadLetters(db, store.Options{})}
 	return &stack{Stack: st, t: t, fs: fs, records: recs, logs: logs}

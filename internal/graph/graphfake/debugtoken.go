@@ -69,7 +69,11 @@ func (f *Fake) debugToken(r *http.Request) (int, any) {
 	scopes := []string{"whatsapp_business_management", "whatsapp_business_messaging"}
 	granular := []map[string]any{}
 	for _, s := range scopes {
-		granular = append(granular, map[string]any{"scope": s})
+		g := map[string]any{"scope": s}
+		if ids := f.targetIDs(input); len(ids) > 0 { // signup.go
+			g["target_ids"] = ids
+		}
+		granular = append(granular, g)
 	}
 	return http.StatusOK, map[string]any{"data": map[string]any{
 		"app_id": FakeAppID, "type": "SYSTEM_USER", "application": "wapipe fake", "is_valid": true,

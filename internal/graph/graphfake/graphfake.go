@@ -94,6 +94,8 @@ type Fake struct {
 	revoked map[string]bool
 	// accepted are the tokens AcceptToken added to WithToken's.
 	accepted map[string]bool
+	// signup is the Embedded Signup and send-rule state (signup.go).
+	signup *signupState
 }
 
 // Option configures a Fake.
@@ -262,7 +264,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
-	if f.serveDebugToken(w, r) {
+	if f.serveDebugToken(w, r) || f.serveSignup(w, r) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
@@ -319,6 +321,9 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 			h["Retry-After"] = fl.RetryAfter
 		}
 		return fl.HTTPStatus, metaError(fl), h
+	}
+	if fl, ok := f.sendRule(rec.PhoneNumberID, tok, rec.Body); ok && rec.Kind == KindSend { // signup.go
+		return fl.HTTPStatus, metaError(fl), nil
 	}
 	if rec.Body["messaging_product"] != "whatsapp" {
 		return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) The parameter messaging_product is required."}.withDefaults()), nil

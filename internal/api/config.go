@@ -1,0 +1,72 @@
+package api
+
+import (
+	"errors"
+	"net/url"
+
+	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/secrets"
+)
+
+// DefaultFacebookDialogURL is Meta's OAuth dialog, where Embedded Signup starts.
+const DefaultFacebookDialogURL = "https://www.facebook.com/v24.0/dialog/oauth"
+
+// Config is the api service's configuration, read from the environment.
+type Config struct {
+	config.Base
+
+	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
+	// KMSKeyName seals the tokens Embedded Signup stores and the connect links' state; required
+	// outside dev, where an unset value means the development key.
+	KMSKeyName string `env:"KMS_KEY_NAME"`
+	// Embedded Signup: all of META_APP_ID, META_CONFIG_ID, PUBLIC_BASE_URL and
+	// WHATSAPP_APP_SECRET (the code exchange's client secret), or none (the connect routes then
+	// say it is not configured).
+	MetaAppID         string `env:"META_APP_ID"`
+	MetaConfigID      string `env:"META_CONFIG_ID"`
+	PublicBaseURL     string `env:"PUBLIC_BASE_URL"`
+	AppSecret         string `env:"WHATSAPP_APP_SECRET"`
+	FacebookDialogURL string `env:"FACEBOOK_DIALOG_URL, default=https://www.facebook.com/v24.0/dialog/oauth"`
+}
+
+// Validate checks the api's values on top of the shared ones.
+func (c *Config) Validate() error {
+	errs := []error{c.Base.Validate()}
+	checkURL := func(name, v string, required bool) {
+		if v == "" && !required {
+			return
+		}
+		u, err := url.Parse(v)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+			errs = append(errs, errors.New(name+": must be an absolute http(s) URL"))
+		case u.Scheme != "https" && !c.IsDev():
+			errs = append(errs, errors.New(name+": must be https outside dev"))
+		}
+	}
+	checkURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL, true)
+	checkURL("FACEBOOK_DIALOG_URL", c.FacebookDialogURL, true)
+	checkURL("PUBLIC_BASE_URL", c.PublicBaseURL, false)
+	if c.SignupEnabled() || c.MetaConfigID != "" {
+		for _, v := range []struct{ name, value string }{
+			{"META_APP_ID", c.MetaAppID}, {"META_CONFIG_ID", c.MetaConfigID},
+			{"PUBLIC_BASE_URL", c.PublicBaseURL}, {"WHATSAPP_APP_SECRET", c.AppSecret},
+		} {
+			if v.value == "" {
+				errs = append(errs, errors.New(v.name+": required for Embedded Signup (META_APP_ID is set)"))
+			}
+		}
+	}
+	if err := c.Secrets().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// SignupEnabled reports whether Embedded Signup is configured.
+func (c *Config) SignupEnabled() bool { return c.MetaAppID != "" }
+
+// Secrets is the configuration of the keeper that seals tokens and connect states.
+func (c *Config) Secrets() secrets.Config {
+	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
+}

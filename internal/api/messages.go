@@ -1,0 +1,466 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// MaxBodyBytes caps a POST /v1/messages body: Meta's largest send bodies are a few KiB.
+const MaxBodyBytes = 64 << 10
+
+// CustomerServiceWindow is how long after a contact's last message free-form messages may go.
+const CustomerServiceWindow = 24 * time.Hour
+
+// Meta's limits on the messages the api accepts (Cloud API reference, messages).
+const (
+	MaxTextBody          = 4096
+	MaxInteractiveBody   = 1024
+	MaxHeaderFooter      = 60
+	MaxButtonTitle       = 20
+	MaxButtonID          = 256
+	MaxListButtonText    = 20
+	MaxRowTitle          = 24
+	MaxRowDescription    = 72
+	MaxRowID             = 200
+	MaxSectionTitle      = 24
+	MaxTemplateName      = 512
+	MaxIdempotencyKeyLen = 255
+)
+
+// SendRequest is the body of POST /v1/messages: Meta's send body, with phone_number_id
+// optional when the tenant has one number.
+type SendRequest struct {
+	MessagingProduct string             `json:"messaging_product,omitempty"`
+	RecipientType    string             `json:"recipient_type,omitempty"`
+	To               string             `json:"to"`
+	PhoneNumberID    string             `json:"phone_number_id,omitempty"`
+	Type             string             `json:"type"`
+	Text             *graph.Text        `json:"text,omitempty"`
+	Template         *graph.Template    `json:"template,omitempty"`
+	Interactive      *graph.Interactive `json:"interactive,omitempty"`
+}
+
+// Message is the Graph message the request sends (without recipient and callback data).
+func (r SendRequest) Message() graph.Message {
+	return graph.Message{Type: r.Type, Text: r.Text, Template: r.Template, Interactive: r.Interactive}
+}
+
+var (
+	waIDPattern     = regexp.MustCompile(`^[1-9][0-9]{7,14}$`)
+	templatePattern = regexp.MustCompile(`^[a-z0-9_]+$`)
+	messageIDRe     = regexp.MustCompile(`^msg_[0-9a-f]{32}$`)
+)
+
+// Validate returns the request's first problem, one clear sentence, or nil.
+func (r SendRequest) Validate() error {
+	switch {
+	case r.MessagingProduct != "" && r.MessagingProduct != "whatsapp":
+		return errors.New(`messaging_product: must be "whatsapp" when given`)
+	case r.RecipientType != "" && r.RecipientType != "individual":
+		return errors.New(`recipient_type: must be "individual" when given`)
+	case r.To == "":
+		return errors.New("to: required (the contact's WhatsApp id)")
+	case !waIDPattern.MatchString(r.To):
+		return errors.New("to: must be a WhatsApp id, 8 to 15 digits with the country code, no + or spaces")
+	case r.Type == "":
+		return errors.New(`type: required ("text", "template" or "interactive")`)
+	}
+	objects := map[string]bool{"text": r.Text != nil, "template": r.Template != nil, "interactive": r.Interactive != nil}
+	if _, ok := objects[r.Type]; !ok {
+		return fmt.Errorf(`type: %q is not supported ("text", "template" or "interactive")`, r.Type)
+	}
+	if !objects[r.Type] {
+		return fmt.Errorf("%s: required when type is %s", r.Type, r.Type)
+	}
+	for name, set := range objects {
+		if set && name != r.Type {
+			return fmt.Errorf("%s: not allowed when type is %s", name, r.Type)
+		}
+	}
+	switch r.Type {
+	case "text":
+		return validateText(r.Text)
+	case "template":
+		return validateTemplate(r.Template)
+	default:
+		return validateInteractive(r.Interactive)
+	}
+}
+
+func runes(s string) int { return utf8.RuneCountInString(s) }
+
+func validateText(t *graph.Text) error {
+	switch {
+	case strings.TrimSpace(t.Body) == "":
+		return errors.New("text.body: required")
+	case runes(t.Body) > MaxTextBody:
+		return fmt.Errorf("text.body: at most %d characters, got %d", MaxTextBody, runes(t.Body))
+	}
+	return nil
+}
+
+func validateTemplate(t *graph.Template) error {
+	switch {
+	case t.Name == "":
+		return errors.New("template.name: required")
+	case len(t.Name) > MaxTemplateName || !templatePattern.MatchString(t.Name):
+		return errors.New("template.name: lowercase letters, digits and underscores, at most 512")
+	case t.Language.Code == "":
+		return errors.New("template.language.code: required (e.g. en_US)")
+	}
+	return nil
+}
+
+func validateInteractive(it *graph.Interactive) error {
+	if it.Body == nil || strings.TrimSpace(it.Body.Text) == "" {
+		return errors.New("interactive.body.text: required")
+	}
+	if runes(it.Body.Text) > MaxInteractiveBody {
+		return fmt.Errorf("interactive.body.text: at most %d characters", MaxInteractiveBody)
+	}
+	if it.Header != nil && (it.Header.Type != "text" || runes(it.Header.Text) > MaxHeaderFooter || it.Header.Text == "") {
+		return fmt.Errorf("interactive.header: a text header of 1 to %d characters", MaxHeaderFooter)
+	}
+	if it.Footer != nil && (runes(it.Footer.Text) > MaxHeaderFooter || it.Footer.Text == "") {
+		return fmt.Errorf("interactive.footer.text: 1 to %d characters", MaxHeaderFooter)
+	}
+	switch it.Type {
+	case "button":
+		return validateButtons(it.Action)
+	case "list":
+		return validateList(it.Action)
+	default:
+		return errors.New(`interactive.type: "button" or "list"`)
+	}
+}
+
+func validateButtons(a graph.Action) error {
+	if len(a.Sections) > 0 || a.Button != "" {
+		return errors.New("interactive.action: reply buttons take buttons only")
+	}
+	if len(a.Buttons) == 0 || len(a.Buttons) > graph.MaxReplyButtons {
+		return fmt.Errorf("interactive.action.buttons: 1 to %d reply buttons, got %d", graph.MaxReplyButtons, len(a.Buttons))
+	}
+	ids := map[string]bool{}
+	for i, b := range a.Buttons {
+		switch {
+		case b.Type != "reply":
+			return fmt.Errorf(`interactive.action.buttons[%d].type: must be "reply"`, i)
+		case b.Reply.ID == "" || len(b.Reply.ID) > MaxButtonID:
+			return fmt.Errorf("interactive.action.buttons[%d].reply.id: 1 to %d characters", i, MaxButtonID)
+		case ids[b.Reply.ID]:
+			return fmt.Errorf("interactive.action.buttons[%d].reply.id: ids must be unique", i)
+		case b.Reply.Title == "" || runes(b.Reply.Title) > MaxButtonTitle:
+			return fmt.Errorf("interactive.action.buttons[%d].reply.title: 1 to %d characters", i, MaxButtonTitle)
+		}
+		ids[b.Reply.ID] = true
+	}
+	return nil
+}
+
+func validateList(a graph.Action) error {
+	switch {
+	case len(a.Buttons) > 0:
+		return errors.New("interactive.action: a list takes a button text and sections, not buttons")
+	case a.Button == "" || runes(a.Button) > MaxListButtonText:
+		return fmt.Errorf("interactive.action.button: 1 to %d characters", MaxListButtonText)
+	case len(a.Sections) == 0 || len(a.Sections) > graph.MaxListSections:
+		return fmt.Errorf("interactive.action.sections: 1 to %d sections", graph.MaxListSections)
+	}
+	rows := 0
+	ids := map[string]bool{}
+	for i, sec := range a.Sections {
+		if runes(sec.Title) > MaxSectionTitle || (len(a.Sections) > 1 && sec.Title == "") {
+			return fmt.Errorf("interactive.action.sections[%d].title: at most %d characters, required with several sections", i, MaxSectionTitle)
+		}
+		if len(sec.Rows) == 0 {
+			return fmt.Errorf("interactive.action.sections[%d].rows: at least one row", i)
+		}
+		for j, row := range sec.Rows {
+			rows++
+			switch {
+			case row.ID == "" || len(row.ID) > MaxRowID:
+				return fmt.Errorf("interactive.action.sections[%d].rows[%d].id: 1 to %d characters", i, j, MaxRowID)
+			case ids[row.ID]:
+				return fmt.Errorf("interactive.action.sections[%d].rows[%d].id: ids must be unique", i, j)
+			case row.Title == "" || runes(row.Title) > MaxRowTitle:
+				return fmt.Errorf("interactive.action.sections[%d].rows[%d].title: 1 to %d characters", i, j, MaxRowTitle)
+			case runes(row.Description) > MaxRowDescription:
+				return fmt.Errorf("interactive.action.sections[%d].rows[%d].description: at most %d characters", i, j, MaxRowDescription)
+			}
+			ids[row.ID] = true
+		}
+	}
+	if rows > graph.MaxListRows {
+		return fmt.Errorf("interactive.action.sections: at most %d rows in all, got %d", graph.MaxListRows, rows)
+	}
+	return nil
+}
+
+// decodeRequest reads one JSON object under the size cap, refusing unknown fields.
+func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, int, error) {
+	var req SendRequest
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return req, http.StatusUnsupportedMediaType, errors.New("Content-Type: must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return req, http.StatusRequestEntityTooLarge, fmt.Errorf("body: at most %d bytes", MaxBodyBytes)
+	}
+	if err != nil {
+		return req, http.StatusBadRequest, errors.New("body: could not be read")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, http.StatusBadRequest, fmt.Errorf("body: not a valid message object (%s)", jsonProblem(err))
+	}
+	if dec.More() {
+		return req, http.StatusBadRequest, errors.New("body: one JSON object only")
+	}
+	return req, 0, nil
+}
+
+// jsonProblem says what is wrong with a body without quoting it.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s: wrong type, want %s", te.Field, te.Type)
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	default:
+		return "malformed JSON"
+	}
+}
+
+// handleSend answers POST /v1/messages.
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	logger := logging.FromContext(ctx)
+	tenantID, err := s.authenticate(r)
+	if err != nil {
+		s.authFailed(w, r, err)
+		return
+	}
+	ctx, logger = logging.With(ctx, "tenant_id", tenantID)
+	idem := r.Header.Get("Idempotency-Key")
+	if len(idem) > MaxIdempotencyKeyLen || strings.ContainsFunc(idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen))
+		return
+	}
+	req, status, err := decodeRequest(w, r)
+	if err == nil {
+		err = req.Validate()
+		status = http.StatusBadRequest
+	}
+	if err != nil {
+		logger.InfoContext(ctx, "send refused: invalid request", "event", "api_invalid_request", "problem", err.Error())
+		writeError(w, status, CodeInvalidRequest, err.Error())
+		return
+	}
+	tn, err := s.deps.Tenants.Get(ctx, tenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		s.authFailed(w, r, errors.New("the key's tenant no longer exists"))
+		return
+	}
+	if err != nil {
+		s.unavailable(w, r, err)
+		return
+	}
+	if tn.AuthStatus == store.AuthNeedsReauth {
+		writeError(w, http.StatusConflict, CodeReauthRequired, "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then")
+		return
+	}
+	number := req.PhoneNumberID
+	switch {
+	case number == "" && len(tn.Tenant.PhoneNumbers) == 1:
+		number = tn.Tenant.PhoneNumbers[0].PhoneNumberID
+	case number == "":
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "phone_number_id: required, the tenant has several numbers")
+		return
+	case !tn.Tenant.OwnsNumber(number):
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "phone_number_id: not one of the tenant's numbers")
+		return
+	}
+	m := req.Message()
+	if m.Type != "template" {
+		open, err := s.windowOpen(r, tenantID, number, req.To)
+		if err != nil {
+			s.unavailable(w, r, err)
+			return
+		}
+		if !open {
+			writeError(w, http.StatusUnprocessableEntity, CodeOutsideWindow,
+				"no message from this contact in the last 24 hours: only a template may be sent")
+			return
+		}
+	}
+	msgJSON, _ := json.Marshal(m)
+	sum := sha256.Sum256(append([]byte(number+"\x00"+req.To+"\x00"), msgJSON...))
+	id := "msg_" + randomHex(16)
+	if idem != "" {
+		h := sha256.Sum256([]byte("api\x00" + tenantID + "\x00" + idem))
+		id = "msg_" + hex.EncodeToString(h[:16])
+	}
+	key := tasks.SendKey(id)
+	rec, created, err := s.deps.Sends.CreateSend(ctx, store.OutboundRecord{
+		IdempotencyKey: key, Source: store.SourceAPI, APIMessageID: id, RequestHash: hex.EncodeToString(sum[:]),
+		TenantID: tenantID, PhoneNumberID: number, To: req.To, ToHash: s.deps.Hasher.Phone(req.To),
+		Message: string(msgJSON), MessageType: m.Type, CorrelationID: correlationID(ctx), ReceivedAt: s.deps.Now(),
+	})
+	if errors.Is(err, store.ErrIdempotencyMismatch) {
+		writeError(w, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "Idempotency-Key: already used with another request body")
+		return
+	}
+	if err != nil {
+		s.unavailable(w, r, err)
+		return
+	}
+	if rec.State == store.OutboundPending && rec.ReleaseGen == 0 {
+		// A replay of a request whose task may not exist yet enqueues it again; the task's name
+		// makes that idempotent.
+		body, _ := json.Marshal(tasks.Send{IdempotencyKey: key, CorrelationID: rec.CorrelationID, TenantID: tenantID})
+		if _, err := s.deps.Tasks.Enqueue(ctx, taskqueue.Task{
+			Queue: tasks.TenantQueueID(tenantID), ID: tasks.SendTaskID(key, 0), Path: tasks.ProcessSendPath,
+			Body: body, CorrelationID: rec.CorrelationID,
+		}); err != nil {
+			s.unavailable(w, r, err)
+			return
+		}
+	}
+	logger.InfoContext(ctx, "message accepted", "event", "api_message_accepted", "api_message_id", id, "message_type", m.Type,
+		"phone_number_id", number, logging.Phone("to", req.To), "replay", !created)
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "status": PublicStatus(rec)})
+}
+
+// windowOpen reports whether the contact wrote to the tenant's number in the last 24 hours.
+func (s *Server) windowOpen(r *http.Request, tenantID, number, to string) (bool, error) {
+	if s.deps.Windows == nil {
+		return true, nil
+	}
+	conv, err := s.deps.Windows.Get(r.Context(), store.ConversationID(tenantID, number, to))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !conv.LastInboundAt.IsZero() && s.deps.Now().Sub(conv.LastInboundAt) < CustomerServiceWindow, nil
+}
+
+// MessageState is the answer of GET /v1/messages/{id}.
+type MessageState struct {
+	ID             string        `json:"id"`
+	Status         string        `json:"status"`
+	GraphMessageID string        `json:"graph_message_id"`
+	Error          *MessageError `json:"error"`
+}
+
+// MessageError is why a message failed: Meta's code when Meta gave one, and a reason.
+type MessageError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+// handleGet answers GET /v1/messages/{id}.
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	tenantID, err := s.authenticate(r)
+	if err != nil {
+		s.authFailed(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if !messageIDRe.MatchString(id) {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such message")
+		return
+	}
+	rec, err := s.deps.Sends.GetSend(r.Context(), tasks.SendKey(id))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != tenantID) {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such message")
+		return
+	}
+	if err != nil {
+		s.unavailable(w, r, err)
+		return
+	}
+	st := MessageState{ID: id, Status: PublicStatus(rec), GraphMessageID: rec.GraphMessageID}
+	if st.Status == "failed" {
+		st.Error = &MessageError{Code: rec.LastErrorCode, Message: failureReason(rec)}
+		if rec.DeliveryStatus == store.DeliveryFailed {
+			st.Error = &MessageError{Code: rec.DeliveryError, Message: "delivery_failed"}
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// PublicStatus maps a record to the api's status: queued, sending, sent, delivered, read,
+// failed or parked.
+func PublicStatus(rec store.OutboundRecord) string {
+	switch rec.State {
+	case store.OutboundPending:
+		return "queued"
+	case store.OutboundSending:
+		return "sending"
+	case store.OutboundParked:
+		return "parked"
+	case store.OutboundFailed, store.OutboundSkipped:
+		return "failed"
+	case store.OutboundSent:
+		switch rec.DeliveryStatus {
+		case store.DeliveryDelivered, store.DeliveryRead, store.DeliveryFailed:
+			return rec.DeliveryStatus
+		}
+		return "sent"
+	}
+	return "queued"
+}
+
+var reasonPattern = regexp.MustCompile(`^[a-z_]{3,64}$`)
+
+// failureReason is the short reason a failed record carries ("outside_customer_service_window",
+// "no_token"), or "whatsapp_permanent_error"; never the raw error text.
+func failureReason(rec store.OutboundRecord) string {
+	if r, _, ok := strings.Cut(rec.LastError, ":"); ok && reasonPattern.MatchString(r) {
+		return r
+	}
+	return "whatsapp_permanent_error"
+}
+
+func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if !errors.Is(err, errUnauthenticated) && !strings.Contains(err.Error(), "tenant no longer exists") {
+		s.unavailable(w, r, err)
+		return
+	}
+	logging.FromContext(r.Context()).InfoContext(r.Context(), "request refused: not authenticated", "event", "api_unauthenticated")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="wapipe"`)
+	writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "a valid API key is required: Authorization: Bearer wpk_…")
+}
+
+// unavailable answers 503 for a dependency failure; the error is logged, never shown.
+func (s *Server) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	logging.FromContext(r.Context()).ErrorContext(r.Context(), "request failed: a dependency is unavailable", "event", "api_unavailable", "error", err)
+	w.Header().Set("Retry-After", "5")
+	writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "temporarily unavailable, retry with the same Idempotency-Key")
+}

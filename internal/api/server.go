@@ -1,0 +1,237 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/wapipe/wapipe/internal/apikey"
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenant"
+)
+
+// KeyReader reads API keys; *store.APIKeys implements it.
+type KeyReader interface {
+	GetAPIKey(ctx context.Context, id string) (store.APIKeyRecord, error)
+}
+
+// TenantStore reads tenants and, for Embedded Signup, registers their numbers and token;
+// *store.Tenants implements it.
+type TenantStore interface {
+	Get(ctx context.Context, id string) (store.TenantRecord, error)
+	AddPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) ([]string, error)
+	SetAccessToken(ctx context.Context, id string, ciphertext []byte) (store.TenantRecord, error)
+	UseConnectState(ctx context.Context, nonce, tenantID string, expireAt time.Time) error
+}
+
+// SendStore keeps the send records; *store.Sends implements it.
+type SendStore interface {
+	CreateSend(ctx context.Context, seed store.OutboundRecord) (store.OutboundRecord, bool, error)
+	GetSend(ctx context.Context, key string) (store.OutboundRecord, error)
+	ReleaseParked(ctx context.Context, tenantID string) ([]store.OutboundRecord, error)
+}
+
+// WindowReader reads the conversation that holds a contact's last_inbound_at;
+// *store.ConversationStore implements it.
+type WindowReader interface {
+	Get(ctx context.Context, conversationID string) (store.Conversation, error)
+}
+
+// Enqueuer creates tasks; *taskqueue.Client implements it.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
+}
+
+// Keeper seals and opens secrets; *secrets.Keeper implements it.
+type Keeper interface {
+	Encrypt(ctx context.Context, plaintext, ad []byte) ([]byte, error)
+	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
+}
+
+// Deps are the api's dependencies.
+type Deps struct {
+	Keys    KeyReader
+	Tenants TenantStore
+	Sends   SendStore
+	Windows WindowReader
+	Tasks   Enqueuer
+	// Graph calls Meta for Embedded Signup; it has no token of its own.
+	Graph  *graph.Client
+	Keeper Keeper
+	// Hasher makes the keyed refs stored for lookups (to_hash); the dev key when nil.
+	Hasher *logging.Hasher
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// NewDeps builds the api's dependencies from its configuration and the clients its caller opened
+// (and closes).
+func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Keeper, logger *slog.Logger) (Deps, error) {
+	if keeper == nil {
+		return Deps{}, errors.New("api.NewDeps: a secrets keeper is required")
+	}
+	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, "", hc)
+	if err != nil {
+		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
+	}
+	logger.Info("api configured", "event", "config_loaded", "app_env", cfg.AppEnv, "signup", cfg.SignupEnabled(),
+		"tasks_emulator", cfg.TasksEmulatorHost != "", "secrets_dev_key", keeper.Dev())
+	return Deps{
+		Keys:    store.NewAPIKeys(db, store.Options{}),
+		Tenants: store.NewTenants(db, store.Options{}),
+		Sends:   store.NewSends(db, store.Options{}),
+		Windows: store.NewConversationStore(db, store.Options{}),
+		Tasks:   tq,
+		Graph:   gc,
+		Keeper:  keeper,
+		Hasher:  cfg.Hasher(),
+		Logger:  logger,
+	}, nil
+}
+
+// Server is the api service.
+type Server struct {
+	cfg  *Config
+	deps Deps
+}
+
+// NewServer returns the api service for a validated cfg.
+func NewServer(cfg *Config, deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Hasher == nil {
+		deps.Hasher = logging.DevHasher()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return &Server{cfg: cfg, deps: deps}
+}
+
+// Routes returns the service's handler with its middleware.
+func (s *Server) Routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.withRequest)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	r.Post("/v1/messages", s.handleSend)
+	r.Get("/v1/messages/{id}", s.handleGet)
+	r.Get(ConnectPath, s.handleConnect)
+	r.Get(CallbackPath, s.handleCallback)
+	return otelhttp.NewHandler(r, "api",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+}
+
+var correlationPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+type correlationKey struct{}
+
+// withRequest gives each request a correlation id (the caller's X-Correlation-ID when well
+// formed), a logger carrying it, and a recovery that answers 500 instead of dropping the
+// connection.
+func (s *Server) withRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Correlation-ID")
+		if !correlationPattern.MatchString(id) {
+			id = randomHex(16)
+		}
+		logger := s.deps.Logger.With("correlation_id", id, "path", r.URL.Path)
+		ctx := context.WithValue(logging.WithLogger(r.Context(), logger), correlationKey{}, id)
+		defer func() {
+			if v := recover(); v != nil {
+				logger.Log(ctx, logging.LevelCritical, "api handler panicked", "event", "panic", "panic", fmt.Sprint(v))
+				writeError(w, http.StatusInternalServerError, "internal", "internal error")
+			}
+		}()
+		w.Header().Set("X-Correlation-ID", id)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func correlationID(ctx context.Context) string {
+	id, _ := ctx.Value(correlationKey{}).(string)
+	return id
+}
+
+// Error codes of {"error":{"code","message"}} (CONTRACT.md, Sending on a tenant's behalf).
+const (
+	CodeUnauthenticated      = "unauthenticated"
+	CodeInvalidRequest       = "invalid_request"
+	CodeReauthRequired       = "WHATSAPP_REAUTH_REQUIRED"
+	CodeOutsideWindow        = "outside_customer_service_window"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeNotFound             = "not_found"
+	CodeUnavailable          = "unavailable"
+)
+
+// writeError answers {"error":{"code","message"}}.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
+
+// writeJSON encodes into a buffer first, so a failure never leaves half a response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"encode response"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errUnauthenticated is every failed authentication: the answer never says which part failed.
+var errUnauthenticated = errors.New("missing, unknown or revoked API key")
+
+// authenticate returns the tenant of the request's API key (Authorization: Bearer wpk_…): the
+// key's id finds its record, and its hash, compared in constant time, proves it.
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return "", errUnauthenticated
+	}
+	id, ok := apikey.ID(strings.TrimSpace(raw))
+	if !ok {
+		return "", errUnauthenticated
+	}
+	rec, err := s.deps.Keys.GetAPIKey(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", errUnauthenticated
+	}
+	if err != nil {
+		return "", err
+	}
+	if !apikey.Match(strings.TrimSpace(raw), rec.Hash) || rec.Revoked() {
+		return "", errUnauthenticated
+	}
+	return rec.TenantID, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

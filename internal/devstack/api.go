@@ -1,0 +1,57 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/wapipe/wapipe/internal/api"
+	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+)
+
+// DevMetaAppID and DevMetaConfigID are the Embedded Signup settings of the local stack: the
+// fake Graph API's dialog accepts any.
+const (
+	DevMetaAppID    = "100000000000001"
+	DevMetaConfigID = "dev-config"
+)
+
+// startAPI starts the api service (cmd/api) on o.APIAddr, wired to the fake Graph API and its
+// dialog, sharing the other services' Firestore, tasks and development key.
+func (s *Stack) startAPI(ctx, runCtx context.Context, o Options, base config.Base, db *store.DB, tq *taskqueue.Client, logs func(string) io.Writer) error {
+	ln, err := net.Listen("tcp", orFree(o.APIAddr))
+	if err != nil {
+		return fmt.Errorf("listen for the api: %w", err)
+	}
+	s.APIURL = "http://" + ln.Addr().String()
+	cfg := &api.Config{Base: base, GraphAPIBaseURL: s.GraphURL, MetaAppID: DevMetaAppID, MetaConfigID: DevMetaConfigID,
+		PublicBaseURL: s.APIURL, AppSecret: DevAppSecret,
+		FacebookDialogURL: strings.TrimSuffix(s.GraphURL, "/v24.0") + "/dialog/oauth"}
+	if err := cfg.Validate(); err != nil {
+		ln.Close()
+		return err
+	}
+	keeper, err := secrets.New(ctx, cfg.Secrets())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("secrets.New: %w", err)
+	}
+	s.closers = append(s.closers, func() { keeper.Close() })
+	alog := logging.New(logs("api"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
+	deps, err := api.NewDeps(cfg, db, tq, keeper, alog)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	for _, adjust := range o.API {
+		adjust(&deps)
+	}
+	s.serve(runCtx, "api", ln, api.NewServer(cfg, deps).Routes(), alog)
+	return nil
+}

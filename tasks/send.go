@@ -1,0 +1,34 @@
+package tasks
+
+import "strconv"
+
+// ProcessSendPath is the worker route that sends one message from its outbound record alone: a
+// send made through the api service (POST /v1/messages), or a parked send released.
+const ProcessSendPath = "/internal/process_send"
+
+// Send is the body of a task on a tenant's send queue to ProcessSendPath. The record
+// (outbound_messages, keyed by IdempotencyKey) holds the message, the recipient and the number;
+// the task only names it.
+type Send struct {
+	IdempotencyKey string `json:"idempotency_key"`
+	CorrelationID  string `json:"correlation_id"`
+	TenantID       string `json:"tenant_id"`
+	// ReleaseGen is the release generation of a parked send released (store.Sends.ReleaseParked);
+	// 0 for a send's first task.
+	ReleaseGen int64 `json:"release_gen,omitempty"`
+}
+
+// sendKeyPrefix starts the idempotency keys of sends made through the api service; they travel
+// as biz_opaque_callback_data like replies' keys, so statuses find their record.
+const sendKeyPrefix = "send-"
+
+// SendKey is the idempotency key of the record of the api message apiMessageID.
+func SendKey(apiMessageID string) string {
+	return sendKeyPrefix + hashID("send", apiMessageID)
+}
+
+// SendTaskID is the task id of the send of the record key, for its release generation gen (0
+// for its first task): deterministic, so a request or a release repeated creates no second task.
+func SendTaskID(key string, gen int64) string {
+	return hashID("send", key+"\x00"+strconv.FormatInt(gen, 10)) + "-send"
+}
