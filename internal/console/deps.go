@@ -16,12 +16,16 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	hasher := cfg.Hasher()
+	tenants := store.NewTenants(db, store.Options{})
+	guard := store.NewGuard(db, store.Options{})
 	return Deps{
+		// The report the worker serves: queues, sends, dead letters, reauth and quota.
 		Health: health.New(outbound, deadLetters, admin,
-			[]string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)}),
+			[]string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)},
+			health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
 		Sends:         outbound,
-		Tenants:       store.NewTenants(db, store.Options{}),
-		Usage:         store.NewGuard(db, store.Options{}),
+		Tenants:       tenants,
+		Usage:         guard,
 		Queues:        admin,
 		Conversations: store.NewConversationStore(db, store.Options{}),
 		Outbound:      outbound,
