@@ -157,3 +157,75 @@ resource "google_firestore_index" "conversation_messages" {
     order      = "ASCENDING"
   }
 }
+
+# The console's inbox (internal/store ListConversations): a tenant's conversations, optionally
+# open or closed, latest message first (the document id breaks ties, in the same direction).
+resource "google_firestore_index" "console_inbox" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "conversations"
+
+  fields {
+    field_path = "tenant_id"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "last_message_at"
+    order      = "DESCENDING"
+  }
+}
+
+resource "google_firestore_index" "console_inbox_by_status" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "conversations"
+
+  fields {
+    field_path = "tenant_id"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "status"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "last_message_at"
+    order      = "DESCENDING"
+  }
+}
+
+# The console's failures page (PageDeadLetters): the dead letters waiting for replay, newest first.
+resource "google_firestore_index" "console_dead_letters" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "dead_letters"
+
+  fields {
+    field_path = "replayed"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "created_at"
+    order      = "DESCENDING"
+  }
+}
+
+# A conversation's latest messages, for its console page (ConversationStore.LatestMessages).
+resource "google_firestore_index" "console_latest_messages" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+
+  fields {
+    field_path = "timestamp"
+    order      = "DESCENDING"
+  }
+  fields {
+    field_path = "received_at"
+    order      = "DESCENDING"
+  }
+  fields {
+    field_path = "arrived_at"
+    order      = "DESCENDING"
+  }
+}

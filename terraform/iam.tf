@@ -40,6 +40,17 @@ resource "google_service_account" "tasks_invoker" {
   depends_on = [google_project_service.api["iam.googleapis.com"]]
 }
 
+# The operators' console: reads every collection, writes its audit entries and the operators'
+# changes (assign, close, a replay's reopened record), reads the queues and replays dead letters.
+resource "google_service_account" "console" {
+  project      = var.project_id
+  account_id   = "${var.name_prefix}-console"
+  display_name = "wapipe operators' console (Cloud Run)"
+  description  = "Runs the private console service: reads Firestore and queue stats, writes audit entries, replays dead letters."
+
+  depends_on = [google_project_service.api["iam.googleapis.com"]]
+}
+
 # Cloud Build runs cloudbuild.yaml as this account: push the image, deploy new revisions.
 resource "google_service_account" "deployer" {
   project      = var.project_id
@@ -106,6 +117,28 @@ resource "google_cloud_tasks_queue_iam_member" "worker_views" {
   member   = "serviceAccount:${google_service_account.worker.email}"
 }
 
+# The console shows every queue's stats and inspects tasks (viewer), and replays dead letters onto
+# the queue they died on (enqueuer), wapipe's own queues here and the tenants' below.
+resource "google_cloud_tasks_queue_iam_member" "console_views" {
+  for_each = google_cloud_tasks_queue.queue
+
+  project  = var.project_id
+  location = each.value.location
+  name     = each.value.name
+  role     = "roles/cloudtasks.viewer"
+  member   = "serviceAccount:${google_service_account.console.email}"
+}
+
+resource "google_cloud_tasks_queue_iam_member" "console_replays" {
+  for_each = google_cloud_tasks_queue.queue
+
+  project  = var.project_id
+  location = each.value.location
+  name     = each.value.name
+  role     = "roles/cloudtasks.enqueuer"
+  member   = "serviceAccount:${google_service_account.console.email}"
+}
+
 # Creating a task that carries an OIDC token for the invoker account requires actAs on it
 # (iam.serviceAccounts.actAs), so both enqueuers are users of that one account. The Cloud Tasks
 # service agent mints the tokens with the role Google grants it when the API is enabled.
@@ -125,6 +158,18 @@ resource "google_cloud_run_v2_service_iam_member" "worker_invoker" {
   name     = google_cloud_run_v2_service.worker.name
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.tasks_invoker.email}"
+}
+
+# The console is private: only the members of var.console_invokers may invoke it (IAM on; no
+# allUsers, no allAuthenticatedUsers).
+resource "google_cloud_run_v2_service_iam_member" "console_invoker" {
+  for_each = toset(var.console_invokers)
+
+  project  = var.project_id
+  location = google_cloud_run_v2_service.console.location
+  name     = google_cloud_run_v2_service.console.name
+  role     = "roles/run.invoker"
+  member   = each.value
 }
 
 # The webhook is public: Meta calls it without Google credentials, and it authenticates every POST
@@ -163,6 +208,7 @@ resource "google_cloud_run_v2_service_iam_member" "deployer_deploys" {
     webhook = google_cloud_run_v2_service.webhook
     worker  = google_cloud_run_v2_service.worker
     api     = google_cloud_run_v2_service.api
+    console = google_cloud_run_v2_service.console
   }
 
   project  = var.project_id
@@ -177,6 +223,7 @@ resource "google_service_account_iam_member" "deployer_acts_as_runtime" {
     webhook = google_service_account.webhook.name
     worker  = google_service_account.worker.name
     api     = google_service_account.api.name
+    console = google_service_account.console.name
   }
 
   service_account_id = each.value

@@ -32,7 +32,8 @@ locals {
   api_service_name     = "${var.name_prefix}-api"
   # The api's deterministic URL (PUBLIC_BASE_URL unless var.public_base_url names a custom domain):
   # connect links point at it and Meta redirects to its callback.
-  api_url = coalesce(var.public_base_url, "https://${local.api_service_name}-${data.google_project.project.number}.${var.region}.run.app")
+  api_url              = coalesce(var.public_base_url, "https://${local.api_service_name}-${data.google_project.project.number}.${var.region}.run.app")
+  console_service_name = "${var.name_prefix}-console"
 
   # The worker's deterministic URL, https://SERVICE-PROJECT_NUMBER.REGION.run.app: known before the
   # service exists, so the worker can be given its own URL without a dependency cycle. Both services
@@ -46,5 +47,6 @@ locals {
     webhook = google_service_account.webhook.email
     worker  = google_service_account.worker.email
     api     = google_service_account.api.email
+    console = google_service_account.console.email
   }
 }

@@ -26,6 +26,22 @@ resource "google_kms_crypto_key_iam_member" "operators_encrypt" {
   member        = each.value
 }
 
+# The console reads the tenants' send queues (depth on the tenants page) and replays their dead
+# letters: the same condition, viewer and enqueuer.
+resource "google_project_iam_member" "console_tenant_queues" {
+  for_each = toset(["roles/cloudtasks.viewer", "roles/cloudtasks.enqueuer"])
+
+  project = var.project_id
+  role    = each.value
+  member  = "serviceAccount:${google_service_account.console.email}"
+
+  condition {
+    title       = "wapipe tenant queues"
+    description = "Only the tenants' send queues (wa-out-<tenant id>)."
+    expression  = "resource.name.startsWith(\"projects/${var.project_id}/locations/${local.tasks_location}/queues/wa-out-\")"
+  }
+}
+
 # The worker enqueues replies on tenant queues (tasks.TenantQueuePrefix + tenant id) that apply
 # creates later, so the grant is on the project, narrowed by an IAM condition to those queues.
 resource "google_project_iam_member" "api_enqueues_tenant_queues" {

@@ -29,10 +29,11 @@ output "tasks_location" {
 }
 
 output "service_accounts" {
-  description = "Service account emails: the two runtime identities, the Cloud Tasks OIDC invoker, and the Cloud Build deployer."
+  description = "Service account emails: the runtime identities (webhook, worker, console), the Cloud Tasks OIDC invoker, and the Cloud Build deployer."
   value = {
     webhook       = google_service_account.webhook.email
     worker        = google_service_account.worker.email
+    console       = google_service_account.console.email
     tasks_invoker = google_service_account.tasks_invoker.email
     deployer      = google_service_account.deployer.email
   }
@@ -56,4 +57,9 @@ output "kms_key_name" {
 output "api_url" {
   description = "The api service's URL (PUBLIC_BASE_URL): POST /v1/messages, and the Embedded Signup redirect URI to register with Meta (+ /integrations/meta/whatsapp/callback)."
   value       = local.api_url
+}
+
+output "console_url" {
+  description = "URL of the operators' console (private: open it with gcloud run services proxy, as a member of var.console_invokers)."
+  value       = google_cloud_run_v2_service.console.uri
 }

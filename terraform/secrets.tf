@@ -6,10 +6,11 @@ locals {
     # The api exchanges Embedded Signup codes with the app secret.
     WHATSAPP_APP_SECRET   = ["webhook", "api"]
     WHATSAPP_VERIFY_TOKEN = ["webhook"]
-    INTERNAL_TASK_TOKEN   = ["webhook", "worker", "api"]
+    # The console replays dead letters: its tasks carry the token like the others.
+    INTERNAL_TASK_TOKEN   = ["webhook", "worker", "api", "console"]
     WHATSAPP_ACCESS_TOKEN = ["worker"]
     # One key for every service, so the refs in their logs match (CONTRACT.md, Logs).
-    LOG_HASH_KEY = ["webhook", "worker", "api"]
+    LOG_HASH_KEY = ["webhook", "worker", "api", "console"]
   }
 
   secret_grants = merge([

@@ -1,4 +1,4 @@
-# Two Cloud Run services from one image (Dockerfile): the command picks the binary. Terraform owns
+# The Cloud Run services, from one image (Dockerfile): the command picks the binary. Terraform owns
 # their configuration; Cloud Build owns which image and revision serve (cloudbuild.yaml), hence the
 # ignore_changes on image, traffic and the client fields gcloud stamps.
 
@@ -505,5 +505,143 @@ resource "google_cloud_run_v2_service" "api" {
     google_cloud_run_v2_service_iam_member.worker_invoker,
     google_project_iam_member.api_enqueues_tenant_queues,
     google_service_account_iam_member.enqueuer_acts_as_invoker,
+  ]
+}
+
+# The operators' console: private. Ingress is open so that `gcloud run services proxy` (from an
+# operator's machine) and IAP can reach it, and IAM is required: only var.console_invokers have
+# run.invoker (iam.tf), no allUsers. Identity comes from IAP's header when IAP fronts it.
+resource "google_cloud_run_v2_service" "console" {
+  project             = var.project_id
+  name                = local.console_service_name
+  location            = var.region
+  ingress             = "INGRESS_TRAFFIC_ALL"
+  deletion_protection = var.deletion_protection
+
+  template {
+    service_account                  = google_service_account.console.email
+    max_instance_request_concurrency = 20
+
+    scaling {
+      min_instance_count = 0
+      max_instance_count = 2
+    }
+
+    containers {
+      image   = var.image
+      command = ["/console"]
+
+      ports {
+        container_port = 8080
+      }
+
+      resources {
+        limits = {
+          cpu    = var.cpu
+          memory = var.memory
+        }
+        cpu_idle          = true
+        startup_cpu_boost = var.startup_cpu_boost
+      }
+
+      env {
+        name  = "APP_ENV"
+        value = var.app_env
+      }
+      env {
+        name  = "GOOGLE_CLOUD_PROJECT"
+        value = var.project_id
+      }
+      env {
+        name  = "FIRESTORE_DATABASE"
+        value = google_firestore_database.database.name
+      }
+      env {
+        name  = "TASKS_LOCATION"
+        value = local.tasks_location
+      }
+      # The health report watches both queues.
+      env {
+        name  = "INBOUND_TASK_QUEUE_NAME"
+        value = local.inbound_queue.name
+      }
+      env {
+        name  = "OUTBOUND_TASK_QUEUE_NAME"
+        value = local.outbound_queue.name
+      }
+      # A replay creates the task wapipe replay would: to the worker, with its token and OIDC.
+      env {
+        name  = "INTERNAL_TASK_BASE_URL"
+        value = local.worker_url
+      }
+      env {
+        name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
+        value = google_service_account.tasks_invoker.email
+      }
+      env {
+        name  = "LOG_LEVEL"
+        value = var.log_level
+      }
+      env {
+        name  = "TRACE_SAMPLE_RATIO"
+        value = tostring(var.trace_sample_ratio)
+      }
+      env {
+        name = "INTERNAL_TASK_TOKEN"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["INTERNAL_TASK_TOKEN"].secret_id
+            version = "latest"
+          }
+        }
+      }
+      env {
+        name = "LOG_HASH_KEY"
+        value_source {
+          secret_key_ref {
+            secret  = google_secret_manager_secret.secret["LOG_HASH_KEY"].secret_id
+            version = "latest"
+          }
+        }
+      }
+
+      startup_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 2
+        timeout_seconds   = 1
+        failure_threshold = 15
+      }
+
+      liveness_probe {
+        http_get {
+          path = "/healthz"
+        }
+        period_seconds    = 30
+        timeout_seconds   = 3
+        failure_threshold = 3
+      }
+    }
+  }
+
+  traffic {
+    type    = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+    percent = 100
+  }
+
+  lifecycle {
+    ignore_changes = [
+      template[0].containers[0].image,
+      client,
+      client_version,
+      traffic,
+    ]
+  }
+
+  depends_on = [
+    google_project_service.api["run.googleapis.com"],
+    google_secret_manager_secret_version.placeholder,
+    google_secret_manager_secret_iam_member.reader,
   ]
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -44,6 +45,7 @@ var services = map[string]string{
 	"webhook": "google_cloud_run_v2_service.webhook",
 	"worker":  "google_cloud_run_v2_service.worker",
 	"api":     "google_cloud_run_v2_service.api",
+	"console": "google_cloud_run_v2_service.console",
 }
 
 // secretEnv lists the variables that carry secrets: each must come from Secret Manager.
@@ -278,6 +280,11 @@ func TestServiceEnvironment(t *testing.T) {
 			service:  "webhook",
 			config:   webhook.Config{},
 			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME"},
+		},
+		{
+			service:  "console",
+			config:   console.Config{},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME"},
 		},
 		{
 			service:  "worker",
@@ -545,6 +552,8 @@ func TestWorkerIsPrivate(t *testing.T) {
 		// Cloud Tasks in the same project counts as internal traffic (services.tf says why).
 		{services["worker"], "INGRESS_TRAFFIC_INTERNAL_ONLY"},
 		{services["webhook"], "INGRESS_TRAFFIC_ALL"},
+		// Reached through IAM (gcloud run services proxy) or IAP: open ingress, IAM required.
+		{services["console"], "INGRESS_TRAFFIC_ALL"},
 	} {
 		r := m.resources[tc.addr]
 		if r == nil {
@@ -554,8 +563,10 @@ func TestWorkerIsPrivate(t *testing.T) {
 			t.Errorf("%s: ingress = %q, want %q", tc.addr, got, tc.ingress)
 		}
 	}
-	if e := attrExpr(m.resources[services["worker"]].Body, "invoker_iam_disabled"); e != nil {
-		t.Errorf("%s: invoker_iam_disabled is set: the worker must check IAM", services["worker"])
+	for _, svc := range []string{"worker", "console"} {
+		if e := attrExpr(m.resources[services[svc]].Body, "invoker_iam_disabled"); e != nil {
+			t.Errorf("%s: invoker_iam_disabled is set: the %s must check IAM", services[svc], svc)
+		}
 	}
 
 	const invoker = `"serviceAccount:${google_service_account.tasks_invoker.email}"`
@@ -578,6 +589,8 @@ func TestWorkerIsPrivate(t *testing.T) {
 					switch {
 					case target == services["worker"] && slices.Contains(public, member):
 						t.Errorf("%s: makes the worker public (%s)", addr, member)
+					case target == services["console"] && slices.Contains(public, member):
+						t.Errorf("%s: makes the console public (%s)", addr, member)
 					case target == services["worker"] && role == "roles/run.invoker":
 						if member != invoker {
 							t.Errorf("%s: grants run.invoker on the worker to %s; only the Cloud Tasks invoker may", addr, member)

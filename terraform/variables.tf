@@ -224,6 +224,17 @@ variable "deletion_protection" {
   default     = true
 }
 
+variable "console_invokers" {
+  description = "IAM members (user:…, group:…) who may open the operators' console (run.invoker on the console service, e.g. through `gcloud run services proxy wapipe-console`). Empty: nobody until granted."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.console_invokers : can(regex("^(user|group|serviceAccount|domain|principal|principalSet):", m))])
+    error_message = "console_invokers must be IAM members such as user:alice@example.com or group:ops@example.com."
+  }
+}
+
 variable "operators" {
   description = "IAM members (user:…, group:…, serviceAccount:… of a CI pipeline) allowed to run `wapipe tenants apply` and `set-token`: Cloud Tasks queue admin and Firestore user on the project, encrypt-only on the tenant secrets key."
   type        = list(string)

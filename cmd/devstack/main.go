@@ -7,7 +7,8 @@
 //
 // Default addresses: webhook 127.0.0.1:8080, worker 127.0.0.1:8081, Cloud Tasks emulator
 // 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, fake Vertex AI Gemini 127.0.0.1:8094, fake
-// business action endpoint 127.0.0.1:8095 (the sample tenant's action_url).
+// business action endpoint 127.0.0.1:8095 (the sample tenant's action_url), operators' console
+// 127.0.0.1:8085.
 package main
 
 import (
@@ -53,7 +54,7 @@ func main() {
 // config is the command line.
 type config struct {
 	webhookAddr, workerAddr, apiAddr, tasksAddr, graphAddr string
-	geminiAddr, actionAddr                                 string
+	geminiAddr, actionAddr, consoleAddr                    string
 	project, location, queues                              string
 	firestoreHost, logDir, readyFile, logLevel             string
 }
@@ -77,6 +78,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
 	fs.StringVar(&c.geminiAddr, "gemini-addr", "127.0.0.1:8094", "address of the fake Vertex AI Gemini (the worker's LLM_BASE_URL)")
 	fs.StringVar(&c.actionAddr, "action-addr", "127.0.0.1:8095", "address of the fake business action endpoint (tenants/sample.yaml's action_url)")
+	fs.StringVar(&c.consoleAddr, "console-addr", "127.0.0.1:8085", "address of the operators' console")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")
 	fs.StringVar(&c.location, "location", "us-central1", "Cloud Tasks location")
 	fs.StringVar(&c.queues, "queues", "", "queues file (default: the embedded tasks/queues.yaml)")
@@ -106,6 +108,7 @@ type Ready struct {
 	WebhookURL      string `json:"webhook_url"`
 	WorkerURL       string `json:"worker_url"`
 	APIURL          string `json:"api_url"`
+	ConsoleURL      string `json:"console_url"`
 	GraphURL        string `json:"graph_url"`
 	FakeRequestsURL string `json:"fake_requests_url"`
 	// GeminiURL is the fake Vertex AI (its controls under /_fake/); ActionURL the fake business
@@ -195,7 +198,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Project:       cfg.project, Location: cfg.location, Queues: queues,
 		WebhookAddr: cfg.webhookAddr, WorkerAddr: cfg.workerAddr, TasksAddr: cfg.tasksAddr, GraphAddr: cfg.graphAddr,
 		GeminiAddr: cfg.geminiAddr, ActionAddr: cfg.actionAddr,
-		APIAddr:  cfg.apiAddr,
+		APIAddr: cfg.apiAddr, ConsoleAddr: cfg.consoleAddr,
 		Logs:     logs.writer,
 		LogLevel: logging.ParseLevel(cfg.logLevel),
 	})
@@ -238,7 +241,7 @@ func readyInfo(st *devstack.Stack, logDir string, logs map[string]string) Ready 
 		root = u.Scheme + "://" + u.Host
 	}
 	return Ready{
-		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL, APIURL: st.APIURL,
+		WebhookURL: st.WebhookURL, WorkerURL: st.WorkerURL, GraphURL: st.GraphURL, APIURL: st.APIURL, ConsoleURL: st.ConsoleURL,
 		FakeRequestsURL: root + "/_fake/requests",
 		GeminiURL:       st.GeminiURL, ActionURL: st.ActionURL,
 		ActionCallsURL: strings.TrimSuffix(st.ActionURL, "/wapipe/actions") + "/_fake/calls",
@@ -272,6 +275,7 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("    app secret    %s   (signs X-Hub-Signature-256)", st.AppSecret)
 	p("  worker          %s", st.WorkerURL)
 	p("  api             %s   (POST /v1/messages; keys: wapipe tenants api-key ID)", st.APIURL)
+	p("  console         %s   (operators' web console)", st.ConsoleURL)
 	p("  fake Graph API  %s", st.GraphURL)
 	p("    requests      %s", r.FakeRequestsURL)
 	p("  fake Gemini     %s   (rules: %s/_fake/rules)", st.GeminiURL, st.GeminiURL)

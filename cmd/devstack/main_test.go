@@ -43,7 +43,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{webhookAddr: "127.0.0.1:8080", workerAddr: "127.0.0.1:8081", apiAddr: "127.0.0.1:8083", tasksAddr: "127.0.0.1:8123",
-		graphAddr: "127.0.0.1:8090", geminiAddr: "127.0.0.1:8094", actionAddr: "127.0.0.1:8095", project: "wapipe-dev", location: "us-central1", firestoreHost: "127.0.0.1:1", logLevel: "INFO"}
+		graphAddr: "127.0.0.1:8090", geminiAddr: "127.0.0.1:8094", actionAddr: "127.0.0.1:8095", consoleAddr: "127.0.0.1:8085", project: "wapipe-dev", location: "us-central1", firestoreHost: "127.0.0.1:1", logLevel: "INFO"}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(config{})); diff != "" {
 		t.Errorf("defaults (-want, +got):\n%s", diff)
 	}
@@ -138,7 +138,7 @@ func TestDevstackBinary(t *testing.T) {
 	fsHost := testenv.FirestoreHost(t)
 	devstackBin, wapipeBin := binaries(t)
 	dir := t.TempDir()
-	addrs := make([]string, 4)
+	addrs := make([]string, 5)
 	for i := range addrs {
 		port, err := firestoreemu.FreePort()
 		if err != nil {
@@ -154,6 +154,7 @@ func TestDevstackBinary(t *testing.T) {
 
 	cmd := exec.Command(devstackBin,
 		"--webhook-addr", addrs[0], "--worker-addr", addrs[1], "--tasks-addr", addrs[2], "--graph-addr", addrs[3],
+		"--console-addr", addrs[4],
 		"--firestore-emulator", fsHost, "--project", testenv.ProjectID(t),
 		"--ready-file", readyFile, "--log-dir", logDir)
 	cmd.Env = childEnv(marker)
@@ -189,7 +190,8 @@ func TestDevstackBinary(t *testing.T) {
 		t.Fatalf("ready file: %v\n%s", err, b)
 	}
 	if ready.WebhookURL != "http://"+addrs[0]+"/webhooks/whatsapp" || ready.WorkerURL != "http://"+addrs[1] ||
-		ready.TasksAddr != addrs[2] || ready.FakeRequestsURL != "http://"+addrs[3]+"/_fake/requests" || ready.FirestoreHost != fsHost {
+		ready.TasksAddr != addrs[2] || ready.FakeRequestsURL != "http://"+addrs[3]+"/_fake/requests" || ready.FirestoreHost != fsHost ||
+		ready.ConsoleURL != "http://"+addrs[4] {
 		t.Errorf("ready file = %+v, want the addresses given", ready)
 	}
 	banner := stdout.String()

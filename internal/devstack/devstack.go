@@ -24,6 +24,7 @@ import (
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/httpserver"
@@ -64,6 +65,10 @@ type Options struct {
 	// GeminiAddr and ActionAddr are the fake Vertex AI Gemini's and the fake business action
 	// endpoint's; "127.0.0.1:0" when empty.
 	GeminiAddr, ActionAddr string
+	// ConsoleAddr is where the operators' console listens; "127.0.0.1:0" when empty.
+	ConsoleAddr string
+	// Console adjusts the console's dependencies (the api's Replier and LinkMaker, fakes).
+	Console []func(*console.Deps)
 	// Tenants are tenant files applied on start, as `wapipe tenants apply` does (the tenant, its
 	// send queue), each given DevAccessToken as its token (as `set-token --no-verify`); nil means
 	// tenants/sample.yaml. NoTenants applies none.
@@ -100,6 +105,7 @@ type Stack struct {
 	WebhookURL    string
 	WorkerURL     string
 	APIURL        string // the api service (api.go)
+	ConsoleURL    string
 	GraphURL      string
 	TasksAddr     string
 	FirestoreHost string
@@ -320,6 +326,10 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
+	if err := s.serveConsole(runCtx, o, base, db, tq, admin, logs("console")); err != nil {
+		return nil, err
+	}
+
 	if err := s.waitHealthy(ctx); err != nil {
 		return nil, err
 	}
@@ -363,6 +373,23 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 	return nil
 }
 
+// serveConsole serves the operators' console on the stack's emulators, as cmd/console would.
+func (s *Stack) serveConsole(ctx context.Context, o Options, base config.Base, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, w io.Writer) error {
+	ln, err := net.Listen("tcp", orFree(o.ConsoleAddr))
+	if err != nil {
+		return fmt.Errorf("listen for the console: %w", err)
+	}
+	s.ConsoleURL = "http://" + ln.Addr().String()
+	ccfg := &console.Config{Base: base, InboundQueue: tasks.InboundQueueID, OutboundQueue: tasks.OutboundQueueID}
+	clog := logging.New(w, logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
+	deps := console.NewDeps(ccfg, db, tq, admin, clog)
+	for _, adjust := range o.Console {
+		adjust(&deps)
+	}
+	s.serve(ctx, "console", ln, console.NewServer(deps).Routes(), clog)
+	return nil
+}
+
 func orFree(addr string) string {
 	if addr == "" {
 		return "127.0.0.1:0"
@@ -387,7 +414,7 @@ func (s *Stack) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	urls := []string{s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz"}
+	urls := []string{s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz", s.ConsoleURL + "/healthz"}
 	if !s.externalWorker {
 		urls = append(urls, s.WorkerURL+"/healthz")
 	}

@@ -42,10 +42,10 @@ func Collections() []string {
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index, the members who joined by invite, the monthly usage counters and the API
-// keys (revoked, not deleted).
+// their routing index, the members who joined by invite, the monthly usage counters, the API
+// keys (revoked, not deleted) and the console's audit entries.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, APIKeysCollection}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, APIKeysCollection, AuditCollection}
 }
 
 // ExpireAtField is the TTL field of every document.

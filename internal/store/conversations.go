@@ -55,12 +55,15 @@ type Conversation struct {
 	LastMessageAt time.Time `firestore:"last_message_at" json:"last_message_at"`
 	// LastInboundAt is Meta's timestamp of the latest inbound message: the greatest seen, as
 	// messages arrive out of order. The 24 h customer service window runs from it.
-	LastInboundAt time.Time       `firestore:"last_inbound_at" json:"last_inbound_at"`
-	State         assistant.State `firestore:"state" json:"state"`
-	Lease         Lease           `firestore:"lease" json:"lease"`
-	CreatedAt     time.Time       `firestore:"created_at" json:"created_at"`
-	UpdatedAt     time.Time       `firestore:"updated_at" json:"updated_at"`
-	ExpireAt      time.Time       `firestore:"expire_at" json:"expire_at"`
+	LastInboundAt time.Time `firestore:"last_inbound_at" json:"last_inbound_at"`
+	// AssignedTo is the operator who took the conversation in the console (AssignConversation).
+	// It is a field of the struct so that CommitTurn, which writes the whole document, keeps it.
+	AssignedTo string          `firestore:"assigned_to" json:"assigned_to"`
+	State      assistant.State `firestore:"state" json:"state"`
+	Lease      Lease           `firestore:"lease" json:"lease"`
+	CreatedAt  time.Time       `firestore:"created_at" json:"created_at"`
+	UpdatedAt  time.Time       `firestore:"updated_at" json:"updated_at"`
+	ExpireAt   time.Time       `firestore:"expire_at" json:"expire_at"`
 }
 
 // Lease says which task runs the conversation's turns. Fence grows by one each time the lease is

@@ -1,0 +1,52 @@
+package console
+
+import (
+	"log/slog"
+
+	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+)
+
+// NewDeps builds the console's dependencies on Firestore and Cloud Tasks: the health report as
+// the worker computes it, the stores, and the replay and inspect of the wapipe CLI. The Replier
+// and the LinkMaker are NotAvailable; the caller sets the real ones.
+func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, logger *slog.Logger) Deps {
+	outbound := store.NewOutbound(db, store.Options{})
+	deadLetters := store.NewDeadLetters(db, store.Options{})
+	hasher := cfg.Hasher()
+	tenants := store.NewTenants(db, store.Options{})
+	guard := store.NewGuard(db, store.Options{})
+	return Deps{
+		// The report the worker serves: queues, sends, dead letters, reauth and quota.
+		Health: health.New(outbound, deadLetters, admin,
+			[]string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)},
+			health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
+		Sends:         outbound,
+		Tenants:       tenants,
+		Usage:         guard,
+		Queues:        admin,
+		Conversations: store.NewConversationStore(db, store.Options{}),
+		Outbound:      outbound,
+		DeadLetters:   deadLetters,
+		Replayer:      &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq},
+		Inspector: &operator.Inspector{
+			Markers:     store.NewMarkers(db, store.MarkerOptions{EventRef: hasher.Ref}),
+			Traces:      store.NewTraces(db, store.Options{}),
+			Outbound:    outbound,
+			Statuses:    store.NewStatuses(db, store.Options{}),
+			DeadLetters: deadLetters,
+			Tasks:       admin,
+			Hasher:      hasher,
+			Conn: operator.Conn{Project: cfg.ProjectID, Location: cfg.TasksLocation, TasksEmulatorHost: cfg.TasksEmulatorHost,
+				FirestoreDatabase: cfg.FirestoreDatabase},
+			InboundQueue: cfg.InboundQueue, OutboundQueue: cfg.OutboundQueue,
+		},
+		Audit:     store.NewAudit(db, store.Options{}),
+		Replier:   NotAvailable{},
+		LinkMaker: NotAvailable{},
+		Logger:    logger,
+		Dev:       cfg.IsDev(),
+	}
+}

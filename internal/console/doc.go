@@ -1,0 +1,13 @@
+// Package console is the operators' web console (cmd/console, a private service): server-rendered
+// pages over wapipe's state — the health report with the last hour's sends, the tenants and their
+// usage, each tenant's inbox and conversations, the dead letters with replay, and the search that
+// wapipe inspect does — and the few actions an operator takes from them (reply, assign, close,
+// replay, reconnect).
+//
+// Pages are html/template with htmx (vendored under static/, embedded; no CDN, no JavaScript
+// build). Every action is a POST that passes net/http's cross-origin protection and a
+// double-submit CSRF token, carries a request id made when its form was rendered, and is written
+// once to the audit collection under that id: a double click finds the entry and does not act
+// twice. Tokens and secrets are never rendered; message text appears on the conversation page
+// (its purpose) and never in logs.
+package console

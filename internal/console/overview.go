@@ -1,0 +1,110 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/store"
+)
+
+// HealthChecker computes the health report; *health.Checker implements it.
+type HealthChecker interface {
+	Check(ctx context.Context) (health.Report, error)
+}
+
+// SendSeries reads the last hour's sends for the chart; *store.Outbound implements it.
+type SendSeries interface {
+	SentSince(ctx context.Context, since time.Time, limit int) ([]store.SentPoint, error)
+}
+
+// maxChartPoints caps the sends the chart reads: beyond it the chart shows the earliest ones
+// only, and says so.
+const maxChartPoints = 5000
+
+// overviewData is the overview's content, which the live fragment redraws.
+type overviewData struct {
+	Report      health.Report
+	ReportError string
+	QueueNames  []string
+	Chart       chart
+	ChartError  string
+	Attention   []tenantAttention
+	TenantError string
+}
+
+// tenantAttention is a tenant an operator must look at: its token needs renewing, or its quota is
+// used up.
+type tenantAttention struct {
+	ID, Name    string
+	NeedsReauth bool
+	AuthError   string
+	OverQuota   bool
+	Used, Quota int
+}
+
+func (s *Server) handleOverview() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := s.overview(r.Context())
+		s.render(w, r, http.StatusOK, "overview", "", view{Title: "Overview", Nav: "overview", Flash: s.flash(r), Data: d})
+	})
+}
+
+// handleOverviewLive is the fragment htmx polls to keep the overview current.
+func (s *Server) handleOverviewLive() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := s.overview(r.Context())
+		s.render(w, r, http.StatusOK, "overview", "live", view{Data: d})
+	})
+}
+
+// overview gathers the report, the chart and the tenants concurrently; a part that fails is
+// shown as failed, the others still are.
+func (s *Server) overview(ctx context.Context) overviewData {
+	var d overviewData
+	now := s.deps.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		rep, err := s.deps.Health.Check(ctx)
+		d.Report = rep
+		if err != nil {
+			// The report says failing with the reason; the page says which part failed too.
+			s.logger(ctx).Warn("health report incomplete", "event", "console_health_failed", "error", err)
+			d.ReportError = "part of the report could not be read (see its reason)"
+		}
+		for q := range rep.Queues {
+			d.QueueNames = append(d.QueueNames, q)
+		}
+		sort.Strings(d.QueueNames)
+	})
+	wg.Go(func() {
+		pts, err := s.deps.Sends.SentSince(ctx, now.Add(-time.Hour), maxChartPoints)
+		if err != nil {
+			s.logger(ctx).Warn("read the last hour's sends", "event", "console_chart_failed", "error", err)
+			d.ChartError = userMessage(err)
+			return
+		}
+		d.Chart = buildChart(now, pts, len(pts) >= maxChartPoints)
+	})
+	wg.Go(func() {
+		rows, err := s.tenantRows(ctx, now, false)
+		if err != nil {
+			s.logger(ctx).Warn("list tenants", "event", "console_tenants_failed", "error", err)
+			d.TenantError = userMessage(err)
+			return
+		}
+		for _, t := range rows {
+			over := t.Limited && t.UsageErr == "" && t.Used >= t.Quota
+			if t.AuthStatus == store.AuthNeedsReauth || over {
+				d.Attention = append(d.Attention, tenantAttention{ID: t.ID, Name: t.Name,
+					NeedsReauth: t.AuthStatus == store.AuthNeedsReauth, AuthError: t.AuthLastError,
+					OverQuota: over, Used: t.Used, Quota: t.Quota})
+			}
+		}
+	})
+	wg.Wait()
+	return d
+}

@@ -1,0 +1,121 @@
+package console
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wapipe/wapipe/internal/logging"
+)
+
+// Deps are the console's dependencies. NewDeps builds the real ones; tests give fakes.
+type Deps struct {
+	Health        HealthChecker
+	Sends         SendSeries
+	Tenants       TenantReader
+	Usage         UsageReader
+	Queues        QueueStatser
+	Conversations Conversations
+	Outbound      OutboundReader
+	DeadLetters   DeadLetterReader
+	Replayer      Replayer
+	Inspector     Inspector
+	Audit         AuditLog
+	// Replier sends an operator's reply; LinkMaker makes a tenant's Embedded Signup link. Both
+	// belong to the api service's code: NotAvailable stands in until they are wired.
+	Replier   Replier
+	LinkMaker LinkMaker
+	Logger    *slog.Logger
+	// Now is time.Now when nil.
+	Now func() time.Time
+	// Dev shows a fixed operator name when no identity header comes (loopback, no IAP).
+	Dev bool
+}
+
+// Server is the console's HTTP server.
+type Server struct {
+	deps  Deps
+	pages *pages
+}
+
+// NewServer returns the console over deps. It panics when the embedded templates do not parse,
+// which the package's tests rule out.
+func NewServer(deps Deps) *Server {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if deps.Replier == nil {
+		deps.Replier = NotAvailable{}
+	}
+	if deps.LinkMaker == nil {
+		deps.LinkMaker = NotAvailable{}
+	}
+	return &Server{deps: deps, pages: mustParsePages()}
+}
+
+// Routes returns the console's handler: pages are GETs, actions POSTs behind cross-origin
+// protection and the CSRF token.
+func (s *Server) Routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverPanic, s.withOperator, s.withCSRFCookie)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	static, _ := fs.Sub(staticFS, "static")
+	r.Handle("/static/*", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+
+	r.Method(http.MethodGet, "/", s.handleOverview())
+	r.Method(http.MethodGet, "/overview/live", s.handleOverviewLive())
+	r.Method(http.MethodGet, "/tenants", s.handleTenants())
+	r.Method(http.MethodGet, "/tenants/{tenant}", s.handleTenant())
+	r.Method(http.MethodPost, "/tenants/{tenant}/reconnect", s.protect(s.handleReconnect()))
+	r.Method(http.MethodGet, "/tenants/{tenant}/inbox", s.handleInbox())
+	r.Method(http.MethodGet, "/conversations/{conversation}", s.handleConversation())
+	r.Method(http.MethodPost, "/conversations/{conversation}/reply", s.protect(s.handleReply()))
+	r.Method(http.MethodPost, "/conversations/{conversation}/assign", s.protect(s.handleAssign()))
+	r.Method(http.MethodPost, "/conversations/{conversation}/close", s.protect(s.handleClose()))
+	r.Method(http.MethodGet, "/failures", s.handleFailures())
+	r.Method(http.MethodPost, "/failures/{deadletter}/replay", s.protect(s.handleReplay()))
+	r.Method(http.MethodGet, "/search", s.handleSearch())
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, http.StatusNotFound, "No such page.")
+	})
+	return r
+}
+
+// recoverPanic answers 500 to a request whose handler panicked, and logs it.
+func (s *Server) recoverPanic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.deps.Logger.Log(r.Context(), logging.LevelCritical, "console handler panicked", "event", "console_panic",
+					"panic", v, "path", r.URL.Path)
+				http.Error(w, "internal error", http.StatusInternalServerError)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cacheStatic lets browsers keep the embedded assets: they change only with a new binary.
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// logger returns the request's logger (withOperator puts it in the context).
+func (s *Server) logger(ctx context.Context) *slog.Logger { return logging.FromContext(ctx) }

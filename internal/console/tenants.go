@@ -1,0 +1,204 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// TenantReader reads the tenants; *store.Tenants implements it.
+type TenantReader interface {
+	List(ctx context.Context) ([]store.TenantRecord, error)
+	Get(ctx context.Context, id string) (store.TenantRecord, error)
+}
+
+// UsageReader reads a tenant's LLM calls in a quota period; *store.Guard implements it.
+type UsageReader interface {
+	Usage(ctx context.Context, tenantID, period string) (int, error)
+}
+
+// QueueStatser reads a queue's backlog; *taskqueue.Admin implements it.
+type QueueStatser interface {
+	QueueStats(ctx context.Context, queue string) (taskqueue.QueueStats, error)
+}
+
+// LinkMaker makes the signed Embedded Signup link (valid 1 h) that a tenant's admin opens to
+// connect WhatsApp again, as `wapipe tenants connect-link` prints it. The api service's code
+// provides it; NotAvailable stands in until it is wired.
+type LinkMaker interface {
+	ConnectLink(ctx context.Context, tenantID string) (string, error)
+}
+
+// tenantRow is one line of the tenants list. It holds no secret: the token's ciphertext stays
+// in the store record.
+type tenantRow struct {
+	ID, Name      string
+	Numbers       []string
+	AuthStatus    string
+	AuthLastError string
+	Period        string
+	Used, Quota   int
+	Limited       bool
+	UsageErr      string
+	QueueDepth    int64
+	QueuePaused   bool
+	QueueErr      string
+}
+
+// tenantRows lists the tenants with their usage this month and, with queues, their send queue's
+// depth, read concurrently.
+func (s *Server) tenantRows(ctx context.Context, now time.Time, queues bool) ([]tenantRow, error) {
+	recs, err := s.deps.Tenants.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	period := assistant.Period(now)
+	rows := make([]tenantRow, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		t := rec.Tenant
+		row := &rows[i]
+		*row = tenantRow{ID: t.ID, Name: t.Name, AuthStatus: rec.AuthStatus, AuthLastError: rec.AuthLastError, Period: period}
+		for _, p := range t.PhoneNumbers {
+			row.Numbers = append(row.Numbers, p.PhoneNumberID)
+		}
+		row.Quota, row.Limited = t.Quota.MonthlyLLMCalls()
+		wg.Go(func() {
+			n, err := s.deps.Usage.Usage(ctx, t.ID, period)
+			if err != nil {
+				s.logger(ctx).Warn("read usage", "event", "console_usage_failed", "tenant_id", t.ID, "error", err)
+				row.UsageErr = "unavailable"
+			}
+			row.Used = n
+		})
+		if queues {
+			wg.Go(func() {
+				st, err := s.deps.Queues.QueueStats(ctx, tasks.TenantQueueID(t.ID))
+				if err != nil {
+					s.logger(ctx).Warn("read queue stats", "event", "console_queue_failed", "tenant_id", t.ID, "error", err)
+					row.QueueErr = "unavailable"
+				}
+				row.QueueDepth, row.QueuePaused = st.Tasks, st.Paused
+			})
+		}
+	}
+	wg.Wait()
+	return rows, nil
+}
+
+func (s *Server) handleTenants() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rows, err := s.tenantRows(r.Context(), s.deps.Now(), true)
+		if err != nil {
+			s.fail(w, r, "List the tenants", err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "tenants", "", view{Title: "Tenants", Nav: "tenants", Data: rows})
+	})
+}
+
+// tenantView is a tenant's page: its settings as applied and its runtime state, never its token
+// or action secret.
+type tenantView struct {
+	T             *tenant.Tenant
+	Members       []memberView
+	AuthStatus    string
+	AuthLastError string
+	HasToken      bool
+	TokenSetAt    time.Time
+	Version       int64
+	AppliedAt     time.Time
+	Quota         int
+	Limited       bool
+	Used          int
+	Period        string
+	UsageErr      string
+	// Link is the Embedded Signup link just made by Reconnect; LinkError why it could not be.
+	Link      string
+	LinkError string
+}
+
+type memberView struct{ Label, Role, Language string }
+
+func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) {
+	rec, err := s.deps.Tenants.Get(ctx, id)
+	if err != nil {
+		return tenantView{}, err
+	}
+	t := rec.Tenant
+	v := tenantView{T: t, AuthStatus: rec.AuthStatus, AuthLastError: rec.AuthLastError, HasToken: len(rec.AccessToken) > 0,
+		TokenSetAt: rec.TokenSetAt, Version: rec.Version, AppliedAt: rec.AppliedAt, Period: assistant.Period(s.deps.Now())}
+	for _, m := range t.Members {
+		v.Members = append(v.Members, memberView{Label: tenant.MemberLabel(m), Role: string(m.Role), Language: m.Language})
+	}
+	v.Quota, v.Limited = t.Quota.MonthlyLLMCalls()
+	if v.Used, err = s.deps.Usage.Usage(ctx, t.ID, v.Period); err != nil {
+		s.logger(ctx).Warn("read usage", "event", "console_usage_failed", "tenant_id", t.ID, "error", err)
+		v.UsageErr = "unavailable"
+	}
+	return v, nil
+}
+
+func (s *Server) handleTenant() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.tenantView(r.Context(), chi.URLParam(r, "tenant"))
+		if err != nil {
+			s.fail(w, r, "Read the tenant", err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "tenant", "", view{Title: v.T.Name, Nav: "tenants", Flash: s.flash(r), Data: v})
+	})
+}
+
+// handleReconnect makes the tenant's Embedded Signup link and shows it on the tenant's page. The
+// request is audited once per request id; making a link changes nothing, so a double submit gets
+// a link too (the link itself is never stored or logged: it is a credential for an hour).
+func (s *Server) handleReconnect() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		id := chi.URLParam(r, "tenant")
+		v, err := s.tenantView(ctx, id)
+		if err != nil {
+			s.fail(w, r, "Read the tenant", err)
+			return
+		}
+		reqID := r.PostForm.Get(RequestIDField)
+		if !store.ValidRequestID(reqID) {
+			s.renderError(w, r, http.StatusBadRequest, "The form has no valid request id: reload the page and try again.")
+			return
+		}
+		created, _, err := s.deps.Audit.Begin(ctx, store.AuditEntry{ID: reqID, Operator: OperatorFrom(ctx), Action: "reconnect",
+			TenantID: id, Target: id})
+		if err != nil {
+			s.fail(w, r, "Record the action", err)
+			return
+		}
+		link, err := s.deps.LinkMaker.ConnectLink(ctx, id)
+		state, msg := store.AuditDone, ""
+		if err != nil {
+			state, msg = store.AuditFailed, userMessage(err)
+			v.LinkError = msg
+			if !errors.Is(err, ErrNotAvailable) {
+				s.logger(ctx).Warn("make connect link", "event", "console_action_failed", "action", "reconnect", "tenant_id", id, "error", err)
+			}
+		} else {
+			v.Link = link
+		}
+		if created {
+			if err := s.deps.Audit.Finish(context.WithoutCancel(ctx), reqID, state, "", msg); err != nil {
+				s.logger(ctx).Error("record the action's outcome", "event", "console_audit_failed", "request_id", reqID, "error", err)
+			}
+		}
+		s.render(w, r, http.StatusOK, "tenant", "", view{Title: v.T.Name, Nav: "tenants", Data: v})
+	})
+}
