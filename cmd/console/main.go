@@ -16,6 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/memlimit"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -68,7 +69,16 @@ func realMain(ctx context.Context) error {
 	}
 	defer admin.Close()
 
-	srv := console.NewServer(console.NewDeps(&cfg, db, tq, admin, logger))
+	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
+	var keeper *secrets.Keeper
+	if cfg.PublicBaseURL != "" {
+		if keeper, err = secrets.New(ctx, cfg.Secrets()); err != nil {
+			return fmt.Errorf("secrets.New: %w", err)
+		}
+		defer keeper.Close()
+	}
+
+	srv := console.NewServer(console.NewDeps(&cfg, db, tq, admin, keeper, logger))
 
 	ln, err := net.Listen("tcp", ":"+cfg.Port)
 	if err != nil {

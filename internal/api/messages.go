@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,15 +8,14 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -26,7 +23,7 @@ import (
 const MaxBodyBytes = 64 << 10
 
 // CustomerServiceWindow is how long after a contact's last message free-form messages may go.
-const CustomerServiceWindow = 24 * time.Hour
+const CustomerServiceWindow = outbox.CustomerServiceWindow
 
 // Meta's limits on the messages the api accepts (Cloud API reference, messages).
 const (
@@ -280,94 +277,26 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, CodeInvalidRequest, err.Error())
 		return
 	}
-	tn, err := s.deps.Tenants.Get(ctx, tenantID)
-	if errors.Is(err, store.ErrNotFound) {
+	res, err := s.outbox.Send(ctx, outbox.Request{
+		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Message: req.Message(),
+		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: correlationID(ctx),
+	})
+	var refusal *outbox.Refusal
+	switch {
+	case errors.As(err, &refusal) && refusal.Code == outbox.CodeTenantNotFound:
 		s.authFailed(w, r, errors.New("the key's tenant no longer exists"))
 		return
-	}
-	if err != nil {
+	case errors.As(err, &refusal):
+		logger.InfoContext(ctx, "send refused", "event", "api_send_refused", "code", refusal.Code)
+		writeError(w, refusal.Status, refusal.Code, refusal.Message)
+		return
+	case err != nil:
 		s.unavailable(w, r, err)
 		return
 	}
-	if tn.AuthStatus == store.AuthNeedsReauth {
-		writeError(w, http.StatusConflict, CodeReauthRequired, "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then")
-		return
-	}
-	number := req.PhoneNumberID
-	switch {
-	case number == "" && len(tn.Tenant.PhoneNumbers) == 1:
-		number = tn.Tenant.PhoneNumbers[0].PhoneNumberID
-	case number == "":
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "phone_number_id: required, the tenant has several numbers")
-		return
-	case !tn.Tenant.OwnsNumber(number):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "phone_number_id: not one of the tenant's numbers")
-		return
-	}
-	m := req.Message()
-	if m.Type != "template" {
-		open, err := s.windowOpen(r, tenantID, number, req.To)
-		if err != nil {
-			s.unavailable(w, r, err)
-			return
-		}
-		if !open {
-			writeError(w, http.StatusUnprocessableEntity, CodeOutsideWindow,
-				"no message from this contact in the last 24 hours: only a template may be sent")
-			return
-		}
-	}
-	msgJSON, _ := json.Marshal(m)
-	sum := sha256.Sum256(append([]byte(number+"\x00"+req.To+"\x00"), msgJSON...))
-	id := "msg_" + randomHex(16)
-	if idem != "" {
-		h := sha256.Sum256([]byte("api\x00" + tenantID + "\x00" + idem))
-		id = "msg_" + hex.EncodeToString(h[:16])
-	}
-	key := tasks.SendKey(id)
-	rec, created, err := s.deps.Sends.CreateSend(ctx, store.OutboundRecord{
-		IdempotencyKey: key, Source: store.SourceAPI, APIMessageID: id, RequestHash: hex.EncodeToString(sum[:]),
-		TenantID: tenantID, PhoneNumberID: number, To: req.To, ToHash: s.deps.Hasher.Phone(req.To),
-		Message: string(msgJSON), MessageType: m.Type, CorrelationID: correlationID(ctx), ReceivedAt: s.deps.Now(),
-	})
-	if errors.Is(err, store.ErrIdempotencyMismatch) {
-		writeError(w, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "Idempotency-Key: already used with another request body")
-		return
-	}
-	if err != nil {
-		s.unavailable(w, r, err)
-		return
-	}
-	if rec.State == store.OutboundPending && rec.ReleaseGen == 0 {
-		// A replay of a request whose task may not exist yet enqueues it again; the task's name
-		// makes that idempotent.
-		body, _ := json.Marshal(tasks.Send{IdempotencyKey: key, CorrelationID: rec.CorrelationID, TenantID: tenantID})
-		if _, err := s.deps.Tasks.Enqueue(ctx, taskqueue.Task{
-			Queue: tasks.TenantQueueID(tenantID), ID: tasks.SendTaskID(key, 0), Path: tasks.ProcessSendPath,
-			Body: body, CorrelationID: rec.CorrelationID,
-		}); err != nil {
-			s.unavailable(w, r, err)
-			return
-		}
-	}
-	logger.InfoContext(ctx, "message accepted", "event", "api_message_accepted", "api_message_id", id, "message_type", m.Type,
-		"phone_number_id", number, logging.Phone("to", req.To), "replay", !created)
-	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "status": PublicStatus(rec)})
-}
-
-// windowOpen reports whether the contact wrote to the tenant's number in the last 24 hours.
-func (s *Server) windowOpen(r *http.Request, tenantID, number, to string) (bool, error) {
-	if s.deps.Windows == nil {
-		return true, nil
-	}
-	conv, err := s.deps.Windows.Get(r.Context(), store.ConversationID(tenantID, number, to))
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return !conv.LastInboundAt.IsZero() && s.deps.Now().Sub(conv.LastInboundAt) < CustomerServiceWindow, nil
+	logger.InfoContext(ctx, "message accepted", "event", "api_message_accepted", "api_message_id", res.ID, "message_type", req.Type,
+		"phone_number_id", res.PhoneNumberID, logging.Phone("to", req.To), "replay", res.Replay)
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": res.ID, "status": PublicStatus(res.Record)})
 }
 
 // MessageState is the answer of GET /v1/messages/{id}.
@@ -417,25 +346,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 
 // PublicStatus maps a record to the api's status: queued, sending, sent, delivered, read,
 // failed or parked.
-func PublicStatus(rec store.OutboundRecord) string {
-	switch rec.State {
-	case store.OutboundPending:
-		return "queued"
-	case store.OutboundSending:
-		return "sending"
-	case store.OutboundParked:
-		return "parked"
-	case store.OutboundFailed, store.OutboundSkipped:
-		return "failed"
-	case store.OutboundSent:
-		switch rec.DeliveryStatus {
-		case store.DeliveryDelivered, store.DeliveryRead, store.DeliveryFailed:
-			return rec.DeliveryStatus
-		}
-		return "sent"
-	}
-	return "queued"
-}
+func PublicStatus(rec store.OutboundRecord) string { return outbox.PublicStatus(rec) }
 
 var reasonPattern = regexp.MustCompile(`^[a-z_]{3,64}$`)
 

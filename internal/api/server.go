@@ -21,6 +21,7 @@ import (
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -109,8 +110,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 
 // Server is the api service.
 type Server struct {
-	cfg  *Config
-	deps Deps
+	cfg    *Config
+	deps   Deps
+	outbox *outbox.Outbox
 }
 
 // NewServer returns the api service for a validated cfg.
@@ -124,7 +126,11 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Server{cfg: cfg, deps: deps}
+	ob := &outbox.Outbox{Tenants: deps.Tenants, Sends: deps.Sends, Tasks: deps.Tasks, Hasher: deps.Hasher, Now: deps.Now}
+	if deps.Windows != nil {
+		ob.Windows = deps.Windows
+	}
+	return &Server{cfg: cfg, deps: deps, outbox: ob}
 }
 
 // Routes returns the service's handler with its middleware.
@@ -177,10 +183,10 @@ func correlationID(ctx context.Context) string {
 // Error codes of {"error":{"code","message"}} (CONTRACT.md, Sending on a tenant's behalf).
 const (
 	CodeUnauthenticated      = "unauthenticated"
-	CodeInvalidRequest       = "invalid_request"
-	CodeReauthRequired       = "WHATSAPP_REAUTH_REQUIRED"
-	CodeOutsideWindow        = "outside_customer_service_window"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeInvalidRequest       = outbox.CodeInvalidRequest
+	CodeReauthRequired       = outbox.CodeReauthRequired
+	CodeOutsideWindow        = outbox.CodeOutsideWindow
+	CodeIdempotencyKeyReused = outbox.CodeIdempotencyKeyReused
 	CodeNotFound             = "not_found"
 	CodeUnavailable          = "unavailable"
 )

@@ -3,8 +3,10 @@ package console
 import (
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -17,11 +19,27 @@ type Config struct {
 	// InboundQueue and OutboundQueue are the queues the health report watches.
 	InboundQueue  string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
 	OutboundQueue string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
+	// PublicBaseURL is the api service's public URL: with it set, a tenant's Reconnect button
+	// makes an Embedded Signup link (as `wapipe tenants connect-link`), sealed with KMSKeyName's
+	// key (the development key in dev when unset). Unset, Reconnect says it is not available.
+	PublicBaseURL string `env:"PUBLIC_BASE_URL"`
+	KMSKeyName    string `env:"KMS_KEY_NAME"`
+}
+
+// Secrets is the configuration of the keeper that seals connect links.
+func (c *Config) Secrets() secrets.Config {
+	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
 }
 
 // Validate checks the console's values on top of the shared ones.
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
+	if c.PublicBaseURL != "" {
+		if u, err := url.Parse(c.PublicBaseURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(c.IsDev() && u.Scheme == "http")) {
+			errs = append(errs, errors.New("PUBLIC_BASE_URL: must be the api service's absolute https URL (http allowed in dev)"))
+		}
+		errs = append(errs, c.Secrets().Validate())
+	}
 	for _, q := range []struct{ env, id string }{
 		{"INBOUND_TASK_QUEUE_NAME", tasks.QueueID(c.InboundQueue)},
 		{"OUTBOUND_TASK_QUEUE_NAME", tasks.QueueID(c.OutboundQueue)},

@@ -5,6 +5,8 @@ import (
 
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -12,12 +14,17 @@ import (
 // NewDeps builds the console's dependencies on Firestore and Cloud Tasks: the health report as
 // the worker computes it, the stores, and the replay and inspect of the wapipe CLI. The Replier
 // and the LinkMaker are NotAvailable; the caller sets the real ones.
-func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, logger *slog.Logger) Deps {
+func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, keeper *secrets.Keeper, logger *slog.Logger) Deps {
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	hasher := cfg.Hasher()
 	tenants := store.NewTenants(db, store.Options{})
 	guard := store.NewGuard(db, store.Options{})
+	conversations := store.NewConversationStore(db, store.Options{})
+	var links LinkMaker = NotAvailable{}
+	if keeper != nil && cfg.PublicBaseURL != "" {
+		links = SignupLinks{Sealer: keeper, PublicBaseURL: cfg.PublicBaseURL}
+	}
 	return Deps{
 		// The report the worker serves: queues, sends, dead letters, reauth and quota.
 		Health: health.New(outbound, deadLetters, admin,
@@ -27,7 +34,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Tenants:       tenants,
 		Usage:         guard,
 		Queues:        admin,
-		Conversations: store.NewConversationStore(db, store.Options{}),
+		Conversations: conversations,
 		Outbound:      outbound,
 		DeadLetters:   deadLetters,
 		Replayer:      &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq},
@@ -43,9 +50,13 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 				FirestoreDatabase: cfg.FirestoreDatabase},
 			InboundQueue: cfg.InboundQueue, OutboundQueue: cfg.OutboundQueue,
 		},
-		Audit:     store.NewAudit(db, store.Options{}),
-		Replier:   NotAvailable{},
-		LinkMaker: NotAvailable{},
+		Audit: store.NewAudit(db, store.Options{}),
+		Replier: OutboxReplier{
+			Outbox: &outbox.Outbox{Tenants: tenants, Sends: store.NewSends(db, store.Options{}), Windows: conversations,
+				Tasks: tq, Hasher: hasher},
+			Messages: conversations,
+		},
+		LinkMaker: links,
 		Logger:    logger,
 		Dev:       cfg.IsDev(),
 	}

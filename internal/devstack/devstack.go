@@ -326,7 +326,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	if err := s.serveConsole(runCtx, o, base, db, tq, admin, logs("console")); err != nil {
+	if err := s.serveConsole(runCtx, o, base, db, tq, admin, keeper, logs("console")); err != nil {
 		return nil, err
 	}
 
@@ -374,15 +374,15 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 }
 
 // serveConsole serves the operators' console on the stack's emulators, as cmd/console would.
-func (s *Stack) serveConsole(ctx context.Context, o Options, base config.Base, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, w io.Writer) error {
+func (s *Stack) serveConsole(ctx context.Context, o Options, base config.Base, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, keeper *secrets.Keeper, w io.Writer) error {
 	ln, err := net.Listen("tcp", orFree(o.ConsoleAddr))
 	if err != nil {
 		return fmt.Errorf("listen for the console: %w", err)
 	}
 	s.ConsoleURL = "http://" + ln.Addr().String()
-	ccfg := &console.Config{Base: base, InboundQueue: tasks.InboundQueueID, OutboundQueue: tasks.OutboundQueueID}
+	ccfg := &console.Config{Base: base, InboundQueue: tasks.InboundQueueID, OutboundQueue: tasks.OutboundQueueID, PublicBaseURL: s.APIURL}
 	clog := logging.New(w, logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
-	deps := console.NewDeps(ccfg, db, tq, admin, clog)
+	deps := console.NewDeps(ccfg, db, tq, admin, keeper, clog)
 	for _, adjust := range o.Console {
 		adjust(&deps)
 	}

@@ -1,0 +1,61 @@
+package console
+
+import (
+	"context"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/api"
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/store"
+)
+
+// OutboxReplier sends operators' replies through the outbox, the send path and 24-hour rules of
+// /v1/messages, and stores each in its conversation, so the inbox shows it with its ticks.
+type OutboxReplier struct {
+	Outbox   *outbox.Outbox
+	Messages interface {
+		AddOutbound(ctx context.Context, conversationID string, m store.Message) error
+	}
+}
+
+// Reply queues req's text. A refusal (outside the window, reconnect needed…) is returned as an
+// error whose UserMessage the page shows.
+func (r OutboxReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult, error) {
+	res, err := r.Outbox.Send(ctx, outbox.Request{
+		TenantID: req.TenantID, PhoneNumberID: req.PhoneNumberID, To: req.To,
+		Message:        graph.Message{Type: "text", Text: &graph.Text{Body: req.Text}},
+		IdempotencyKey: req.IdempotencyKey, Source: "console",
+	})
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	if err := r.Messages.AddOutbound(ctx, req.ConversationID, store.Message{
+		MessageID: res.IdempotencyKey, Type: "text", Text: req.Text, Event: "operator_reply",
+		Replies: []store.Reply{{IdempotencyKey: res.IdempotencyKey, Body: req.Text}},
+	}); err != nil {
+		// The reply is queued and will go; only the inbox misses it until the page is reloaded
+		// after a retry of the same request.
+		logging.FromContext(ctx).WarnContext(ctx, "operator reply queued but not stored in the conversation",
+			"event", "console_reply_not_stored", "error", err)
+	}
+	return ReplyResult{ID: res.ID, Status: outbox.PublicStatus(res.Record)}, nil
+}
+
+// SignupLinks makes Embedded Signup links, as `wapipe tenants connect-link` does.
+type SignupLinks struct {
+	Sealer        api.Sealer
+	PublicBaseURL string
+	Now           func() time.Time
+}
+
+// ConnectLink returns a link, valid 1 h and usable once, for the tenant's admin to reconnect.
+func (l SignupLinks) ConnectLink(ctx context.Context, tenantID string) (string, error) {
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	link, _, err := api.NewConnectLink(ctx, l.Sealer, l.PublicBaseURL, tenantID, now())
+	return link, err
+}

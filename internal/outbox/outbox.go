@@ -1,0 +1,232 @@
+// Package outbox accepts messages sent on a tenant's behalf, outside a conversation's turn: from
+// the business through the api service (/v1/messages) and from an operator through the console.
+// Both follow the same rules: the tenant must not need a new token, the number must be the
+// tenant's, free-form messages only inside the contact's 24-hour window, one record per
+// idempotency key (the same key with another body is refused). The message is stored as an
+// outbound record and sent by the worker's process_send task on the tenant's queue.
+package outbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// CustomerServiceWindow is how long after a contact's last message free-form messages may go.
+const CustomerServiceWindow = 24 * time.Hour
+
+// The codes of a Refusal (the contract's error codes).
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeReauthRequired       = "WHATSAPP_REAUTH_REQUIRED"
+	CodeOutsideWindow        = "outside_customer_service_window"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeTenantNotFound       = "tenant_not_found"
+)
+
+// Refusal is a send the rules refuse: nothing was stored or queued. Status is the HTTP status
+// the api answers with.
+type Refusal struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+
+// UserMessage is the text to show the person who sent it.
+func (r *Refusal) UserMessage() string { return r.Message }
+
+// Request is one message to send.
+type Request struct {
+	TenantID string
+	// PhoneNumberID may be empty when the tenant has one number.
+	PhoneNumberID string
+	// To is the contact's wa_id (never logged in clear).
+	To      string
+	Message graph.Message
+	// IdempotencyKey is the caller's key: the same key and body give the same message; empty
+	// makes a new message every time.
+	IdempotencyKey string
+	// Source names who sent it, for the record (store.SourceAPI, "console").
+	Source        string
+	CorrelationID string
+}
+
+// Result is the accepted message.
+type Result struct {
+	// ID is the message's id (msg_…), IdempotencyKey its record's key.
+	ID, IdempotencyKey string
+	// Record is the outbound record as stored (PublicStatus gives its status).
+	Record store.OutboundRecord
+	// Replay: the idempotency key was used before with this body; nothing new was queued
+	// unless its task may have been lost.
+	Replay        bool
+	PhoneNumberID string
+}
+
+// TenantReader reads tenants; *store.Tenants implements it.
+type TenantReader interface {
+	Get(ctx context.Context, id string) (store.TenantRecord, error)
+}
+
+// SendStore keeps the send records; *store.Sends implements it.
+type SendStore interface {
+	CreateSend(ctx context.Context, seed store.OutboundRecord) (store.OutboundRecord, bool, error)
+}
+
+// WindowReader reads the conversation that holds a contact's last_inbound_at;
+// *store.ConversationStore implements it.
+type WindowReader interface {
+	Get(ctx context.Context, conversationID string) (store.Conversation, error)
+}
+
+// Enqueuer creates tasks; *taskqueue.Client implements it.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
+}
+
+// Outbox accepts sends. Its zero value is not usable: set every field but Now.
+type Outbox struct {
+	Tenants TenantReader
+	Sends   SendStore
+	// Windows is nil to skip the window check (tests of other rules).
+	Windows WindowReader
+	Tasks   Enqueuer
+	Hasher  *logging.Hasher
+	// Now is time.Now when nil.
+	Now func() time.Time
+}
+
+// Send checks r against the rules, stores its record and queues its send. A *Refusal says why
+// the rules refuse it; any other error is a dependency failing (retry with the same key).
+func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	tn, err := o.Tenants.Get(ctx, r.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, &Refusal{Status: http.StatusUnauthorized, Code: CodeTenantNotFound, Message: "the tenant no longer exists"}
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("read tenant %s: %w", r.TenantID, err)
+	}
+	if tn.AuthStatus == store.AuthNeedsReauth {
+		return Result{}, &Refusal{Status: http.StatusConflict, Code: CodeReauthRequired,
+			Message: "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then"}
+	}
+	number := r.PhoneNumberID
+	switch {
+	case number == "" && len(tn.Tenant.PhoneNumbers) == 1:
+		number = tn.Tenant.PhoneNumbers[0].PhoneNumberID
+	case number == "":
+		return Result{}, &Refusal{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "phone_number_id: required, the tenant has several numbers"}
+	case !tn.Tenant.OwnsNumber(number):
+		return Result{}, &Refusal{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "phone_number_id: not one of the tenant's numbers"}
+	}
+	if r.Message.Type != "template" {
+		open, err := o.windowOpen(ctx, r.TenantID, number, r.To, now())
+		if err != nil {
+			return Result{}, err
+		}
+		if !open {
+			return Result{}, &Refusal{Status: http.StatusUnprocessableEntity, Code: CodeOutsideWindow,
+				Message: "no message from this contact in the last 24 hours: only a template may be sent"}
+		}
+	}
+	msgJSON, err := json.Marshal(r.Message)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode the message: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(number+"\x00"+r.To+"\x00"), msgJSON...))
+	id := "msg_" + randomHex(16)
+	if r.IdempotencyKey != "" {
+		h := sha256.Sum256([]byte("api\x00" + r.TenantID + "\x00" + r.IdempotencyKey))
+		id = "msg_" + hex.EncodeToString(h[:16])
+	}
+	key := tasks.SendKey(id)
+	source := r.Source
+	if source == "" {
+		source = store.SourceAPI
+	}
+	rec, created, err := o.Sends.CreateSend(ctx, store.OutboundRecord{
+		IdempotencyKey: key, Source: source, APIMessageID: id, RequestHash: hex.EncodeToString(sum[:]),
+		TenantID: r.TenantID, PhoneNumberID: number, To: r.To, ToHash: o.Hasher.Phone(r.To),
+		Message: string(msgJSON), MessageType: r.Message.Type, CorrelationID: r.CorrelationID, ReceivedAt: now(),
+	})
+	if errors.Is(err, store.ErrIdempotencyMismatch) {
+		return Result{}, &Refusal{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyKeyReused,
+			Message: "Idempotency-Key: already used with another request body"}
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if rec.State == store.OutboundPending && rec.ReleaseGen == 0 {
+		// A replay of a request whose task may not exist yet enqueues it again; the task's name
+		// makes that idempotent.
+		body, _ := json.Marshal(tasks.Send{IdempotencyKey: key, CorrelationID: rec.CorrelationID, TenantID: r.TenantID})
+		if _, err := o.Tasks.Enqueue(ctx, taskqueue.Task{
+			Queue: tasks.TenantQueueID(r.TenantID), ID: tasks.SendTaskID(key, 0), Path: tasks.ProcessSendPath,
+			Body: body, CorrelationID: rec.CorrelationID,
+		}); err != nil {
+			return Result{}, fmt.Errorf("create the send task: %w", err)
+		}
+	}
+	return Result{ID: id, IdempotencyKey: key, Record: rec, Replay: !created, PhoneNumberID: number}, nil
+}
+
+// windowOpen reports whether the contact wrote to the tenant's number in the last 24 hours.
+func (o *Outbox) windowOpen(ctx context.Context, tenantID, number, to string, now time.Time) (bool, error) {
+	if o.Windows == nil {
+		return true, nil
+	}
+	conv, err := o.Windows.Get(ctx, store.ConversationID(tenantID, number, to))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the contact's window: %w", err)
+	}
+	return !conv.LastInboundAt.IsZero() && now.Sub(conv.LastInboundAt) < CustomerServiceWindow, nil
+}
+
+// PublicStatus maps a record to the status the api and the console show: queued, sending, sent,
+// delivered, read, failed or parked.
+func PublicStatus(rec store.OutboundRecord) string {
+	switch rec.State {
+	case store.OutboundPending:
+		return "queued"
+	case store.OutboundSending:
+		return "sending"
+	case store.OutboundParked:
+		return "parked"
+	case store.OutboundFailed, store.OutboundSkipped:
+		return "failed"
+	case store.OutboundSent:
+		switch rec.DeliveryStatus {
+		case store.DeliveryDelivered, store.DeliveryRead, store.DeliveryFailed:
+			return rec.DeliveryStatus
+		}
+		return "sent"
+	}
+	return "queued"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
