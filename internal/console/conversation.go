@@ -91,6 +91,17 @@ type actionView struct {
 	Intent   string
 	At       time.Time
 	Done     bool
+	// State is the actions record's (calling, waiting, done, refused, failed), empty before
+	// its task ran; HTTPStatus and Reply the business's answer.
+	State      string
+	HTTPStatus int64
+	Reply      string
+	Attempts   int64
+}
+
+// ActionReader reads a conversation's actions; *store.ActionStore implements it.
+type ActionReader interface {
+	ByConversation(ctx context.Context, conversationID string, limit int) ([]store.ActionRecord, error)
 }
 
 // tickOf turns an outbound record into the ticks WhatsApp users know.
@@ -138,6 +149,16 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	if err != nil {
 		return conversationView{}, err
 	}
+	runs := map[string]store.ActionRecord{}
+	if s.deps.Actions != nil {
+		recs, err := s.deps.Actions.ByConversation(ctx, id, 100)
+		if err != nil {
+			return conversationView{}, err
+		}
+		for _, r := range recs {
+			runs[r.ActionID] = r
+		}
+	}
 	v := conversationView{C: c, Contact: contactLabel(c.ContactName, c.Contact)}
 	for _, m := range msgs {
 		at := m.ReceivedAt
@@ -160,6 +181,9 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 		}
 		if m.ActionID != "" {
 			a := actionView{ActionID: m.ActionID, At: m.CommittedAt, Done: !m.EffectsDoneAt.IsZero()}
+			if r, ok := runs[m.ActionID]; ok {
+				a.State, a.HTTPStatus, a.Reply, a.Attempts = r.State, r.HTTPStatus, r.Reply, r.Attempts
+			}
 			var req assistant.ActionRequest
 			if json.Unmarshal([]byte(m.Action), &req) == nil {
 				a.Intent = req.Intent

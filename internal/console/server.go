@@ -21,11 +21,13 @@ type Deps struct {
 	Usage         UsageReader
 	Queues        QueueStatser
 	Conversations Conversations
-	Outbound      OutboundReader
-	DeadLetters   DeadLetterReader
-	Replayer      Replayer
-	Inspector     Inspector
-	Audit         AuditLog
+	// Actions reads the actions a conversation ran and their answers; the page shows none when nil.
+	Actions     ActionReader
+	Outbound    OutboundReader
+	DeadLetters DeadLetterReader
+	Replayer    Replayer
+	Inspector   Inspector
+	Audit       AuditLog
 	// Replier sends an operator's reply; LinkMaker makes a tenant's Embedded Signup link. Both
 	// belong to the api service's code: NotAvailable stands in until they are wired.
 	Replier   Replier
