@@ -50,6 +50,14 @@ resource "google_kms_crypto_key_iam_member" "api_decrypts" {
   member        = "serviceAccount:${google_service_account.api.email}"
 }
 
+# The console seals the connect links its Reconnect button makes (as operators do with
+# `wapipe tenants connect-link`); it never opens a secret.
+resource "google_kms_crypto_key_iam_member" "console_encrypts" {
+  crypto_key_id = google_kms_crypto_key.tenant_secrets.id
+  role          = "roles/cloudkms.cryptoKeyEncrypter"
+  member        = "serviceAccount:${google_service_account.console.email}"
+}
+
 resource "google_kms_crypto_key_iam_member" "api_encrypts" {
   crypto_key_id = google_kms_crypto_key.tenant_secrets.id
   role          = "roles/cloudkms.cryptoKeyEncrypter"

@@ -53,14 +53,16 @@ func TestTenantSecretsKey(t *testing.T) {
 	worker := `"serviceAccount:${google_service_account.worker.email}"`
 	// The api opens connect links' states and seals the tokens Embedded Signup brings.
 	api := `"serviceAccount:${google_service_account.api.email}"`
+	// The console seals the connect links of its Reconnect button.
+	console := `"serviceAccount:${google_service_account.console.email}"`
 	for role := range holders {
 		slices.Sort(holders[role])
 	}
 	if got := holders["roles/cloudkms.cryptoKeyDecrypter"]; !slices.Equal(got, []string{api, worker}) {
 		t.Errorf("cryptoKeyDecrypter held by %v, want the worker and the api only", got)
 	}
-	if got := holders["roles/cloudkms.cryptoKeyEncrypter"]; !slices.Equal(got, []string{api, "each.value"}) {
-		t.Errorf("cryptoKeyEncrypter held by %v, want the operators (each.value of var.operators) and the api", got)
+	if got := holders["roles/cloudkms.cryptoKeyEncrypter"]; !slices.Equal(got, []string{api, console, "each.value"}) {
+		t.Errorf("cryptoKeyEncrypter held by %v, want the operators (each.value of var.operators), the api and the console", got)
 	}
 	for role, who := range holders {
 		switch role {

@@ -569,6 +569,15 @@ resource "google_cloud_run_v2_service" "console" {
         name  = "OUTBOUND_TASK_QUEUE_NAME"
         value = local.outbound_queue.name
       }
+      env {
+        # Reconnect makes Embedded Signup links to the api, sealed under the tenant secrets key.
+        name  = "PUBLIC_BASE_URL"
+        value = local.api_url
+      }
+      env {
+        name  = "KMS_KEY_NAME"
+        value = local.kms_key_name
+      }
       # A replay creates the task wapipe replay would: to the worker, with its token and OIDC.
       env {
         name  = "INTERNAL_TASK_BASE_URL"
