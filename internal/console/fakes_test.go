@@ -349,7 +349,8 @@ func newFixture(t *testing.T, empty bool) *fixture {
 	}
 	f.deps = Deps{Health: f.health, Sends: f.sends, Tenants: f.tenants, Usage: f.usage, Queues: f.queues,
 		Conversations: f.convs, Outbound: f.out, DeadLetters: f.dls, Replayer: f.replay, Inspector: f.inspect,
-		Audit: f.audit, Replier: f.replier, LinkMaker: fakeLinks{link: "http://127.0.0.1:9/integrations/meta/whatsapp/connect"},
+		Actions: fakeActions{"act_0": {ActionID: "act_0", State: store.ActionDone, HTTPStatus: 200, Attempts: 1, Reply: "Schedule sent"}},
+		Audit:   f.audit, Replier: f.replier, LinkMaker: fakeLinks{link: "http://127.0.0.1:9/integrations/meta/whatsapp/connect"},
 		Now: func() time.Time { return fixedNow }}
 	f.handler = NewServer(f.deps).Routes()
 	return f
@@ -431,4 +432,15 @@ func (f *fixture) post(t *testing.T, path string, form url.Values, header ...str
 	rec := httptest.NewRecorder()
 	f.handler.ServeHTTP(rec, req)
 	return rec
+}
+
+// fakeActions are the actions records of the fixture, by action id.
+type fakeActions map[string]store.ActionRecord
+
+func (f fakeActions) ByConversation(_ context.Context, _ string, _ int) ([]store.ActionRecord, error) {
+	var out []store.ActionRecord
+	for _, r := range f {
+		out = append(out, r)
+	}
+	return out, nil
 }

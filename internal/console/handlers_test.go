@@ -146,7 +146,7 @@ func TestConversationPage(t *testing.T) {
 	runPages(t, []pageCase{
 		{name: "normal", path: "/conversations/conv_abc", code: http.StatusOK,
 			want: []string{"Book bus 7 please", "An operator here", "✓✓ read", "✗ send failed (code 131047)",
-				"<code>create_booking</code> — Book bus 7 for 2026-12-01?", "<code>check_schedule</code>", "sent to the business",
+				"<code>create_booking</code> — Book bus 7 for 2026-12-01?", "<code>check_schedule</code>", "done</span> (HTTP 200, 1 attempt): “Schedule sent”",
 				`id="reply-form"`, `name="request_id"`, `name="csrf"`},
 			not: []string{"6281234567890"}},
 		{name: "empty", path: "/conversations/conv_old", code: http.StatusOK,
