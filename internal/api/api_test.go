@@ -414,14 +414,15 @@ func TestRevokedTokenParksThenSetTokenReleasesOnce(t *testing.T) {
 		// The tasks may not have run yet: a second release re-enqueues the same task names.
 		t.Logf("second set-token: %d %v", again, err)
 	}
+	// The record says sent a moment after the send reached the fake: wait for both.
 	testenv.Eventually(t, 20*time.Second, func() bool {
 		for _, k := range keys {
-			if len(s.sendsWithKey(k)) != 1 {
+			if rec, _ := out.GetOutbound(ctx, k); len(s.sendsWithKey(k)) != 1 || rec.State != store.OutboundSent {
 				return false
 			}
 		}
 		return true
-	}, "the parked sends did not all go out")
+	}, "the parked sends did not all go out and settle")
 	for _, k := range keys {
 		if got := s.sendsWithKey(k); len(got) != 1 || got[0].Token != newToken {
 			t.Errorf("%s: %d sends, want one with the new token", k, len(got))
