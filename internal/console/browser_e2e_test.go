@@ -123,7 +123,25 @@ assistant:
 		}
 
 		deliver(t, "yes")
-		testenv.Eventually(t, 30*time.Second, func() bool { return sendsWith("Done: create_booking recorded") == 1 }, "the action's result was never sent")
+		// The result is stored in the conversation just after it is sent.
+		db, err := store.OpenEmulator(ctx, st.FirestoreHost, st.Project, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		convs := store.NewConversationStore(db, store.Options{})
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			msgs, err := convs.Messages(ctx, convID, 100)
+			for _, m := range msgs {
+				if err == nil && m.Text == "Done: create_booking recorded" {
+					return true
+				}
+			}
+			return false
+		}, "the action's result was never sent and stored")
+		if n := sendsWith("Done: create_booking recorded"); n != 1 {
+			t.Errorf("the action's result was sent %d times, want once", n)
+		}
 		var actions string
 		err = chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/conversations/"+convID),
