@@ -79,7 +79,8 @@ func (s *Server) markReadAsync(ctx context.Context, out tasks.Outbound) <-chan s
 	go func() {
 		defer close(done)
 		rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID)
-		if err != nil {
+		if err != nil || rec.AuthStatus == store.AuthNeedsReauth {
+			// A refused token would only be refused again.
 			return
 		}
 		token, err := s.deps.Tokens.Token(ctx, rec)
