@@ -42,6 +42,9 @@ type Inbound struct {
 	ReceivedAt     time.Time `json:"received_at"`
 	InboundEventID string    `json:"inbound_event_id,omitempty"`
 	CorrelationID  string    `json:"correlation_id,omitempty"`
+	// MayConfirm says the conversation's assistant can have a pending action (a tenant in
+	// mode llm): only then is a bare yes/no held (Options.AnswerGrace).
+	MayConfirm bool `json:"may_confirm,omitempty"`
 }
 
 // Pending is an inbox message whose turn is to run (or whose effects are to be performed).
@@ -292,11 +295,11 @@ func (d *drain) run(ctx context.Context) error {
 }
 
 // holdAnswer is how long p's turn should still wait (see Options.AnswerGrace): 0 but for a text
-// that is only a confirming or rejecting word, with nothing pending, received under the grace
-// ago.
+// that is only a confirming or rejecting word, with nothing pending in a conversation that may
+// have something pending, received under the grace ago.
 func (r *Runner) holdAnswer(p Pending, st assistant.State) time.Duration {
 	m := p.Message
-	if r.grace <= 0 || st.Pending != nil || m.Type != "text" || !(i18n.IsConfirm(m.Text) || i18n.IsReject(m.Text)) {
+	if r.grace <= 0 || !p.MayConfirm || st.Pending != nil || m.Type != "text" || !(i18n.IsConfirm(m.Text) || i18n.IsReject(m.Text)) {
 		return 0
 	}
 	return p.ReceivedAt.Add(r.grace).Sub(r.now())

@@ -516,32 +516,54 @@ func TestUnsentRepliesGoBeforeTheNextTurn(t *testing.T) {
 }
 
 // TestBareAnswerWaitsForTheMessageItAnswers: a "yes" that reaches the conversation before the
-// "book …" it answers (sent a moment earlier) is held, and runs after it.
+// "book …" it answers (sent a moment earlier) is held, and runs after it, where the assistant
+// may have something pending; elsewhere (ack mode) nothing waits.
 func TestBareAnswerWaitsForTheMessageItAnswers(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	r := conversation.NewRunner(newStore(t, nil), newSender(), newActions(), conversation.Options{AnswerGrace: time.Second})
-	rec := newRecorder()
-	now := time.Now()
-	msg := func(id string, ts time.Time, received time.Time, text string) conversation.Inbound {
-		in := inbound(id, 0, text)
-		in.ReceivedAt = received
-		in.Message.From = "6281200000001"
-		in.Message.Timestamp = fmt.Sprint(ts.Unix())
-		return in
-	}
-	yes := msg("wamid.yes", now.Add(time.Second), now, "ya")
-	book := msg("wamid.book", now, now.Add(200*time.Millisecond), "book bus 01")
-	errs := make(chan error, 2)
-	go func() { _, err := r.Handle(ctx, yes, rec.turn); errs <- err }()
-	time.Sleep(200 * time.Millisecond) // the "book" reaches the worker after the "yes"
-	go func() { _, err := r.Handle(ctx, book, rec.turn); errs <- err }()
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if order, _, _ := rec.snapshot(); !slices.Equal(order, []string{"wamid.book", "wamid.yes"}) {
-		t.Errorf("turns ran in the order %v, want the booking before the answer", order)
+	for _, tc := range []struct {
+		name       string
+		from       string
+		mayConfirm bool
+		grace      time.Duration
+		want       []string
+	}{
+		{"held where an action may be pending", "6281200000001", true, time.Second, []string{"wamid.book1", "wamid.yes1"}},
+		// An hour's grace: were the yes held, it would not run within the test.
+		{"not held in ack mode", "6281200000002", false, time.Hour, []string{"wamid.yes2", "wamid.book2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r := conversation.NewRunner(newStore(t, nil), newSender(), newActions(), conversation.Options{AnswerGrace: tc.grace})
+			rec := newRecorder()
+			now := time.Now()
+			msg := func(id string, ts time.Time, received time.Time, text string) conversation.Inbound {
+				in := inbound(id+tc.from[len(tc.from)-1:], 0, text)
+				in.ReceivedAt, in.MayConfirm = received, tc.mayConfirm
+				in.Message.From = tc.from
+				in.Message.Timestamp = fmt.Sprint(ts.Unix())
+				return in
+			}
+			yes := msg("wamid.yes", now.Add(time.Second), now, "ya")
+			book := msg("wamid.book", now, now.Add(200*time.Millisecond), "book bus 01")
+			errs := make(chan error, 2)
+			go func() { _, err := r.Handle(ctx, yes, rec.turn); errs <- err }()
+			if tc.mayConfirm {
+				time.Sleep(200 * time.Millisecond) // the "book" reaches the worker after the "yes"
+			} else {
+				// Not held: the "yes" runs at once, before the "book" arrives.
+				testenv.Eventually(t, 10*time.Second, func() bool { _, ok := rec.started(yes.Message.ID); return ok },
+					"the yes never ran")
+			}
+			go func() { _, err := r.Handle(ctx, book, rec.turn); errs <- err }()
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if order, _, _ := rec.snapshot(); !slices.Equal(order, tc.want) {
+				t.Errorf("turns ran in the order %v, want %v", order, tc.want)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -42,6 +43,9 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 		TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, Contact: out.To,
 		MessageID: out.Message.ID, Message: out.Message, ReceivedAt: out.ReceivedAt,
 		InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
+	}
+	if rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID); err == nil && rec.Tenant.Assistant.Mode == tenant.ModeLLM {
+		in.MayConfirm = true
 	}
 	if in.ReceivedAt.IsZero() {
 		// A task from before received_at travelled: the task's first run is the next best
