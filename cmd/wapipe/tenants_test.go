@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/firestore"
 
@@ -113,7 +114,8 @@ func TestTenantsApplyListShow(t *testing.T) {
 
 	show := mustCLI(t, e.args("show", "sunrise-bus")...)
 	for _, want := range []string{"id:              sunrise-bus\n", "auth_status:     no_token\n", "access_token:    not set\n",
-		"send_queue:      wa-out-sunrise-bus (5/s, 2 concurrent)\n", "Pak Agus (…7890), admin"} {
+		"send_queue:      wa-out-sunrise-bus (5/s, 2 concurrent)\n", "Pak Agus (…7890), admin",
+		"llm_usage:       0 of 1000 calls in " + time.Now().UTC().Format("2006-01") + "\n"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("show: no %q in\n%s", want, show)
 		}
@@ -331,5 +333,29 @@ func TestTenantsUsage(t *testing.T) {
 		if err == nil || exitCode(err) != 2 || strings.Contains(err.Error(), "\n") {
 			t.Errorf("wapipe %s: %v (exit %d), want one usage error line", strings.Join(args, " "), err, exitCode(err))
 		}
+	}
+}
+
+func TestDescribeUsage(t *testing.T) {
+	t.Parallel()
+	limit := func(n int) *int { return &n }
+	for _, tc := range []struct {
+		name  string
+		quota tenant.Quota
+		used  int
+		want  string
+	}{
+		{"unlimited", tenant.Quota{}, 12, "llm_usage:       12 calls in 2026-11 (quota: unlimited)\n"},
+		{"under", tenant.Quota{LLMCallsPerMonth: limit(50)}, 12, "llm_usage:       12 of 50 calls in 2026-11\n"},
+		{"reached", tenant.Quota{LLMCallsPerMonth: limit(50)}, 50, "llm_usage:       50 of 50 calls in 2026-11: over_quota, the assistant answers with the quota notice\n"},
+		{"zero quota", tenant.Quota{LLMCallsPerMonth: limit(0)}, 0, "llm_usage:       0 of 0 calls in 2026-11: over_quota, the assistant answers with the quota notice\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := describeUsage(store.TenantRecord{Tenant: &tenant.Tenant{ID: "acme", Quota: tc.quota}}, "2026-11", tc.used)
+			if got != tc.want {
+				t.Errorf("describeUsage = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
