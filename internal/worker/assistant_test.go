@@ -487,22 +487,30 @@ func TestAssistantConversationRateLimit(t *testing.T) {
 	}
 }
 
-// TestReplyOutsideTheWindow: a reply to a message Meta stamped over 24 hours ago (delivered late)
-// is sent as the tenant's reengage template, or, without one, recorded failed with 131047.
+// TestReplyOutsideTheWindow: a reply to a message Meta stamped over 24 hours ago (delivered late),
+// or one Meta refuses with 131047, is sent as the tenant's reengage template, or, without one,
+// recorded failed with 131047.
 func TestReplyOutsideTheWindow(t *testing.T) {
 	t.Parallel()
+	const reengage = "templates:\n  reengage: {name: resume_conversation, language: en_US}\n"
 	for _, tc := range []struct {
 		name, extra  string
+		stamp        time.Duration
+		metaRefuses  bool
 		wantTemplate bool
 	}{
-		{"reengage template", "templates:\n  reengage: {name: resume_conversation, language: en_US}\n", true},
-		{"no template", "", false},
+		{"late message, reengage template", reengage, -25 * time.Hour, false, true},
+		{"late message, no template", "", -25 * time.Hour, false, false},
+		{"Meta answers 131047, reengage template", reengage, 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s, _ := assistantStack(t)
 			tid := s.assistantTenant("acme-window", numberA, tc.extra)
-			id := s.text(numberA, contact, "hello", time.Now().Add(-25*time.Hour))
+			if tc.metaRefuses {
+				s.Graph.CloseWindow(contact, true)
+			}
+			id := s.text(numberA, contact, "hello", time.Now().Add(tc.stamp))
 			ctx := context.Background()
 			var rec store.OutboundRecord
 			testenv.Eventually(t, 20*time.Second, func() bool {
@@ -513,8 +521,8 @@ func TestReplyOutsideTheWindow(t *testing.T) {
 			s.settled(tid)
 			sends := s.sendsTo(contact)
 			if tc.wantTemplate {
-				if len(sends) != 1 || sends[0].Body["type"] != "template" {
-					t.Fatalf("sends %v, want the reengage template", sends)
+				if len(sends) != 1 || sends[0].Body["type"] != "template" || rec.State != store.OutboundSent {
+					t.Fatalf("sends %v, record %s; want the reengage template sent", sends, rec.State)
 				}
 				if tpl, _ := sends[0].Body["template"].(map[string]any); tpl["name"] != "resume_conversation" {
 					t.Errorf("template %v, want resume_conversation", tpl)
