@@ -82,13 +82,9 @@ func (s *Server) markReadAsync(ctx context.Context, out tasks.Outbound) <-chan s
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID)
+		rec, token, _, err := s.tenantToken(ctx, out.TenantID)
 		if err != nil || rec.AuthStatus == store.AuthNeedsReauth {
-			// A refused token would only be refused again.
-			return
-		}
-		token, err := s.deps.Tokens.Token(ctx, rec)
-		if err != nil {
+			// No token, or one already refused: nothing to mark with.
 			return
 		}
 		s.markRead(context.WithoutCancel(ctx), token, out)
@@ -222,7 +218,7 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 		return "", nil
 	}
 	rec2, token, reason, err := s.tenantToken(ctx, d.tenantID)
-	if err != nil {
+	if err != nil && reason == "" {
 		s.markRetry(ctx, d.key, temporaryFailure(err, 0), true)
 		return "", err
 	}
@@ -264,7 +260,7 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 	}
 	start := s.deps.Now()
 	graphID, err := s.deps.Sender.Send(ctx, token, d.phoneNumberID, d.to, responder.Reply{Message: &m}, d.key, "")
-	if err != nil && metaCode(err) == codeReengagement && m.Type != "template" && rec2.Tenant.Templates.Reengage != nil {
+	if err != nil && classifySend(err).code == codeReengagement && m.Type != "template" && rec2.Tenant.Templates.Reengage != nil {
 		// Meta says the window closed: the reengage template instead, once.
 		tpl := rec2.Tenant.Templates.Reengage
 		m = graph.Message{Type: "template", Template: &graph.Template{Name: tpl.Name, Language: graph.Language{Code: tpl.Language}}}
@@ -311,22 +307,23 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 	return graphID, nil
 }
 
-// tenantToken opens the tenant's access token. A reason is returned, and no error, when no retry
-// can help until an operator acts (tenant gone, no token, a token sealed for another key).
+// tenantToken opens the tenant's access token. When no retry can help until an operator acts
+// (tenant gone, no token, a token sealed for another key), reason names it and err is the cause;
+// otherwise a non-nil err is worth a retry.
 func (s *Server) tenantToken(ctx context.Context, tenantID string) (rec store.TenantRecord, token, reason string, err error) {
 	rec, err = s.deps.Tenants.Tenant(ctx, tenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return rec, "", "tenant_not_found", nil
+		return rec, "", "tenant_not_found", err
 	}
 	if err != nil {
 		return rec, "", "", fmt.Errorf("read tenant %s: %w", tenantID, err)
 	}
 	if len(rec.AccessToken) == 0 {
-		return rec, "", "no_token", nil
+		return rec, "", "no_token", errNoToken
 	}
 	token, err = s.deps.Tokens.Token(ctx, rec)
 	if isUnreadableSecret(err) {
-		return rec, "", "token_unreadable", nil
+		return rec, "", "token_unreadable", err
 	}
 	if err != nil {
 		return rec, "", "", err
@@ -368,13 +365,4 @@ func (a actionQueue) EnqueueAction(ctx context.Context, p conversation.Pending, 
 // or damaged.
 func isUnreadableSecret(err error) bool {
 	return errors.Is(err, secrets.ErrNotAuthentic) || errors.Is(err, secrets.ErrKeyKind) || errors.Is(err, secrets.ErrMalformed)
-}
-
-// metaCode is Meta's error.code in err, 0 when none.
-func metaCode(err error) int {
-	var ge *graph.Error
-	if errors.As(err, &ge) {
-		return ge.Code
-	}
-	return 0
 }

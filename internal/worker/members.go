@@ -34,28 +34,21 @@ func (s *Server) sender(ctx context.Context, t *task, out tasks.Outbound) (from 
 		}
 		return sender{token: s.cfg.AccessToken}, outcome{}, true
 	}
-	rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID)
-	if errors.Is(err, store.ErrNotFound) {
-		return from, s.abandon(ctx, t, out, "tenant_not_found", fmt.Errorf("tenant %s does not exist (any more): apply it, then replay", out.TenantID)), false
-	}
-	if err != nil {
-		err = fmt.Errorf("read tenant %s: %w", out.TenantID, err)
+	rec, token, reason, err := s.tenantToken(ctx, out.TenantID)
+	if err != nil && reason == "" {
+		// The tenant store or Cloud KMS unreachable for now: a retry may succeed.
 		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
 		return from, s.fail(ctx, t, err), false
 	}
-	if len(rec.AccessToken) == 0 {
-		return from, s.abandon(ctx, t, out, "no_token", fmt.Errorf(
+	switch reason {
+	case "tenant_not_found":
+		return from, s.abandon(ctx, t, out, reason, fmt.Errorf("tenant %s does not exist (any more): apply it, then replay", out.TenantID)), false
+	case "no_token":
+		return from, s.abandon(ctx, t, out, reason, fmt.Errorf(
 			"tenant %s has no access token (auth_status %s): set one with `wapipe tenants set-token %s`, then replay", out.TenantID, rec.AuthStatus, out.TenantID)), false
-	}
-	token, err := s.deps.Tokens.Token(ctx, rec)
-	switch {
-	case isUnreadableSecret(err):
+	case "token_unreadable":
 		// No retry opens a ciphertext sealed for another key or place.
-		return from, s.abandon(ctx, t, out, "token_unreadable", fmt.Errorf("%w: set the token again, then replay", err)), false
-	case err != nil:
-		// Cloud KMS unreachable or refusing for now: a retry may succeed.
-		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
-		return from, s.fail(ctx, t, err), false
+		return from, s.abandon(ctx, t, out, reason, fmt.Errorf("%w: set the token again, then replay", err)), false
 	}
 	return sender{tenant: rec.Tenant, token: token}, outcome{}, true
 }
