@@ -3,6 +3,9 @@
 // and a local validation of the answer, because the model's output is untrusted.
 //
 // A Client is built once per process with New and shared; Extract is safe for concurrent use.
+// A service that may never need it (a worker whose tenants all answer in ack mode) uses Lazy,
+// which builds the Client on the first Extract, so a missing credential only fails llm turns,
+// as an outage, and never the start-up.
 // In production the client authenticates with Application Default Credentials (the Cloud Run
 // service account). With Config.BaseURL set (development only) it sends no credentials at all,
 // so it can talk to a compatible fake such as package geminifake without any Google account.

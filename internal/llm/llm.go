@@ -43,7 +43,8 @@ type Client struct {
 }
 
 // New returns a client for cfg. In production (no BaseURL) it looks up Application Default
-// Credentials now, so a missing credential fails at start-up rather than on the first turn.
+// Credentials now, so a missing credential fails here rather than on the call (see Lazy for
+// building on first use).
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Project == "" {
 		return nil, errors.New("llm: project is required")

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,14 +33,17 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
 	}
 	// The assistant's model client: Vertex AI with the service's credentials, or the fake at
-	// LLM_BASE_URL in dev. Building it only reads configuration (and, for Vertex AI, finds the
-	// credentials), so a background context is enough.
-	lc, err := llm.New(context.Background(), llm.Config{
+	// LLM_BASE_URL in dev. It is built on the first llm turn, not here: a worker whose tenants
+	// all answer in ack mode needs no Gemini credentials. A failure to build answers the turn
+	// like an LLM outage (retried) and is logged here.
+	lc, err := llm.NewLazy(llm.Config{
 		Project: cfg.ProjectID, Location: cfg.LLMLocation, BaseURL: cfg.LLMBaseURL,
 		HTTPClient: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport)},
+	}, func(err error) {
+		logger.Error("the Vertex AI client could not be built: the turn is retried", "event", "llm_client_unavailable", "error", err)
 	})
 	if err != nil {
-		return Deps{}, fmt.Errorf("llm.New: %w", err)
+		return Deps{}, fmt.Errorf("llm.NewLazy: %w", err)
 	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
