@@ -3,66 +3,122 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/action/actionfake"
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
+	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
-	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// The chaos run: go test ./cmd/wapipe -run TestChaos -chaos -v -timeout 30m
+// The chaos run. Its short form runs with every `go test ./...` (CI runs it on its own, with -v,
+// so its figures show in the log); the long form:
+//
+//	go test ./cmd/wapipe -run 'TestChaos$' -chaos -chaos-n 2000 -v -timeout 30m
 var (
-	chaos            = flag.Bool("chaos", false, "run TestChaos: the pipeline under kills, Graph failures and a Firestore outage")
-	chaosMessages    = flag.Int("chaos-n", 2000, "TestChaos: messages to send")
-	chaosConcurrency = flag.Int("chaos-concurrency", 16, "TestChaos: deliveries in flight at once")
+	chaos            = flag.Bool("chaos", false, "TestChaos: the long form, -chaos-n messages (without it: the short form CI runs)")
+	chaosMessages    = flag.Int("chaos-n", 2000, "TestChaos -chaos: inbound messages and api sends in all")
+	chaosConcurrency = flag.Int("chaos-concurrency", 16, "TestChaos -chaos: deliveries in flight at once")
 	chaosLogs        = flag.String("chaos-logs", "", "TestChaos: keep the services' logs in this directory")
 )
 
 const (
 	chaosToken    = "chaos-internal-token-0123456789"
 	chaosSecret   = "chaos-app-secret"
-	chaosAccess   = "chaos-access-token"
+	chaosAccess   = devstack.DevAccessToken // the default number's token, and every tenant's
 	chaosLocation = "us-central1"
+	// chaosTenant is the assistant tenant (mode llm) and chaosNumber its number; the other
+	// traffic goes to the default number, which no tenant owns (the single-tenant ack).
+	chaosTenant = "chaos-bus"
+	chaosNumber = "200000000000001"
 )
 
-// TestChaos runs the webhook and the worker as processes against the emulators and sends
-// --chaos-n messages, --chaos-concurrency at a time, redelivering each until it is answered 200 as
-// Meta does, while: the webhook and the worker are each killed with SIGKILL and restarted at random
-// moments; the Graph API fails 10 % of sends with retryable errors of mixed kinds, a third of them
-// after the send went through (the answer is lost); Firestore goes away once for 5 s. Meta's part is
-// played too: every send the Graph API took is followed by its "sent" status webhook. A send cut by
-// a kill before it reached Meta has an unknown outcome that no status settles: the worker
-// dead-letters it (outcome_unknown) rather than risk a second answer, and the run replays the dead
-// letters as an operator would (wapipe replay --all). At the end every accepted message must have
-// exactly one reply, no dead letter may wait, and the worker's health must be ok.
-func TestChaos(t *testing.T) {
+// chaosPlan is how much traffic and chaos a run makes.
+type chaosPlan struct {
+	plain, bookings, apiSends, concurrency int
+	// minChaos is how long the kills go on at least; outage how long Firestore is away; each
+	// service is killed every killEvery to killEvery+killJitter.
+	minChaos, outage, killEvery, killJitter time.Duration
+}
+
+func planChaos() chaosPlan {
 	if !*chaos {
-		t.Skip("the chaos run takes minutes: -chaos runs it")
+		// A few hundred messages under a handful of kills: well under three minutes on two
+		// cores, in CI on every change.
+		return chaosPlan{plain: 150, bookings: 30, apiSends: 40, concurrency: 8, minChaos: 15 * time.Second, outage: 3 * time.Second,
+			killEvery: 5 * time.Second, killJitter: 5 * time.Second}
 	}
+	n := *chaosMessages
+	return chaosPlan{plain: n * 70 / 100, bookings: n * 10 / 100, apiSends: n * 10 / 100, concurrency: *chaosConcurrency,
+		minChaos: 30 * time.Second, outage: 5 * time.Second, killEvery: 2 * time.Second, killJitter: 4 * time.Second}
+}
+
+// chaosTenantFile is the assistant tenant: anyone may book (no roles), and each booking asks to
+// confirm, then calls the business at actionURL.
+func chaosTenantFile(actionURL string) []byte {
+	return []byte(fmt.Sprintf(`id: %s
+name: Chaos Bus
+language: en
+audience: public
+phone_numbers:
+  - {phone_number_id: "%s", waba_id: "200000000000009"}
+sending: {per_second: 200, max_concurrent: 8}
+assistant:
+  mode: llm
+  model: gemini-2.5-flash
+  instructions: You book buses.
+  min_confidence: 0.7
+  action_url: %s
+  intents:
+    - name: create_booking
+      description: a new booking of a bus for a client on a date
+      fields: {client: string, date: date, route: string, bus: string, price: integer}
+      required: [client, date, bus]
+      confirm: true
+`, chaosTenant, chaosNumber, actionURL))
+}
+
+// TestChaos runs the webhook, the worker and the api as processes against the emulators and
+// makes three kinds of traffic at once: Meta's deliveries of plain messages to the default
+// number (each from its own contact, redelivered until answered 200); contacts of an assistant
+// tenant (mode llm, the Gemini fake) who each ask for a booking, wait for the prompt and tap
+// confirm_yes, so their confirmation calls the business (the action fake); and a business
+// sending templates through /v1/messages, each Idempotency-Key sent two or three times. Meanwhile
+// the webhook, the worker and the api are each killed with SIGKILL and restarted at random
+// moments; the Graph API fails 10 % of sends (a third of those after the send went through) and
+// the business endpoint 10 % of calls (half of those after the action ran); Firestore goes away
+// once. Meta's part is played too: every send the Graph API took is followed by its "sent"
+// status. Sends of unknown outcome that no status settled are dead-lettered by the worker and
+// replayed as an operator would (wapipe replay --all).
+//
+// At the end: every accepted message has exactly one reply; every booking contact got exactly
+// the prompt and one result message, its confirmation made exactly one action, which the
+// business ran once, and wapipe never called it again once its answer was recorded; every api
+// key gave one message id and one Graph send; no dead letter waits and the worker's health is ok.
+func TestChaos(t *testing.T) {
+	p := planChaos()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	project := testenv.ProjectID(t) // skips under -short, fails in CI without the emulator
 	dir := *chaosLogs
 	if dir == "" {
 		dir = t.TempDir()
@@ -72,7 +128,6 @@ func TestChaos(t *testing.T) {
 	}
 	bin := buildServices(t)
 
-	project := testenv.ProjectID(t)
 	fsProxy := newSwitchProxy(t, testenv.FirestoreHost(t))
 	queues := chaosQueues()
 	emu, err := cloudtasksemu.Start(ctx, cloudtasksemu.Options{Project: project, Location: chaosLocation, Queues: queues})
@@ -80,15 +135,44 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(emu.Stop)
+	admin, err := taskqueue.NewAdmin(ctx, project, chaosLocation, emu.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	db, err := store.OpenEmulator(ctx, testenv.FirestoreHost(t), project, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 
+	// The fakes, in this process: they are not killed.
 	fake := graphfake.New(graphfake.WithToken(chaosAccess))
 	graph := &flakyGraph{next: fake, rate: 0.10}
 	graphSrv := httptest.NewServer(graph)
 	t.Cleanup(graphSrv.Close)
+	gemini := geminifake.New(geminifake.WithRules(geminifake.DefaultRules()...))
+	geminiSrv := gemini.NewTestServer()
+	t.Cleanup(geminiSrv.Close)
+	business := actionfake.New(devstack.DevActionSecret, actionfake.WithDedupe())
+	actions := &flakyAction{next: business, rate: 0.10}
+	actionSrv := httptest.NewServer(actions)
+	t.Cleanup(actionSrv.Close)
 
-	webhookPort, workerPort := freePort(t), freePort(t)
+	// The assistant tenant and its API key, as an operator sets them up.
+	if _, err := devstack.ApplyTenants(ctx, db, admin, queues, [][]byte{chaosTenantFile(actionSrv.URL + "/wapipe/actions")}); err != nil {
+		t.Fatal(err)
+	}
+	creds := &operator.Credentials{Tenants: &operator.Tenants{Store: store.NewTenants(db, store.Options{})}, Keys: store.NewAPIKeys(db, store.Options{})}
+	apiKey, err := creds.APIKey(ctx, chaosTenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	webhookPort, workerPort, apiPort := freePort(t), freePort(t), freePort(t)
 	workerURL := fmt.Sprintf("http://127.0.0.1:%d", workerPort)
 	webhookURL := fmt.Sprintf("http://127.0.0.1:%d/webhooks/whatsapp", webhookPort)
+	apiURL := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	env := []string{
 		"APP_ENV=dev", "GOOGLE_CLOUD_PROJECT=" + project, "FIRESTORE_EMULATOR_HOST=" + fsProxy.Addr(),
 		"CLOUD_TASKS_EMULATOR_HOST=" + emu.Addr(), "TASKS_LOCATION=" + chaosLocation,
@@ -96,14 +180,21 @@ func TestChaos(t *testing.T) {
 		"INBOUND_TASK_QUEUE_NAME=" + tasks.InboundQueueID, "OUTBOUND_TASK_QUEUE_NAME=" + tasks.OutboundQueueID,
 		"WHATSAPP_APP_SECRET=" + chaosSecret, "WHATSAPP_VERIFY_TOKEN=chaos-verify", "DEDUPE_FAIL_MODE=closed",
 		"GRAPH_API_BASE_URL=" + graphSrv.URL + "/v24.0", "WHATSAPP_ACCESS_TOKEN=" + chaosAccess, "LOG_LEVEL=INFO",
+		"PUBLIC_BASE_URL=" + apiURL,
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 	}
 	webhookProc := &service{t: t, name: "webhook", bin: filepath.Join(bin, "webhook"), port: webhookPort, env: env, logDir: dir}
-	workerProc := &service{t: t, name: "worker", bin: filepath.Join(bin, "worker"), port: workerPort, env: env, logDir: dir}
-	webhookProc.start()
-	workerProc.start()
-	t.Cleanup(webhookProc.stop)
-	t.Cleanup(workerProc.stop)
+	workerProc := &service{t: t, name: "worker", bin: filepath.Join(bin, "worker"), port: workerPort,
+		env: slices.Concat(env, []string{"LLM_BASE_URL=" + geminiSrv.URL}), logDir: dir}
+	apiProc := &service{t: t, name: "api", bin: filepath.Join(bin, "api"), port: apiPort, env: env, logDir: dir}
+	procs := []*service{webhookProc, workerProc, apiProc}
+	for _, s := range procs {
+		s.start()
+		t.Cleanup(s.stop)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
 
 	// Meta's part: a "sent" status webhook for every send the Graph API took.
 	meta := &metaStatuses{url: webhookURL, fake: fake}
@@ -115,7 +206,7 @@ func TestChaos(t *testing.T) {
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	var kills sync.WaitGroup
 	var outage atomic.Bool
-	for _, s := range []*service{webhookProc, workerProc} {
+	for _, s := range procs {
 		kills.Add(1)
 		go func() {
 			defer kills.Done()
@@ -123,7 +214,7 @@ func TestChaos(t *testing.T) {
 				select {
 				case <-chaosCtx.Done():
 					return
-				case <-time.After(time.Duration(2000+rand.IntN(4000)) * time.Millisecond):
+				case <-time.After(p.killEvery + rand.N(p.killJitter)):
 				}
 				s.kill()
 				s.start()
@@ -140,35 +231,41 @@ func TestChaos(t *testing.T) {
 		}
 		outage.Store(true)
 		fsProxy.Down()
-		time.Sleep(5 * time.Second)
+		time.Sleep(p.outage)
 		fsProxy.Up()
-		t.Logf("Firestore was away for 5 s")
 	}()
 
-	// Meta's deliveries: each message redelivered until answered 200.
+	// The traffic, all three kinds at once.
 	start := time.Now()
-	sent := deliverAll(ctx, t, webhookURL, *chaosMessages, *chaosConcurrency)
+	plain := &deliveries{answers: map[int]int{}}
+	booked := &bookings{}
+	sends := &apiSends{ids: map[int][]string{}, answers: deliveries{answers: map[int]int{}}}
+	var traffic sync.WaitGroup
+	traffic.Add(3)
+	go func() { defer traffic.Done(); deliverAll(ctx, webhookURL, p.plain, p.concurrency, plain) }()
+	go func() {
+		defer traffic.Done()
+		bookAll(ctx, webhookURL, fake, chaosNumber, p.bookings, max(2, p.concurrency/2), plain, booked)
+	}()
+	go func() {
+		defer traffic.Done()
+		sendAll(ctx, apiURL, apiKey, p.apiSends, max(2, p.concurrency/2), apiProc, sends)
+	}()
+	traffic.Wait()
 	sendPhase := time.Since(start)
-	// The chaos goes on while the pipeline works through the backlog: 30 s at least.
-	time.Sleep(time.Until(start.Add(30 * time.Second)))
+	// The chaos goes on while the pipeline works through the backlog.
+	time.Sleep(time.Until(start.Add(p.minChaos)))
 	stopChaos()
 	kills.Wait()
-	if !outage.Load() {
-		t.Log("the run ended before the Firestore outage: send more messages")
-	}
 
-	// Wait for every reply, then for the queues to drain.
-	wantKeys := map[string]string{}
-	for _, id := range sent.accepted {
-		wantKeys[tasks.IdempotencyKey(id)] = id
+	// What must be there at the end.
+	wantReplies := map[string]bool{}
+	for _, id := range plain.accepted {
+		wantReplies[tasks.IdempotencyKey(id)] = true
 	}
-	admin, err := taskqueue.NewAdmin(ctx, project, chaosLocation, emu.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	drainedQueues := func() bool {
-		for _, q := range []string{tasks.InboundQueueID, tasks.OutboundQueueID} {
+	queueIDs := []string{tasks.InboundQueueID, tasks.OutboundQueueID, tasks.TenantQueueID(chaosTenant)}
+	drained := func() bool {
+		for _, q := range queueIDs {
 			st, err := admin.QueueStats(ctx, q)
 			if err != nil || st.Tasks > 0 || st.InFlight > 0 {
 				return false
@@ -176,52 +273,64 @@ func TestChaos(t *testing.T) {
 		}
 		return true
 	}
-	// settle waits until every reply is in and the queues are empty, or until the queues have
-	// stayed empty for 20 s (what is missing then is missing for good), and counts the replies.
-	settle := func() (missing, twice []string) {
+	// count tallies what reached Graph and the business.
+	count := func() chaosCount {
+		c := chaosCount{}
+		replies := repliesByKey(fake)
+		for k := range wantReplies {
+			switch n := replies[k]; {
+			case n == 0:
+				c.missing = append(c.missing, "reply "+k)
+			case n > 1:
+				c.twice = append(c.twice, fmt.Sprintf("reply %s×%d", k, n))
+			}
+		}
+		to := sendsTo(fake)
+		for i := range int(booked.booked.Load()) {
+			// The prompt and the one result message.
+			switch n := to[bookingContact(i)]; {
+			case n < 2:
+				c.missing = append(c.missing, fmt.Sprintf("booking %d: %d messages of 2", i, n))
+			case n > 2:
+				c.twice = append(c.twice, fmt.Sprintf("booking %d: %d messages of 2", i, n))
+			}
+		}
+		for i := range p.apiSends {
+			switch n := to[apiContact(i)]; {
+			case n == 0:
+				c.missing = append(c.missing, fmt.Sprintf("api send %d", i))
+			case n > 1:
+				c.twice = append(c.twice, fmt.Sprintf("api send %d×%d", i, n))
+			}
+		}
+		sort.Strings(c.missing)
+		sort.Strings(c.twice)
+		return c
+	}
+	// settle waits until nothing is missing and the queues are empty, or until the queues have
+	// stayed empty for 20 s (what is missing then is missing for good).
+	settle := func() chaosCount {
 		var emptySince time.Time
 		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-			replies := repliesByKey(fake)
-			n := 0
-			for k := range wantKeys {
-				if replies[k] == 0 {
-					n++
-				}
-			}
-			if !drainedQueues() {
+			c := count()
+			if !drained() {
 				emptySince = time.Time{}
 				continue
 			}
 			if emptySince.IsZero() {
 				emptySince = time.Now()
 			}
-			if n == 0 || time.Since(emptySince) > 20*time.Second {
+			if len(c.missing) == 0 || time.Since(emptySince) > 20*time.Second {
 				break
 			}
 		}
-		if !drainedQueues() {
+		if !drained() {
 			t.Error("the queues never drained")
 		}
-		replies := repliesByKey(fake)
-		for k := range wantKeys {
-			switch n := replies[k]; {
-			case n == 0:
-				missing = append(missing, k)
-			case n > 1:
-				twice = append(twice, fmt.Sprintf("%s×%d", k, n))
-			}
-		}
-		sort.Strings(missing)
-		sort.Strings(twice)
-		return missing, twice
+		return count()
 	}
-	db, err := store.OpenEmulator(ctx, testenv.FirestoreHost(t), project, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	deadLetters := store.NewDeadLetters(db, store.Options{})
-	report := func(stage string, missing, twice []string) (pending int, h operator.Health, herr error) {
+	waiting := func() (int, map[string]int) {
 		dls, err := deadLetters.ListDeadLetters(ctx, true, 1000)
 		if err != nil {
 			t.Fatal(err)
@@ -230,406 +339,200 @@ func TestChaos(t *testing.T) {
 		for _, d := range dls {
 			reasons[d.Reason]++
 		}
-		h, herr = operator.FetchHealth(ctx, http.DefaultClient, workerURL, chaosToken)
-		t.Logf(`%s, after %s:
-  replies: %d accepted messages with exactly one, %d with none, %d with more than one
-  dead letters waiting: %d %v; health: %s %s (%v)`, stage, time.Since(start).Round(time.Second),
-			len(wantKeys)-len(missing)-len(twice), len(missing), len(twice), len(dls), reasons, h.Status, h.Reason, herr)
-		return len(dls), h, herr
+		return len(dls), reasons
 	}
 
-	missing, twice := settle()
-	t.Logf(`chaos run: %d messages, concurrency %d; sending phase %s (Meta's redeliveries included)
-  deliveries: %d accepted of %d; %d POSTs in all, answers %s, transport errors %d
-  kills: webhook %d, worker %d; Firestore outage 5 s: %v
-  Graph API: %d sends failed on purpose (%d of them after the send went through), %d sends taken
-  Meta's "sent" status webhooks: %d posted`,
-		*chaosMessages, *chaosConcurrency, sendPhase.Round(time.Second),
-		len(sent.accepted), *chaosMessages, sent.posts.Load(), sent.codes(), sent.transport.Load(),
-		webhookProc.kills.Load(), workerProc.kills.Load(), outage.Load(),
-		graph.failed.Load(), graph.lost.Load(), len(fake.Sends()), meta.posted.Load())
-	if pending, _, _ := report("before replay", missing, twice); pending > 0 {
+	c := settle()
+	pendingBefore, reasonsBefore := waiting()
+	if pendingBefore > 0 {
 		// A send cut by a kill has an unknown outcome; when no status webhook settles it, the
 		// worker dead-letters it rather than risk answering twice, and the operator replays.
 		var out, errb bytes.Buffer
 		err := run(ctx, []string{"replay", "--all", "--base-url", workerURL, "--token", chaosToken,
 			"--project", project, "--location", chaosLocation, "--tasks-emulator", emu.Addr()}, &out, &errb)
 		t.Logf("wapipe replay --all: %v\n%s%s", err, lastLine(out.String()), errb.String())
-		missing, twice = settle()
+		c = settle()
 	}
 	stopMeta()
 	<-metaDone
-	pending, health, herr := report("after replay", missing, twice)
+	pending, reasons := waiting()
+	health, herr := operator.FetchHealth(ctx, http.DefaultClient, workerURL, chaosToken)
 
-	if len(sent.accepted) != *chaosMessages {
-		t.Errorf("%d of %d messages never accepted", *chaosMessages-len(sent.accepted), *chaosMessages)
+	// The actions: one per confirmation, run once by the business, never called again by
+	// wapipe once its answer was recorded.
+	act := checkActions(ctx, t, db, business, int(booked.confirmed.Load()))
+	// The api: one message id per key.
+	keyProblems := 0
+	for i, ids := range sends.ids {
+		for _, id := range ids {
+			if id == "" || id != ids[0] {
+				keyProblems++
+				t.Errorf("api send %d: its key gave the ids %v, want one", i, ids)
+				break
+			}
+		}
 	}
-	if len(missing) > 0 {
-		t.Errorf("%d accepted messages without a reply, first: %v", len(missing), missing[:min(5, len(missing))])
+
+	t.Logf(`chaos run (%s form): %d plain messages, %d bookings, %d api sends, concurrency %d; traffic phase %s, run %s
+  kills: webhook %d, worker %d, api %d; Firestore outage %s: %v
+  webhook deliveries: %d POSTs, answers %s, transport errors %d
+  api: %d POSTs for %d keys (%d keys sent across an api kill), answers %s, transport errors %d
+  Graph API: %d sends failed on purpose (%d after the send went through), %d sends taken; %d "sent" statuses posted
+  business endpoint: %d calls failed on purpose (%d after the action ran); %s
+  bookings: %d asked, %d prompted, %d confirmed
+  dead letters before replay: %d %v (outcome unknown: %d replayed); after: %d %v; health %s %s (%v)`,
+		map[bool]string{true: "long", false: "short"}[*chaos], p.plain, p.bookings, p.apiSends, p.concurrency,
+		sendPhase.Round(time.Second), time.Since(start).Round(time.Second),
+		webhookProc.kills.Load(), workerProc.kills.Load(), apiProc.kills.Load(), p.outage, outage.Load(),
+		plain.posts.Load(), plain.codes(), plain.transport.Load(),
+		sends.answers.posts.Load(), p.apiSends, sends.acrossKill.Load(), sends.answers.codes(), sends.answers.transport.Load(),
+		graph.failed.Load(), graph.lost.Load(), len(fake.Sends()), meta.posted.Load(),
+		actions.failed.Load(), actions.lost.Load(), act,
+		booked.booked.Load(), booked.prompted.Load(), booked.confirmed.Load(),
+		pendingBefore, reasonsBefore, reasonsBefore["outcome_unknown"], pending, reasons, health.Status, health.Reason, herr)
+	summary := fmt.Sprintf("CHAOS %s: replies %d/%d, bookings %d/%d, actions %d (recalled after recorded answer %d), api sends %d/%d; lost %d, duplicated %d; outcome-unknown replayed %d; kills %d/%d/%d",
+		map[bool]string{true: "long", false: "short"}[*chaos],
+		len(wantReplies)-countPrefix(c.missing, "reply")-countPrefix(c.twice, "reply"), p.plain,
+		int(booked.booked.Load())-countPrefix(c.missing, "booking")-countPrefix(c.twice, "booking"), p.bookings,
+		act.actions, act.recalled, p.apiSends-countPrefix(c.missing, "api")-countPrefix(c.twice, "api"), p.apiSends,
+		len(c.missing), len(c.twice), reasonsBefore["outcome_unknown"],
+		webhookProc.kills.Load(), workerProc.kills.Load(), apiProc.kills.Load())
+	t.Log(summary)
+
+	if len(plain.accepted) != p.plain {
+		t.Errorf("%d of %d plain messages never accepted", p.plain-len(plain.accepted), p.plain)
 	}
-	if len(twice) > 0 {
-		t.Errorf("%d messages answered more than once: %v", len(twice), twice[:min(5, len(twice))])
+	for _, pr := range booked.problems {
+		t.Errorf("booking: %s", pr)
+	}
+	if len(c.missing) > 0 {
+		t.Errorf("%d lost, first: %v", len(c.missing), c.missing[:min(5, len(c.missing))])
+	}
+	if len(c.twice) > 0 {
+		t.Errorf("%d duplicated: %v", len(c.twice), c.twice[:min(5, len(c.twice))])
+	}
+	for _, pr := range act.problems {
+		t.Errorf("actions: %s", pr)
 	}
 	if pending > 0 {
-		t.Errorf("%d dead letters still waiting", pending)
+		t.Errorf("%d dead letters still waiting: %v", pending, reasons)
 	}
 	if herr != nil || health.Status != "ok" {
 		t.Errorf("health = %s %s (%v), want ok", health.Status, health.Reason, herr)
 	}
 }
 
-// buildServices builds the webhook and the worker into a temporary directory.
-func buildServices(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "github.com/wapipe/wapipe/cmd/webhook", "github.com/wapipe/wapipe/cmd/worker")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// chaosCount is what is missing and what came more than once.
+type chaosCount struct {
+	missing, twice []string
+}
+
+func countPrefix(list []string, prefix string) int {
+	n := 0
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
 	}
-	return dir
+	return n
+}
+
+// actionTally is what the business saw of the actions.
+type actionTally struct {
+	actions, calls, executed, recalled int
+	states                             map[string]int
+	problems                           []string
+}
+
+func (a actionTally) String() string {
+	return fmt.Sprintf("%d actions, %d calls, run %d times; states %v; calls after the answer was recorded: %d",
+		a.actions, a.calls, a.executed, a.states, a.recalled)
+}
+
+// checkActions checks each confirmed booking's action: one action id per contact, run once by
+// the business (an answer to a repeated Idempotency-Key is the stored one), a final record, and
+// no call that arrived after the record's answer (wapipe's once-only check).
+func checkActions(ctx context.Context, t *testing.T, db *store.DB, business *actionfake.Fake, confirmed int) actionTally {
+	t.Helper()
+	a := actionTally{states: map[string]int{}}
+	byContact := map[string]map[string][]actionfake.Call{}
+	for _, c := range business.Calls() {
+		if c.Request == nil {
+			a.problems = append(a.problems, fmt.Sprintf("a call that did not verify or decode (status %d)", c.Status))
+			continue
+		}
+		a.calls++
+		if byContact[c.Request.From.WaID] == nil {
+			byContact[c.Request.From.WaID] = map[string][]actionfake.Call{}
+		}
+		byContact[c.Request.From.WaID][c.Request.ActionID] = append(byContact[c.Request.From.WaID][c.Request.ActionID], c)
+	}
+	a.executed = len(business.Executed())
+	records := store.NewActionStore(db, store.Options{})
+	for contact, ids := range byContact {
+		if len(ids) != 1 {
+			a.problems = append(a.problems, fmt.Sprintf("contact %s: %d actions for one confirmation", contact, len(ids)))
+		}
+		for id, calls := range ids {
+			a.actions++
+			rec, err := records.Get(ctx, id)
+			if err != nil {
+				a.problems = append(a.problems, fmt.Sprintf("action %s: no record: %v", id, err))
+				continue
+			}
+			a.states[rec.State]++
+			if !rec.Final() {
+				a.problems = append(a.problems, fmt.Sprintf("action %s: state %s at the end", id, rec.State))
+				continue
+			}
+			ran := 0
+			for _, c := range calls {
+				if !c.Replayed && c.Status >= 200 && c.Status < 300 {
+					ran++
+				}
+				if c.Time.After(rec.FinishedAt) {
+					a.recalled++
+					a.problems = append(a.problems, fmt.Sprintf("action %s: called at %s, after its answer was recorded at %s",
+						id, c.Time.Format(time.StampMilli), rec.FinishedAt.Format(time.StampMilli)))
+				}
+			}
+			if ran > 1 {
+				a.problems = append(a.problems, fmt.Sprintf("action %s: run %d times", id, ran))
+			}
+			if rec.State == store.ActionDone && ran != 1 {
+				a.problems = append(a.problems, fmt.Sprintf("action %s: done, but the business ran it %d times", id, ran))
+			}
+		}
+	}
+	if len(byContact) != confirmed {
+		a.problems = append(a.problems, fmt.Sprintf("%d contacts' actions reached the business, %d confirmed", len(byContact), confirmed))
+	}
+	return a
 }
 
 // chaosQueues are the queues with backoffs short enough for a run of minutes; max_attempts stay
 // those the services read from tasks/queues.yaml, so a task's last attempt is the same to both.
 func chaosQueues() *tasks.QueueFile {
 	f := tasks.DefaultQueues()
-	for id, q := range f.Queues {
+	short := func(id string, q tasks.Queue) tasks.Queue {
 		q.RetryConfig.MinBackoff.Duration = 100 * time.Millisecond
 		q.RetryConfig.MaxBackoff.Duration = time.Second
 		q.RetryConfig.MaxDoublings = 3
 		q.RateLimits.MaxDispatchesPerSecond = 500
-		if id == tasks.OutboundQueueID {
-			// A send of unknown outcome waits for its status webhook across the retries: keep
-			// that window long enough for a status delayed by a kill or the outage.
+		if id != tasks.InboundQueueID {
+			// A send of unknown outcome waits for its status webhook across the retries, and an
+			// action call cut by a kill holds its action for 30 s: keep that window long
+			// enough for a status delayed by a kill or the outage.
 			q.RetryConfig.MinBackoff.Duration = 500 * time.Millisecond
 			q.RetryConfig.MaxBackoff.Duration = 5 * time.Second
 		}
-		f.Queues[id] = q
+		return q
+	}
+	for id, q := range f.Queues {
+		f.Queues[id] = short(id, q)
+	}
+	for id, q := range f.Templates {
+		f.Templates[id] = short(id, q)
 	}
 	return f
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// service is a webhook or worker process that the run kills and restarts.
-type service struct {
-	t      *testing.T
-	name   string
-	bin    string
-	port   int
-	env    []string
-	logDir string
-
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	kills atomic.Int64
-	runs  int
-}
-
-// start runs the service and waits until it answers /healthz.
-func (s *service) start() {
-	s.mu.Lock()
-	s.runs++
-	logf, err := os.Create(filepath.Join(s.logDir, fmt.Sprintf("%s-%03d.log", s.name, s.runs)))
-	if err != nil {
-		s.mu.Unlock()
-		s.t.Error(err)
-		return
-	}
-	cmd := exec.Command(s.bin)
-	cmd.Env = append(append([]string(nil), s.env...), fmt.Sprintf("PORT=%d", s.port))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		s.t.Errorf("start %s: %v", s.name, err)
-		return
-	}
-	s.cmd = cmd
-	s.mu.Unlock()
-	go func() { _ = cmd.Wait(); logf.Close() }()
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.port)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-	}
-	s.t.Errorf("%s did not answer /healthz within 30 s", s.name)
-}
-
-// kill sends SIGKILL and waits until the process is gone.
-func (s *service) kill() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	for cmd.ProcessState == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	s.kills.Add(1)
-}
-
-// stop ends the service for good (SIGTERM, so it drains).
-func (s *service) stop() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-	}
-}
-
-// switchProxy forwards TCP to target and can be taken down (listener and connections closed)
-// and brought back on the same address: a Firestore outage, to the services.
-type switchProxy struct {
-	t      *testing.T
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-}
-
-func newSwitchProxy(t *testing.T, target string) *switchProxy {
-	p := &switchProxy{t: t, target: target}
-	p.addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p.Up()
-	t.Cleanup(p.Down)
-	return p
-}
-
-func (p *switchProxy) Addr() string { return p.addr }
-
-func (p *switchProxy) Up() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Errorf("proxy listen: %v", err)
-		return
-	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-}
-
-func (p *switchProxy) Down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// flakyGraph fails a share of the sends it is given with retryable errors of mixed kinds; a third
-// of the failures happen after the send reached the fake (the answer is lost on the way back).
-type flakyGraph struct {
-	next         http.Handler
-	rate         float64
-	failed, lost atomic.Int64
-}
-
-func (g *flakyGraph) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/messages") || rand.Float64() >= g.rate {
-		g.next.ServeHTTP(w, r)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var send struct {
-		To string `json:"to"`
-	}
-	if json.Unmarshal(body, &send) != nil || send.To == "" {
-		g.next.ServeHTTP(w, r) // a mark-read, not a send
-		return
-	}
-	g.failed.Add(1)
-	metaError := func(status, code int, msg string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"error":{"message":%q,"type":"OAuthException","code":%d,"fbtrace_id":"chaos"}}`, msg, code)
-	}
-	// Each refusal carries Meta's error body, which proves nothing was sent; a bare 429 or 5xx
-	// would leave the outcome unknown, which only a status webhook (that never comes for a send
-	// that never reached Meta) can settle.
-	switch rand.IntN(6) {
-	case 0:
-		metaError(400, 130429, "(#130429) Rate limit hit")
-	case 1:
-		metaError(500, 131000, "(#131000) Something went wrong")
-	case 2:
-		metaError(503, 133004, "(#133004) Server temporarily unavailable")
-	case 3:
-		metaError(429, 4, "(#4) Application request limit reached")
-	default:
-		// The send reaches Meta; its answer is lost: a gateway's 502 without Meta's body.
-		g.lost.Add(1)
-		g.next.ServeHTTP(httptest.NewRecorder(), r)
-		w.WriteHeader(http.StatusBadGateway)
-	}
-}
-
-// metaStatuses posts a "sent" status webhook for each send the fake took, as Meta does.
-type metaStatuses struct {
-	url    string
-	fake   *graphfake.Fake
-	posted atomic.Int64
-}
-
-func (m *metaStatuses) run(ctx context.Context) {
-	done := map[string]bool{}
-	client := &http.Client{Timeout: 10 * time.Second}
-	for ctx.Err() == nil {
-		for _, s := range m.fake.Sends() {
-			if s.Status != 200 || s.MessageID == "" || done[s.MessageID] {
-				continue
-			}
-			key, _ := s.Body["biz_opaque_callback_data"].(string)
-			to, _ := s.Body["to"].(string)
-			body := whatsapp.SampleStatus(whatsapp.SampleOptions{MessageID: s.MessageID, From: to, BizOpaqueCallbackData: key}, "sent")
-			if postUntilOK(ctx, client, m.url, body, nil) {
-				done[s.MessageID] = true
-				m.posted.Add(1)
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// deliveries is what deliverAll did.
-type deliveries struct {
-	mu        sync.Mutex
-	accepted  []string
-	answers   map[int]int
-	posts     atomic.Int64
-	transport atomic.Int64
-}
-
-func (d *deliveries) codes() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	keys := make([]int, 0, len(d.answers))
-	for c := range d.answers {
-		keys = append(keys, c)
-	}
-	sort.Ints(keys)
-	parts := make([]string, len(keys))
-	for i, c := range keys {
-		parts[i] = fmt.Sprintf("%d×%d", c, d.answers[c])
-	}
-	return strings.Join(parts, " ")
-}
-
-// deliverAll sends n messages, concurrency at a time, each from its own contact, redelivering
-// each until it is answered 200 (for up to 2 minutes), as Meta does.
-func deliverAll(ctx context.Context, t *testing.T, url string, n, concurrency int) *deliveries {
-	d := &deliveries{answers: map[int]int{}}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				id := whatsapp.NewMessageID()
-				from := fmt.Sprintf("1650%07d", i)
-				body := whatsapp.SampleText(whatsapp.SampleOptions{MessageID: id, From: from}, fmt.Sprintf("chaos message %d", i+1))
-				if postUntilOK(ctx, client, url, body, d) {
-					d.mu.Lock()
-					d.accepted = append(d.accepted, id)
-					d.mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	t.Logf("deliveries done: %d accepted", len(d.accepted))
-	return d
-}
-
-// postUntilOK posts a signed body until it is answered 200, backing off as Meta does (faster).
-func postUntilOK(ctx context.Context, client *http.Client, url string, body []byte, d *deliveries) bool {
-	wait := 100 * time.Millisecond
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(whatsapp.SignatureHeader, whatsapp.Sign(body, chaosSecret))
-		resp, err := client.Do(req)
-		if d != nil {
-			d.posts.Add(1)
-		}
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if d != nil {
-				d.mu.Lock()
-				d.answers[resp.StatusCode]++
-				d.mu.Unlock()
-			}
-			if resp.StatusCode == 200 {
-				return true
-			}
-		} else if d != nil {
-			d.transport.Add(1)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 2*time.Second)
-	}
-	return false
-}
-
-// repliesByKey counts the sends the fake took, by the idempotency key they carry.
-func repliesByKey(fake *graphfake.Fake) map[string]int {
-	out := map[string]int{}
-	for _, s := range fake.Sends() {
-		if s.Status != 200 {
-			continue
-		}
-		if key, _ := s.Body["biz_opaque_callback_data"].(string); key != "" {
-			out[key]++
-		}
-	}
-	return out
 }

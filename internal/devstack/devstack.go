@@ -336,8 +336,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	return s, nil
 }
 
-// applyTenants applies the stack's tenant files and sets each tenant's token to DevAccessToken,
-// sealed with the development key that every dev process shares.
+// applyTenants applies the stack's tenant files (ApplyTenants).
 func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin *taskqueue.Admin) error {
 	files := o.Tenants
 	if files == nil {
@@ -346,31 +345,43 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 	if o.NoTenants || len(files) == 0 {
 		return nil
 	}
+	ids, err := ApplyTenants(ctx, db, admin, o.Queues, files)
+	s.Tenants = append(s.Tenants, ids...)
+	return err
+}
+
+// ApplyTenants applies tenant files as `wapipe tenants apply` does (the tenant, its send queue
+// from queues' template), sets each tenant's token to DevAccessToken and its action secret to
+// DevActionSecret, sealed with the development key that every dev process shares, and returns
+// the tenants' ids. Tests that run the services as processes use it to set up the same tenants
+// as the stack.
+func ApplyTenants(ctx context.Context, db *store.DB, admin *taskqueue.Admin, queues *tasks.QueueFile, files [][]byte) ([]string, error) {
 	keeper, err := secrets.New(ctx, secrets.Config{Dev: true})
 	if err != nil {
-		return fmt.Errorf("secrets.New: %w", err)
+		return nil, fmt.Errorf("secrets.New: %w", err)
 	}
 	defer keeper.Close()
 	ts := store.NewTenants(db, store.Options{})
-	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: o.Queues, Sealer: keeper}
+	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: queues, Sealer: keeper}
+	var ids []string
 	for _, f := range files {
 		rep, err := ops.Apply(ctx, f, false)
 		if err != nil {
-			return fmt.Errorf("apply tenant: %w", err)
+			return ids, fmt.Errorf("apply tenant: %w", err)
 		}
 		if _, err := ops.SetToken(ctx, rep.ID, DevAccessToken, false); err != nil {
-			return fmt.Errorf("set the token of tenant %s: %w", rep.ID, err)
+			return ids, fmt.Errorf("set the token of tenant %s: %w", rep.ID, err)
 		}
 		sealed, err := keeper.Encrypt(ctx, []byte(DevActionSecret), secrets.AD(rep.ID, secrets.PurposeActionSecret))
 		if err != nil {
-			return fmt.Errorf("seal the action secret of tenant %s: %w", rep.ID, err)
+			return ids, fmt.Errorf("seal the action secret of tenant %s: %w", rep.ID, err)
 		}
 		if err := ts.SetActionSecret(ctx, rep.ID, sealed); err != nil {
-			return err
+			return ids, err
 		}
-		s.Tenants = append(s.Tenants, rep.ID)
+		ids = append(ids, rep.ID)
 	}
-	return nil
+	return ids, nil
 }
 
 // serveConsole serves the operators' console on the stack's emulators, as cmd/console would.

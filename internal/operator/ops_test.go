@@ -249,6 +249,44 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// TestReplayTenantTasks: the dead letters of an api send (process_send) and of an action
+// (process_action) replay to their tenant's send queue, and the failed record of the api send,
+// or of the action's result message, is reopened first, as a reply's is.
+func TestReplayTenantTasks(t *testing.T) {
+	t.Parallel()
+	key := tasks.SendKey("msg_0123")
+	recs := &fakeRecords{
+		dls: map[string]store.DeadLetter{
+			"dl-send":   {ID: "dl-send", Path: tasks.ProcessSendPath, Body: `{"idempotency_key":"` + key + `","tenant_id":"acme-bus"}`},
+			"dl-action": {ID: "dl-action", Queue: "projects/p/locations/l/queues/" + tasks.TenantQueueID("acme-bus"), Path: tasks.ProcessActionPath, Body: `{"action_id":"a1","tenant_id":"acme-bus"}`},
+			"dl-orphan": {ID: "dl-orphan", Path: tasks.ProcessSendPath, Body: `{"idempotency_key":"` + key + `"}`},
+		},
+		outbound: map[string]store.OutboundRecord{
+			key:                        {IdempotencyKey: key, State: store.OutboundFailed},
+			tasks.ActionReplyKey("a1"): {IdempotencyKey: tasks.ActionReplyKey("a1"), State: store.OutboundFailed},
+		},
+	}
+	q := &fakeQueue{tasks: map[string]taskqueue.Task{}}
+	r := &Replayer{DeadLetters: recs, Outbound: recs, Tasks: q}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id         string
+		wantReopen bool
+	}{{"dl-send", true}, {"dl-action", true}} {
+		recs.reopened = nil
+		res, err := r.Replay(ctx, recs.dls[tc.id], false)
+		if err != nil || res.Queue != tasks.TenantQueueID("acme-bus") || res.Reopened != tc.wantReopen || !recs.dls[tc.id].Replayed {
+			t.Errorf("replay %s: %+v, %v; want queue %s, reopened %v, marked replayed", tc.id, res, err, tasks.TenantQueueID("acme-bus"), tc.wantReopen)
+		}
+		if task, ok := q.tasks[tasks.TenantQueueID("acme-bus")+"/"+tasks.ReplayTaskID(tc.id)]; !ok || task.Path != recs.dls[tc.id].Path {
+			t.Errorf("replay %s: task %+v, want one on the tenant's queue to %s", tc.id, task, recs.dls[tc.id].Path)
+		}
+	}
+	if _, err := r.Replay(ctx, recs.dls["dl-orphan"], false); err == nil {
+		t.Error("an api send's dead letter with no queue and no tenant_id was replayed")
+	}
+}
+
 func TestReplayTaskID(t *testing.T) {
 	t.Parallel()
 	a, b := tasks.ReplayTaskID("dl-1"), tasks.ReplayTaskID("dl-2")

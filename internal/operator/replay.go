@@ -132,12 +132,20 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 		return ReplayResult{}, fmt.Errorf("dead letter %s: %w", d.ID, err)
 	}
 	res := ReplayResult{DeadLetterID: d.ID, Queue: queue, Path: d.Path, Task: tasks.ReplayTaskID(d.ID), DryRun: dryRun}
-	if d.Path == tasks.ProcessOutboundPath {
+	if d.Path == tasks.ProcessOutboundPath || d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath {
 		key := d.IdempotencyKey
 		if key == "" {
-			var out tasks.Outbound
+			// tasks.Outbound and tasks.Send both name their record idempotency_key; an action's
+			// record is that of its one result message.
+			var out struct {
+				IdempotencyKey string `json:"idempotency_key"`
+				ActionID       string `json:"action_id"`
+			}
 			if json.Unmarshal([]byte(d.Body), &out) == nil {
 				key = out.IdempotencyKey
+				if d.Path == tasks.ProcessActionPath && out.ActionID != "" {
+					key = tasks.ActionReplyKey(out.ActionID)
+				}
 			}
 		}
 		if key != "" {
@@ -182,15 +190,27 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 // replayQueue is the dead letter's queue, or the queue that feeds its route when the worker did
 // not learn it (a task dispatched without Cloud Tasks' headers).
 func replayQueue(d store.DeadLetter) (string, error) {
-	switch {
-	case d.Path != tasks.ProcessInboundPath && d.Path != tasks.ProcessOutboundPath:
+	switch d.Path {
+	case tasks.ProcessInboundPath, tasks.ProcessOutboundPath, tasks.ProcessSendPath, tasks.ProcessActionPath:
+	default:
 		return "", fmt.Errorf("unknown worker route %q", d.Path)
+	}
+	switch {
 	case d.Body == "":
 		return "", errors.New("no task body to replay")
 	case d.Queue != "":
 		return tasks.QueueID(d.Queue), nil
 	case d.Path == tasks.ProcessInboundPath:
 		return tasks.InboundQueueID, nil
+	case d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath:
+		// An api send's and an action's tasks go to their tenant's send queue.
+		var body struct {
+			TenantID string `json:"tenant_id"`
+		}
+		if json.Unmarshal([]byte(d.Body), &body) != nil || body.TenantID == "" {
+			return "", errors.New("no tenant_id in the task body: cannot tell its tenant's queue")
+		}
+		return tasks.TenantQueueID(body.TenantID), nil
 	default:
 		return tasks.OutboundQueueID, nil
 	}

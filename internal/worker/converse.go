@@ -206,6 +206,18 @@ func (s *Server) deliver(ctx context.Context, d delivery) (string, error) {
 		logger.InfoContext(ctx, "reply already settled: not sending again", "event", "outbound_duplicate", "state", rec.State)
 		return rec.GraphMessageID, nil
 	case store.AwaitReconcile:
+		if t, ok := ctx.Value(taskKey{}).(*task); ok && s.isLastAttempt(t) {
+			// As process_outbound does on its last attempt: the record says failed (a late
+			// status webhook still settles it to sent) and the task is kept as an
+			// outcome_unknown dead letter, so that a replay reopens the record and sends.
+			// Left "sending", every replay within the reconcile window would wait again.
+			if err := s.deps.Outbound.MarkFailed(ctx, d.key, int(rec.LastErrorCode), errOutcomeUnknown.Error()); err != nil {
+				return "", err
+			}
+			logger.ErrorContext(ctx, "reply given up on the task's last attempt: an earlier send's outcome is unknown",
+				"event", "outbound_failed", "class", reasonOutcomeUnknown)
+			return "", &failure{kind: permanent, err: errOutcomeUnknown, code: int(rec.LastErrorCode), class: reasonOutcomeUnknown}
+		}
 		logger.WarnContext(ctx, "awaiting reconciliation of an earlier send", "event", "outbound_awaiting_reconcile",
 			"sending_since", rec.SendingSince)
 		return "", errSendLater
