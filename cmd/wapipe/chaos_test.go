@@ -536,3 +536,24 @@ func chaosQueues() *tasks.QueueFile {
 	}
 	return f
 }
+
+// TestWorkerStartsWithoutGeminiCredentials: the worker builds its Gemini client on the first llm
+// turn, so with no LLM_BASE_URL and no Application Default Credentials it still starts and
+// serves (its ack tenants need no model); the chaos run proves the llm tenants' side.
+func TestWorkerStartsWithoutGeminiCredentials(t *testing.T) {
+	project := testenv.ProjectID(t)
+	bin := buildServices(t)
+	emu, _ := testenv.Tasks(t, project, chaosLocation, nil)
+	port := freePort(t)
+	w := &service{t: t, name: "worker", bin: filepath.Join(bin, "worker"), port: port, logDir: t.TempDir(), env: []string{
+		"APP_ENV=dev", "GOOGLE_CLOUD_PROJECT=" + project, "FIRESTORE_EMULATOR_HOST=" + testenv.FirestoreHost(t),
+		"CLOUD_TASKS_EMULATOR_HOST=" + emu.Addr(), "TASKS_LOCATION=" + chaosLocation,
+		"INTERNAL_TASK_BASE_URL=http://127.0.0.1:1", "INTERNAL_TASK_TOKEN=" + chaosToken,
+		"INBOUND_TASK_QUEUE_NAME=" + tasks.InboundQueueID, "OUTBOUND_TASK_QUEUE_NAME=" + tasks.OutboundQueueID,
+		// A credentials file that does not exist: the lookup fails at once, on any machine.
+		"GOOGLE_APPLICATION_CREDENTIALS=" + filepath.Join(t.TempDir(), "missing.json"),
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+	}}
+	w.start() // fails the test when the worker ends or does not answer /healthz
+	t.Cleanup(w.stop)
+}
