@@ -192,8 +192,19 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	if !created {
 		res.Duplicate = true
 		if !stored.InInbox {
-			logger.InfoContext(ctx, "message already handled", "event", "conversation_duplicate")
-			return res, nil
+			// Its own turn is done, but this may be the retry of a holder that died in its
+			// drain: messages queued behind it were acknowledged on the strength of that
+			// holder, and only this retry can run them. Drain when any waits.
+			_, waiting, err := r.inbox.NextInbox(ctx, convID, "")
+			if err != nil {
+				return res, err
+			}
+			if !waiting {
+				logger.InfoContext(ctx, "message already handled", "event", "conversation_duplicate")
+				return res, nil
+			}
+			logger.InfoContext(ctx, "message already handled; messages wait in the inbox: draining them",
+				"event", "conversation_duplicate_drain")
 		}
 	}
 

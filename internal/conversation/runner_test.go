@@ -393,6 +393,69 @@ func TestKilledHoldersConversationIsTakenOverAfterItsLease(t *testing.T) {
 	}
 }
 
+// dieAfterEffects is an inbox whose instance dies right after it recorded a turn's effects
+// done: before that, onEffects runs (another message arrives).
+type dieAfterEffects struct {
+	*countingInbox
+	onEffects func()
+}
+
+func (d *dieAfterEffects) MarkEffectsDone(ctx context.Context, id, mid string, replies []store.Reply) error {
+	err := d.countingInbox.MarkEffectsDone(ctx, id, mid, replies)
+	d.onEffects()
+	d.kill()
+	return err
+}
+
+// TestKilledHoldersRetryDrainsMessagesQueuedBehindIt: the holder finishes its own message (turn
+// and reply done) and dies before it looks at the inbox again; a second message arrived
+// meanwhile and was acknowledged as queued behind the holder. The holder's retry finds its own
+// message handled, but must still run the second one (after the dead holder's lease), or that
+// message would never be answered.
+func TestKilledHoldersRetryDrainsMessagesQueuedBehindIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{now: base}
+	st := newStore(t, clk)
+	snd, rec := newSender(), newRecorder()
+	live := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
+
+	var once sync.Once
+	dying := &dieAfterEffects{countingInbox: newCountingInbox(st)}
+	dying.onEffects = func() {
+		once.Do(func() {
+			res, err := live.Handle(ctx, second, rec.turn)
+			if err != nil || !res.Queued {
+				t.Errorf("second message during the holder's drain = %+v, %v; want queued", res, err)
+			}
+		})
+	}
+	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
+		t.Fatal("Handle on the killed instance succeeded")
+	}
+
+	// Within the dead holder's lease the retry waits; after it, it takes over.
+	if _, err := live.Handle(ctx, first, rec.turn); !errors.Is(err, conversation.ErrHeld) {
+		t.Fatalf("retry within the dead holder's lease: %v, want ErrHeld", err)
+	}
+	clk.Add(conversation.DefaultLease)
+	res, err := live.Handle(ctx, first, rec.turn)
+	if err != nil {
+		t.Fatalf("retry after the lease: %v", err)
+	}
+	if !res.Duplicate || res.Turns != 1 {
+		t.Errorf("retry = %+v, want a duplicate that ran the queued message's turn", res)
+	}
+	_, count, _ := rec.snapshot()
+	if count["wamid.1"] != 1 || count["wamid.2"] != 1 {
+		t.Errorf("turns run: %v, want one each", count)
+	}
+	if _, replies := snd.counts(); !slices.Equal(replies, []string{"re wamid.1", "re wamid.2"}) {
+		t.Errorf("replies %v, want one to each message", replies)
+	}
+}
+
 func TestFailedTurnIsRetriedWithItsState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
