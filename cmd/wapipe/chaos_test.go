@@ -245,10 +245,8 @@ func TestChaos(t *testing.T) {
 	var traffic sync.WaitGroup
 	traffic.Add(3)
 	go func() { defer traffic.Done(); deliverAll(ctx, webhookURL, p.plain, p.concurrency, plain) }()
-	go func() {
-		defer traffic.Done()
-		bookAll(ctx, webhookURL, fake, chaosNumber, p.bookings, max(2, p.concurrency/2), plain, booked)
-	}()
+	bk := &booker{url: webhookURL, fake: fake, number: chaosNumber, d: plain, b: booked, client: &http.Client{Timeout: 10 * time.Second}}
+	go func() { defer traffic.Done(); bk.bookAll(ctx, p.bookings, max(2, p.concurrency/2)) }()
 	go func() {
 		defer traffic.Done()
 		sendAll(ctx, apiURL, apiKey, p.apiSends, max(2, p.concurrency/2), apiProc, sends)
@@ -346,8 +344,8 @@ func TestChaos(t *testing.T) {
 
 	c := settle()
 	pendingBefore, reasonsBefore := waiting()
-	replays := 0
-	for pending, _ := waiting(); pending > 0 && replays < 3; pending, _ = waiting() {
+	replays, late := 0, 0
+	for pending, _ := waiting(); pending > 0 && replays < 4; pending, _ = waiting() {
 		// A send cut by a kill has an unknown outcome; when no status webhook settles it, the
 		// worker dead-letters it rather than risk answering twice, and the operator replays (a
 		// replayed task that meets a send still unsettled is dead-lettered again, failed, so
@@ -357,6 +355,15 @@ func TestChaos(t *testing.T) {
 		err := run(ctx, []string{"replay", "--all", "--base-url", workerURL, "--token", chaosToken,
 			"--project", project, "--location", chaosLocation, "--tasks-emulator", emu.Addr()}, &out, &errb)
 		t.Logf("wapipe replay --all (round %d): %v\n%s%s", replays, err, lastLine(out.String()), errb.String())
+		c = settle()
+		if n := bk.confirmLate(ctx); n > 0 {
+			// Prompts that came with the replay: their contacts confirm now.
+			late += n
+			c = settle()
+		}
+	}
+	if n := bk.confirmLate(ctx); n > 0 { // prompts that came late without a replay
+		late += n
 		c = settle()
 	}
 	stopMeta()
@@ -385,7 +392,7 @@ func TestChaos(t *testing.T) {
   api: %d POSTs for %d keys (%d keys sent across an api kill), answers %s, transport errors %d
   Graph API: %d sends failed on purpose (%d after the send went through), %d sends taken; %d "sent" statuses posted
   business endpoint: %d calls failed on purpose (%d after the action ran); %s
-  bookings: %d asked, %d prompted, %d confirmed
+  bookings: %d asked, %d prompted, %d confirmed (%d after a replay brought the prompt)
   dead letters before replay: %d %v (outcome unknown: %d); replay rounds %d; after: %d %v; health %s %s (%v)`,
 		map[bool]string{true: "long", false: "short"}[*chaos], p.plain, p.bookings, p.apiSends, p.concurrency,
 		sendPhase.Round(time.Second), time.Since(start).Round(time.Second),
@@ -394,7 +401,7 @@ func TestChaos(t *testing.T) {
 		sends.answers.posts.Load(), p.apiSends, sends.acrossKill.Load(), sends.answers.codes(), sends.answers.transport.Load(),
 		graph.failed.Load(), graph.lost.Load(), len(fake.Sends()), meta.posted.Load(),
 		actions.failed.Load(), actions.lost.Load(), act,
-		booked.booked.Load(), booked.prompted.Load(), booked.confirmed.Load(),
+		booked.booked.Load(), booked.prompted.Load(), booked.confirmed.Load(), late,
 		pendingBefore, reasonsBefore, reasonsBefore["outcome_unknown"], replays, pending, reasons, health.Status, health.Reason, herr)
 	summary := fmt.Sprintf("CHAOS %s: replies %d/%d, bookings %d/%d, actions %d (recalled after recorded answer %d), api sends %d/%d; lost %d, duplicated %d; outcome-unknown replayed %d; kills %d/%d/%d",
 		map[bool]string{true: "long", false: "short"}[*chaos],

@@ -128,6 +128,9 @@ type bookings struct {
 	booked, prompted, confirmed atomic.Int64
 	mu                          sync.Mutex
 	problems                    []string
+	// late are the contacts whose prompt did not come while the traffic ran (its task waits
+	// for a replay): they confirm once it comes, as a person would.
+	late []int
 }
 
 func (b *bookings) problem(format string, args ...any) {
@@ -136,32 +139,65 @@ func (b *bookings) problem(format string, args ...any) {
 	b.mu.Unlock()
 }
 
+// booker drives the assistant tenant's contacts.
+type booker struct {
+	url    string
+	fake   *graphfake.Fake
+	number string
+	d      *deliveries
+	b      *bookings
+	client *http.Client
+}
+
 // bookAll has n contacts of the assistant tenant each ask for a booking, wait for the prompt
 // with the confirm buttons, and tap confirm_yes on it, as a person would.
-func bookAll(ctx context.Context, url string, fake *graphfake.Fake, number string, n, concurrency int, d *deliveries, b *bookings) {
-	client := &http.Client{Timeout: 10 * time.Second}
+func (k *booker) bookAll(ctx context.Context, n, concurrency int) {
 	forEach(n, concurrency, func(i int) {
-		from := bookingContact(i)
-		o := whatsapp.SampleOptions{PhoneNumberID: number, From: from, MessageID: whatsapp.NewMessageID()}
+		o := whatsapp.SampleOptions{PhoneNumberID: k.number, From: bookingContact(i), MessageID: whatsapp.NewMessageID()}
 		text := fmt.Sprintf("book bus %02d for Client %d on 1 March", i%6+1, i)
-		if !postUntilOK(ctx, client, url, whatsapp.SampleText(o, text), d) {
-			b.problem("%s: the booking request was never accepted", from)
+		if !postUntilOK(ctx, k.client, k.url, whatsapp.SampleText(o, text), k.d) {
+			k.b.problem("%s: the booking request was never accepted", o.From)
 			return
 		}
-		b.booked.Add(1)
-		prompt := waitForPrompt(ctx, fake, from, 3*time.Minute)
-		if prompt == "" {
-			b.problem("%s: no confirmation prompt within 3 minutes", from)
-			return
+		k.b.booked.Add(1)
+		if !k.confirm(ctx, i, 2*time.Minute) {
+			k.b.mu.Lock()
+			k.b.late = append(k.b.late, i)
+			k.b.mu.Unlock()
 		}
-		b.prompted.Add(1)
-		o.MessageID, o.ContextID = whatsapp.NewMessageID(), prompt
-		if !postUntilOK(ctx, client, url, whatsapp.SampleButtonReply(o, "confirm_yes", "Yes"), d) {
-			b.problem("%s: the confirmation was never accepted", from)
-			return
-		}
-		b.confirmed.Add(1)
 	})
+}
+
+// confirmLate confirms the late contacts' bookings, whose prompts came after the traffic.
+func (k *booker) confirmLate(ctx context.Context) int {
+	k.b.mu.Lock()
+	late := k.b.late
+	k.b.late = nil
+	k.b.mu.Unlock()
+	for _, i := range late {
+		if !k.confirm(ctx, i, 30*time.Second) {
+			k.b.problem("%s: no confirmation prompt, even after the replays", bookingContact(i))
+		}
+	}
+	return len(late)
+}
+
+// confirm waits up to wait for contact i's prompt and taps confirm_yes on it; false when no
+// prompt came.
+func (k *booker) confirm(ctx context.Context, i int, wait time.Duration) bool {
+	from := bookingContact(i)
+	prompt := waitForPrompt(ctx, k.fake, from, wait)
+	if prompt == "" {
+		return false
+	}
+	k.b.prompted.Add(1)
+	o := whatsapp.SampleOptions{PhoneNumberID: k.number, From: from, MessageID: whatsapp.NewMessageID(), ContextID: prompt}
+	if !postUntilOK(ctx, k.client, k.url, whatsapp.SampleButtonReply(o, "confirm_yes", "Yes"), k.d) {
+		k.b.problem("%s: the confirmation was never accepted", from)
+		return true
+	}
+	k.b.confirmed.Add(1)
+	return true
 }
 
 // waitForPrompt polls the fake Graph API for the first interactive message sent to to and
