@@ -529,15 +529,16 @@ func chaosQueues() *tasks.QueueFile {
 	f := tasks.DefaultQueues()
 	short := func(id string, q tasks.Queue) tasks.Queue {
 		q.RetryConfig.MinBackoff.Duration = 100 * time.Millisecond
-		q.RetryConfig.MaxBackoff.Duration = time.Second
-		q.RetryConfig.MaxDoublings = 3
+		q.RetryConfig.MaxBackoff.Duration = 2 * time.Second
+		q.RetryConfig.MaxDoublings = 4
 		q.RateLimits.MaxDispatchesPerSecond = 500
 		if id != tasks.InboundQueueID {
-			// A send of unknown outcome waits for its status webhook across the retries, and an
-			// action call cut by a kill holds its action for 30 s: keep that window long
-			// enough for a status delayed by a kill or the outage.
+			// A send of unknown outcome waits for its status webhook across the retries (the
+			// status's own inbound task may be retried for a while under the kills), and an
+			// action call cut by a kill holds its action for 30 s: keep that window, about two
+			// minutes over the 15 attempts, long enough for both.
 			q.RetryConfig.MinBackoff.Duration = 500 * time.Millisecond
-			q.RetryConfig.MaxBackoff.Duration = 5 * time.Second
+			q.RetryConfig.MaxBackoff.Duration = 10 * time.Second
 		}
 		return q
 	}
