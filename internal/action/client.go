@@ -47,7 +47,8 @@ type Option func(*Client)
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
 // WithTransportWrapper wraps the client's transport (for example in an otelhttp transport).
-// The wrapped transport keeps the address checks; redirects stay disabled whatever it does.
+// The wrapper must send through the transport it is given, which holds the address checks;
+// redirects stay disabled whatever it does.
 func WithTransportWrapper(wrap func(http.RoundTripper) http.RoundTripper) Option {
 	return func(c *Client) { c.wrap = wrap }
 }
