@@ -70,7 +70,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 // checked refuses an email no one could have been verified for (empty, oversized, or with
 // characters an address does not have), so what the audit records is always an address.
 func checked(email, via string) (Identity, error) {
-	if email == "" || len(email) > 320 || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n<>\"'") {
+	if email == "" || len(email) > 320 || !strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n<>\"") {
 		return Identity{}, fmt.Errorf("%s: not an email address", via)
 	}
 	return Identity{Email: email, Via: via}, nil
