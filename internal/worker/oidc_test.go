@@ -115,3 +115,38 @@ func TestStrippedTokenRefusedWithoutPlatform(t *testing.T) {
 		}
 	}
 }
+
+// TestServerlessAuthorizationIsTheVerifiedToken: when a caller sends X-Serverless-Authorization,
+// that is the token Cloud Run's IAM check verified, and Authorization passes through unchecked. A
+// forged "stripped" token for the invoker in Authorization beside another account's verified
+// token in X-Serverless-Authorization is refused; the verified header alone is judged on its own.
+func TestServerlessAuthorizationIsTheVerifiedToken(t *testing.T) {
+	t.Parallel()
+	cfg := loadWorkerConfig(t, "true")
+	other := identitytest.Claims(identity.GoogleIssuer, testWorkerURL, "someone-else@p.iam.gserviceaccount.com")
+	for _, tc := range []struct {
+		name                  string
+		serverless, authorize string
+		want                  int
+	}{
+		{"forged Authorization beside another account's verified token", identitytest.CloudRunToken(t, other),
+			identitytest.CloudRunToken(t, googleClaims(testWorkerURL)), http.StatusUnauthorized},
+		{"the invoker's verified token in X-Serverless-Authorization", identitytest.CloudRunToken(t, googleClaims(testWorkerURL)),
+			"", http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := NewServer(cfg, Deps{Verifier: cfg.OIDCVerifier()})
+			r := httptest.NewRequest(http.MethodGet, "/internal/health", nil)
+			r.Header.Set(tasks.HeaderInternalToken, cfg.InternalTaskToken)
+			r.Header.Set("X-Serverless-Authorization", "Bearer "+tc.serverless)
+			if tc.authorize != "" {
+				r.Header.Set("Authorization", "Bearer "+tc.authorize)
+			}
+			w := httptest.NewRecorder()
+			srv.Routes().ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Errorf("answered %d, want %d", w.Code, tc.want)
+			}
+		})
+	}
+}

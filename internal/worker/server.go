@@ -20,6 +20,7 @@ import (
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -220,7 +221,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if want := s.cfg.TasksServiceAccountEmail; want != "" {
-			raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			// The token Cloud Run's IAM check verified: X-Serverless-Authorization when the caller
+			// used it (Authorization then passes through unchecked), else Authorization.
+			raw := identity.BearerToken(r)
+			ok := raw != ""
 			email, err := "", error(nil)
 			if ok && s.deps.Verifier != nil {
 				email, err = s.deps.Verifier.Verify(ctx, raw)
