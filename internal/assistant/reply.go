@@ -133,25 +133,16 @@ func dataLines(in tenant.Intent, data map[string]any) string {
 	return b.String()
 }
 
-// fieldValue is one value as the action's JSON body carries it. A string is shown as it is
-// unless it holds a character that is not printable (a line break, a direction override, a
-// zero-width character): then quoted with escapes, so a value cannot draw extra lines or
-// reorder what the user reads.
+// fieldValue is one value as the action's JSON body carries it: a number or a boolean in its
+// JSON form. A string is shown as it is unless it holds a character that is not printable (a
+// line break, a direction override, a zero-width character): then quoted with escapes, so a
+// value cannot draw extra lines or reorder what the user reads.
 func fieldValue(v any) string {
-	switch x := v.(type) {
-	case string:
+	if x, ok := v.(string); ok {
 		if strings.IndexFunc(x, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
 			return strconv.Quote(x)
 		}
 		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int:
-		return strconv.Itoa(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(x)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
