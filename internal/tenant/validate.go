@@ -58,6 +58,9 @@ func (t *Tenant) validate() Problems {
 	if q := t.Quota.LLMCallsPerMonth; q != nil && *q < 0 {
 		c.add("quota.llm_calls_per_month", "must be 0 or more (absent: unlimited)")
 	}
+	if q := t.Quota.PerSenderPerMonth; q != nil && *q < 1 {
+		c.add("quota.per_sender_per_month", "must be 1 or more (absent: a tenth of llm_calls_per_month, at least %d)", MinSenderShare)
+	}
 	t.validateAssistant(&c)
 	if r := t.Templates.Reengage; r != nil {
 		switch {
