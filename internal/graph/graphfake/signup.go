@@ -236,6 +236,18 @@ func (f *Fake) exchange(r *http.Request) (int, any) {
 		return http.StatusBadRequest, metaError(Failure{Code: 100, Subcode: 36007, Message: "This authorization code has expired or has been used."}.withDefaults())
 	}
 	delete(st.codes, code)
+	return http.StatusOK, map[string]any{"access_token": f.issueLocked(st), "token_type": "bearer"}
+}
+
+// SignupToken returns a new token as a completed dialog gives one: it covers the accounts
+// SetSignupGrant names and is the only token that may send from their numbers.
+func (f *Fake) SignupToken() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.issueLocked(f.signupLocked())
+}
+
+func (f *Fake) issueLocked(st *signupState) string {
 	token := "EAAfake" + randomHex(16)
 	if f.accepted == nil {
 		f.accepted = map[string]bool{}
@@ -247,7 +259,7 @@ func (f *Fake) exchange(r *http.Request) (int, any) {
 			st.numberTokens[n] = token
 		}
 	}
-	return http.StatusOK, map[string]any{"access_token": token, "token_type": "bearer"}
+	return token
 }
 
 // withAccount runs f on the account when the call's token may manage waba.
