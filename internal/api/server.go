@@ -91,7 +91,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	if keeper == nil {
 		return Deps{}, errors.New("api.NewDeps: a secrets keeper is required")
 	}
-	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithFilter(traceableGraphCall))}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, "", hc)
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)

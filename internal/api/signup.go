@@ -147,6 +147,14 @@ func hideSignupSecrets(next http.Handler) http.Handler {
 	})
 }
 
+// traceableGraphCall keeps out of tracing the Graph calls whose query holds a secret (the code
+// exchange's code and app secret, debug_token's input token): otelhttp records the full URL as a
+// span attribute.
+func traceableGraphCall(r *http.Request) bool {
+	q := r.URL.Query()
+	return !q.Has("code") && !q.Has("client_secret") && !q.Has("input_token") && !q.Has("access_token")
+}
+
 func signupSecretsFrom(ctx context.Context) signupSecrets {
 	sec, _ := ctx.Value(signupSecretsKey{}).(signupSecrets)
 	return sec
