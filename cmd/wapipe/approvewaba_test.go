@@ -45,6 +45,10 @@ func TestTenantsApproveWABA(t *testing.T) {
 	if err := e.tenants.RecordWABAGrants(ctx, "sunrise-bus", []string{granted}); err != nil {
 		t.Fatal(err)
 	}
+	if show := mustCLI(t, e.args("show", "sunrise-bus")...); !strings.Contains(show, "waba_pending:    "+granted+" (granted ") ||
+		!strings.Contains(show, "approve-waba sunrise-bus "+granted) {
+		t.Errorf("show does not list the pending account:\n%s", show)
+	}
 	approve := func(waba string) (string, string, error) {
 		return cli(t, e.args("approve-waba", "--graph-url", graphURL, "sunrise-bus", waba)...)
 	}
@@ -61,6 +65,9 @@ func TestTenantsApproveWABA(t *testing.T) {
 	}
 	if !fake.Subscribed(granted) {
 		t.Error("the app was not subscribed to the approved account")
+	}
+	if show := mustCLI(t, e.args("show", "sunrise-bus")...); strings.Contains(show, "waba_pending") {
+		t.Errorf("show lists an approved account as pending:\n%s", show)
 	}
 	if out, _, err := approve(granted); err != nil || out != "no change\n" {
 		t.Errorf("approve-waba again: %v, stdout %q", err, out)

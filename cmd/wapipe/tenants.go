@@ -159,7 +159,11 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("read usage: %w", err)
 		}
-		_, err = io.WriteString(stdout, describeTenant(rec)+describeUsage(rec, period, used))
+		grants, err := store.NewTenants(db, store.Options{}).PendingWABAGrants(ctx, rec.Tenant.ID)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used))
 		return err
 	case "set-token":
 		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
@@ -307,6 +311,16 @@ func describeTenant(r store.TenantRecord) string {
 	line("assistant", "%s", t.Assistant.Mode)
 	line("version", "%d (applied %s)", r.Version, stamp(r.AppliedAt))
 	line("updated_at", "%s", stamp(r.UpdatedAt))
+	return b.String()
+}
+
+// describeGrants renders the accounts an Embedded Signup login granted beyond the tenant's, for
+// `show`: they wait for approve-waba.
+func describeGrants(id string, grants []store.WABAGrant) string {
+	var b strings.Builder
+	for _, g := range grants {
+		fmt.Fprintf(&b, "%-16s %s\n", "waba_pending:", fmt.Sprintf("%s (granted %s): not attached; wapipe tenants approve-waba %s %s", g.WABAID, stamp(g.GrantedAt), id, g.WABAID))
+	}
 	return b.String()
 }
 
