@@ -183,11 +183,9 @@ func (s *Server) handleConnectPage(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
 		return
 	}
-	browser := ""
+	browser := randomHex(32)
 	if c, err := r.Cookie(connectCookie); err == nil && validBrowserToken(c.Value) {
 		browser = c.Value // a reload keeps the token another tab may hold
-	} else {
-		browser = randomHex(32)
 	}
 	http.SetCookie(w, s.browserCookie(browser, int(ConnectLinkTTL.Seconds())))
 	t := rec.Tenant
