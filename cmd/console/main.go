@@ -72,8 +72,8 @@ func realMain(ctx context.Context) error {
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
 	var keeper *secrets.Keeper
 	if cfg.PublicBaseURL != "" {
-		if keeper, err = secrets.New(ctx, cfg.Secrets()); err != nil {
-			return fmt.Errorf("secrets.New: %w", err)
+		if keeper, err = cfg.OpenKeeper(ctx); err != nil {
+			return err
 		}
 		defer keeper.Close()
 	}
