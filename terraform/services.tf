@@ -408,9 +408,14 @@ resource "google_cloud_run_v2_service" "api" {
         value = var.graph_api_base_url
       }
       env {
-        # Embedded Signup seals the tokens it brings, and opens connect links' states (kms.tf).
+        # Embedded Signup seals the tokens it brings: encrypt only on this key (kms.tf).
         name  = "KMS_KEY_NAME"
         value = local.kms_key_name
+      }
+      env {
+        # Connect links' states: the one key the api may decrypt with (kms.tf).
+        name  = "CONNECT_STATE_KMS_KEY_NAME"
+        value = local.connect_state_kms_key_name
       }
       env {
         name  = "META_APP_ID"
@@ -570,13 +575,13 @@ resource "google_cloud_run_v2_service" "console" {
         value = local.outbound_queue.name
       }
       env {
-        # Reconnect makes Embedded Signup links to the api, sealed under the tenant secrets key.
+        # Reconnect makes Embedded Signup links to the api, sealed under the connect states' key.
         name  = "PUBLIC_BASE_URL"
         value = local.api_url
       }
       env {
-        name  = "KMS_KEY_NAME"
-        value = local.kms_key_name
+        name  = "CONNECT_STATE_KMS_KEY_NAME"
+        value = local.connect_state_kms_key_name
       }
       # A replay creates the task wapipe replay would: to the worker, with its token and OIDC.
       env {

@@ -797,23 +797,29 @@ var parseModule = sync.OnceValues(func() (*module, error) {
 		Variables: map[string]cty.Value{"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(".")})},
 		Functions: functions(),
 	}
+	evalLocals(m.ctx, m.locals)
+	return m, nil
+})
+
+// evalLocals sets ctx's local to every local that evaluates in ctx, in dependency order (until
+// no more does).
+func evalLocals(ctx *hcl.EvalContext, locals map[string]*hclsyntax.Attribute) {
 	known := map[string]cty.Value{}
 	for progress := true; progress; {
 		progress = false
-		for name, a := range m.locals {
+		for name, a := range locals {
 			if _, ok := known[name]; ok {
 				continue
 			}
-			m.ctx.Variables["local"] = cty.ObjectVal(known)
-			if v, diags := a.Expr.Value(m.ctx); !diags.HasErrors() && v.IsWhollyKnown() {
+			ctx.Variables["local"] = cty.ObjectVal(known)
+			if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
 				known[name] = v
 				progress = true
 			}
 		}
 	}
-	m.ctx.Variables["local"] = cty.ObjectVal(known)
-	return m, nil
-})
+	ctx.Variables["local"] = cty.ObjectVal(known)
+}
 
 func loadModule(t *testing.T) *module {
 	t.Helper()
