@@ -34,9 +34,11 @@ resource "google_secret_manager_secret" "secret" {
   depends_on = [google_project_service.api["secretmanager.googleapis.com"]]
 }
 
-# A first version, so the services can start (Cloud Run refuses a revision whose secret has no
-# version). Its value is a placeholder, long enough to pass INTERNAL_TASK_TOKEN's length check:
-# the real values are added out of band, so they never enter Terraform state:
+# A first version, so that the secret exists with a version Cloud Run can reference. Its value is
+# a placeholder that every service refuses outside dev (internal/config: a value beginning with
+# "placeholder" stops the service at start-up, naming the variable), so a forgotten secret cannot
+# run in production as a publicly known string. The real values are added out of band, before the
+# services are created (README.md, First deployment), so they never enter Terraform state:
 #
 #   printf %s "$VALUE" | gcloud secrets versions add wapipe-whatsapp-app-secret --data-file=-
 #
