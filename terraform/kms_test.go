@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -116,15 +117,15 @@ func TestGrantsPerIdentity(t *testing.T) {
 		invoker      = "google_service_account.tasks_invoker.name"
 		inbound      = `google_cloud_tasks_queue.queue["wa-inbound"].name`
 		outbound     = `google_cloud_tasks_queue.queue["wa-outbound"].name`
-		tenantQueues = "project if wapipe tenant queues"
+		tenantQueues = `project if resource.name.startsWith("projects/project/locations/var.tasks_location/queues/wa-out-")`
+		mainDB       = `resource.name == "projects/project/databases/google_firestore_database.database.name"`
+		inboundDB    = `resource.name == "projects/project/databases/google_firestore_database.inbound.name"`
 	)
 	secret := func(env string) string { return `google_secret_manager_secret.secret["` + env + `"].secret_id` }
-	// Every runtime service writes logs and traces, and reads/writes Firestore (IAM on Firestore
-	// stops at the database, and there is one: see the README's security section).
+	// Every runtime service writes logs and traces.
 	runtime := []string{
 		"roles/logging.logWriter on " + project,
 		"roles/cloudtrace.agent on " + project,
-		"roles/datastore.user on " + project,
 		// Every task carries an OIDC token of the invoker account.
 		"roles/iam.serviceAccountUser on " + invoker,
 		"roles/secretmanager.secretAccessor on " + secret("INTERNAL_TASK_TOKEN"),
@@ -132,12 +133,14 @@ func TestGrantsPerIdentity(t *testing.T) {
 	}
 	want := map[string][]string{
 		"webhook": append(slices.Clone(runtime),
+			"roles/datastore.user on "+project+" if "+inboundDB, // its markers and payloads, nothing else
 			"roles/cloudtasks.enqueuer on "+inbound,
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_APP_SECRET"),
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_VERIFY_TOKEN"),
 		),
 		"worker": append(slices.Clone(runtime),
-			"roles/aiplatform.user on "+project, // the assistant's Gemini calls
+			"roles/datastore.user on "+project+" if "+mainDB+" || "+inboundDB, // reads payloads
+			"roles/aiplatform.user on "+project,                               // the assistant's Gemini calls
 			"roles/cloudtasks.enqueuer on "+outbound,
 			"roles/cloudtasks.enqueuer on "+tenantQueues,
 			"roles/cloudtasks.viewer on "+inbound, // health
@@ -146,12 +149,14 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/cloudkms.cryptoKeyDecrypter on "+tenantKey, // sends with tenants' tokens, signs actions
 		),
 		"api": append(slices.Clone(runtime),
+			"roles/datastore.user on "+project+" if "+mainDB,                       // never the webhook's data
 			"roles/cloudtasks.enqueuer on "+tenantQueues,                           // POST /v1/messages
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_APP_SECRET"), // code exchange
 			"roles/cloudkms.cryptoKeyEncrypter on "+tenantKey,                      // Embedded Signup stores a token
 			"roles/cloudkms.cryptoKeyEncrypterDecrypter on "+stateKey,              // opens connect states
 		),
 		"console": append(slices.Clone(runtime),
+			"roles/datastore.user on "+project+" if "+mainDB+" || "+inboundDB, // inspects markers
 			"roles/cloudtasks.viewer on "+inbound,
 			"roles/cloudtasks.viewer on "+outbound,
 			"roles/cloudtasks.viewer on "+tenantQueues,
@@ -276,8 +281,12 @@ func loadGrants(t *testing.T) map[string][]grant {
 				}
 			}
 			for _, c := range childBlocks(r.Body, "condition") {
-				title, _ := literalString(attrExpr(c.Body, "title"))
-				g.target += " if " + title
+				v, diags := attrExpr(c.Body, "expression").Value(child)
+				if diags.HasErrors() || !v.IsWhollyKnown() {
+					t.Errorf("%s: condition does not evaluate: %v", addr, diags)
+					continue
+				}
+				g.target += " if " + v.AsString()
 			}
 			member := str("member")
 			who := member
@@ -417,5 +426,37 @@ func TestWorkerCallsVertexAI(t *testing.T) {
 	}
 	if apis := m.text(attrExpr(m.resources["google_project_service.api"].Body, "for_each")); !strings.Contains(apis, "aiplatform.googleapis.com") {
 		t.Errorf("aiplatform.googleapis.com is not enabled: %s", apis)
+	}
+}
+
+// TestWebhookHasItsOwnDatabase (issue 21 item 6): what the webhook writes (the dedupe markers
+// and the payloads under them) lives in a database of its own, with its TTL policies there, and
+// the services that read it are told where it is.
+func TestWebhookHasItsOwnDatabase(t *testing.T) {
+	t.Parallel()
+	m := loadModule(t)
+	const inbound = "google_firestore_database.inbound.name"
+	r := m.resources["google_firestore_field.inbound_expire_at"]
+	if r == nil {
+		t.Fatal("no google_firestore_field.inbound_expire_at")
+	}
+	if got := m.text(attrExpr(r.Body, "database")); got != inbound {
+		t.Errorf("inbound TTL policies on %s, want %s", got, inbound)
+	}
+	keys, err := m.forEachKeys("google_firestore_field.inbound_expire_at")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{store.InboundEvents, store.PayloadChunks}; !slices.Equal(keys, want) {
+		t.Errorf("inbound database collections %v, want %v (what the webhook writes)", keys, want)
+	}
+	for svc, want := range map[string]string{"webhook": inbound, "worker": inbound, "console": inbound, "api": ""} {
+		got := ""
+		if e := m.serviceEnv(t, services[svc])["INBOUND_FIRESTORE_DATABASE"]; e != nil {
+			got = m.text(attrExpr(e.Body, "value"))
+		}
+		if got != want {
+			t.Errorf("%s: INBOUND_FIRESTORE_DATABASE = %q, want %q", svc, got, want)
+		}
 	}
 }

@@ -63,6 +63,11 @@ resource "google_cloud_run_v2_service" "worker" {
         value = google_firestore_database.database.name
       }
       env {
+        # The webhook's markers and payloads (firestore.tf).
+        name  = "INBOUND_FIRESTORE_DATABASE"
+        value = google_firestore_database.inbound.name
+      }
+      env {
         name  = "TASKS_LOCATION"
         value = local.tasks_location
       }
@@ -231,6 +236,11 @@ resource "google_cloud_run_v2_service" "webhook" {
       env {
         name  = "FIRESTORE_DATABASE"
         value = google_firestore_database.database.name
+      }
+      env {
+        # The webhook's markers and payloads (firestore.tf).
+        name  = "INBOUND_FIRESTORE_DATABASE"
+        value = google_firestore_database.inbound.name
       }
       env {
         name  = "TASKS_LOCATION"
@@ -560,6 +570,11 @@ resource "google_cloud_run_v2_service" "console" {
       env {
         name  = "FIRESTORE_DATABASE"
         value = google_firestore_database.database.name
+      }
+      env {
+        # The webhook's markers and payloads (firestore.tf).
+        name  = "INBOUND_FIRESTORE_DATABASE"
+        value = google_firestore_database.inbound.name
       }
       env {
         name  = "TASKS_LOCATION"

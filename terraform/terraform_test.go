@@ -881,6 +881,7 @@ func functions() map[string]function.Function {
 		"concat":     stdlib.ConcatFunc,
 		"file":       file,
 		"flatten":    stdlib.FlattenFunc,
+		"join":       stdlib.JoinFunc,
 		"keys":       stdlib.KeysFunc,
 		"length":     stdlib.LengthFunc,
 		"lower":      stdlib.LowerFunc,

@@ -47,6 +47,17 @@ variable "firestore_database" {
   }
 }
 
+variable "inbound_firestore_database" {
+  description = "Firestore database of the webhook's dedupe markers and out-of-band payloads (INBOUND_FIRESTORE_DATABASE, collections inbound_events and payload_chunks): the only database the public webhook may reach. Must differ from firestore_database."
+  type        = string
+  default     = "wapipe-inbound"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.inbound_firestore_database))
+    error_message = "inbound_firestore_database must be a database id of 4 to 63 lowercase letters, digits and hyphens."
+  }
+}
+
 variable "name_prefix" {
   description = "Prefix of every named resource: Cloud Run services <prefix>-webhook and <prefix>-worker, service accounts, secrets, the image repository. cloudbuild.yaml's _WEBHOOK_SERVICE and _WORKER_SERVICE must match."
   type        = string

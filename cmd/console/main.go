@@ -78,7 +78,13 @@ func realMain(ctx context.Context) error {
 		defer keeper.Close()
 	}
 
-	srv := console.NewServer(console.NewDeps(&cfg, db, tq, admin, keeper, logger))
+	deps := console.NewDeps(&cfg, db, tq, admin, keeper, logger)
+	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
+	if err != nil {
+		return err
+	}
+	defer closeInbound()
+	srv := console.NewServer(deps)
 
 	ln, err := net.Listen("tcp", ":"+cfg.Port)
 	if err != nil {

@@ -29,6 +29,11 @@ type Base struct {
 	AppEnv            string `env:"APP_ENV, default=prod"`
 	ProjectID         string `env:"GOOGLE_CLOUD_PROJECT, required"`
 	FirestoreDatabase string `env:"FIRESTORE_DATABASE, default=(default)"`
+	// InboundFirestoreDatabase holds what the public webhook writes (inbound_events and their
+	// payload_chunks), so that its identity can be granted that database and nothing else: a
+	// compromised webhook cannot read or write tenants, keys or conversations. Empty means
+	// FIRESTORE_DATABASE (dev, tests, older deployments). See InboundDatabase.
+	InboundFirestoreDatabase string `env:"INBOUND_FIRESTORE_DATABASE"`
 	// TasksEmulatorHost points the Cloud Tasks client at an emulator (gRPC, no TLS, no auth).
 	TasksEmulatorHost        string `env:"CLOUD_TASKS_EMULATOR_HOST"`
 	TasksLocation            string `env:"TASKS_LOCATION, required"`
@@ -86,6 +91,15 @@ func (b *Base) Validate() error {
 		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// InboundDatabase is the Firestore database of the webhook's markers and out-of-band payloads:
+// INBOUND_FIRESTORE_DATABASE, else FIRESTORE_DATABASE.
+func (b *Base) InboundDatabase() string {
+	if b.InboundFirestoreDatabase != "" {
+		return b.InboundFirestoreDatabase
+	}
+	return b.FirestoreDatabase
 }
 
 // IsDev reports whether the service runs in the dev environment.

@@ -7,7 +7,9 @@ import (
 	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -44,6 +46,23 @@ func (c *Config) OpenKeeper(ctx context.Context) (*secrets.Keeper, error) {
 		return nil, fmt.Errorf("secrets.NewSplit: %w", err)
 	}
 	return k, nil
+}
+
+// UseInboundDatabase points the inspector at the webhook's own database
+// (INBOUND_FIRESTORE_DATABASE) for dedupe markers, when it is not FIRESTORE_DATABASE, and returns
+// what closes it.
+func (c *Config) UseInboundDatabase(ctx context.Context, deps *Deps) (func(), error) {
+	in := c.InboundDatabase()
+	inspector, ok := deps.Inspector.(*operator.Inspector)
+	if in == c.FirestoreDatabase || !ok {
+		return func() {}, nil
+	}
+	db, err := store.Open(ctx, c.ProjectID, in)
+	if err != nil {
+		return nil, err
+	}
+	inspector.Markers = store.NewMarkers(db, store.MarkerOptions{EventRef: c.Hasher().Ref})
+	return func() { db.Close() }, nil
 }
 
 // Validate checks the console's values on top of the shared ones.
