@@ -14,25 +14,16 @@ import (
 // inspector finds the dedupe markers in the webhook's own database; without it nothing changes.
 func TestUseInboundDatabase(t *testing.T) {
 	t.Parallel()
-	testenv.FirestoreHost(t)
 	ctx := t.Context()
 	project := testenv.ProjectID(t)
 	const inbound = "wapipe-inbound"
-	webhookDB, err := store.Open(ctx, project, inbound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer webhookDB.Close()
+	webhookDB := testenv.StoreDatabase(t, project, inbound)
 	const eventID = "wamid.console-inbound-db"
 	if _, err := store.NewMarkers(webhookDB, store.MarkerOptions{}).MarkIfNew(ctx, eventID, "corr-1"); err != nil {
 		t.Fatalf("MarkIfNew: %v", err)
 	}
 
-	mainDB, err := store.Open(ctx, project, "(default)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mainDB.Close()
+	mainDB := testenv.StoreDatabase(t, project, "(default)")
 	mainMarkers := store.NewMarkers(mainDB, store.MarkerOptions{})
 	for _, tc := range []struct {
 		name, inbound string

@@ -15,15 +15,10 @@ import (
 // main database does not have them); without it nothing changes.
 func TestUseInboundDatabase(t *testing.T) {
 	t.Parallel()
-	testenv.FirestoreHost(t)
 	ctx := t.Context()
 	project := testenv.ProjectID(t)
 	const inbound = "wapipe-inbound"
-	webhookDB, err := store.Open(ctx, project, inbound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer webhookDB.Close()
+	webhookDB := testenv.StoreDatabase(t, project, inbound)
 	body := []byte(`{"object":"whatsapp_business_account","entry":[]}`)
 	ref, err := store.NewPayloads(webhookDB, time.Hour).Put(ctx, "wamid.inbound-db", body)
 	if err != nil {
@@ -45,11 +40,7 @@ func TestUseInboundDatabase(t *testing.T) {
 		t.Fatalf("Get = %q, %v; want the stored payload", got, err)
 	}
 
-	mainDB, err := store.Open(ctx, project, "(default)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mainDB.Close()
+	mainDB := testenv.StoreDatabase(t, project, "(default)")
 	if _, err := store.NewPayloads(mainDB, 0).Get(ctx, ref); err == nil {
 		t.Error("the main database has the payload too; want it only in the webhook's")
 	}
