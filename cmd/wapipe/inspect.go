@@ -19,7 +19,8 @@ message id) and its delivery statuses (message_statuses, by the record's graph_m
 dead letters, and the inbound and outbound tasks still in their queues (found by their
 deterministic names). Bodies show an allow-list of fields (types, times, codes, media metadata,
 reply ids); phone numbers and wamids in them appear as their refs, text, names, contact cards,
-locations and Flows responses never.`
+locations and Flows responses never. The markers are read from INBOUND_FIRESTORE_DATABASE when it
+is set (the webhook's own database), else from --database.`
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", inspectUsage)
