@@ -460,3 +460,40 @@ func TestWebhookHasItsOwnDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestNoDefaultTokenSecretWithoutDefault (issue 21 item 7): every service refuses a secret left
+// at its placeholder, so a deployment of tenants only (var.single_tenant_default = false) has no
+// WHATSAPP_ACCESS_TOKEN secret to fill in: none is created, granted or read.
+func TestNoDefaultTokenSecretWithoutDefault(t *testing.T) {
+	t.Parallel()
+	m := loadModule(t)
+	if def := m.text(attrExpr(m.variables["single_tenant_default"].Body, "default")); def != "true" {
+		t.Errorf("single_tenant_default defaults to %s, want true (what deployments had)", def)
+	}
+	for _, on := range []bool{true, false} {
+		ctx := m.ctx.NewChild()
+		vars := m.ctx.Variables["var"].AsValueMap()
+		vars["single_tenant_default"] = cty.BoolVal(on)
+		ctx.Variables = map[string]cty.Value{"var": cty.ObjectVal(vars)}
+		readers, diags := m.localExpr(t, "secret_readers").Value(ctx)
+		if diags.HasErrors() {
+			t.Fatalf("local.secret_readers: %v", diags)
+		}
+		if got := readers.Type().HasAttribute("WHATSAPP_ACCESS_TOKEN"); got != on {
+			t.Errorf("single_tenant_default = %v: WHATSAPP_ACCESS_TOKEN secret %v, want %v", on, got, on)
+		}
+		var names []string
+		for _, d := range childBlocks(m.container(t, services["worker"]).Body, "dynamic") {
+			v, diags := attrExpr(d.Body, "for_each").Value(ctx)
+			if diags.HasErrors() {
+				t.Fatalf("worker dynamic env: %v", diags)
+			}
+			for _, n := range v.AsValueSlice() {
+				names = append(names, n.AsString())
+			}
+		}
+		if got := slices.Contains(names, "WHATSAPP_ACCESS_TOKEN"); got != on {
+			t.Errorf("single_tenant_default = %v: worker reads WHATSAPP_ACCESS_TOKEN %v, want %v", on, got, on)
+		}
+	}
+}

@@ -138,12 +138,16 @@ resource "google_cloud_run_v2_service" "worker" {
           }
         }
       }
-      env {
-        name = "WHATSAPP_ACCESS_TOKEN"
-        value_source {
-          secret_key_ref {
-            secret  = google_secret_manager_secret.secret["WHATSAPP_ACCESS_TOKEN"].secret_id
-            version = "latest"
+      # The single-tenant default's token, only when there is one (var.single_tenant_default).
+      dynamic "env" {
+        for_each = var.single_tenant_default ? ["WHATSAPP_ACCESS_TOKEN"] : []
+        content {
+          name = env.value
+          value_source {
+            secret_key_ref {
+              secret  = google_secret_manager_secret.secret[env.value].secret_id
+              version = "latest"
+            }
           }
         }
       }

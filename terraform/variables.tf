@@ -91,6 +91,12 @@ variable "app_env" {
   }
 }
 
+variable "single_tenant_default" {
+  description = "Whether the worker serves numbers no tenant owns with a default token (WHATSAPP_ACCESS_TOKEN, from its own secret). false for a deployment of tenants only: there is then no such secret to fill in, and such messages are recorded and logged, not answered. Every service refuses a secret left at its placeholder, so a secret nobody would fill must not exist."
+  type        = bool
+  default     = true
+}
+
 variable "graph_api_base_url" {
   description = "GRAPH_API_BASE_URL of the worker: the versioned Graph API base. Keep it equal to worker.DefaultGraphAPIBaseURL unless moving Graph API versions deliberately."
   type        = string
