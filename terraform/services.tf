@@ -602,6 +602,20 @@ resource "google_cloud_run_v2_service" "console" {
         name  = "CONNECT_STATE_KMS_KEY_NAME"
         value = local.connect_state_kms_key_name
       }
+      # Operators are verified, never named by a header: Cloud Run's IAM check verifies each
+      # request's ID token and forwards it with its signature removed, and the console judges its
+      # claims (internal/identity). Its hosts are its run.app names (K_SERVICE, set by Cloud Run);
+      # behind IAP, also set IAP_AUDIENCE and the domain in CONSOLE_HOSTS.
+      env {
+        name  = "OIDC_VERIFIED_BY_PLATFORM"
+        value = "true"
+      }
+      # `gcloud run services proxy` sends a user's ID token minted for gcloud's OAuth clients (the
+      # CLI's and application-default credentials'), not for the service URL.
+      env {
+        name  = "CONSOLE_ID_TOKEN_AUDIENCES"
+        value = "32555940559.apps.googleusercontent.com,764086051850-6qr4p6gpi6hn506pt8ejuq83di341hur.apps.googleusercontent.com"
+      }
       # A replay creates the task wapipe replay would: to the worker, with its token and OIDC.
       env {
         name  = "INTERNAL_TASK_BASE_URL"

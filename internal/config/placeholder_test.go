@@ -51,7 +51,10 @@ func services() []service {
 			}),
 			[]string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY", "WHATSAPP_APP_SECRET"}},
 		{"console", func() config.Validator { return &console.Config{} },
-			with(map[string]string{"PUBLIC_BASE_URL": "https://api.example", "CONNECT_STATE_KMS_KEY_NAME": key + "connect-states"}),
+			with(map[string]string{
+				"PUBLIC_BASE_URL": "https://api.example", "CONNECT_STATE_KMS_KEY_NAME": key + "connect-states",
+				"K_SERVICE": "wapipe-console", "OIDC_VERIFIED_BY_PLATFORM": "true",
+			}),
 			[]string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY"}},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -133,13 +134,13 @@ func (c *Config) Secrets() secrets.Config {
 // OIDCVerifier returns the verifier of the tasks' OIDC tokens, or nil when tasks carry none
 // (TASKS_SERVICE_ACCOUNT_EMAIL unset). Tokens come from Google in production and from the
 // emulator's issuer locally; the audience is the worker's base URL.
-func (c *Config) OIDCVerifier() *OIDCVerifier {
+func (c *Config) OIDCVerifier() *identity.OIDCVerifier {
 	if c.TasksServiceAccountEmail == "" {
 		return nil
 	}
-	issuer := GoogleIssuer
+	issuer := identity.GoogleIssuer
 	if c.TasksEmulatorHost != "" {
 		issuer = "http://" + c.TasksEmulatorHost
 	}
-	return NewOIDCVerifier(issuer, taskqueue.Audience(c.InternalTaskBaseURL), c.OIDCVerifiedByPlatform)
+	return identity.NewOIDCVerifier(issuer, taskqueue.Audience(c.InternalTaskBaseURL), c.OIDCVerifiedByPlatform)
 }
