@@ -74,13 +74,19 @@ func realMain(ctx context.Context) error {
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
 	var keeper *secrets.Keeper
 	if cfg.PublicBaseURL != "" {
-		if keeper, err = secrets.New(ctx, cfg.Secrets()); err != nil {
-			return fmt.Errorf("secrets.New: %w", err)
+		if keeper, err = cfg.OpenKeeper(ctx); err != nil {
+			return err
 		}
 		defer keeper.Close()
 	}
 
-	srv := console.NewServer(console.NewDeps(&cfg, db, tq, admin, keeper, logger))
+	deps := console.NewDeps(&cfg, db, tq, admin, keeper, logger)
+	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
+	if err != nil {
+		return err
+	}
+	defer closeInbound()
+	srv := console.NewServer(deps)
 	logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
 		"oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform, "cloud_run_service", cfg.Service, "hosts", cfg.Hosts)
 

@@ -44,7 +44,8 @@ invite   creates a one-time invite code (valid 7 days) and prints it alone on th
 api-key  creates a key for POST /v1/messages; printed once, alone on the last line (only its
          hash is stored).
 connect-link prints a signed link (valid 1 hour, usable once) to the api service's Embedded
-         Signup (PUBLIC_BASE_URL), for the tenant's admin to connect or reconnect WhatsApp.
+         Signup (PUBLIC_BASE_URL), for the tenant's admin to connect or reconnect WhatsApp;
+         sealed with CONNECT_STATE_KMS_KEY_NAME (the development key with APP_ENV=dev).
 action-secret creates or rotates the action signing secret; printed once, alone on the last line.
 approve-waba attaches the WhatsApp Business Account WABA to the tenant with its stored token:
          subscribes the app to the account's webhooks and adds its numbers (refused, with
