@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -46,6 +47,8 @@ type Tenants struct {
 	QueueFile *tasks.QueueFile
 	Sealer    Sealer
 	Verify    TokenVerifier
+	// Keys lists and revokes API keys (api-keys, revoke-key).
+	Keys APIKeyAdmin
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -117,6 +120,91 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 // List returns every tenant, by id.
 func (o *Tenants) List(ctx context.Context) ([]store.TenantRecord, error) { return o.Store.List(ctx) }
 
+func (o *Tenants) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// APIKeyAdmin lists and revokes API keys; *store.APIKeys implements it.
+type APIKeyAdmin interface {
+	ListAPIKeys(ctx context.Context, tenantID string) ([]store.APIKeyRecord, error)
+	GetAPIKey(ctx context.Context, id string) (store.APIKeyRecord, error)
+	RevokeAPIKey(ctx context.Context, id string) error
+}
+
+// API key states, as listed.
+const (
+	KeyActive  = "active"
+	KeyRevoked = "revoked"
+	KeyExpired = "expired"
+)
+
+// APIKeyInfo is what an operator sees of a key: never the key or its hash.
+type APIKeyInfo struct {
+	// Prefix names the key (apikey.DisplayPrefix): the start of the key itself.
+	Prefix                                      string
+	State                                       string
+	CreatedAt, LastUsedAt, ExpiresAt, RevokedAt time.Time
+}
+
+// KeyInfo describes rec at now.
+func KeyInfo(rec store.APIKeyRecord, now time.Time) APIKeyInfo {
+	info := APIKeyInfo{Prefix: apikey.DisplayPrefix(rec.ID), State: KeyActive, CreatedAt: rec.CreatedAt,
+		LastUsedAt: rec.LastUsedAt, ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt}
+	switch {
+	case rec.Revoked():
+		info.State = KeyRevoked
+	case rec.Expired(now):
+		info.State = KeyExpired
+	}
+	return info
+}
+
+// APIKeys lists tenant id's keys, oldest first, revoked and expired ones included.
+func (o *Tenants) APIKeys(ctx context.Context, id string) ([]APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return nil, err
+	}
+	recs, err := o.Keys.ListAPIKeys(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]APIKeyInfo, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, KeyInfo(r, o.now()))
+	}
+	return out, nil
+}
+
+// RevokeAPIKey revokes tenant id's key named prefix (apikey.DisplayPrefix, or the bare key id):
+// the api refuses it from the next request. A key of another tenant is "no such key", so a typo
+// in the tenant id never revokes someone else's key. Revoking a revoked key changes nothing.
+func (o *Tenants) RevokeAPIKey(ctx context.Context, id, prefix string) (APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return APIKeyInfo{}, err
+	}
+	keyID, ok := apikey.IDFromPrefix(prefix)
+	if !ok {
+		return APIKeyInfo{}, fmt.Errorf("%q is not a key prefix: want %s followed by 16 hex digits, as api-keys lists", prefix, apikey.Prefix)
+	}
+	rec, err := o.Keys.GetAPIKey(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != id) {
+		return APIKeyInfo{}, fmt.Errorf("tenant %s has no key %s", id, apikey.DisplayPrefix(keyID))
+	}
+	if err != nil {
+		return APIKeyInfo{}, err
+	}
+	if err := o.Keys.RevokeAPIKey(ctx, keyID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	if rec, err = o.Keys.GetAPIKey(ctx, keyID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	return KeyInfo(rec, o.now()), nil
+}
+
 // Show returns one tenant; an error saying so when there is none.
 func (o *Tenants) Show(ctx context.Context, id string) (store.TenantRecord, error) {
 	rec, err := o.Store.Get(ctx, id)
@@ -171,11 +259,7 @@ func (o *Tenants) Invite(ctx context.Context, id string, role tenant.Role) (code
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	expireAt = now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
+	expireAt = o.now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
 	if err := o.Store.CreateInvite(ctx, id, tenant.InviteCodeHash(code), role, expireAt); err != nil {
 		return "", time.Time{}, err
 	}
