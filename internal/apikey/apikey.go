@@ -82,7 +82,9 @@ func IDFromPrefix(s string) (string, bool) {
 func ParseTTL(s string) (time.Duration, error) {
 	orig := s
 	var days time.Duration
+	hasDays := false
 	if i := strings.IndexByte(s, 'd'); i > 0 {
+		hasDays = true
 		n, err := strconv.ParseUint(s[:i], 10, 16)
 		if err != nil {
 			return 0, fmt.Errorf("%q: want a duration such as 90d, 36h or 1d12h", orig)
@@ -90,7 +92,7 @@ func ParseTTL(s string) (time.Duration, error) {
 		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
 	}
 	var rest time.Duration
-	if s != "" || days == 0 {
+	if s != "" || !hasDays {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return 0, fmt.Errorf("%q: want a duration such as 90d, 36h or 1d12h", orig)
