@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -99,9 +100,12 @@ func TestTenantsAPIKeysListRevokeExpire(t *testing.T) {
 		{args("api-key", "--expires", "soon", "sunrise-bus"), "--expires"},
 		{args("api-keys", "--expires", "90d", "sunrise-bus"), "api-key only"},
 	} {
-		_, _, err := cli(t, tc.args...)
+		out, errOut, err := cli(t, tc.args...)
 		if err == nil || exitCode(err) == 0 || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("wapipe %s: %v, want one line with %q", strings.Join(tc.args[7:], " "), err, tc.want)
+		}
+		if all := out + errOut + fmt.Sprint(err); strings.Contains(all, lasting) {
+			t.Errorf("a refusal echoes the key pasted in place of its prefix: %s", all)
 		}
 	}
 }

@@ -167,42 +167,63 @@ func (o *Tenants) APIKeys(ctx context.Context, id string) ([]APIKeyInfo, error) 
 	if _, err := o.Show(ctx, id); err != nil {
 		return nil, err
 	}
-	recs, err := o.Keys.ListAPIKeys(ctx, id)
+	return ListTenantKeys(ctx, o.Keys, id, o.now())
+}
+
+// RevokeAPIKey revokes tenant id's key named prefix, as RevokeTenantKey does.
+func (o *Tenants) RevokeAPIKey(ctx context.Context, id, prefix string) (APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return APIKeyInfo{}, err
+	}
+	return RevokeTenantKey(ctx, o.Keys, id, prefix, o.now())
+}
+
+// ListTenantKeys lists tenantID's keys as they stand at now, oldest first (the CLI and the
+// console show the same).
+func ListTenantKeys(ctx context.Context, keys APIKeyAdmin, tenantID string, now time.Time) ([]APIKeyInfo, error) {
+	recs, err := keys.ListAPIKeys(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]APIKeyInfo, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, KeyInfo(r, o.now()))
+		out = append(out, KeyInfo(r, now))
 	}
 	return out, nil
 }
 
-// RevokeAPIKey revokes tenant id's key named prefix (apikey.DisplayPrefix, or the bare key id):
+// KeyError is a revoke refused: not a key prefix, or not a key of the tenant. Its text is for
+// the operator (it names no secret).
+type KeyError struct{ msg string }
+
+func (e *KeyError) Error() string { return e.msg }
+
+// UserMessage is the text to show the operator.
+func (e *KeyError) UserMessage() string { return e.msg }
+
+// RevokeTenantKey revokes tenantID's key named prefix (apikey.DisplayPrefix, or the bare key id):
 // the api refuses it from the next request. A key of another tenant is "no such key", so a typo
 // in the tenant id never revokes someone else's key. Revoking a revoked key changes nothing.
-func (o *Tenants) RevokeAPIKey(ctx context.Context, id, prefix string) (APIKeyInfo, error) {
-	if _, err := o.Show(ctx, id); err != nil {
-		return APIKeyInfo{}, err
-	}
+func RevokeTenantKey(ctx context.Context, keys APIKeyAdmin, tenantID, prefix string, now time.Time) (APIKeyInfo, error) {
 	keyID, ok := apikey.IDFromPrefix(prefix)
 	if !ok {
-		return APIKeyInfo{}, fmt.Errorf("%q is not a key prefix: want %s followed by 16 hex digits, as api-keys lists", prefix, apikey.Prefix)
+		// The input is not echoed: it may be a whole key pasted by mistake.
+		return APIKeyInfo{}, &KeyError{fmt.Sprintf("not a key prefix: want %s followed by 16 hex digits, as api-keys lists", apikey.Prefix)}
 	}
-	rec, err := o.Keys.GetAPIKey(ctx, keyID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != id) {
-		return APIKeyInfo{}, fmt.Errorf("tenant %s has no key %s", id, apikey.DisplayPrefix(keyID))
+	rec, err := keys.GetAPIKey(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != tenantID) {
+		return APIKeyInfo{}, &KeyError{fmt.Sprintf("tenant %s has no key %s", tenantID, apikey.DisplayPrefix(keyID))}
 	}
 	if err != nil {
 		return APIKeyInfo{}, err
 	}
-	if err := o.Keys.RevokeAPIKey(ctx, keyID); err != nil {
+	if err := keys.RevokeAPIKey(ctx, keyID); err != nil {
 		return APIKeyInfo{}, err
 	}
-	if rec, err = o.Keys.GetAPIKey(ctx, keyID); err != nil {
+	if rec, err = keys.GetAPIKey(ctx, keyID); err != nil {
 		return APIKeyInfo{}, err
 	}
-	return KeyInfo(rec, o.now()), nil
+	return KeyInfo(rec, now), nil
 }
 
 // Show returns one tenant; an error saying so when there is none.
