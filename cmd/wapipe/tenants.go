@@ -143,7 +143,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
-	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Keys: store.NewAPIKeys(db, store.Options{})}
+	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Keys: store.NewAPIKeys(db, store.Options{}), Dev: os.Getenv("APP_ENV") == "dev"}
 
 	switch verb {
 	case "apply":

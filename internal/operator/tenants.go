@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -51,6 +52,12 @@ type Tenants struct {
 	Keys APIKeyAdmin
 	// Now is time.Now when nil.
 	Now func() time.Time
+	// Dev (APP_ENV=dev) lets apply accept an action URL on loopback over http, as the local
+	// stack needs. Otherwise (staging, prod: the zero value) apply refuses an action URL that
+	// is not https:// to a public address, the name resolved with Resolver
+	// (net.DefaultResolver when nil).
+	Dev      bool
+	Resolver action.Resolver
 }
 
 // ApplyReport is what an apply did (or, dry, would do).
@@ -97,6 +104,9 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 	if err != nil {
 		return ApplyReport{}, err
 	}
+	if err := o.checkActionURL(ctx, t); err != nil {
+		return ApplyReport{}, err
+	}
 	res, err := o.Store.Apply(ctx, t, dryRun)
 	if err != nil {
 		return ApplyReport{}, err
@@ -115,6 +125,22 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 		return rep, fmt.Errorf("tenant %s stored, but its send queue is not ready (run apply again): %w", t.ID, err)
 	}
 	return rep, nil
+}
+
+// checkActionURL refuses, outside dev, an action URL that is not https:// to a public address
+// (one problem line). A name that does not resolve now is refused too: its calls would fail,
+// and a name that resolves only inside a private network is what the check is for. Calls are
+// checked again when made; this is the operator's early answer.
+func (o *Tenants) checkActionURL(ctx context.Context, t *tenant.Tenant) error {
+	u := t.Assistant.ActionURL
+	if o.Dev || u == "" {
+		return nil
+	}
+	if err := action.CheckPublicURL(ctx, u, o.Resolver); err != nil {
+		return tenant.Problems{{Path: "assistant.action_url",
+			Message: "must be https:// to a public address outside dev: " + err.Error()}}
+	}
+	return nil
 }
 
 // List returns every tenant, by id.

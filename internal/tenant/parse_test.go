@@ -327,11 +327,11 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"intents need action_url", strings.Replace(base+llm, "  action_url: https://ops.example.com/a\n", "", 1), []string{
 			"assistant.action_url: required in llm mode when there are intents: every intent calls it (line 7)"}},
 		{"action_url plain http", strings.Replace(base+llm, "https://ops.example.com/a", "http://ops.example.com/a", 1), []string{
-			"assistant.action_url: must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1) (line 9)"}},
+			"assistant.action_url: must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev) (line 9)"}},
 		{"action_url relative", strings.Replace(base+llm, "https://ops.example.com/a", "/wapipe/actions", 1), []string{
-			"assistant.action_url: must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1) (line 9)"}},
+			"assistant.action_url: must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev) (line 9)"}},
 		{"action_url other scheme", strings.Replace(base+llm, "https://ops.example.com/a", "ftp://ops.example.com/a", 1), []string{
-			"assistant.action_url: must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1) (line 9)"}},
+			"assistant.action_url: must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev) (line 9)"}},
 		{"action_url with credentials", strings.Replace(base+llm, "https://ops.example.com/a", "https://u:p@ops.example.com/a", 1), []string{
 			"assistant.action_url: must not carry a user or password: wapipe signs each call with the action secret (line 9)"}},
 		{"intent name", strings.Replace(base+llm, "name: create_booking", "name: Create-Booking", 1), []string{

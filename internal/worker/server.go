@@ -125,6 +125,8 @@ type Server struct {
 	deps Deps
 	// runner serialises the turns of each conversation; nil without Deps.Inbox.
 	runner *conversation.Runner
+	// routes are the task routes (task.go).
+	routes []taskRoute
 }
 
 // NewServer returns the worker service for a validated cfg.
@@ -163,6 +165,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		}
 		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
 	}
+	srv.routes = srv.taskRoutes()
 	return srv
 }
 
@@ -177,10 +180,9 @@ func (s *Server) Routes() http.Handler {
 	})
 	r.Route("/internal", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
-		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
-		r.Method(http.MethodPost, "/process_action", s.handleProcessAction())
-		r.Method(http.MethodPost, "/process_send", s.handleProcessSend()) // apisend.go
+		for _, tr := range s.routes {
+			r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
+		}
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
 	return otelhttp.NewHandler(r, "worker",

@@ -65,7 +65,7 @@ func (s *stack) ops() *operator.Tenants {
 		q.RetryConfig.MinBackoff.Duration, q.RetryConfig.MaxBackoff.Duration, q.RetryConfig.MaxAttempts = 50*time.Millisecond, 200*time.Millisecond, 5
 		qf.Templates[id] = q
 	}
-	return &operator.Tenants{Store: store.NewTenants(store.NewDB(s.fs), store.Options{}), Queues: admin, QueueFile: qf, Sealer: keeper}
+	return &operator.Tenants{Store: store.NewTenants(store.NewDB(s.fs), store.Options{}), Queues: admin, QueueFile: qf, Sealer: keeper, Dev: true}
 }
 
 // applyTenant applies file and, unless token is empty, sets the tenant's token, which the fake
