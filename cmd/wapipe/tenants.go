@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -23,7 +24,9 @@ const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [flags]
        wapipe tenants show [flags] ID
        wapipe tenants set-token [--no-verify] [flags] ID   (the token on stdin)
        wapipe tenants invite [--role owner|admin|member] [flags] ID
-       wapipe tenants api-key [flags] ID
+       wapipe tenants api-key [--expires 90d] [flags] ID
+       wapipe tenants api-keys [flags] ID
+       wapipe tenants revoke-key [flags] ID PREFIX
        wapipe tenants connect-link [--public-url URL] [flags] ID
        wapipe tenants action-secret [flags] ID
        wapipe tenants approve-waba [flags] ID WABA
@@ -42,7 +45,12 @@ set-token reads the tenant's access token from stdin (a trailing newline is igno
          that needs INTERNAL_TASK_BASE_URL and INTERNAL_TASK_TOKEN when some are parked.
 invite   creates a one-time invite code (valid 7 days) and prints it alone on the last line.
 api-key  creates a key for POST /v1/messages; printed once, alone on the last line (only its
-         hash is stored).
+         hash is stored). --expires makes it stop working after that long: a Go duration or
+         days (90d, 1d12h).
+api-keys one row per key of the tenant: prefix, state (active, revoked, expired), created,
+         last used (to the minute), expires. Never the key.
+revoke-key revokes the tenant's key PREFIX (as api-keys lists it): the api answers 401 to it
+         from the next request.
 connect-link prints a signed link (valid 1 hour, usable once) to the api service's Embedded
          Signup (PUBLIC_BASE_URL), for the tenant's admin to connect or reconnect WhatsApp;
          sealed with CONNECT_STATE_KMS_KEY_NAME (the development key with APP_ENV=dev).
@@ -80,11 +88,13 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		file, role       string
 		kmsKey, graphURL string
 		dryRun, noVerify bool
+		expires          string
 	)
 	c.register(fs)
 	fs.StringVar(&file, "f", "", "apply: the tenant file (YAML)")
 	fs.BoolVar(&dryRun, "dry-run", false, "apply: say what would change; write nothing")
 	fs.BoolVar(&noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
+	fs.StringVar(&expires, "expires", "", "api-key: the key expires after this long (90d, 720h); default never")
 	fs.StringVar(&role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
 	fs.StringVar(&kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
 	publicURL := fs.String("public-url", os.Getenv("PUBLIC_BASE_URL"), "connect-link: the api service's URL (env PUBLIC_BASE_URL)")
@@ -94,7 +104,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErrorf("want apply, list, show, set-token, invite, api-key, connect-link, action-secret or approve-waba (see wapipe tenants --help)")
+		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret or approve-waba (see wapipe tenants --help)")
 	}
 	verb, rest := pos[0], pos[1:]
 	switch verb {
@@ -105,7 +115,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if verb == "apply" && file == "" {
 			return usageErrorf("apply needs -f FILE")
 		}
-	case "show", "set-token", "invite", "api-key", "connect-link", "action-secret":
+	case "show", "set-token", "invite", "api-key", "api-keys", "connect-link", "action-secret":
 		if len(rest) != 1 {
 			return usageErrorf("%s takes one tenant id", verb)
 		}
@@ -113,8 +123,21 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if len(rest) != 2 {
 			return usageErrorf("approve-waba takes a tenant id and a WhatsApp Business Account id")
 		}
+	case "revoke-key":
+		if len(rest) != 2 {
+			return usageErrorf("revoke-key takes a tenant id and a key prefix (see wapipe tenants api-keys ID)")
+		}
 	default:
-		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, connect-link, action-secret or approve-waba", verb)
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret or approve-waba", verb)
+	}
+	var ttl time.Duration
+	if expires != "" {
+		if verb != "api-key" {
+			return usageErrorf("--expires applies to api-key only")
+		}
+		if ttl, err = apikey.ParseTTL(expires); err != nil {
+			return usageErrorf("--expires %v", err)
+		}
 	}
 	var data []byte
 	if verb == "apply" {
@@ -131,7 +154,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
-	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Dev: os.Getenv("APP_ENV") == "dev"}
+	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Keys: store.NewAPIKeys(db, store.Options{}), Dev: os.Getenv("APP_ENV") == "dev"}
 
 	switch verb {
 	case "apply":
@@ -199,7 +222,24 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "approve-waba":
 		return tenantsApproveWABA(ctx, store.NewTenants(db, store.Options{}), rest[0], rest[1], kmsKey, graphURL, stdout, stderr)
 	case "api-key", "connect-link", "action-secret":
-		return tenantsCredential(ctx, verb, rest[0], ops, db, c, kmsKey, *publicURL, stdout, stderr)
+		return tenantsCredential(ctx, verb, rest[0], ops, db, c, kmsKey, *publicURL, ttl, stdout, stderr)
+	case "api-keys":
+		keys, err := ops.APIKeys(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			fmt.Fprintf(stderr, "tenant %s has no API key (create one with wapipe tenants api-key %s)\n", rest[0], rest[0])
+			return nil
+		}
+		return writeAPIKeys(stdout, keys)
+	case "revoke-key":
+		info, err := ops.RevokeAPIKey(ctx, rest[0], rest[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s (revoked %s): the api refuses it from the next request\n", info.Prefix, info.State, stamp(info.RevokedAt))
+		return nil
 	case "invite":
 		code, expire, err := ops.Invite(ctx, rest[0], tenant.Role(role))
 		if err != nil {
@@ -210,6 +250,16 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	return nil
+}
+
+// writeAPIKeys prints one row per key, its prefix first, under a header.
+func writeAPIKeys(w io.Writer, keys []operator.APIKeyInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PREFIX\tSTATE\tCREATED\tLAST_USED\tEXPIRES")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.State, stamp(k.CreatedAt), stamp(k.LastUsedAt), stamp(k.ExpiresAt))
+	}
+	return tw.Flush()
 }
 
 // tenantsApply runs apply and prints its outcome: the changes on stdout, or every problem of

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/operator"
 )
 
 // Deps are the console's dependencies. NewDeps builds the real ones; tests give fakes.
@@ -28,6 +29,9 @@ type Deps struct {
 	Replayer    Replayer
 	Inspector   Inspector
 	Audit       AuditLog
+	// APIKeys lists and revokes the tenants' API keys (apikeys.go); the page says "not
+	// available" when nil.
+	APIKeys operator.APIKeyAdmin
 	// Replier sends an operator's reply; LinkMaker makes a tenant's Embedded Signup link. Both
 	// belong to the api service's code: NotAvailable stands in until they are wired.
 	Replier   Replier
@@ -83,6 +87,7 @@ func (s *Server) Routes() http.Handler {
 	r.Method(http.MethodGet, "/tenants/{tenant}", s.handleTenant())
 	r.Method(http.MethodPost, "/tenants/{tenant}/reconnect", s.protect(s.handleReconnect()))
 	r.Method(http.MethodGet, "/tenants/{tenant}/inbox", s.handleInbox())
+	r.Mount("/tenants/{tenant}/api-keys", s.apiKeysRoutes())
 	r.Method(http.MethodGet, "/conversations/{conversation}", s.handleConversation())
 	r.Method(http.MethodPost, "/conversations/{conversation}/reply", s.protect(s.handleReply()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/assign", s.protect(s.handleAssign()))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -48,6 +49,8 @@ type Tenants struct {
 	QueueFile *tasks.QueueFile
 	Sealer    Sealer
 	Verify    TokenVerifier
+	// Keys lists and revokes API keys (api-keys, revoke-key).
+	Keys APIKeyAdmin
 	// Now is time.Now when nil.
 	Now func() time.Time
 	// Dev (APP_ENV=dev) lets apply accept an action URL on loopback over http, as the local
@@ -144,6 +147,112 @@ func (o *Tenants) checkActionURL(ctx context.Context, t *tenant.Tenant) error {
 // List returns every tenant, by id.
 func (o *Tenants) List(ctx context.Context) ([]store.TenantRecord, error) { return o.Store.List(ctx) }
 
+func (o *Tenants) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// APIKeyAdmin lists and revokes API keys; *store.APIKeys implements it.
+type APIKeyAdmin interface {
+	ListAPIKeys(ctx context.Context, tenantID string) ([]store.APIKeyRecord, error)
+	GetAPIKey(ctx context.Context, id string) (store.APIKeyRecord, error)
+	RevokeAPIKey(ctx context.Context, id string) error
+}
+
+// API key states, as listed.
+const (
+	KeyActive  = "active"
+	KeyRevoked = "revoked"
+	KeyExpired = "expired"
+)
+
+// APIKeyInfo is what an operator sees of a key: never the key or its hash.
+type APIKeyInfo struct {
+	// Prefix names the key (apikey.DisplayPrefix): the start of the key itself.
+	Prefix                                      string
+	State                                       string
+	CreatedAt, LastUsedAt, ExpiresAt, RevokedAt time.Time
+}
+
+// KeyInfo describes rec at now.
+func KeyInfo(rec store.APIKeyRecord, now time.Time) APIKeyInfo {
+	info := APIKeyInfo{Prefix: apikey.DisplayPrefix(rec.ID), State: KeyActive, CreatedAt: rec.CreatedAt,
+		LastUsedAt: rec.LastUsedAt, ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt}
+	switch {
+	case rec.Revoked():
+		info.State = KeyRevoked
+	case rec.Expired(now):
+		info.State = KeyExpired
+	}
+	return info
+}
+
+// APIKeys lists tenant id's keys, oldest first, revoked and expired ones included.
+func (o *Tenants) APIKeys(ctx context.Context, id string) ([]APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return nil, err
+	}
+	return ListTenantKeys(ctx, o.Keys, id, o.now())
+}
+
+// RevokeAPIKey revokes tenant id's key named prefix, as RevokeTenantKey does.
+func (o *Tenants) RevokeAPIKey(ctx context.Context, id, prefix string) (APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return APIKeyInfo{}, err
+	}
+	return RevokeTenantKey(ctx, o.Keys, id, prefix, o.now())
+}
+
+// ListTenantKeys lists tenantID's keys as they stand at now, oldest first (the CLI and the
+// console show the same).
+func ListTenantKeys(ctx context.Context, keys APIKeyAdmin, tenantID string, now time.Time) ([]APIKeyInfo, error) {
+	recs, err := keys.ListAPIKeys(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]APIKeyInfo, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, KeyInfo(r, now))
+	}
+	return out, nil
+}
+
+// KeyError is a revoke refused: not a key prefix, or not a key of the tenant. Its text is for
+// the operator (it names no secret).
+type KeyError struct{ msg string }
+
+func (e *KeyError) Error() string { return e.msg }
+
+// UserMessage is the text to show the operator.
+func (e *KeyError) UserMessage() string { return e.msg }
+
+// RevokeTenantKey revokes tenantID's key named prefix (apikey.DisplayPrefix, or the bare key id):
+// the api refuses it from the next request. A key of another tenant is "no such key", so a typo
+// in the tenant id never revokes someone else's key. Revoking a revoked key changes nothing.
+func RevokeTenantKey(ctx context.Context, keys APIKeyAdmin, tenantID, prefix string, now time.Time) (APIKeyInfo, error) {
+	keyID, ok := apikey.IDFromPrefix(prefix)
+	if !ok {
+		// The input is not echoed: it may be a whole key pasted by mistake.
+		return APIKeyInfo{}, &KeyError{fmt.Sprintf("not a key prefix: want %s followed by 16 hex digits, as api-keys lists", apikey.Prefix)}
+	}
+	rec, err := keys.GetAPIKey(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != tenantID) {
+		return APIKeyInfo{}, &KeyError{fmt.Sprintf("tenant %s has no key %s", tenantID, apikey.DisplayPrefix(keyID))}
+	}
+	if err != nil {
+		return APIKeyInfo{}, err
+	}
+	if err := keys.RevokeAPIKey(ctx, keyID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	if rec, err = keys.GetAPIKey(ctx, keyID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	return KeyInfo(rec, now), nil
+}
+
 // Show returns one tenant; an error saying so when there is none.
 func (o *Tenants) Show(ctx context.Context, id string) (store.TenantRecord, error) {
 	rec, err := o.Store.Get(ctx, id)
@@ -198,11 +307,7 @@ func (o *Tenants) Invite(ctx context.Context, id string, role tenant.Role) (code
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	expireAt = now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
+	expireAt = o.now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
 	if err := o.Store.CreateInvite(ctx, id, tenant.InviteCodeHash(code), role, expireAt); err != nil {
 		return "", time.Time{}, err
 	}

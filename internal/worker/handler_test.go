@@ -253,7 +253,7 @@ func TestInboundStatusesDeduplicatedAndApplied(t *testing.T) {
 		got := hs.run(tasks.ProcessInboundPath, inboundTask("evt-"+status, whatsapp.SampleStatus(o, status)), attempt{})
 		hs.want(got, 200, map[string]any{"status": "ok", "messages": 0.0, "statuses": 1.0, "tasks_created": 0.0, "tasks_existed": 0.0}, "")
 	}
-	want := []store.StatusUpdate{{Key: key, GraphMessageID: "wamid.out", Status: "delivered"}}
+	want := []store.StatusUpdate{{Key: key, GraphMessageID: "wamid.out", Status: "delivered", PhoneNumberID: whatsapp.DefaultSampleOptions.PhoneNumberID}}
 	if diff := cmp.Diff(want, hs.records.Applied()); diff != "" {
 		t.Errorf("applied statuses (-want, +got); the seen one must be skipped:\n%s", diff)
 	}
