@@ -51,9 +51,14 @@ func NewBudget(limit int64, wait time.Duration) *Budget {
 
 // Reserve charges n bytes, waiting for releases until they fit or ctx ends.
 func (b *Budget) Reserve(ctx context.Context, n int64) error {
+	return b.reserve(ctx, n, b.limit)
+}
+
+// reserve charges n bytes once the bytes in use leave room for them under ceiling.
+func (b *Budget) reserve(ctx context.Context, n, ceiling int64) error {
 	for {
 		b.mu.Lock()
-		if b.used+n <= b.limit {
+		if b.used+n <= ceiling {
 			b.used += n
 			b.peak = max(b.peak, b.used)
 			b.mu.Unlock()
@@ -103,8 +108,10 @@ const firstChunk = 16 << 10
 // has sent. Each buffer is charged to the budget before it is allocated, and an outgrown one stays
 // charged until release: it is garbage the collector has not reclaimed yet, memory all the same.
 // The buffer grows fourfold, and to the whole declared length once half of it has come, so an
-// honest body of n bytes is charged under 1.5n. A buffer that cannot be charged within the
-// budget's wait fails the read with ErrOverloaded. release gives every charged byte back; call it
+// honest body of n bytes is charged under 1.5n. The first buffer (16 KiB at most: a typical
+// delivery's whole body) may use the last eighth of the budget, growth may not, so small bodies
+// are served while large ones wait. A buffer that cannot be charged within the budget's wait
+// fails the read with ErrOverloaded. release gives every charged byte back; call it
 // when done with body, also after an error.
 func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64) (body []byte, release func(), err error) {
 	var charged int64
@@ -125,7 +132,13 @@ func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64)
 				// More than declared: the server's body reader ends it at the declared length.
 				next = int64(cap(buf)) + firstChunk
 			}
-			if err := b.charge(r.Context(), next); err != nil {
+			// A body's first buffer may use the whole budget; growing one may not use the
+			// last eighth, so large bodies never keep a small delivery waiting.
+			ceiling := b.limit
+			if buf != nil {
+				ceiling -= b.limit / 8
+			}
+			if err := b.charge(r.Context(), next, ceiling); err != nil {
 				return nil, release, err
 			}
 			charged += next
@@ -144,11 +157,11 @@ func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64)
 	}
 }
 
-// charge reserves n bytes within the budget's wait.
-func (b *Budget) charge(ctx context.Context, n int64) error {
+// charge reserves n bytes under ceiling within the budget's wait.
+func (b *Budget) charge(ctx context.Context, n, ceiling int64) error {
 	ctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
-	if err := b.Reserve(ctx, n); err != nil {
+	if err := b.reserve(ctx, n, ceiling); err != nil {
 		return fmt.Errorf("%w: %w", ErrOverloaded, err)
 	}
 	return nil

@@ -141,7 +141,7 @@ func TestBodyLimits(t *testing.T) {
 	}
 
 	u, _ := url.Parse(base)
-	up, err := httpservertest.Start(u.Host, "/", nil, 1<<20, 8, 50*time.Millisecond)
+	up, err := httpservertest.Start(u.Host, "/", httpservertest.Options{Declared: 1 << 20, Chunk: 8, Tick: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/httpserver/httpservertest"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/webhook"
@@ -114,28 +115,6 @@ func server(t *testing.T, budget int64) (srv *httptest.Server, arrived *atomic.I
 	return srv, arrived
 }
 
-// heapPeak samples the heap in use until stop is called, which returns the peak.
-func heapPeak() (stop func() uint64) {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	})
-	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
-}
-
 // TestSlowUnsignedUploadsBounded is issue 11's memory attack: 80 concurrent slow 4 MiB uploads
 // (unsigned, or with a well-formed but wrong signature) and, while they are in flight, one valid
 // signed delivery. The valid one is answered within a second and the heap stays under 128 MiB.
@@ -160,7 +139,7 @@ func TestSlowUnsignedUploadsBounded(t *testing.T) {
 			runtime.GC()
 			var base runtime.MemStats
 			runtime.ReadMemStats(&base)
-			peak := heapPeak()
+			peak := httpservertest.HeapPeak()
 
 			stop := make(chan struct{})
 			codes := make(chan int, uploads)

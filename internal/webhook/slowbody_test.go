@@ -34,7 +34,8 @@ func openSlowUploads(t testing.TB, rawURL string, budget *httpserver.Budget, n i
 	header := http.Header{whatsapp.SignatureHeader: {wrongSignature}}
 	uploads := make([]*httpservertest.Upload, 0, n)
 	for range n {
-		up, err := httpservertest.Start(u.Host, u.Path, header, webhook.MaxBodyBytes, 16, 100*time.Millisecond)
+		up, err := httpservertest.Start(u.Host, u.Path, httpservertest.Options{
+			Header: header, Declared: webhook.MaxBodyBytes, Chunk: 16, Tick: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestSlowUploadsCannotLockOutDeliveries(t *testing.T) {
 		d.Bodies, d.BodyGrace = budget, grace
 	}})
 	runtime.GC()
-	peak := heapPeak()
+	peak := httpservertest.HeapPeak()
 	slow := openSlowUploads(t, e.url, budget, uploads)
 
 	status, latency := postSigned(t, http.DefaultClient, e.url, textPayload("wamid.genuine-among-slow"))
@@ -136,7 +137,7 @@ func BenchmarkSlowUploadsMemory(b *testing.B) {
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	peak := heapPeak()
+	peak := httpservertest.HeapPeak()
 	slow := openSlowUploads(b, e.url, budget, uploads)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	var lat []time.Duration

@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,17 +56,34 @@ type Upload struct {
 	err    error
 }
 
-// Start dials addr (host:port), sends a POST of path with header and a declared Content-Length,
-// then writes chunk bytes of filler every tick until the body is complete, the server answers or
-// Close is called. The answer is read as it comes.
-func Start(addr, path string, header http.Header, declared int64, chunk int, tick time.Duration) (*Upload, error) {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+// Options describe a slow upload.
+type Options struct {
+	// From is the local address to dial from ("127.0.0.2"): another client address on loopback.
+	From string
+	// Header is sent with the request's head.
+	Header http.Header
+	// Declared is the body's Content-Length.
+	Declared int64
+	// Chunk bytes of filler are written every Tick.
+	Chunk int
+	Tick  time.Duration
+}
+
+// Start dials addr (host:port) and sends a POST of path with a declared Content-Length, then
+// writes the body slowly until it is complete, the server answers or Close is called. The answer
+// is read as it comes.
+func Start(addr, path string, o Options) (*Upload, error) {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if o.From != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(o.From)}
+	}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nContent-Type: application/json\r\n", path, addr, declared)
-	for k, vs := range header {
+	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nContent-Type: application/json\r\n", path, addr, o.Declared)
+	for k, vs := range o.Header {
 		for _, v := range vs {
 			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
 		}
@@ -75,9 +94,16 @@ func Start(addr, path string, header http.Header, declared int64, chunk int, tic
 		conn.Close()
 		return nil, fmt.Errorf("write request head: %w", err)
 	}
-	go u.trickle(declared, chunk, tick)
+	go u.trickle(o.Declared, o.Chunk, o.Tick)
 	go u.read()
 	return u, nil
+}
+
+// ClientFrom returns an HTTP client whose connections come from the local address from
+// ("127.0.0.3"), so a test on loopback can be several client addresses.
+func ClientFrom(from string) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 8}}
 }
 
 func (u *Upload) trickle(left int64, chunk int, tick time.Duration) {
@@ -129,4 +155,26 @@ func (u *Upload) Close() {
 		close(u.stop)
 		u.conn.Close()
 	})
+}
+
+// HeapPeak samples the heap in use every 5 ms until stop is called, which returns the peak.
+func HeapPeak() (stop func() uint64) {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
 }
