@@ -152,9 +152,10 @@ func (s *Server) Routes() http.Handler {
 		_, _ = io.WriteString(w, "ok")
 	})
 	r.Group(func(r chi.Router) {
-		// Per client address before anything else runs (the key lookup, the body), then the
-		// body's pace: a slow upload is cut off with 408 instead of holding a request.
-		r.Use(s.withAddressLimit, httpserver.BodyLimits{}.Handler)
+		// The body's pace (a slow upload is cut off with 408 instead of holding a request, a
+		// refused one is not waited for), then the limit per client address before anything
+		// else runs (the key lookup, the body).
+		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
 		r.Post("/v1/messages", s.handleSend)
 		r.Get("/v1/messages/{id}", s.handleGet)
 		r.Get(ConnectPath, s.handleConnect)

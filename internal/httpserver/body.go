@@ -188,13 +188,17 @@ func (l BodyLimits) Handler(next http.Handler) http.Handler {
 		l.MinRate = DefaultBodyMinRate
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			// A copy: the server inspects its own request's body after the handler (how much is
-			// left unread) and must still find its own type there.
-			r = r.WithContext(r.Context())
-			r.Body = &pacedBody{body: r.Body, limits: l, rc: http.NewResponseController(w)}
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
 		}
+		b := &pacedBody{body: r.Body, limits: l, rc: http.NewResponseController(w)}
+		// A copy: the server inspects its own request's body after the handler (how much is left
+		// unread) and must still find its own type there.
+		r = r.WithContext(r.Context())
+		r.Body = b
 		next.ServeHTTP(w, r)
+		b.finish()
 	})
 }
 
@@ -207,7 +211,18 @@ type pacedBody struct {
 
 	start time.Time
 	read  int64 // bytes read so far
+	eof   bool
 	err   error // sticky: a body cut off stays cut off
+}
+
+// finish bounds what the server reads of the body after the handler: before answering, it reads
+// what is left when that is under 256 KiB, so a body the handler refused unread (401, 429) must not
+// hold its answer on a slow client for the server's whole read timeout.
+func (b *pacedBody) finish() {
+	if b.eof || b.err != nil {
+		return
+	}
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.limits.Grace))
 }
 
 func (b *pacedBody) Read(p []byte) (int, error) {
@@ -226,6 +241,7 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 	b.read += int64(n)
 	switch {
 	case err == io.EOF:
+		b.eof = true
 		// Done with the connection's reads: the server's own read that notices a client going
 		// away must not run into this body's deadline while the handler still works.
 		_ = b.rc.SetReadDeadline(time.Time{})

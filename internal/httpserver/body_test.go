@@ -154,3 +154,25 @@ func TestBodyLimits(t *testing.T) {
 		t.Errorf("a trickling body read with %v, want ErrBodyTimeout", got.err)
 	}
 }
+
+// TestBodyRefusedUnread: a handler that answers without reading the body (a refused signature or
+// key) is not kept waiting by the server's own read of what is left of a slow body: the answer
+// comes within the grace, not at the server's read timeout.
+func TestBodyRefusedUnread(t *testing.T) {
+	t.Parallel()
+	const grace = 500 * time.Millisecond
+	h := httpserver.BodyLimits{Grace: grace}.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	u, _ := url.Parse(httpservertest.Serve(t, h))
+	// Under the 256 KiB the server reads after a handler before answering.
+	up, err := httpservertest.Start(u.Host, "/", httpservertest.Options{Declared: 100 << 10, Chunk: 8, Tick: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	code, after, err := up.Wait(10 * time.Second)
+	if err != nil || code != http.StatusUnauthorized || after > grace+time.Second {
+		t.Errorf("refused unread: %d after %s (%v), want 401 within %s", code, after, err, grace+time.Second)
+	}
+}

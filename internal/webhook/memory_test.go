@@ -69,6 +69,9 @@ func TestSignatureCheckedBeforeBody(t *testing.T) {
 	}
 }
 
+// filler is what slow bodies send.
+var filler = bytes.Repeat([]byte(" "), 64<<10)
+
 // slowBody trickles size bytes of filler, chunk bytes every tick, until stop closes.
 type slowBody struct {
 	left  int
@@ -86,10 +89,9 @@ func (b *slowBody) Read(p []byte) (int, error) {
 		return 0, io.ErrUnexpectedEOF
 	case <-time.After(b.tick):
 	}
-	n := min(len(p), b.chunk, b.left)
-	for i := range n {
-		p[i] = ' '
-	}
+	// One copy, not a loop: under -race a byte-by-byte fill of 80 uploads' filler costs more CPU
+	// than the server under test.
+	n := copy(p[:min(len(p), b.chunk, b.left)], filler)
 	b.left -= n
 	return n, nil
 }
