@@ -35,7 +35,7 @@ const (
 // stack is the whole pipeline with the api, one tenant "acme" (number, token) and its API key.
 type stack struct {
 	*devstack.Stack
-	t     *testing.T
+	t     testing.TB
 	db    *store.DB
 	creds *operator.Credentials
 	key   string
@@ -43,7 +43,7 @@ type stack struct {
 }
 
 // newStack starts the stack; adjust, when given, changes its options before it starts.
-func newStack(t *testing.T, tenantExtra string, adjust ...func(*devstack.Options)) *stack {
+func newStack(t testing.TB, tenantExtra string, adjust ...func(*devstack.Options)) *stack {
 	t.Helper()
 	host := testenv.FirestoreHost(t)
 	fs, project := testenv.Firestore(t)

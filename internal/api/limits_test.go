@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +35,7 @@ func (k *countingKeys) GetAPIKey(ctx context.Context, id string) (store.APIKeyRe
 }
 
 // newCountedStack is newStack with the api's key lookups counted.
-func newCountedStack(t *testing.T) (*stack, *countingKeys) {
+func newCountedStack(t testing.TB) (*stack, *countingKeys) {
 	keys := &countingKeys{}
 	s := newStack(t, "", func(o *devstack.Options) {
 		o.API = append(o.API, func(d *api.Deps) { keys.KeyReader = d.Keys; d.Keys = keys })
@@ -44,7 +46,7 @@ func newCountedStack(t *testing.T) (*stack, *countingKeys) {
 const templateBody = `{"to":"` + contact + `","type":"template","template":{"name":"hello_world","language":{"code":"en_US"}}}`
 
 // call sends one request from client and returns its status, Retry-After and error code.
-func call(t *testing.T, client *http.Client, method, url, key, body string) (int, string, string) {
+func call(t testing.TB, client *http.Client, method, url, key, body string) (int, string, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -160,6 +162,28 @@ func TestKeyLimited(t *testing.T) {
 	}
 }
 
+// openSlowSends opens n slow POST /v1/messages with the tenant's key, from 127.0.0.10 to 13 (each
+// within its address's burst), declaring the body cap and trickling 16 bytes every 100 ms, and
+// waits until every one has been authenticated: it is in its handler, reading its body.
+func openSlowSends(t testing.TB, s *stack, keys *countingKeys, n int) []*httpservertest.Upload {
+	t.Helper()
+	u, _ := url.Parse(s.APIURL)
+	var slow []*httpservertest.Upload
+	for i := range n {
+		up, err := httpservertest.Start(u.Host, "/v1/messages", httpservertest.Options{
+			From:   "127.0.0.1" + strconv.Itoa(i%4),
+			Header: http.Header{"Authorization": {"Bearer " + s.key}}, Declared: api.MaxBodyBytes, Chunk: 16, Tick: 100 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(up.Close)
+		slow = append(slow, up)
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool { return keys.reads.Load() >= int64(n) }, "the slow uploads were not all authenticated")
+	return slow
+}
+
 // TestSlowUploadsAPI is issue 22 item 7's slow bodies: 80 uploads with a valid key (spread over
 // addresses within their limits) trickle their bodies to POST /v1/messages; a genuine send from
 // another address is answered 202 within a second, and the slow ones are cut off with 408 after
@@ -170,23 +194,9 @@ func TestSlowUploadsAPI(t *testing.T) {
 	}
 	t.Parallel()
 	s, keys := newCountedStack(t)
-	u, _ := url.Parse(s.APIURL)
 	const uploads = 80
 	peak := httpservertest.HeapPeak()
-	var slow []*httpservertest.Upload
-	for i := range uploads {
-		up, err := httpservertest.Start(u.Host, "/v1/messages", httpservertest.Options{
-			From:   "127.0.0.1" + strconv.Itoa(i%4), // 127.0.0.10 to 13: 20 each, within the address burst
-			Header: http.Header{"Authorization": {"Bearer " + s.key}}, Declared: api.MaxBodyBytes, Chunk: 16, Tick: 100 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(up.Close)
-		slow = append(slow, up)
-	}
-	// Each has been authenticated: it is in its handler, reading its body.
-	testenv.Eventually(t, 10*time.Second, func() bool { return keys.reads.Load() >= uploads }, "the slow uploads were not all authenticated")
+	slow := openSlowSends(t, s, keys, uploads)
 	start := time.Now()
 	code, _, errCode := call(t, httpservertest.ClientFrom("127.0.0.20"), http.MethodPost, s.APIURL+"/v1/messages", s.key, templateBody)
 	latency := time.Since(start)
@@ -218,4 +228,32 @@ func TestSlowUploadsAPI(t *testing.T) {
 	if first < 2*time.Second {
 		t.Errorf("a slow upload was cut after %s, before the 2 s grace", first)
 	}
+}
+
+// BenchmarkSlowSendsMemory holds 80 slow POST /v1/messages open and sends genuine messages from
+// another address meanwhile (20 by default: the api's limits cap what one key may send, and the
+// uploads are cut off after 2 s): it reports the heap's peak and the genuine sends' latency
+// (go test -bench SlowSendsMemory -run '^$' -benchtime 20x).
+func BenchmarkSlowSendsMemory(b *testing.B) {
+	s, keys := newCountedStack(b)
+	runtime.GC()
+	peak := httpservertest.HeapPeak()
+	slow := openSlowSends(b, s, keys, 80)
+	client := httpservertest.ClientFrom("127.0.0.21")
+	var lat []float64
+	for b.Loop() {
+		start := time.Now()
+		if code, _, errCode := call(b, client, http.MethodPost, s.APIURL+"/v1/messages", s.key, templateBody); code != http.StatusAccepted {
+			b.Fatalf("genuine send: %d %s", code, errCode)
+		}
+		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+	}
+	heap := peak()
+	for _, up := range slow {
+		up.Close()
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(heap)/(1<<20), "heap-peak-MiB")
+	b.ReportMetric(lat[len(lat)/2], "genuine-p50-ms")
+	b.ReportMetric(lat[len(lat)-1], "genuine-max-ms")
 }
