@@ -20,11 +20,12 @@ const (
 	DefaultBudgetWait  = 500 * time.Millisecond
 )
 
-// ErrBodyTimeout is returned by a limited body whose bytes did not arrive in time: the client fell
-// below the floor rate (408 is the answer).
+// ErrBodyTimeout is returned by a body under BodyLimits whose bytes did not arrive in time: the
+// client fell below the floor rate (408 is the answer).
 var ErrBodyTimeout = errors.New("request body arrived too slowly")
 
-// ErrOverloaded is returned by Budget.ReadAll when a body's bytes could not be charged in time: too many bytes are held by requests in flight (503 is the answer; the client retries).
+// ErrOverloaded is returned by Budget.ReadAll when a body's bytes could not be charged in time:
+// too many bytes are held by requests in flight (503 is the answer; the client retries).
 var ErrOverloaded = errors.New("too many request body bytes in flight")
 
 // Budget bounds the request body bytes a service holds at once. Bytes are charged as they arrive,
@@ -124,10 +125,11 @@ func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64)
 	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
-			next := min(limit, max(4*int64(cap(buf)), firstChunk))
-			if r.ContentLength >= 0 && 2*int64(len(buf)) >= r.ContentLength {
+			next := max(4*int64(cap(buf)), firstChunk)
+			if r.ContentLength >= 0 && (next >= r.ContentLength || 2*int64(len(buf)) >= r.ContentLength) {
 				next = limit
 			}
+			next = min(next, limit)
 			if next <= int64(cap(buf)) {
 				// More than declared: the server's body reader ends it at the declared length.
 				next = int64(cap(buf)) + firstChunk

@@ -33,6 +33,7 @@ func TestBudgetReadAll(t *testing.T) {
 	}{
 		{"small declared", 1000, true, 4 << 20, 1 << 20, nil, func(c int64) bool { return c == 1001 }},
 		{"large declared", 3 << 20, true, 4 << 20, 64 << 20, nil, func(c int64) bool { return c < 3<<20*3/2 }},
+		{"declared at the cap", 4 << 20, true, 4 << 20, 64 << 20, nil, func(c int64) bool { return c < 4<<20*3/2 }},
 		{"chunked", 100 << 10, false, 4 << 20, 64 << 20, nil, func(c int64) bool { return c < 4*100<<10+16<<10 }},
 		{"over the cap", 5 << 20, false, 4 << 20, 64 << 20, func(err error) bool {
 			var mb *http.MaxBytesError
