@@ -121,7 +121,8 @@ func server(t *testing.T, budget int64) (srv *httptest.Server, arrived *atomic.I
 // (unsigned, or with a well-formed but wrong signature) and, while they are in flight, one valid
 // signed delivery. The valid one is answered within a second and the heap stays under 128 MiB.
 // Unsigned uploads are refused before their body is read; wrongly signed ones hold at most
-// MAX_INFLIGHT_BODY_BYTES, the rest answered 503.
+// MAX_INFLIGHT_BODY_BYTES (charged as bytes arrive), the rest answered 503, or 408 when the
+// server reading them all falls under the body's floor rate.
 func TestSlowUnsignedUploadsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 80 slow uploads for a few seconds")
