@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -160,4 +161,33 @@ func BenchmarkSlowUploadsMemory(b *testing.B) {
 	b.ReportMetric(float64(budget.Peak())/(1<<10), "charged-peak-KiB")
 	b.ReportMetric(p[0], "genuine-p50-ms")
 	b.ReportMetric(p[1], "genuine-p95-ms")
+}
+
+// TestBodyBudgetExhausted: with every byte of MAX_INFLIGHT_BODY_BYTES held, a delivery answers
+// 503 overloaded within the budget's wait and creates nothing (Meta redelivers); once the bytes
+// are released the redelivery is accepted.
+func TestBodyBudgetExhausted(t *testing.T) {
+	t.Parallel()
+	budget := httpserver.NewBudget(webhook.MaxBodyBytes, 100*time.Millisecond)
+	e := newEnv(t, envOptions{deps: func(d *webhook.Deps) { d.Bodies = budget }})
+	if err := budget.Reserve(context.Background(), webhook.MaxBodyBytes); err != nil {
+		t.Fatal(err)
+	}
+	body := textPayload("wamid.budget-full")
+	code, answer := e.post(body, nil)
+	if code != http.StatusServiceUnavailable || !strings.Contains(answer, `"error":"overloaded"`) {
+		t.Fatalf("with the budget full: %d %s, want 503 overloaded", code, answer)
+	}
+	e.wantTasks(0)
+	if !strings.Contains(e.logs.String(), `"event":"body_budget_exhausted"`) {
+		t.Error("no body_budget_exhausted log line")
+	}
+	budget.Release(webhook.MaxBodyBytes)
+	if code, answer := e.post(body, nil); code != http.StatusOK {
+		t.Fatalf("redelivery once released: %d %s, want 200", code, answer)
+	}
+	e.wantTasks(1)
+	if n := budget.InUse(); n != 0 {
+		t.Errorf("%d bytes still charged", n)
+	}
 }
