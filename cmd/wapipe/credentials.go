@@ -47,7 +47,15 @@ func credentials(ctx context.Context, ops *operator.Tenants, db *store.DB, c con
 func tenantsCredential(ctx context.Context, verb, id string, ops *operator.Tenants, db *store.DB, c connFlags, kmsKey, publicURL string, stdout, stderr io.Writer) error {
 	creds := credentials(ctx, ops, db, c)
 	if verb != "api-key" {
-		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
+		// A connect link's state is sealed under its own key (the api opens it), a tenant
+		// secret under KMS_KEY_NAME; each verb opens only the key it uses.
+		dev := os.Getenv("APP_ENV") == "dev"
+		tenantKey := &secrets.Config{KMSKeyName: kmsKey, Dev: dev}
+		var stateKey *secrets.Config
+		if verb == "connect-link" {
+			tenantKey, stateKey = nil, &secrets.Config{KMSKeyName: os.Getenv("CONNECT_STATE_KMS_KEY_NAME"), Dev: dev, Variable: "CONNECT_STATE_KMS_KEY_NAME"}
+		}
+		keeper, err := secrets.NewSplit(ctx, tenantKey, stateKey)
 		if err != nil {
 			return fmt.Errorf("secrets: %w", err)
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -17,9 +18,13 @@ type Config struct {
 	config.Base
 
 	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
-	// KMSKeyName seals the tokens Embedded Signup stores and the connect links' state; required
-	// outside dev, where an unset value means the development key.
+	// KMSKeyName seals the tokens Embedded Signup stores (the api only encrypts with it);
+	// required outside dev, where an unset value means the development key.
 	KMSKeyName string `env:"KMS_KEY_NAME"`
+	// ConnectStateKMSKeyName opens (and seals) connect links' states: a key of its own, so that
+	// the public api's right to decrypt ends at states and never reaches tenant secrets.
+	// Required outside dev, where an unset value means the development key.
+	ConnectStateKMSKeyName string `env:"CONNECT_STATE_KMS_KEY_NAME"`
 	// Embedded Signup: all of META_APP_ID, META_CONFIG_ID, PUBLIC_BASE_URL and
 	// WHATSAPP_APP_SECRET (the code exchange's client secret), or none (the connect routes then
 	// say it is not configured).
@@ -105,13 +110,32 @@ func (c *Config) Validate() error {
 	if err := c.Secrets().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.StateSecrets().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 // SignupEnabled reports whether Embedded Signup is configured.
 func (c *Config) SignupEnabled() bool { return c.MetaAppID != "" }
 
-// Secrets is the configuration of the keeper that seals tokens and connect states.
+// Secrets is the configuration of the keeper that seals the tokens Embedded Signup brings.
 func (c *Config) Secrets() secrets.Config {
 	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
+}
+
+// StateSecrets is the configuration of the keeper that opens connect links' states.
+func (c *Config) StateSecrets() secrets.Config {
+	return secrets.Config{KMSKeyName: c.ConnectStateKMSKeyName, Dev: c.IsDev(), Variable: "CONNECT_STATE_KMS_KEY_NAME"}
+}
+
+// OpenKeeper opens the api's keeper: tenant secrets under KMS_KEY_NAME, connect states under
+// CONNECT_STATE_KMS_KEY_NAME (secrets.Split). The caller closes it.
+func (c *Config) OpenKeeper(ctx context.Context) (*secrets.Keeper, error) {
+	tenant, state := c.Secrets(), c.StateSecrets()
+	k, err := secrets.NewSplit(ctx, &tenant, &state)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.NewSplit: %w", err)
+	}
+	return k, nil
 }

@@ -43,6 +43,9 @@ type TenantStore interface {
 	AddPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) ([]string, error)
 	SetAccessToken(ctx context.Context, id string, ciphertext []byte) (store.TenantRecord, error)
 	UseConnectState(ctx context.Context, nonce, tenantID string, expireAt time.Time) error
+	ConnectStateUsed(ctx context.Context, nonce string) (bool, error)
+	CheckPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) error
+	RecordWABAGrants(ctx context.Context, id string, wabas []string) error
 }
 
 // SendStore keeps the send records; *store.Sends implements it.
@@ -91,7 +94,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	if keeper == nil {
 		return Deps{}, errors.New("api.NewDeps: a secrets keeper is required")
 	}
-	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithFilter(traceableGraphCall))}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, "", hc)
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
@@ -158,11 +161,12 @@ func (s *Server) Routes() http.Handler {
 		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
 		r.Post("/v1/messages", s.handleSend)
 		r.Get("/v1/messages/{id}", s.handleGet)
-		r.Get(ConnectPath, s.handleConnect)
+		r.Get(ConnectPath, s.handleConnectPage)
+		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
 		r.Get(CallbackPath, s.handleCallback)
 	})
-	return otelhttp.NewHandler(r, "api",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	return hideSignupSecrets(otelhttp.NewHandler(r, "api",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path })))
 }
 
 var correlationPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

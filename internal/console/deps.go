@@ -59,6 +59,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		},
 		LinkMaker: links,
 		Logger:    logger,
-		Dev:       cfg.IsDev(),
+		Identity:  cfg.Authenticator(IdentityKeys{}),
+		Hosts:     cfg.HostPolicy(),
 	}
 }

@@ -35,8 +35,10 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now is time.Now when nil.
 	Now func() time.Time
-	// Dev shows a fixed operator name when no identity header comes (loopback, no IAP).
-	Dev bool
+	// Identity verifies who the operator is; with none, every request is refused (401).
+	Identity Authenticator
+	// Hosts are the host names the console answers; the zero policy refuses every request (421).
+	Hosts HostPolicy
 }
 
 // Server is the console's HTTP server.
@@ -67,8 +69,8 @@ func NewServer(deps Deps) *Server {
 // protection and the CSRF token.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverPanic, s.withOperator, s.withCSRFCookie)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	r.Use(s.recoverPanic, s.withHost, s.withOperator, s.withCSRFCookie)
+	r.Get(healthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})

@@ -352,7 +352,7 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 	}
 	defer keeper.Close()
 	ts := store.NewTenants(db, store.Options{})
-	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: o.Queues, Sealer: keeper}
+	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: o.Queues, Sealer: keeper, Dev: true}
 	for _, f := range files {
 		rep, err := ops.Apply(ctx, f, false)
 		if err != nil {

@@ -52,6 +52,8 @@ type harness struct {
 	tenants *fakeTenants
 	// noDefault leaves WHATSAPP_ACCESS_TOKEN unset.
 	noDefault bool
+	// deps change the worker's dependencies last, before it is built.
+	deps []func(*worker.Deps)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -81,6 +83,9 @@ func (hs *harness) serve() http.Handler {
 		}
 		if hs.tenants != nil {
 			deps.Tenants, deps.Members, deps.Tokens = hs.tenants, hs.tenants, hs.tenants
+		}
+		for _, f := range hs.deps {
+			f(&deps)
 		}
 		hs.h = worker.NewServer(cfg, deps).Routes()
 	}
