@@ -33,6 +33,39 @@ type Config struct {
 	PublicBaseURL     string `env:"PUBLIC_BASE_URL"`
 	AppSecret         string `env:"WHATSAPP_APP_SECRET"`
 	FacebookDialogURL string `env:"FACEBOOK_DIALOG_URL, default=https://www.facebook.com/v24.0/dialog/oauth"`
+	// Rate limits, per instance: requests a second and burst per client address (before the
+	// API key is looked up, so unknown keys cost no read past it) and per API key (after
+	// authentication). 0 means the default.
+	AddressRate  float64 `env:"API_RATE_PER_ADDRESS, default=20"`
+	AddressBurst int     `env:"API_BURST_PER_ADDRESS, default=40"`
+	KeyRate      float64 `env:"API_RATE_PER_KEY, default=50"`
+	KeyBurst     int     `env:"API_BURST_PER_KEY, default=100"`
+}
+
+// Defaults of the rate limits: a business's server sending a campaign is held by its key's
+// limit (50 a second, Meta's own default throughput per number is 80), and one address may
+// not cost more than 20 key lookups a second.
+const (
+	DefaultAddressRate  = 20
+	DefaultAddressBurst = 40
+	DefaultKeyRate      = 50
+	DefaultKeyBurst     = 100
+)
+
+// SetDefaults fills the rate limits a config built by hand leaves at 0.
+func (c *Config) SetDefaults() {
+	if c.AddressRate == 0 {
+		c.AddressRate = DefaultAddressRate
+	}
+	if c.AddressBurst == 0 {
+		c.AddressBurst = DefaultAddressBurst
+	}
+	if c.KeyRate == 0 {
+		c.KeyRate = DefaultKeyRate
+	}
+	if c.KeyBurst == 0 {
+		c.KeyBurst = DefaultKeyBurst
+	}
 }
 
 // Validate checks the api's values on top of the shared ones.
@@ -61,6 +94,17 @@ func (c *Config) Validate() error {
 			if v.value == "" {
 				errs = append(errs, errors.New(v.name+": required for Embedded Signup (META_APP_ID is set)"))
 			}
+		}
+	}
+	for _, v := range []struct {
+		name  string
+		value float64
+	}{
+		{"API_RATE_PER_ADDRESS", c.AddressRate}, {"API_BURST_PER_ADDRESS", float64(c.AddressBurst)},
+		{"API_RATE_PER_KEY", c.KeyRate}, {"API_BURST_PER_KEY", float64(c.KeyBurst)},
+	} {
+		if v.value < 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive (0 for the default), got %v", v.name, v.value))
 		}
 	}
 	if err := c.Secrets().Validate(); err != nil {

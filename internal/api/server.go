@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -117,6 +120,8 @@ type Server struct {
 	cfg    *Config
 	deps   Deps
 	outbox *outbox.Outbox
+	// byAddress and byKey are the rate limits (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
+	byAddress, byKey *ratelimit.Limiter
 }
 
 // NewServer returns the api service for a validated cfg.
@@ -134,7 +139,12 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Windows != nil {
 		ob.Windows = deps.Windows
 	}
-	return &Server{cfg: cfg, deps: deps, outbox: ob}
+	limits := *cfg
+	limits.SetDefaults()
+	return &Server{cfg: cfg, deps: deps, outbox: ob,
+		byAddress: ratelimit.New(limits.AddressRate, limits.AddressBurst, ratelimit.Options{Now: deps.Now}),
+		byKey:     ratelimit.New(limits.KeyRate, limits.KeyBurst, ratelimit.Options{Now: deps.Now}),
+	}
 }
 
 // Routes returns the service's handler with its middleware.
@@ -145,11 +155,17 @@ func (s *Server) Routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})
-	r.Post("/v1/messages", s.handleSend)
-	r.Get("/v1/messages/{id}", s.handleGet)
-	r.Get(ConnectPath, s.handleConnectPage)
-	r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
-	r.Get(CallbackPath, s.handleCallback)
+	r.Group(func(r chi.Router) {
+		// The body's pace (a slow upload is cut off with 408 instead of holding a request, a
+		// refused one is not waited for), then the limit per client address before anything
+		// else runs (the key lookup, the body).
+		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
+		r.Post("/v1/messages", s.handleSend)
+		r.Get("/v1/messages/{id}", s.handleGet)
+		r.Get(ConnectPath, s.handleConnectPage)
+		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
+		r.Get(CallbackPath, s.handleCallback)
+	})
 	return hideSignupSecrets(otelhttp.NewHandler(r, "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path })))
 }
@@ -180,6 +196,42 @@ func (s *Server) withRequest(next http.Handler) http.Handler {
 	})
 }
 
+// withAddressLimit answers 429 to a client address over API_RATE_PER_ADDRESS. Behind Google's
+// front end (outside dev) the address is the last X-Forwarded-For entry; in dev, the connection's.
+func (s *Server) withAddressLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := s.byAddress.Allow(ratelimit.ClientAddr(r, !s.cfg.IsDev())); !d.OK {
+			s.rateLimited(w, r, d, "address")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// allowKey applies API_RATE_PER_KEY to the request's API key, once authenticated; false when it
+// has answered 429.
+func (s *Server) allowKey(w http.ResponseWriter, r *http.Request) bool {
+	raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	id, _ := apikey.ID(strings.TrimSpace(raw))
+	d := s.byKey.Allow(id)
+	if !d.OK {
+		s.rateLimited(w, r, d, "key")
+	}
+	return d.OK
+}
+
+// rateLimited answers 429 rate_limited with Retry-After in whole seconds. One line is logged per
+// episode (the first refusal since the caller was last served), not one per refused request.
+func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, d ratelimit.Decision, scope string) {
+	if d.First {
+		logging.FromContext(r.Context()).WarnContext(r.Context(), "request refused: rate limit", "event", "api_rate_limited",
+			"scope", scope, "retry_after_ms", d.RetryAfter.Milliseconds())
+	}
+	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeError(w, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs))
+}
+
 func correlationID(ctx context.Context) string {
 	id, _ := ctx.Value(correlationKey{}).(string)
 	return id
@@ -194,6 +246,8 @@ const (
 	CodeIdempotencyKeyReused = outbox.CodeIdempotencyKeyReused
 	CodeNotFound             = "not_found"
 	CodeUnavailable          = "unavailable"
+	// CodeRateLimited answers 429 (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
+	CodeRateLimited = "rate_limited"
 )
 
 // writeError answers {"error":{"code","message"}}.
