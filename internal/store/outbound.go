@@ -241,10 +241,11 @@ func (r *Outbound) MarkRetry(ctx context.Context, key string, definite bool, cod
 }
 
 // ReopenOutbound makes a failed record pending again, so that a replayed dead letter may send.
-// A sent record is never reopened: that reply reached Meta already.
+// A sent record is never reopened: that reply reached Meta already; nor is a failed one whose
+// wamid a status made known (ApplyResult.AcceptedAfterFailure): Meta has that one too.
 func (r *Outbound) ReopenOutbound(ctx context.Context, key string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
-		if rec.State != OutboundFailed {
+		if !rec.Reopenable() {
 			return false
 		}
 		rec.State = OutboundPending
@@ -254,6 +255,12 @@ func (r *Outbound) ReopenOutbound(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// Reopenable reports whether a replay may send the record again: it failed, and Meta never
+// accepted it (no wamid known).
+func (rec OutboundRecord) Reopenable() bool {
+	return rec.State == OutboundFailed && rec.GraphMessageID == ""
 }
 
 // update applies f to the record in a transaction and writes it when f reports a change. f may
@@ -317,8 +324,6 @@ const (
 	// MismatchNotSent: the record is pending (or parked, skipped): nothing was sent for it, so a
 	// status about another wamid cannot settle it.
 	MismatchNotSent = "not_sent"
-	// MismatchFailed: the record failed for good; a status never reopens it.
-	MismatchFailed = "failed"
 )
 
 // ApplyResult says what ApplyStatus did.
@@ -329,6 +334,10 @@ type ApplyResult struct {
 	Applied bool
 	// Reconciled is true when the status proved that a send of unknown outcome reached Meta.
 	Reconciled bool
+	// AcceptedAfterFailure is true when the status proved that Meta accepted a send the record
+	// had given up as failed (its outcome unknown on the last attempt): the record stays failed
+	// but now knows its wamid, so no replay sends it again.
+	AcceptedAfterFailure bool
 	// Mismatch, when set, says why the status may not change the record it names (one of the
 	// Mismatch constants): nothing was changed.
 	Mismatch string
@@ -349,9 +358,9 @@ func statusMismatch(rec OutboundRecord, u StatusUpdate) string {
 		return MismatchMessage
 	}
 	switch rec.State {
-	case OutboundFailed:
-		return MismatchFailed
-	case OutboundSent, OutboundSending:
+	case OutboundSent, OutboundSending, OutboundFailed:
+		// A failed record is never reopened by a status (ApplyStatus keeps it failed); one from
+		// its own number only tells it that Meta has the message.
 		return ""
 	}
 	// pending, parked, skipped: nothing in flight. Only the record's own wamid (checked above)
@@ -394,7 +403,16 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 			return false
 		}
 		changed := false
-		if rec.State != OutboundSent {
+		switch {
+		case rec.State == OutboundFailed:
+			// A status never reopens a failed record. But a send given up with its outcome
+			// unknown may have reached Meta after all: the record keeps the wamid, and a replay
+			// of its dead letter then finds it accepted (ReopenOutbound) and sends nothing.
+			if rec.GraphMessageID == "" {
+				rec.GraphMessageID = u.GraphMessageID
+				res.AcceptedAfterFailure, changed = true, true
+			}
+		case rec.State != OutboundSent:
 			// A status from the record's own number proves Meta accepted a send of unknown
 			// outcome (sending), or names the record's own wamid.
 			rec.State, rec.GraphMessageID, rec.SentAt, rec.Reconciled = OutboundSent, u.GraphMessageID, now, true

@@ -88,8 +88,11 @@ func TestApplyStatus(t *testing.T) {
 		{"failed is terminal", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) }, nil,
 			[]string{"delivered", "failed", "read"}, store.OutboundSent, store.DeliveryFailed, "wamid.out", ""},
 		{"reconciles a send of unknown outcome", func(records) {}, nil, []string{"sent"}, store.OutboundSent, store.DeliverySent, "wamid.out", ""},
-		{"never reopens a record given up as failed", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") }, nil,
-			[]string{"delivered"}, store.OutboundFailed, "", "", store.MismatchFailed},
+		{"never reopens a record given up as failed, but learns Meta has it", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") }, nil,
+			[]string{"delivered"}, store.OutboundFailed, store.DeliveryDelivered, "wamid.out", ""},
+		{"a failed record from another number learns nothing", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") },
+			func(u *store.StatusUpdate) { u.PhoneNumberID = "999" },
+			[]string{"delivered"}, store.OutboundFailed, "", "", store.MismatchNumber},
 		{"never settles a pending record without its wamid", func(r records) { r.MarkRetry(ctx, "k", true, 130429, "throttled") }, nil,
 			[]string{"sent", "read"}, store.OutboundPending, "", "", store.MismatchNotSent},
 		{"another number changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
@@ -156,5 +159,46 @@ func TestRecordStatusOnce(t *testing.T) {
 		if err != nil || fresh != want {
 			t.Fatalf("record %d: fresh=%v err=%v, want %v", i+1, fresh, err, want)
 		}
+	}
+}
+
+// TestReopenOnlyWhatMetaNeverAccepted: a replay reopens a record given up as failed, unless a
+// status from its own number has since shown that Meta accepted the send (outcome unknown on the
+// last attempt, delivered after all): that one stays failed, so the replay sends nothing.
+func TestReopenOnlyWhatMetaNeverAccepted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		status    bool
+		wantState string
+	}{
+		{"failed, never accepted: reopened", false, store.OutboundPending},
+		{"failed, then delivered: stays failed", true, store.OutboundFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := newRecords(t)
+			if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k", PhoneNumberID: "100", TenantID: "acme"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.MarkFailed(ctx, "k", 0, "outcome_unknown"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.status {
+				res, err := r.ApplyStatus(ctx, store.StatusUpdate{Key: "k", GraphMessageID: "wamid.late", Status: store.DeliveryDelivered,
+					PhoneNumberID: "100", TenantID: "acme"})
+				if err != nil || !res.AcceptedAfterFailure {
+					t.Fatalf("ApplyStatus = %+v, %v; want accepted after failure", res, err)
+				}
+			}
+			if err := r.ReopenOutbound(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := r.GetOutbound(ctx, "k")
+			if err != nil || rec.State != tc.wantState {
+				t.Errorf("after reopen: %s, %v; want %s", rec.State, err, tc.wantState)
+			}
+		})
 	}
 }

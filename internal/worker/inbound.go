@@ -337,6 +337,9 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			logger.ErrorContext(ctx, "message delivery failed", append(attrs, "meta_error_code", code, "meta_error_title", title)...)
 		case res.Reconciled:
 			logger.WarnContext(ctx, "status reconciled a send of unknown outcome", attrs...)
+		case res.AcceptedAfterFailure:
+			attrs[1] = "status_after_failure" // the event
+			logger.WarnContext(ctx, "Meta accepted a send given up as failed: it stays failed and is never sent again", attrs...)
 		default:
 			logger.InfoContext(ctx, "status applied", attrs...)
 		}
