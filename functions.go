@@ -45,7 +45,7 @@ func buildWebhook(ctx context.Context) (http.Handler, error) {
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err
 	}
-	c, err := open(ctx, &cfg.Base, "webhook")
+	c, err := open(ctx, &cfg.Base, "webhook", cfg.InboundDatabase())
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func buildWorker(ctx context.Context) (_ http.Handler, err error) {
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err
 	}
-	c, err := open(ctx, &cfg.Base, "worker")
+	c, err := open(ctx, &cfg.Base, "worker", cfg.FirestoreDatabase)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +81,11 @@ func buildWorker(ctx context.Context) (_ http.Handler, err error) {
 	if err != nil {
 		return nil, err
 	}
+	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
+	if err != nil {
+		return nil, err
+	}
+	c.undo.add(closeInbound)
 	return worker.NewServer(&cfg, deps).Routes(), nil
 }
 
@@ -93,8 +98,9 @@ type clients struct {
 	undo cleanup
 }
 
-// open sets up the clients of the named service, and closes what it opened when one fails.
-func open(ctx context.Context, cfg *config.Base, service string) (_ *clients, err error) {
+// open sets up the clients of the named service, its store on database, and closes what it
+// opened when one fails.
+func open(ctx context.Context, cfg *config.Base, service, database string) (_ *clients, err error) {
 	c := &clients{logger: cfg.Logger()}
 	defer func() {
 		if err != nil {
@@ -107,7 +113,7 @@ func open(ctx context.Context, cfg *config.Base, service string) (_ *clients, er
 		return nil, fmt.Errorf("telemetry.Setup: %w", err)
 	}
 	c.undo.add(func() { telemetry.Flush(ctx, shutdownTracing, c.logger) })
-	if c.db, err = store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase); err != nil {
+	if c.db, err = store.Open(ctx, cfg.ProjectID, database); err != nil {
 		return nil, err
 	}
 	c.undo.add(func() { c.db.Close() })

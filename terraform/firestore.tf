@@ -1,5 +1,5 @@
-# The database both services use (FIRESTORE_DATABASE). A project that already has a "(default)"
-# database imports it instead (README.md).
+# The database every service but the webhook uses (FIRESTORE_DATABASE). A project that already has
+# a "(default)" database imports it instead (README.md).
 resource "google_firestore_database" "database" {
   project     = var.project_id
   name        = var.firestore_database
@@ -14,19 +14,38 @@ resource "google_firestore_database" "database" {
   depends_on = [google_project_service.api["firestore.googleapis.com"]]
 }
 
+# The webhook's own database (INBOUND_FIRESTORE_DATABASE): its dedupe markers and the payloads too
+# big for a task, and nothing else. IAM cannot name a collection, but it can name a database, so
+# this is what keeps the public webhook away from tenants, API keys and conversations (iam.tf).
+resource "google_firestore_database" "inbound" {
+  project     = var.project_id
+  name        = var.inbound_firestore_database
+  location_id = local.firestore_location
+  type        = "FIRESTORE_NATIVE"
+
+  # The markers are what keep a delivery from being answered twice.
+  delete_protection_state = "DELETE_PROTECTION_ENABLED"
+  deletion_policy         = "ABANDON"
+
+  depends_on = [google_project_service.api["firestore.googleapis.com"]]
+}
+
 locals {
   # Every collection group whose documents carry expire_at: store.Collections(), including the
-  # payload_chunks subcollection under inbound_events, the invites subcollection under tenants, the
-  # messages under conversations and the call markers (calls) under usage. A TTL policy applies to
-  # one collection group, so each needs its own; terraform_test.go checks this list against the
-  # code. Tenants, phone_numbers, members and the usage counters themselves do not expire.
-  ttl_collection_groups = [
+  # invites subcollection under tenants, the messages under conversations and the call markers
+  # (calls) under usage, split by database: the webhook's (inbound_events and the payload_chunks
+  # under them) and the main one. A TTL policy applies to one collection group of one database,
+  # so each needs its own; terraform_test.go checks these lists against the code. Tenants,
+  # phone_numbers, members and the usage counters themselves do not expire.
+  inbound_ttl_collection_groups = [
     "inbound_events",
+    "payload_chunks",
+  ]
+  ttl_collection_groups = [
     "inbound_traces",
     "outbound_messages",
     "message_statuses",
     "dead_letters",
-    "payload_chunks",
     "invites",
     "conversations",
     "messages",
@@ -53,6 +72,20 @@ resource "google_firestore_field" "expire_at" {
   # sets now + retention) is a write hot spot, as Firestore's TTL guidance warns: an empty
   # index_config switches the single-field indexes off for this field, in every scope (collection
   # and collection group).
+  index_config {}
+}
+
+resource "google_firestore_field" "inbound_expire_at" {
+  for_each = toset(local.inbound_ttl_collection_groups)
+
+  project    = var.project_id
+  database   = google_firestore_database.inbound.name
+  collection = each.value
+  field      = "expire_at"
+
+  ttl_config {}
+
+  # As above: never queried, so no index.
   index_config {}
 }
 

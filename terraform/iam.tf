@@ -62,16 +62,39 @@ resource "google_service_account" "deployer" {
 }
 
 locals {
-  # Project-level roles of the runtime accounts, because nothing narrower exists:
-  #   - logging.logWriter and cloudtrace.agent write logs and traces, which belong to the project;
-  #   - datastore.user is Firestore data access: IAM on Firestore is granted on the project (a
-  #     condition on the database name is the only narrowing, and there is one database here).
+  # Project-level roles of the runtime accounts, because nothing narrower exists: logs and traces
+  # belong to the project.
   runtime_project_roles = merge([
     for service, email in local.runtime_service_accounts : {
-      for role in ["roles/logging.logWriter", "roles/cloudtrace.agent", "roles/datastore.user"] :
+      for role in ["roles/logging.logWriter", "roles/cloudtrace.agent"] :
       "${service}/${role}" => { member = "serviceAccount:${email}", role = role }
     }
   ]...)
+
+  # Firestore data access is granted on the project, and a condition on the database name is the
+  # only narrowing IAM offers (no collection can be named). So the data is split by who may see
+  # it: the public webhook reaches only its own database (markers and payloads); the public api
+  # only the main one; the worker (it reads payloads) and the console (it inspects markers) both.
+  datastore_databases = {
+    webhook = [google_firestore_database.inbound.name]
+    worker  = [google_firestore_database.database.name, google_firestore_database.inbound.name]
+    api     = [google_firestore_database.database.name]
+    console = [google_firestore_database.database.name, google_firestore_database.inbound.name]
+  }
+}
+
+resource "google_project_iam_member" "datastore" {
+  for_each = local.datastore_databases
+
+  project = var.project_id
+  role    = "roles/datastore.user"
+  member  = "serviceAccount:${local.runtime_service_accounts[each.key]}"
+
+  condition {
+    title       = "wapipe firestore databases"
+    description = "Only the Firestore databases this service uses."
+    expression  = join(" || ", [for db in each.value : "resource.name == \"projects/${var.project_id}/databases/${db}\""])
+  }
 }
 
 # The worker's assistant calls Vertex AI Gemini (generateContent) with its own identity.

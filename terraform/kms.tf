@@ -1,6 +1,19 @@
-# Tenant secrets at rest (access tokens, later action secrets) are envelope-encrypted under this
-# key (internal/secrets, KMS_KEY_NAME): each secret has its own data key, sealed by the KMS key.
-# Only the worker decrypts; operators (`wapipe tenants set-token`) only encrypt.
+# Two keys, one per purpose, each in a key ring of its own (a grant on a ring covers every key
+# in it, so a ring-level grant can never spill from one purpose to the other). Grants are on the
+# key only, never on a ring or the project.
+#
+#   tenant-secrets (KMS_KEY_NAME): tenant secrets at rest (access tokens, action secrets),
+#     envelope-encrypted (internal/secrets): each secret has its own data key, sealed by this key.
+#     Decrypt: the worker only (it sends and signs actions). Encrypt only: the api (Embedded
+#     Signup stores a token) and the operators (set-token, action-secret). Nothing for the webhook
+#     and the console.
+#   connect-states (CONNECT_STATE_KMS_KEY_NAME): the state of a connect link (valid one hour).
+#     Encrypt and decrypt: the api (it opens the states). Encrypt only: the console (Reconnect)
+#     and the operators (connect-link). Nothing for the webhook and the worker.
+#
+# So the public services hold no right to read a tenant secret: a compromised api can seal a
+# token, and open connect states, never read a stored token back. terraform/kms_test.go holds the
+# table of these grants.
 resource "google_kms_key_ring" "wapipe" {
   project  = var.project_id
   name     = var.name_prefix
@@ -29,37 +42,63 @@ resource "google_kms_crypto_key" "tenant_secrets" {
   }
 }
 
-locals {
-  # KMS_KEY_NAME: the key's full name (projects/P/locations/L/keyRings/R/cryptoKeys/K), never a
-  # version, so encryption follows rotation.
-  kms_key_name = google_kms_crypto_key.tenant_secrets.id
+resource "google_kms_key_ring" "connect_states" {
+  project  = var.project_id
+  name     = "${var.name_prefix}-connect-states"
+  location = var.region
+
+  depends_on = [google_project_service.api["cloudkms.googleapis.com"]]
 }
 
-# The worker opens tenant tokens to send on their behalf; it never seals them.
-resource "google_kms_crypto_key_iam_member" "worker_decrypts" {
+resource "google_kms_crypto_key" "connect_states" {
+  name     = "connect-states"
+  key_ring = google_kms_key_ring.connect_states.id
+  purpose  = "ENCRYPT_DECRYPT"
+
+  # States live one hour: a new primary version every 30 days is plenty, and losing the key
+  # would only void the links of the hour.
+  rotation_period = "2592000s"
+
+  version_template {
+    algorithm        = "GOOGLE_SYMMETRIC_ENCRYPTION"
+    protection_level = "SOFTWARE"
+  }
+}
+
+locals {
+  # KMS_KEY_NAME and CONNECT_STATE_KMS_KEY_NAME: the keys' full names
+  # (projects/P/locations/L/keyRings/R/cryptoKeys/K), never a version, so encryption follows
+  # rotation.
+  kms_key_name               = google_kms_crypto_key.tenant_secrets.id
+  connect_state_kms_key_name = google_kms_crypto_key.connect_states.id
+}
+
+# The worker opens tenant tokens to send on their behalf, and action secrets to sign action
+# calls; it never seals them.
+resource "google_kms_crypto_key_iam_member" "worker_decrypts_tenant_secrets" {
   crypto_key_id = google_kms_crypto_key.tenant_secrets.id
   role          = "roles/cloudkms.cryptoKeyDecrypter"
   member        = "serviceAccount:${google_service_account.worker.email}"
 }
 
-# The api opens connect links' states (sealed by operators) and seals the tokens Embedded Signup
-# brings.
-resource "google_kms_crypto_key_iam_member" "api_decrypts" {
+# The api seals the tokens Embedded Signup brings; it cannot read one back.
+resource "google_kms_crypto_key_iam_member" "api_encrypts_tenant_secrets" {
   crypto_key_id = google_kms_crypto_key.tenant_secrets.id
-  role          = "roles/cloudkms.cryptoKeyDecrypter"
+  role          = "roles/cloudkms.cryptoKeyEncrypter"
+  member        = "serviceAccount:${google_service_account.api.email}"
+}
+
+# The api opens connect links' states (sealed by operators and the console), and may seal its own.
+resource "google_kms_crypto_key_iam_member" "api_uses_connect_states" {
+  crypto_key_id = google_kms_crypto_key.connect_states.id
+  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
   member        = "serviceAccount:${google_service_account.api.email}"
 }
 
 # The console seals the connect links its Reconnect button makes (as operators do with
-# `wapipe tenants connect-link`); it never opens a secret.
-resource "google_kms_crypto_key_iam_member" "console_encrypts" {
-  crypto_key_id = google_kms_crypto_key.tenant_secrets.id
+# `wapipe tenants connect-link`); it never opens a state nor touches a tenant secret.
+resource "google_kms_crypto_key_iam_member" "console_seals_connect_states" {
+  crypto_key_id = google_kms_crypto_key.connect_states.id
   role          = "roles/cloudkms.cryptoKeyEncrypter"
   member        = "serviceAccount:${google_service_account.console.email}"
-}
-
-resource "google_kms_crypto_key_iam_member" "api_encrypts" {
-  crypto_key_id = google_kms_crypto_key.tenant_secrets.id
-  role          = "roles/cloudkms.cryptoKeyEncrypter"
-  member        = "serviceAccount:${google_service_account.api.email}"
 }

@@ -1,6 +1,7 @@
 # The people or CI identities that run `wapipe tenants apply` and `set-token` (var.operators).
 #   - apply writes tenants (Firestore) and creates or updates each tenant's send queue;
-#   - set-token seals a token with the KMS key (encrypt only: operators cannot read tokens back).
+#   - set-token and action-secret seal with the tenant secrets' key, connect-link with the connect
+#     states' key (encrypt only: operators cannot read a secret back).
 # queueAdmin and datastore.user are project-level: tenant queues are created after Terraform runs,
 # so there is no queue resource to grant on, and Firestore access is granted on the project.
 locals {
@@ -18,10 +19,20 @@ resource "google_project_iam_member" "operators" {
   member  = each.value.member
 }
 
+# Operators seal (set-token, action-secret, connect-link) and never open: encrypt only, on each
+# key. var.operators is best a group, so that people come and go without a Terraform run.
 resource "google_kms_crypto_key_iam_member" "operators_encrypt" {
   for_each = toset(var.operators)
 
   crypto_key_id = google_kms_crypto_key.tenant_secrets.id
+  role          = "roles/cloudkms.cryptoKeyEncrypter"
+  member        = each.value
+}
+
+resource "google_kms_crypto_key_iam_member" "operators_seal_connect_states" {
+  for_each = toset(var.operators)
+
+  crypto_key_id = google_kms_crypto_key.connect_states.id
   role          = "roles/cloudkms.cryptoKeyEncrypter"
   member        = each.value
 }

@@ -54,6 +54,11 @@ output "kms_key_name" {
   value       = local.kms_key_name
 }
 
+output "connect_state_kms_key_name" {
+  description = "CONNECT_STATE_KMS_KEY_NAME: the Cloud KMS key of connect links' states; give it to `wapipe tenants connect-link` (env CONNECT_STATE_KMS_KEY_NAME)."
+  value       = local.connect_state_kms_key_name
+}
+
 output "api_url" {
   description = "The api service's URL (PUBLIC_BASE_URL): POST /v1/messages, and the Embedded Signup redirect URI to register with Meta (+ /integrations/meta/whatsapp/callback)."
   value       = local.api_url

@@ -2,16 +2,18 @@ locals {
   # The secrets the services read, by environment variable, with the services that may read each.
   # A service is granted access to exactly the secrets listed for it here, and services.tf sets
   # the same variables from Secret Manager (terraform_test.go checks that they agree).
-  secret_readers = {
+  secret_readers = merge({
     # The api exchanges Embedded Signup codes with the app secret.
     WHATSAPP_APP_SECRET   = ["webhook", "api"]
     WHATSAPP_VERIFY_TOKEN = ["webhook"]
     # The console replays dead letters: its tasks carry the token like the others.
-    INTERNAL_TASK_TOKEN   = ["webhook", "worker", "api", "console"]
-    WHATSAPP_ACCESS_TOKEN = ["worker"]
+    INTERNAL_TASK_TOKEN = ["webhook", "worker", "api", "console"]
     # One key for every service, so the refs in their logs match (CONTRACT.md, Logs).
     LOG_HASH_KEY = ["webhook", "worker", "api", "console"]
-  }
+    },
+    # The single-tenant default's token, only when there is one (var.single_tenant_default).
+    { for env, readers in { WHATSAPP_ACCESS_TOKEN = ["worker"] } : env => readers if var.single_tenant_default },
+  )
 
   secret_grants = merge([
     for env, readers in local.secret_readers : {
@@ -34,9 +36,11 @@ resource "google_secret_manager_secret" "secret" {
   depends_on = [google_project_service.api["secretmanager.googleapis.com"]]
 }
 
-# A first version, so the services can start (Cloud Run refuses a revision whose secret has no
-# version). Its value is a placeholder, long enough to pass INTERNAL_TASK_TOKEN's length check:
-# the real values are added out of band, so they never enter Terraform state:
+# A first version, so that the secret exists with a version Cloud Run can reference. Its value is
+# a placeholder that every service refuses outside dev (internal/config: a value beginning with
+# "placeholder" stops the service at start-up, naming the variable), so a forgotten secret cannot
+# run in production as a publicly known string. The real values are added out of band, before the
+# services are created (README.md, First deployment), so they never enter Terraform state:
 #
 #   printf %s "$VALUE" | gcloud secrets versions add wapipe-whatsapp-app-secret --data-file=-
 #

@@ -63,6 +63,11 @@ resource "google_cloud_run_v2_service" "worker" {
         value = google_firestore_database.database.name
       }
       env {
+        # The webhook's markers and payloads (firestore.tf).
+        name  = "INBOUND_FIRESTORE_DATABASE"
+        value = google_firestore_database.inbound.name
+      }
+      env {
         name  = "TASKS_LOCATION"
         value = local.tasks_location
       }
@@ -133,12 +138,16 @@ resource "google_cloud_run_v2_service" "worker" {
           }
         }
       }
-      env {
-        name = "WHATSAPP_ACCESS_TOKEN"
-        value_source {
-          secret_key_ref {
-            secret  = google_secret_manager_secret.secret["WHATSAPP_ACCESS_TOKEN"].secret_id
-            version = "latest"
+      # The single-tenant default's token, only when there is one (var.single_tenant_default).
+      dynamic "env" {
+        for_each = var.single_tenant_default ? ["WHATSAPP_ACCESS_TOKEN"] : []
+        content {
+          name = env.value
+          value_source {
+            secret_key_ref {
+              secret  = google_secret_manager_secret.secret[env.value].secret_id
+              version = "latest"
+            }
           }
         }
       }
@@ -231,6 +240,11 @@ resource "google_cloud_run_v2_service" "webhook" {
       env {
         name  = "FIRESTORE_DATABASE"
         value = google_firestore_database.database.name
+      }
+      env {
+        # The webhook's markers and payloads (firestore.tf).
+        name  = "INBOUND_FIRESTORE_DATABASE"
+        value = google_firestore_database.inbound.name
       }
       env {
         name  = "TASKS_LOCATION"
@@ -408,9 +422,14 @@ resource "google_cloud_run_v2_service" "api" {
         value = var.graph_api_base_url
       }
       env {
-        # Embedded Signup seals the tokens it brings, and opens connect links' states (kms.tf).
+        # Embedded Signup seals the tokens it brings: encrypt only on this key (kms.tf).
         name  = "KMS_KEY_NAME"
         value = local.kms_key_name
+      }
+      env {
+        # Connect links' states: the one key the api may decrypt with (kms.tf).
+        name  = "CONNECT_STATE_KMS_KEY_NAME"
+        value = local.connect_state_kms_key_name
       }
       env {
         name  = "META_APP_ID"
@@ -557,6 +576,11 @@ resource "google_cloud_run_v2_service" "console" {
         value = google_firestore_database.database.name
       }
       env {
+        # The webhook's markers and payloads (firestore.tf).
+        name  = "INBOUND_FIRESTORE_DATABASE"
+        value = google_firestore_database.inbound.name
+      }
+      env {
         name  = "TASKS_LOCATION"
         value = local.tasks_location
       }
@@ -570,13 +594,27 @@ resource "google_cloud_run_v2_service" "console" {
         value = local.outbound_queue.name
       }
       env {
-        # Reconnect makes Embedded Signup links to the api, sealed under the tenant secrets key.
+        # Reconnect makes Embedded Signup links to the api, sealed under the connect states' key.
         name  = "PUBLIC_BASE_URL"
         value = local.api_url
       }
       env {
-        name  = "KMS_KEY_NAME"
-        value = local.kms_key_name
+        name  = "CONNECT_STATE_KMS_KEY_NAME"
+        value = local.connect_state_kms_key_name
+      }
+      # Operators are verified, never named by a header: Cloud Run's IAM check verifies each
+      # request's ID token and forwards it with its signature removed, and the console judges its
+      # claims (internal/identity). Its hosts are its run.app names (K_SERVICE, set by Cloud Run);
+      # behind IAP, also set IAP_AUDIENCE and the domain in CONSOLE_HOSTS.
+      env {
+        name  = "OIDC_VERIFIED_BY_PLATFORM"
+        value = "true"
+      }
+      # `gcloud run services proxy` sends a user's ID token minted for gcloud's OAuth clients (the
+      # CLI's and application-default credentials'), not for the service URL.
+      env {
+        name  = "CONSOLE_ID_TOKEN_AUDIENCES"
+        value = "32555940559.apps.googleusercontent.com,764086051850-6qr4p6gpi6hn506pt8ejuq83di341hur.apps.googleusercontent.com"
       }
       # A replay creates the task wapipe replay would: to the worker, with its token and OIDC.
       env {

@@ -279,22 +279,22 @@ func TestServiceEnvironment(t *testing.T) {
 		{
 			service:  "webhook",
 			config:   webhook.Config{},
-			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME"},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME"},
 		},
 		{
 			service:  "console",
 			config:   console.Config{},
-			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME"},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "PUBLIC_BASE_URL", "CONNECT_STATE_KMS_KEY_NAME"},
 		},
 		{
 			service:  "worker",
 			config:   worker.Config{},
-			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL"},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL", "KMS_KEY_NAME"},
 		},
 		{
 			service:  "api",
 			config:   api.Config{},
-			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "META_APP_ID", "META_CONFIG_ID", "PUBLIC_BASE_URL", "FACEBOOK_DIALOG_URL"},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "CONNECT_STATE_KMS_KEY_NAME", "META_APP_ID", "META_CONFIG_ID", "PUBLIC_BASE_URL", "FACEBOOK_DIALOG_URL"},
 		},
 	} {
 		t.Run(tc.service, func(t *testing.T) {
@@ -517,7 +517,9 @@ func TestSecretsComeFromSecretManager(t *testing.T) {
 					t.Errorf("%s: %s: want value_source.secret_key_ref", addr, name)
 					continue
 				}
-				if got, want := m.text(attrExpr(ref.Body, "secret")), fmt.Sprintf("google_secret_manager_secret.secret[%q].secret_id", name); got != want {
+				// In a dynamic env block, env.value is the variable's name.
+				got := strings.Replace(m.text(attrExpr(ref.Body, "secret")), "[env.value]", fmt.Sprintf("[%q]", name), 1)
+				if want := fmt.Sprintf("google_secret_manager_secret.secret[%q].secret_id", name); got != want {
 					t.Errorf("%s: %s: secret = %s, want %s", addr, name, got, want)
 				}
 				if attrExpr(ref.Body, "version") == nil {
@@ -642,13 +644,17 @@ func TestReferencesResolve(t *testing.T) {
 	m := loadModule(t)
 
 	used := map[string]bool{}
-	var check func(owner string, forEach bool, body *hclsyntax.Body, countUse bool)
-	check = func(owner string, forEach bool, body *hclsyntax.Body, countUse bool) {
+	// iterators are the names dynamic blocks bind around body (their label).
+	var check func(owner string, forEach bool, body *hclsyntax.Body, countUse bool, iterators ...string)
+	check = func(owner string, forEach bool, body *hclsyntax.Body, countUse bool, iterators ...string) {
 		for _, a := range sortedAttributes(body) {
 			if a.Name == "type" && strings.HasPrefix(owner, "variable ") {
 				continue // a type constraint, not a reference
 			}
 			for _, tr := range hclsyntax.Variables(a.Expr) {
+				if slices.Contains(iterators, tr.RootName()) {
+					continue
+				}
 				if err := m.resolve(tr, forEach, used, countUse); err != nil {
 					t.Errorf("%s: %s: %s: %v", m.pos(a.Expr), owner, traversalString(tr), err)
 				}
@@ -658,7 +664,11 @@ func TestReferencesResolve(t *testing.T) {
 			if b.Type == "lifecycle" {
 				continue // ignore_changes names attributes, not objects
 			}
-			check(owner, forEach, b.Body, countUse)
+			if b.Type == "dynamic" && len(b.Labels) == 1 {
+				check(owner, forEach, b.Body, countUse, append(slices.Clone(iterators), b.Labels[0])...)
+				continue
+			}
+			check(owner, forEach, b.Body, countUse, iterators...)
 		}
 	}
 	for _, f := range m.bodies {
@@ -797,23 +807,41 @@ var parseModule = sync.OnceValues(func() (*module, error) {
 		Variables: map[string]cty.Value{"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(".")})},
 		Functions: functions(),
 	}
+	// Variables take their default; one without (project_id, image) is unknown, and so is
+	// everything that depends on it.
+	vars := map[string]cty.Value{}
+	for name, v := range m.variables {
+		vars[name] = cty.DynamicVal
+		if def := attrExpr(v.Body, "default"); def != nil {
+			if val, diags := def.Value(m.ctx); !diags.HasErrors() {
+				vars[name] = val
+			}
+		}
+	}
+	m.ctx.Variables["var"] = cty.ObjectVal(vars)
+	evalLocals(m.ctx, m.locals)
+	return m, nil
+})
+
+// evalLocals sets ctx's local to every local that evaluates in ctx, in dependency order (until
+// no more does).
+func evalLocals(ctx *hcl.EvalContext, locals map[string]*hclsyntax.Attribute) {
 	known := map[string]cty.Value{}
 	for progress := true; progress; {
 		progress = false
-		for name, a := range m.locals {
+		for name, a := range locals {
 			if _, ok := known[name]; ok {
 				continue
 			}
-			m.ctx.Variables["local"] = cty.ObjectVal(known)
-			if v, diags := a.Expr.Value(m.ctx); !diags.HasErrors() && v.IsWhollyKnown() {
+			ctx.Variables["local"] = cty.ObjectVal(known)
+			if v, diags := a.Expr.Value(ctx); !diags.HasErrors() && v.IsWhollyKnown() {
 				known[name] = v
 				progress = true
 			}
 		}
 	}
-	m.ctx.Variables["local"] = cty.ObjectVal(known)
-	return m, nil
-})
+	ctx.Variables["local"] = cty.ObjectVal(known)
+}
 
 func loadModule(t *testing.T) *module {
 	t.Helper()
@@ -875,6 +903,7 @@ func functions() map[string]function.Function {
 		"concat":     stdlib.ConcatFunc,
 		"file":       file,
 		"flatten":    stdlib.FlattenFunc,
+		"join":       stdlib.JoinFunc,
 		"keys":       stdlib.KeysFunc,
 		"length":     stdlib.LengthFunc,
 		"lower":      stdlib.LowerFunc,
@@ -996,15 +1025,33 @@ func (m *module) resolve(tr hcl.Traversal, forEach bool, used map[string]bool, c
 func (m *module) serviceEnv(t *testing.T, addr string) map[string]*hclsyntax.Block {
 	t.Helper()
 	env := map[string]*hclsyntax.Block{}
+	add := func(name string, e *hclsyntax.Block) {
+		if env[name] != nil {
+			t.Errorf("%s: %s is set twice", addr, name)
+		}
+		env[name] = e
+	}
 	for _, e := range childBlocks(m.container(t, addr).Body, "env") {
 		name, ok := literalString(attrExpr(e.Body, "name"))
 		if !ok {
 			t.Fatalf("%s: env name %s is not a literal", addr, m.text(attrExpr(e.Body, "name")))
 		}
-		if env[name] != nil {
-			t.Errorf("%s: %s is set twice", addr, name)
+		add(name, e)
+	}
+	// A dynamic "env" over variable names (for_each with the variables' defaults), whose content
+	// is named env.value: each name gets the content block.
+	for _, d := range childBlocks(m.container(t, addr).Body, "dynamic") {
+		contents := childBlocks(d.Body, "content")
+		if len(d.Labels) != 1 || d.Labels[0] != "env" || len(contents) != 1 || m.text(attrExpr(contents[0].Body, "name")) != "env.value" {
+			t.Fatalf("%s: a dynamic block other than dynamic \"env\" { content { name = env.value } }", addr)
 		}
-		env[name] = e
+		names, err := m.eval(attrExpr(d.Body, "for_each"), nil)
+		if err != nil {
+			t.Fatalf("%s: dynamic env for_each: %v", addr, err)
+		}
+		for _, n := range names.AsValueSlice() {
+			add(n.AsString(), contents[0])
+		}
 	}
 	return env
 }

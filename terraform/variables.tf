@@ -47,6 +47,17 @@ variable "firestore_database" {
   }
 }
 
+variable "inbound_firestore_database" {
+  description = "Firestore database of the webhook's dedupe markers and out-of-band payloads (INBOUND_FIRESTORE_DATABASE, collections inbound_events and payload_chunks): the only database the public webhook may reach. Must differ from firestore_database."
+  type        = string
+  default     = "wapipe-inbound"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.inbound_firestore_database))
+    error_message = "inbound_firestore_database must be a database id of 4 to 63 lowercase letters, digits and hyphens."
+  }
+}
+
 variable "name_prefix" {
   description = "Prefix of every named resource: Cloud Run services <prefix>-webhook and <prefix>-worker, service accounts, secrets, the image repository. cloudbuild.yaml's _WEBHOOK_SERVICE and _WORKER_SERVICE must match."
   type        = string
@@ -78,6 +89,12 @@ variable "app_env" {
     condition     = contains(["dev", "staging", "prod"], var.app_env)
     error_message = "app_env must be dev, staging or prod."
   }
+}
+
+variable "single_tenant_default" {
+  description = "Whether the worker serves numbers no tenant owns with a default token (WHATSAPP_ACCESS_TOKEN, from its own secret). false for a deployment of tenants only: there is then no such secret to fill in, and such messages are recorded and logged, not answered. Every service refuses a secret left at its placeholder, so a secret nobody would fill must not exist."
+  type        = bool
+  default     = true
 }
 
 variable "graph_api_base_url" {

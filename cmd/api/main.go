@@ -16,7 +16,6 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/memlimit"
-	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -63,9 +62,11 @@ func realMain(ctx context.Context) error {
 		return fmt.Errorf("taskqueue.New: %w", err)
 	}
 	defer tq.Close()
-	keeper, err := secrets.New(ctx, cfg.Secrets())
+	// Tenant secrets and connect states have a key each (KMS_KEY_NAME, CONNECT_STATE_KMS_KEY_NAME):
+	// this public service may open states but only seal tokens.
+	keeper, err := cfg.OpenKeeper(ctx)
 	if err != nil {
-		return fmt.Errorf("secrets.New: %w", err)
+		return err
 	}
 	defer keeper.Close()
 

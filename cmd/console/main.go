@@ -1,6 +1,8 @@
 // Command console is the operators' web console: a private Cloud Run service (IAM or IAP in
 // front; `gcloud run services proxy wapipe-console` for operators) that shows tenants,
-// conversations, failures and health, and takes the operators' few actions.
+// conversations, failures and health, and takes the operators' few actions. Every request's
+// operator is verified (IAP's assertion or the ID token of Cloud Run's IAM check) and its Host
+// must be one of the console's names.
 package main
 
 import (
@@ -72,13 +74,21 @@ func realMain(ctx context.Context) error {
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
 	var keeper *secrets.Keeper
 	if cfg.PublicBaseURL != "" {
-		if keeper, err = secrets.New(ctx, cfg.Secrets()); err != nil {
-			return fmt.Errorf("secrets.New: %w", err)
+		if keeper, err = cfg.OpenKeeper(ctx); err != nil {
+			return err
 		}
 		defer keeper.Close()
 	}
 
-	srv := console.NewServer(console.NewDeps(&cfg, db, tq, admin, keeper, logger))
+	deps := console.NewDeps(&cfg, db, tq, admin, keeper, logger)
+	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
+	if err != nil {
+		return err
+	}
+	defer closeInbound()
+	srv := console.NewServer(deps)
+	logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
+		"oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform, "cloud_run_service", cfg.Service, "hosts", cfg.Hosts)
 
 	ln, err := net.Listen("tcp", ":"+cfg.Port)
 	if err != nil {

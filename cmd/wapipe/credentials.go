@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/parked"
@@ -42,12 +43,20 @@ func credentials(ctx context.Context, ops *operator.Tenants, db *store.DB, c con
 	}
 }
 
-// tenantsCredential runs api-key, connect-link and action-secret: the value is printed alone on
-// the last line of stdout, the explanation goes to stderr.
-func tenantsCredential(ctx context.Context, verb, id string, ops *operator.Tenants, db *store.DB, c connFlags, kmsKey, publicURL string, stdout, stderr io.Writer) error {
+// tenantsCredential runs api-key (expiring after ttl unless 0), connect-link and action-secret:
+// the value is printed alone on the last line of stdout, the explanation goes to stderr.
+func tenantsCredential(ctx context.Context, verb, id string, ops *operator.Tenants, db *store.DB, c connFlags, kmsKey, publicURL string, ttl time.Duration, stdout, stderr io.Writer) error {
 	creds := credentials(ctx, ops, db, c)
 	if verb != "api-key" {
-		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
+		// A connect link's state is sealed under its own key (the api opens it), a tenant
+		// secret under KMS_KEY_NAME; each verb opens only the key it uses.
+		dev := os.Getenv("APP_ENV") == "dev"
+		tenantKey := &secrets.Config{KMSKeyName: kmsKey, Dev: dev}
+		var stateKey *secrets.Config
+		if verb == "connect-link" {
+			tenantKey, stateKey = nil, &secrets.Config{KMSKeyName: os.Getenv("CONNECT_STATE_KMS_KEY_NAME"), Dev: dev, Variable: "CONNECT_STATE_KMS_KEY_NAME"}
+		}
+		keeper, err := secrets.NewSplit(ctx, tenantKey, stateKey)
 		if err != nil {
 			return fmt.Errorf("secrets: %w", err)
 		}
@@ -56,9 +65,12 @@ func tenantsCredential(ctx context.Context, verb, id string, ops *operator.Tenan
 	}
 	switch verb {
 	case "api-key":
-		key, err := creds.APIKey(ctx, id)
+		key, err := creds.APIKeyExpiring(ctx, id, ttl)
 		if err != nil {
 			return err
+		}
+		if ttl > 0 {
+			fmt.Fprintf(stderr, "expires %s\n", stamp(time.Now().Add(ttl)))
 		}
 		fmt.Fprintf(stderr, "API key for %s (shown once; only its hash is stored). Send it as Authorization: Bearer <key>:\n", id)
 		fmt.Fprintln(stdout, key)

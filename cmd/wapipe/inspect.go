@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
@@ -18,7 +19,8 @@ message id) and its delivery statuses (message_statuses, by the record's graph_m
 dead letters, and the inbound and outbound tasks still in their queues (found by their
 deterministic names). Bodies show an allow-list of fields (types, times, codes, media metadata,
 reply ids); phone numbers and wamids in them appear as their refs, text, names, contact cards,
-locations and Flows responses never.`
+locations and Flows responses never. The markers are read from INBOUND_FIRESTORE_DATABASE when it
+is set (the webhook's own database), else from --database.`
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", inspectUsage)
@@ -54,8 +56,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer queues.Close()
+	// The markers are in the webhook's own database when the deployment has one.
+	markersDB := db
+	if inbound := os.Getenv("INBOUND_FIRESTORE_DATABASE"); inbound != "" && inbound != c.conn.FirestoreDatabase {
+		ic := c.conn
+		ic.FirestoreDatabase = inbound
+		if markersDB, err = ic.Store(ctx); err != nil {
+			return err
+		}
+		defer markersDB.Close()
+	}
 	in := &operator.Inspector{
-		Markers:     store.NewMarkers(db, store.MarkerOptions{EventRef: h.Ref}),
+		Markers:     store.NewMarkers(markersDB, store.MarkerOptions{EventRef: h.Ref}),
 		Traces:      store.NewTraces(db, store.Options{}),
 		Outbound:    store.NewOutbound(db, store.Options{}),
 		Statuses:    store.NewStatuses(db, store.Options{}),

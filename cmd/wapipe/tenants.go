@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -23,9 +24,12 @@ const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [flags]
        wapipe tenants show [flags] ID
        wapipe tenants set-token [--no-verify] [flags] ID   (the token on stdin)
        wapipe tenants invite [--role owner|admin|member] [flags] ID
-       wapipe tenants api-key [flags] ID
+       wapipe tenants api-key [--expires 90d] [flags] ID
+       wapipe tenants api-keys [flags] ID
+       wapipe tenants revoke-key [flags] ID PREFIX
        wapipe tenants connect-link [--public-url URL] [flags] ID
        wapipe tenants action-secret [flags] ID
+       wapipe tenants approve-waba [flags] ID WABA
 
 Manages tenants (Firestore tenants, phone_numbers) and their send queues (wa-out-<id>).
 
@@ -41,10 +45,21 @@ set-token reads the tenant's access token from stdin (a trailing newline is igno
          that needs INTERNAL_TASK_BASE_URL and INTERNAL_TASK_TOKEN when some are parked.
 invite   creates a one-time invite code (valid 7 days) and prints it alone on the last line.
 api-key  creates a key for POST /v1/messages; printed once, alone on the last line (only its
-         hash is stored).
+         hash is stored). --expires makes it stop working after that long: a Go duration or
+         days (90d, 1d12h).
+api-keys one row per key of the tenant: prefix, state (active, revoked, expired), created,
+         last used (to the minute), expires. Never the key.
+revoke-key revokes the tenant's key PREFIX (as api-keys lists it): the api answers 401 to it
+         from the next request.
 connect-link prints a signed link (valid 1 hour, usable once) to the api service's Embedded
-         Signup (PUBLIC_BASE_URL), for the tenant's admin to connect or reconnect WhatsApp.
+         Signup (PUBLIC_BASE_URL), for the tenant's admin to connect or reconnect WhatsApp;
+         sealed with CONNECT_STATE_KMS_KEY_NAME (the development key with APP_ENV=dev).
 action-secret creates or rotates the action signing secret; printed once, alone on the last line.
+approve-waba attaches the WhatsApp Business Account WABA to the tenant with its stored token:
+         subscribes the app to the account's webhooks and adds its numbers (refused, with
+         nothing written, when another tenant owns one); prints the numbers added. Embedded
+         Signup never attaches an account the tenant did not have: it records it as awaiting
+         this approval.
 
 Flags come before the id. The environment is the services': GOOGLE_CLOUD_PROJECT,
 TASKS_LOCATION, FIRESTORE_EMULATOR_HOST, CLOUD_TASKS_EMULATOR_HOST, KMS_KEY_NAME, APP_ENV.`
@@ -73,21 +88,23 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		file, role       string
 		kmsKey, graphURL string
 		dryRun, noVerify bool
+		expires          string
 	)
 	c.register(fs)
 	fs.StringVar(&file, "f", "", "apply: the tenant file (YAML)")
 	fs.BoolVar(&dryRun, "dry-run", false, "apply: say what would change; write nothing")
 	fs.BoolVar(&noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
+	fs.StringVar(&expires, "expires", "", "api-key: the key expires after this long (90d, 720h); default never")
 	fs.StringVar(&role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
 	fs.StringVar(&kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
 	publicURL := fs.String("public-url", os.Getenv("PUBLIC_BASE_URL"), "connect-link: the api service's URL (env PUBLIC_BASE_URL)")
-	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", "https://graph.facebook.com/v24.0"), "set-token: Graph API base URL for debug_token (env GRAPH_API_BASE_URL)")
+	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", "https://graph.facebook.com/v24.0"), "set-token, approve-waba: Graph API base URL (env GRAPH_API_BASE_URL)")
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErrorf("want apply, list, show, set-token, invite, api-key, connect-link or action-secret (see wapipe tenants --help)")
+		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret or approve-waba (see wapipe tenants --help)")
 	}
 	verb, rest := pos[0], pos[1:]
 	switch verb {
@@ -98,12 +115,29 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if verb == "apply" && file == "" {
 			return usageErrorf("apply needs -f FILE")
 		}
-	case "show", "set-token", "invite", "api-key", "connect-link", "action-secret":
+	case "show", "set-token", "invite", "api-key", "api-keys", "connect-link", "action-secret":
 		if len(rest) != 1 {
 			return usageErrorf("%s takes one tenant id", verb)
 		}
+	case "approve-waba":
+		if len(rest) != 2 {
+			return usageErrorf("approve-waba takes a tenant id and a WhatsApp Business Account id")
+		}
+	case "revoke-key":
+		if len(rest) != 2 {
+			return usageErrorf("revoke-key takes a tenant id and a key prefix (see wapipe tenants api-keys ID)")
+		}
 	default:
-		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, connect-link or action-secret", verb)
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret or approve-waba", verb)
+	}
+	var ttl time.Duration
+	if expires != "" {
+		if verb != "api-key" {
+			return usageErrorf("--expires applies to api-key only")
+		}
+		if ttl, err = apikey.ParseTTL(expires); err != nil {
+			return usageErrorf("--expires %v", err)
+		}
 	}
 	var data []byte
 	if verb == "apply" {
@@ -120,7 +154,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
-	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{})}
+	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Keys: store.NewAPIKeys(db, store.Options{}), Dev: os.Getenv("APP_ENV") == "dev"}
 
 	switch verb {
 	case "apply":
@@ -149,7 +183,11 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("read usage: %w", err)
 		}
-		_, err = io.WriteString(stdout, describeTenant(rec)+describeUsage(rec, period, used))
+		grants, err := store.NewTenants(db, store.Options{}).PendingWABAGrants(ctx, rec.Tenant.ID)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used))
 		return err
 	case "set-token":
 		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
@@ -181,8 +219,27 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "released %d parked send(s)\n", released)
 		}
 		return nil
+	case "approve-waba":
+		return tenantsApproveWABA(ctx, store.NewTenants(db, store.Options{}), rest[0], rest[1], kmsKey, graphURL, stdout, stderr)
 	case "api-key", "connect-link", "action-secret":
-		return tenantsCredential(ctx, verb, rest[0], ops, db, c, kmsKey, *publicURL, stdout, stderr)
+		return tenantsCredential(ctx, verb, rest[0], ops, db, c, kmsKey, *publicURL, ttl, stdout, stderr)
+	case "api-keys":
+		keys, err := ops.APIKeys(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			fmt.Fprintf(stderr, "tenant %s has no API key (create one with wapipe tenants api-key %s)\n", rest[0], rest[0])
+			return nil
+		}
+		return writeAPIKeys(stdout, keys)
+	case "revoke-key":
+		info, err := ops.RevokeAPIKey(ctx, rest[0], rest[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s (revoked %s): the api refuses it from the next request\n", info.Prefix, info.State, stamp(info.RevokedAt))
+		return nil
 	case "invite":
 		code, expire, err := ops.Invite(ctx, rest[0], tenant.Role(role))
 		if err != nil {
@@ -193,6 +250,16 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	return nil
+}
+
+// writeAPIKeys prints one row per key, its prefix first, under a header.
+func writeAPIKeys(w io.Writer, keys []operator.APIKeyInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PREFIX\tSTATE\tCREATED\tLAST_USED\tEXPIRES")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.State, stamp(k.CreatedAt), stamp(k.LastUsedAt), stamp(k.ExpiresAt))
+	}
+	return tw.Flush()
 }
 
 // tenantsApply runs apply and prints its outcome: the changes on stdout, or every problem of
@@ -218,6 +285,37 @@ func tenantsApply(ctx context.Context, ops *operator.Tenants, file string, data 
 	case rep.Changed():
 		fmt.Fprintf(stderr, "tenant %s applied: version %d, queue %s\n", rep.ID, rep.Version, rep.Queue.ID)
 	}
+	return nil
+}
+
+// tenantsApproveWABA runs approve-waba: the numbers added on stdout (or "no change"), what it did
+// on stderr.
+func tenantsApproveWABA(ctx context.Context, st *store.Tenants, id, waba, kmsKey, graphURL string, stdout, stderr io.Writer) error {
+	keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
+	if err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	defer keeper.Close()
+	a := &operator.WABAApprover{Store: st, Opener: keeper, GraphURL: graphURL}
+	rep, err := a.Approve(ctx, id, waba)
+	var ps tenant.Problems
+	if errors.As(err, &ps) {
+		for _, p := range ps {
+			fmt.Fprintln(stderr, p.String())
+		}
+		return exitError{code: 1, msg: fmt.Sprintf("account %s not attached to %s: nothing written", waba, id)}
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range rep.Lines() {
+		fmt.Fprintln(stdout, l)
+	}
+	granted := "not granted by a login: attached on your word"
+	if !rep.Granted.IsZero() {
+		granted = "granted by a login at " + stamp(rep.Granted)
+	}
+	fmt.Fprintf(stderr, "account %s (%s) approved for %s: app subscribed, %d number(s), %d added\n", waba, granted, id, len(rep.Numbers), len(rep.Added))
 	return nil
 }
 
@@ -264,6 +362,16 @@ func describeTenant(r store.TenantRecord) string {
 	line("assistant", "%s", t.Assistant.Mode)
 	line("version", "%d (applied %s)", r.Version, stamp(r.AppliedAt))
 	line("updated_at", "%s", stamp(r.UpdatedAt))
+	return b.String()
+}
+
+// describeGrants renders the accounts an Embedded Signup login granted beyond the tenant's, for
+// `show`: they wait for approve-waba.
+func describeGrants(id string, grants []store.WABAGrant) string {
+	var b strings.Builder
+	for _, g := range grants {
+		fmt.Fprintf(&b, "%-16s %s\n", "waba_pending:", fmt.Sprintf("%s (granted %s): not attached; wapipe tenants approve-waba %s %s", g.WABAID, stamp(g.GrantedAt), id, g.WABAID))
+	}
 	return b.String()
 }
 

@@ -66,7 +66,9 @@ func writeFile(t *testing.T, text string) string {
 const sampleFile = "../../tenants/sample.yaml"
 
 func TestTenantsApplyListShow(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the sample's action_url is the local stack's (http, loopback), which
+	// apply accepts only with APP_ENV=dev.
+	t.Setenv("APP_ENV", "dev")
 	e := newTenantEnv(t)
 
 	out, errOut, err := cli(t, e.args("apply", "-f", sampleFile, "--dry-run")...)
@@ -286,7 +288,9 @@ func TestTenantsSetToken(t *testing.T) {
 }
 
 func TestTenantsInvite(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the sample's action_url is the local stack's (http, loopback), which
+	// apply accepts only with APP_ENV=dev.
+	t.Setenv("APP_ENV", "dev")
 	e := newTenantEnv(t)
 	ctx := context.Background()
 	mustCLI(t, e.args("apply", "-f", sampleFile)...)

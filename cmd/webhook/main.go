@@ -50,7 +50,8 @@ func realMain(ctx context.Context) error {
 	}
 	defer telemetry.Flush(ctx, shutdownTracing, logger)
 
-	db, err := store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase)
+	// The webhook keeps markers and payloads only: it opens their database and no other.
+	db, err := store.Open(ctx, cfg.ProjectID, cfg.InboundDatabase())
 	if err != nil {
 		return err
 	}

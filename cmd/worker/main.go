@@ -78,6 +78,11 @@ func realMain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
+	if err != nil {
+		return err
+	}
+	defer closeInbound()
 	srv := worker.NewServer(&cfg, deps)
 
 	ln, err := net.Listen("tcp", ":"+cfg.Port)

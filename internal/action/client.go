@@ -32,9 +32,12 @@ const UserAgent = "wapipe-action/1 (+https://github.com/wapipe/wapipe)"
 // Client makes action calls. Build one per process with NewClient and share it; it is safe
 // for concurrent use.
 type Client struct {
-	hc      *http.Client
-	timeout time.Duration
-	now     func() time.Time
+	hc       *http.Client
+	timeout  time.Duration
+	now      func() time.Time
+	dev      bool
+	resolver Resolver
+	wrap     func(http.RoundTripper) http.RoundTripper
 }
 
 // Option configures a Client.
@@ -43,26 +46,47 @@ type Option func(*Client)
 // WithTimeout bounds each call (answer included) by d instead of DefaultTimeout.
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
-// WithTransport sends calls through rt (for example an otelhttp transport) instead of a clone
-// of http.DefaultTransport. Redirects stay disabled whatever rt is.
-func WithTransport(rt http.RoundTripper) Option {
-	return func(c *Client) { c.hc.Transport = rt }
+// WithTransportWrapper wraps the client's transport (for example in an otelhttp transport).
+// The wrapper must send through the transport it is given, which holds the address checks;
+// redirects stay disabled whatever it does.
+func WithTransportWrapper(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(c *Client) { c.wrap = wrap }
 }
 
-// NewClient returns a client with DefaultTimeout that never follows redirects.
+// WithDev lifts the address checks when dev is true (APP_ENV=dev): the local stack's
+// business endpoint listens on loopback, over http.
+func WithDev(dev bool) Option { return func(c *Client) { c.dev = dev } }
+
+// WithResolver resolves action hosts with r instead of net.DefaultResolver (tests).
+func WithResolver(r Resolver) Option { return func(c *Client) { c.resolver = r } }
+
+// WithClock sets the clock that stamps signatures (and reads Retry-After dates).
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
+
+// NewClient returns a client with DefaultTimeout that never follows redirects and, unless
+// WithDev(true), calls only https:// URLs of public addresses: every address it connects to is
+// checked (CheckAddr) at connection time, after its own DNS resolution, so neither the URL nor
+// a DNS answer can point a call at the metadata server or the internal network.
 func NewClient(opts ...Option) *Client {
-	c := &Client{
-		hc: &http.Client{
-			Transport: http.DefaultTransport.(*http.Transport).Clone(),
-			// The call carries a signature and the user's data: a redirect would replay both
-			// to another address, so the 3xx itself is the answer (Failed).
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		timeout: DefaultTimeout,
-		now:     time.Now,
-	}
+	c := &Client{timeout: DefaultTimeout, now: time.Now}
 	for _, o := range opts {
 		o(c)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if !c.dev {
+		// A proxy would be the address checked, not the business's.
+		tr.Proxy = nil
+		tr.DialContext = newPublicDialer(c.resolver).DialContext
+	}
+	var rt http.RoundTripper = tr
+	if c.wrap != nil {
+		rt = c.wrap(rt)
+	}
+	c.hc = &http.Client{
+		Transport: rt,
+		// The call carries a signature and the user's data: a redirect would replay both
+		// to another address, so the 3xx itself is the answer (Failed).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c
 }
@@ -77,6 +101,11 @@ func (c *Client) Call(ctx context.Context, actionURL string, secret []byte, req 
 	u, msg := checkURL(actionURL)
 	if msg != "" {
 		return failed(&Error{Kind: ErrPermanent, Reason: msg, Err: ErrInvalidURL})
+	}
+	if !c.dev {
+		if err := checkPublicForm(u); err != nil {
+			return failed(notPublicError(err))
+		}
 	}
 	if len(secret) == 0 {
 		return failed(&Error{Kind: ErrPermanent, Reason: "the action secret is empty", Err: ErrInvalidRequest})
@@ -99,9 +128,14 @@ func (c *Client) Call(ctx context.Context, actionURL string, secret []byte, req 
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("User-Agent", UserAgent)
 	hr.Header.Set(HeaderIdempotencyKey, req.ActionID)
-	hr.Header.Set(HeaderSignature, Sign(secret, body))
+	hr.Header.Set(HeaderSignature, Sign(secret, c.now(), req.ActionID, body))
 
 	resp, err := c.hc.Do(hr)
+	if errors.Is(err, ErrNotPublic) {
+		// Asking again would resolve to the same kind of address: permanent, so the worker
+		// dead-letters the action and tells the user instead of retrying it.
+		return failed(notPublicError(err))
+	}
 	if err != nil {
 		return Result{Kind: Retry}, &Error{Kind: ErrRetryable, Reason: transportReason(err, c.timeout), Err: err}
 	}
@@ -127,6 +161,17 @@ func (c *Client) Call(ctx context.Context, actionURL string, secret []byte, req 
 }
 
 func failed(e *Error) (Result, error) { return Result{Kind: Failed}, e }
+
+// notPublicError is the Failed error of a refused address, with the refusal's own text: err
+// may be a *url.Error, which quotes the URL's query.
+func notPublicError(err error) *Error {
+	reason := "the address is not public"
+	var ae *addrError
+	if errors.As(err, &ae) {
+		reason = ae.reason
+	}
+	return &Error{Kind: ErrPermanent, Reason: reason, Err: ErrNotPublic}
+}
 
 // transportReason describes a failed round trip without the URL that *url.Error quotes.
 func transportReason(err error, timeout time.Duration) string {
@@ -181,9 +226,10 @@ func readReply(body io.Reader) (reply, note string) {
 	return reply, note
 }
 
-// CheckURL reports whether raw can be an action URL: an absolute https:// URL, or http:// to
-// a loopback host (127.0.0.1, ::1, localhost) for local development, with no user or
-// password. The error wraps ErrInvalidURL and does not quote raw.
+// CheckURL reports whether raw has the form of an action URL: an absolute https:// URL, or
+// http:// to a loopback host (127.0.0.1, ::1, localhost) for local development, with no user
+// or password. The error wraps ErrInvalidURL and does not quote raw. Outside dev the address
+// must also be public (CheckPublicURL).
 func CheckURL(raw string) error {
 	if _, msg := checkURL(raw); msg != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidURL, msg)

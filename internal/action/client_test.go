@@ -22,6 +22,12 @@ import (
 
 const testSecret = "whsec_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
 
+// devClient is a client as the worker builds it with APP_ENV=dev: the test servers listen on
+// loopback (addr_test.go tests the address checks of the other environments).
+func devClient(opts ...action.Option) *action.Client {
+	return action.NewClient(append(opts, action.WithDev(true))...)
+}
+
 // received is what a test server saw of one call.
 type received struct {
 	method, path string
@@ -55,7 +61,9 @@ func TestCallSendsTheContractRequest(t *testing.T) {
 	t.Parallel()
 	srv, calls := recordingServer(t, nil)
 	req := sampleRequest()
-	if _, err := action.NewClient().Call(context.Background(), srv.URL+"/wapipe/actions?v=1", []byte(testSecret), req); err != nil {
+	sent := time.Unix(1767225600, 0)
+	c0 := devClient(action.WithClock(func() time.Time { return sent }))
+	if _, err := c0.Call(context.Background(), srv.URL+"/wapipe/actions?v=1", []byte(testSecret), req); err != nil {
 		t.Fatal(err)
 	}
 	got := calls()
@@ -69,7 +77,7 @@ func TestCallSendsTheContractRequest(t *testing.T) {
 	wantHeader := map[string]string{
 		"Content-Type":           "application/json",
 		"Idempotency-Key":        "act_01HZX3K9",
-		"X-Wapipe-Signature-256": action.Sign([]byte(testSecret), c.body),
+		"X-Wapipe-Signature-256": action.Sign([]byte(testSecret), sent, "act_01HZX3K9", c.body),
 		"User-Agent":             action.UserAgent,
 	}
 	gotHeader := map[string]string{}
@@ -105,17 +113,17 @@ func TestCallSendsTheContractRequest(t *testing.T) {
 func TestCallSignatureVerifiesOnlyWithTheSecret(t *testing.T) {
 	t.Parallel()
 	srv, calls := recordingServer(t, nil)
-	if _, err := action.NewClient().Call(context.Background(), srv.URL, []byte(testSecret), sampleRequest()); err != nil {
+	if _, err := devClient().Call(context.Background(), srv.URL, []byte(testSecret), sampleRequest()); err != nil {
 		t.Fatal(err)
 	}
 	c := calls()[0]
-	sig := c.header.Get(action.HeaderSignature)
-	if !action.Verify([]byte(testSecret), c.body, sig) {
-		t.Error("signature does not verify with the secret")
+	sig, key := c.header.Get(action.HeaderSignature), c.header.Get(action.HeaderIdempotencyKey)
+	if err := action.Verify([]byte(testSecret), c.body, key, sig, time.Now()); err != nil {
+		t.Errorf("signature does not verify with the secret: %v", err)
 	}
 	other, _ := action.NewSecret()
-	if action.Verify([]byte(other), c.body, sig) {
-		t.Error("signature verifies with another secret")
+	if err := action.Verify([]byte(other), c.body, key, sig, time.Now()); !errors.Is(err, action.ErrSignatureInvalid) {
+		t.Errorf("another secret: Verify = %v, want ErrSignatureInvalid", err)
 	}
 }
 
@@ -193,7 +201,7 @@ func TestCallClassifiesAnswers(t *testing.T) {
 				w.WriteHeader(tc.status)
 				_, _ = io.WriteString(w, tc.body)
 			})
-			got, err := action.NewClient().Call(context.Background(), srv.URL+"/a", []byte(testSecret), sampleRequest())
+			got, err := devClient().Call(context.Background(), srv.URL+"/a", []byte(testSecret), sampleRequest())
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("result (-want, +got):\n%s", diff)
 			}
@@ -250,7 +258,7 @@ func TestCallTimeoutIsRetry(t *testing.T) {
 		}
 	})
 	defer close(release)
-	c := action.NewClient(action.WithTimeout(50 * time.Millisecond))
+	c := devClient(action.WithTimeout(50 * time.Millisecond))
 	got, err := c.Call(context.Background(), srv.URL+"?token=s3cr3t", []byte(testSecret), sampleRequest())
 	if diff := cmp.Diff(action.Result{Kind: action.Retry}, got); diff != "" {
 		t.Errorf("result (-want, +got):\n%s", diff)
@@ -269,7 +277,7 @@ func TestCallNetworkErrorIsRetry(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	got, err := action.NewClient().Call(context.Background(), "http://"+addr+"/a?token=s3cr3t", []byte(testSecret), sampleRequest())
+	got, err := devClient().Call(context.Background(), "http://"+addr+"/a?token=s3cr3t", []byte(testSecret), sampleRequest())
 	if got.Kind != action.Retry {
 		t.Errorf("kind = %s, want retry", got.Kind)
 	}
@@ -285,7 +293,7 @@ func TestCallCanceledIsRetry(t *testing.T) {
 	srv, _ := recordingServer(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	got, err := action.NewClient().Call(ctx, srv.URL, []byte(testSecret), sampleRequest())
+	got, err := devClient().Call(ctx, srv.URL, []byte(testSecret), sampleRequest())
 	if got.Kind != action.Retry || !errors.Is(err, context.Canceled) {
 		t.Errorf("Call = %v, %v; want retry, context.Canceled", got.Kind, err)
 	}
@@ -303,7 +311,7 @@ func TestCallDoesNotFollowRedirects(t *testing.T) {
 			origin, _ := recordingServer(t, func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, elsewhere, status)
 			})
-			got, err := action.NewClient().Call(context.Background(), origin.URL, []byte(testSecret), sampleRequest())
+			got, err := devClient().Call(context.Background(), origin.URL, []byte(testSecret), sampleRequest())
 			if diff := cmp.Diff(action.Result{Kind: action.Failed, HTTPStatus: status}, got); diff != "" {
 				t.Errorf("result (-want, +got):\n%s", diff)
 			}
@@ -343,7 +351,7 @@ func TestCallRefusesInsecureURLs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := action.NewClient().Call(context.Background(), tc.url, []byte(testSecret), sampleRequest())
+			got, err := devClient().Call(context.Background(), tc.url, []byte(testSecret), sampleRequest())
 			if tc.wantErr == nil {
 				if err != nil || got.Kind != action.Done {
 					t.Errorf("Call = %s, %v; want done", got.Kind, err)
@@ -409,7 +417,7 @@ func TestCallRefusesInvalidRequests(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := action.NewClient().Call(context.Background(), srv.URL, []byte(tc.secret), tc.req)
+			got, err := devClient().Call(context.Background(), srv.URL, []byte(tc.secret), tc.req)
 			if got.Kind != action.Failed || !errors.Is(err, action.ErrInvalidRequest) {
 				t.Errorf("Call = %s, %v; want failed, ErrInvalidRequest", got.Kind, err)
 			}
@@ -428,7 +436,7 @@ func TestCallConcurrent(t *testing.T) {
 	srv, calls := recordingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"reply":"done %s"}`, r.Header.Get(action.HeaderIdempotencyKey))
 	})
-	c := action.NewClient()
+	c := devClient()
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -452,8 +460,9 @@ func TestCallConcurrent(t *testing.T) {
 		t.Fatalf("server got %d calls, want %d", len(got), n)
 	}
 	for _, r := range got {
-		if !action.Verify([]byte(testSecret), r.body, r.header.Get(action.HeaderSignature)) {
-			t.Errorf("call %s: signature does not verify", r.header.Get(action.HeaderIdempotencyKey))
+		key := r.header.Get(action.HeaderIdempotencyKey)
+		if err := action.Verify([]byte(testSecret), r.body, key, r.header.Get(action.HeaderSignature), time.Now()); err != nil {
+			t.Errorf("call %s: signature does not verify: %v", key, err)
 		}
 	}
 }
@@ -480,7 +489,13 @@ func TestCallOverHTTPSWithTransportStillRefusesRedirects(t *testing.T) {
 		_, _ = io.WriteString(w, `{"reply":"ok"}`)
 	}))
 	defer srv.Close()
-	c := action.NewClient(action.WithTransport(srv.Client().Transport))
+	// The test server's certificate is trusted through the wrapper, which gets the client's
+	// own transport.
+	c := devClient(action.WithTransportWrapper(func(rt http.RoundTripper) http.RoundTripper {
+		tr := rt.(*http.Transport)
+		tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+		return tr
+	}))
 
 	got, err := c.Call(context.Background(), srv.URL+"/new", []byte(testSecret), sampleRequest())
 	if diff := cmp.Diff(action.Result{Kind: action.Done, Reply: "ok", HTTPStatus: 200}, got); diff != "" || err != nil {

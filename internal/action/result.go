@@ -25,8 +25,9 @@ const (
 	// the call later, no sooner than Result.RetryAfter when it is set, with the same Request;
 	// after the last attempt, tell the user a localized action error.
 	Retry
-	// Failed: the call cannot succeed as it is (invalid URL or request, a redirect, an
-	// unexpected status). Tell the user a localized action error. Do not retry.
+	// Failed: the call cannot succeed as it is (invalid URL or request, outside dev an address
+	// that is not public, a redirect, an unexpected status). Tell the user a localized action
+	// error. Do not retry.
 	Failed
 )
 
@@ -83,6 +84,8 @@ var (
 	ErrRedirect = errors.New("action URL answered a redirect")
 	// ErrUnexpectedStatus: the answer's status is outside 200–599 and means nothing here.
 	ErrUnexpectedStatus = errors.New("unexpected HTTP status")
+	// ErrNotPublic (addr.go): outside dev, the URL is not https:// or its host is, or
+	// resolves to, an address that is not public. No connection was made.
 )
 
 // Error is a call that ended in Retry or Failed.

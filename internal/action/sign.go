@@ -6,8 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Header names of an action call.
@@ -16,8 +19,9 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
-// SignaturePrefix starts every X-Wapipe-Signature-256 value.
-const SignaturePrefix = "sha256="
+// SignatureTolerance is how old (or how far ahead of the business's clock) a signature's
+// timestamp may be: a captured call replayed later than this is refused.
+const SignatureTolerance = 5 * time.Minute
 
 // SecretPrefix starts every secret NewSecret makes, so a leaked one is recognisable (secret
 // scanners) and cannot be mistaken for another credential.
@@ -25,6 +29,15 @@ const SecretPrefix = "whsec_"
 
 // secretBytes is the entropy of a secret: 256 bits, the strength of the HMAC-SHA256 it keys.
 const secretBytes = 32
+
+// The reasons Verify refuses a signature, for errors.Is.
+var (
+	// ErrSignatureInvalid: the header is missing or malformed, or no v1 matches.
+	ErrSignatureInvalid = errors.New("action signature does not verify")
+	// ErrSignatureStale: the signature matches but its t is more than SignatureTolerance away
+	// from now (a replay).
+	ErrSignatureStale = errors.New("action signature timestamp outside the tolerance")
+)
 
 // NewSecret returns a new action secret: "whsec_" and 43 base64url characters (256 random
 // bits). It is printed once by `wapipe tenants action-secret`; the HMAC key is the bytes of
@@ -37,34 +50,67 @@ func NewSecret() (string, error) {
 	return SecretPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// Sign returns the X-Wapipe-Signature-256 value for body: "sha256=" and the lowercase hex
-// HMAC-SHA256 of body keyed with secret.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	var sum [sha256.Size]byte
-	var out [len(SignaturePrefix) + 2*sha256.Size]byte
-	copy(out[:], SignaturePrefix)
-	hex.Encode(out[len(SignaturePrefix):], m.Sum(sum[:0]))
-	return string(out[:])
+// Sign returns the X-Wapipe-Signature-256 value of a call sent at t (Stripe's scheme):
+// "t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<idempotencyKey>.<body>">", keyed
+// with secret. The timestamp and the key are under the MAC, so a captured call can neither be
+// replayed after the tolerance nor have its Idempotency-Key changed to run the action again.
+func Sign(secret []byte, t time.Time, idempotencyKey string, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, idempotencyKey, body))
 }
 
-// Verify reports whether header (an X-Wapipe-Signature-256 value) is the signature of body
-// with secret. The comparison takes constant time; the hex may be in either case. An empty
-// secret verifies nothing.
-func Verify(secret, body []byte, header string) bool {
-	if len(secret) == 0 {
-		return false
-	}
-	h, ok := strings.CutPrefix(strings.TrimSpace(header), SignaturePrefix)
-	if !ok || len(h) != 2*sha256.Size {
-		return false
-	}
-	got, err := hex.DecodeString(h)
-	if err != nil {
-		return false
-	}
+func mac(secret []byte, ts, idempotencyKey string, body []byte) []byte {
 	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write([]byte(idempotencyKey))
+	m.Write([]byte{'.'})
 	m.Write(body)
-	return hmac.Equal(m.Sum(nil), got)
+	return m.Sum(nil)
+}
+
+// Verify checks header (an X-Wapipe-Signature-256 value) against the raw body and the
+// Idempotency-Key of a call received at now: one of its v1 values (several may be sent) must
+// be the HMAC with secret, compared in constant time, and its t within SignatureTolerance of
+// now. Unknown schemes (v0…) are ignored. It returns nil, or an error that errors.Is
+// ErrSignatureInvalid or ErrSignatureStale. An empty secret verifies nothing.
+func Verify(secret, body []byte, idempotencyKey, header string, now time.Time) error {
+	if len(secret) == 0 {
+		return fmt.Errorf("%w: no secret to verify with", ErrSignatureInvalid)
+	}
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			if ts != "" {
+				return fmt.Errorf("%w: more than one t", ErrSignatureInvalid)
+			}
+			ts = v
+		case "v1":
+			if b, err := hex.DecodeString(v); err == nil && len(b) == sha256.Size {
+				sigs = append(sigs, b)
+			}
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	switch {
+	case err != nil || sec < 0 || ts[0] == '+':
+		return fmt.Errorf("%w: want t=<unix seconds>", ErrSignatureInvalid)
+	case len(sigs) == 0:
+		return fmt.Errorf("%w: want v1=<hex HMAC-SHA256>", ErrSignatureInvalid)
+	}
+	want := mac(secret, ts, idempotencyKey, body)
+	ok := false
+	for _, s := range sigs {
+		ok = hmac.Equal(want, s) || ok
+	}
+	if !ok {
+		return fmt.Errorf("%w: no v1 matches", ErrSignatureInvalid)
+	}
+	if age := now.Sub(time.Unix(sec, 0)); age > SignatureTolerance || age < -SignatureTolerance {
+		return fmt.Errorf("%w: t is %s from now", ErrSignatureStale, age.Round(time.Second))
+	}
+	return nil
 }

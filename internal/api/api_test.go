@@ -35,23 +35,28 @@ const (
 // stack is the whole pipeline with the api, one tenant "acme" (number, token) and its API key.
 type stack struct {
 	*devstack.Stack
-	t     *testing.T
+	t     testing.TB
 	db    *store.DB
 	creds *operator.Credentials
 	key   string
 	logs  *testenv.LogBuffer
 }
 
-func newStack(t *testing.T, tenantExtra string) *stack {
+// newStack starts the stack; adjust, when given, changes its options before it starts.
+func newStack(t testing.TB, tenantExtra string, adjust ...func(*devstack.Options)) *stack {
 	t.Helper()
 	host := testenv.FirestoreHost(t)
 	fs, project := testenv.Firestore(t)
 	logs := &testenv.LogBuffer{}
 	queues := testenv.FastQueues(t)
-	st, err := devstack.Start(context.Background(), devstack.Options{
+	opts := devstack.Options{
 		FirestoreHost: host, Project: project, Queues: queues, NoTenants: true,
 		Logs: func(string) io.Writer { return logs },
-	})
+	}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	st, err := devstack.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("devstack.Start: %v", err)
 	}

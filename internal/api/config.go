@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
@@ -16,9 +18,13 @@ type Config struct {
 	config.Base
 
 	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
-	// KMSKeyName seals the tokens Embedded Signup stores and the connect links' state; required
-	// outside dev, where an unset value means the development key.
+	// KMSKeyName seals the tokens Embedded Signup stores (the api only encrypts with it);
+	// required outside dev, where an unset value means the development key.
 	KMSKeyName string `env:"KMS_KEY_NAME"`
+	// ConnectStateKMSKeyName opens (and seals) connect links' states: a key of its own, so that
+	// the public api's right to decrypt ends at states and never reaches tenant secrets.
+	// Required outside dev, where an unset value means the development key.
+	ConnectStateKMSKeyName string `env:"CONNECT_STATE_KMS_KEY_NAME"`
 	// Embedded Signup: all of META_APP_ID, META_CONFIG_ID, PUBLIC_BASE_URL and
 	// WHATSAPP_APP_SECRET (the code exchange's client secret), or none (the connect routes then
 	// say it is not configured).
@@ -27,6 +33,39 @@ type Config struct {
 	PublicBaseURL     string `env:"PUBLIC_BASE_URL"`
 	AppSecret         string `env:"WHATSAPP_APP_SECRET"`
 	FacebookDialogURL string `env:"FACEBOOK_DIALOG_URL, default=https://www.facebook.com/v24.0/dialog/oauth"`
+	// Rate limits, per instance: requests a second and burst per client address (before the
+	// API key is looked up, so unknown keys cost no read past it) and per API key (after
+	// authentication). 0 means the default.
+	AddressRate  float64 `env:"API_RATE_PER_ADDRESS, default=20"`
+	AddressBurst int     `env:"API_BURST_PER_ADDRESS, default=40"`
+	KeyRate      float64 `env:"API_RATE_PER_KEY, default=50"`
+	KeyBurst     int     `env:"API_BURST_PER_KEY, default=100"`
+}
+
+// Defaults of the rate limits: a business's server sending a campaign is held by its key's
+// limit (50 a second, Meta's own default throughput per number is 80), and one address may
+// not cost more than 20 key lookups a second.
+const (
+	DefaultAddressRate  = 20
+	DefaultAddressBurst = 40
+	DefaultKeyRate      = 50
+	DefaultKeyBurst     = 100
+)
+
+// SetDefaults fills the rate limits a config built by hand leaves at 0.
+func (c *Config) SetDefaults() {
+	if c.AddressRate == 0 {
+		c.AddressRate = DefaultAddressRate
+	}
+	if c.AddressBurst == 0 {
+		c.AddressBurst = DefaultAddressBurst
+	}
+	if c.KeyRate == 0 {
+		c.KeyRate = DefaultKeyRate
+	}
+	if c.KeyBurst == 0 {
+		c.KeyBurst = DefaultKeyBurst
+	}
 }
 
 // Validate checks the api's values on top of the shared ones.
@@ -57,7 +96,21 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for _, v := range []struct {
+		name  string
+		value float64
+	}{
+		{"API_RATE_PER_ADDRESS", c.AddressRate}, {"API_BURST_PER_ADDRESS", float64(c.AddressBurst)},
+		{"API_RATE_PER_KEY", c.KeyRate}, {"API_BURST_PER_KEY", float64(c.KeyBurst)},
+	} {
+		if v.value < 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive (0 for the default), got %v", v.name, v.value))
+		}
+	}
 	if err := c.Secrets().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.StateSecrets().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -66,7 +119,23 @@ func (c *Config) Validate() error {
 // SignupEnabled reports whether Embedded Signup is configured.
 func (c *Config) SignupEnabled() bool { return c.MetaAppID != "" }
 
-// Secrets is the configuration of the keeper that seals tokens and connect states.
+// Secrets is the configuration of the keeper that seals the tokens Embedded Signup brings.
 func (c *Config) Secrets() secrets.Config {
 	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
+}
+
+// StateSecrets is the configuration of the keeper that opens connect links' states.
+func (c *Config) StateSecrets() secrets.Config {
+	return secrets.Config{KMSKeyName: c.ConnectStateKMSKeyName, Dev: c.IsDev(), Variable: "CONNECT_STATE_KMS_KEY_NAME"}
+}
+
+// OpenKeeper opens the api's keeper: tenant secrets under KMS_KEY_NAME, connect states under
+// CONNECT_STATE_KMS_KEY_NAME (secrets.Split). The caller closes it.
+func (c *Config) OpenKeeper(ctx context.Context) (*secrets.Keeper, error) {
+	tenant, state := c.Secrets(), c.StateSecrets()
+	k, err := secrets.NewSplit(ctx, &tenant, &state)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.NewSplit: %w", err)
+	}
+	return k, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
@@ -222,6 +223,9 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, int, er
 	if errors.As(err, &tooBig) {
 		return req, http.StatusRequestEntityTooLarge, fmt.Errorf("body: at most %d bytes", MaxBodyBytes)
 	}
+	if errors.Is(err, httpserver.ErrBodyTimeout) {
+		return req, http.StatusRequestTimeout, errors.New("body: did not arrive in time")
+	}
 	if err != nil {
 		return req, http.StatusBadRequest, errors.New("body: could not be read")
 	}
@@ -259,6 +263,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	tenantID, err := s.authenticate(r)
 	if err != nil {
 		s.authFailed(w, r, err)
+		return
+	}
+	if !s.allowKey(w, r) {
 		return
 	}
 	ctx, logger = logging.With(ctx, "tenant_id", tenantID)
@@ -318,6 +325,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	tenantID, err := s.authenticate(r)
 	if err != nil {
 		s.authFailed(w, r, err)
+		return
+	}
+	if !s.allowKey(w, r) {
 		return
 	}
 	id := chi.URLParam(r, "id")

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,17 +21,20 @@ import (
 
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
 
-// KeyReader reads API keys; *store.APIKeys implements it.
+// KeyReader reads API keys and records their use; *store.APIKeys implements it.
 type KeyReader interface {
 	GetAPIKey(ctx context.Context, id string) (store.APIKeyRecord, error)
+	TouchAPIKey(ctx context.Context, rec store.APIKeyRecord) error
 }
 
 // TenantStore reads tenants and, for Embedded Signup, registers their numbers and token;
@@ -40,6 +44,9 @@ type TenantStore interface {
 	AddPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) ([]string, error)
 	SetAccessToken(ctx context.Context, id string, ciphertext []byte) (store.TenantRecord, error)
 	UseConnectState(ctx context.Context, nonce, tenantID string, expireAt time.Time) error
+	ConnectStateUsed(ctx context.Context, nonce string) (bool, error)
+	CheckPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) error
+	RecordWABAGrants(ctx context.Context, id string, wabas []string) error
 }
 
 // SendStore keeps the send records; *store.Sends implements it.
@@ -88,7 +95,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	if keeper == nil {
 		return Deps{}, errors.New("api.NewDeps: a secrets keeper is required")
 	}
-	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport)}
+	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithFilter(traceableGraphCall))}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, "", hc)
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
@@ -113,6 +120,8 @@ type Server struct {
 	cfg    *Config
 	deps   Deps
 	outbox *outbox.Outbox
+	// byAddress and byKey are the rate limits (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
+	byAddress, byKey *ratelimit.Limiter
 }
 
 // NewServer returns the api service for a validated cfg.
@@ -130,7 +139,12 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Windows != nil {
 		ob.Windows = deps.Windows
 	}
-	return &Server{cfg: cfg, deps: deps, outbox: ob}
+	limits := *cfg
+	limits.SetDefaults()
+	return &Server{cfg: cfg, deps: deps, outbox: ob,
+		byAddress: ratelimit.New(limits.AddressRate, limits.AddressBurst, ratelimit.Options{Now: deps.Now}),
+		byKey:     ratelimit.New(limits.KeyRate, limits.KeyBurst, ratelimit.Options{Now: deps.Now}),
+	}
 }
 
 // Routes returns the service's handler with its middleware.
@@ -141,12 +155,19 @@ func (s *Server) Routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})
-	r.Post("/v1/messages", s.handleSend)
-	r.Get("/v1/messages/{id}", s.handleGet)
-	r.Get(ConnectPath, s.handleConnect)
-	r.Get(CallbackPath, s.handleCallback)
-	return otelhttp.NewHandler(r, "api",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	r.Group(func(r chi.Router) {
+		// The body's pace (a slow upload is cut off with 408 instead of holding a request, a
+		// refused one is not waited for), then the limit per client address before anything
+		// else runs (the key lookup, the body).
+		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
+		r.Post("/v1/messages", s.handleSend)
+		r.Get("/v1/messages/{id}", s.handleGet)
+		r.Get(ConnectPath, s.handleConnectPage)
+		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
+		r.Get(CallbackPath, s.handleCallback)
+	})
+	return hideSignupSecrets(otelhttp.NewHandler(r, "api",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path })))
 }
 
 var correlationPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
@@ -175,6 +196,42 @@ func (s *Server) withRequest(next http.Handler) http.Handler {
 	})
 }
 
+// withAddressLimit answers 429 to a client address over API_RATE_PER_ADDRESS. Behind Google's
+// front end (outside dev) the address is the last X-Forwarded-For entry; in dev, the connection's.
+func (s *Server) withAddressLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := s.byAddress.Allow(ratelimit.ClientAddr(r, !s.cfg.IsDev())); !d.OK {
+			s.rateLimited(w, r, d, "address")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// allowKey applies API_RATE_PER_KEY to the request's API key, once authenticated; false when it
+// has answered 429.
+func (s *Server) allowKey(w http.ResponseWriter, r *http.Request) bool {
+	raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	id, _ := apikey.ID(strings.TrimSpace(raw))
+	d := s.byKey.Allow(id)
+	if !d.OK {
+		s.rateLimited(w, r, d, "key")
+	}
+	return d.OK
+}
+
+// rateLimited answers 429 rate_limited with Retry-After in whole seconds. One line is logged per
+// episode (the first refusal since the caller was last served), not one per refused request.
+func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, d ratelimit.Decision, scope string) {
+	if d.First {
+		logging.FromContext(r.Context()).WarnContext(r.Context(), "request refused: rate limit", "event", "api_rate_limited",
+			"scope", scope, "retry_after_ms", d.RetryAfter.Milliseconds())
+	}
+	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeError(w, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs))
+}
+
 func correlationID(ctx context.Context) string {
 	id, _ := ctx.Value(correlationKey{}).(string)
 	return id
@@ -189,6 +246,8 @@ const (
 	CodeIdempotencyKeyReused = outbox.CodeIdempotencyKeyReused
 	CodeNotFound             = "not_found"
 	CodeUnavailable          = "unavailable"
+	// CodeRateLimited answers 429 (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
+	CodeRateLimited = "rate_limited"
 )
 
 // writeError answers {"error":{"code","message"}}.
@@ -210,10 +269,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // errUnauthenticated is every failed authentication: the answer never says which part failed.
-var errUnauthenticated = errors.New("missing, unknown or revoked API key")
+var errUnauthenticated = errors.New("missing, unknown, revoked or expired API key")
 
 // authenticate returns the tenant of the request's API key (Authorization: Bearer wpk_…): the
-// key's id finds its record, and its hash, compared in constant time, proves it.
+// key's id finds its record, and its hash, compared in constant time, proves it. The record is
+// read on every request, never cached, so a revocation refuses the very next request on every
+// instance (one document read by id, a few milliseconds).
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
@@ -230,8 +291,12 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !apikey.Match(strings.TrimSpace(raw), rec.Hash) || rec.Revoked() {
+	if !apikey.Match(strings.TrimSpace(raw), rec.Hash) || !rec.Usable(s.deps.Now()) {
 		return "", errUnauthenticated
+	}
+	if err := s.deps.Keys.TouchAPIKey(r.Context(), rec); err != nil {
+		// last_used_at informs operators; it never decides a request.
+		logging.FromContext(r.Context()).WarnContext(r.Context(), "api key use not recorded", "event", "api_key_touch_failed", "error", err)
 	}
 	return rec.TenantID, nil
 }

@@ -10,7 +10,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Prefix starts every key, so a leaked key is recognisable (secret scanners).
@@ -56,4 +58,49 @@ func Hash(key string) string {
 // Match reports, in constant time, whether key hashes to hash.
 func Match(key, hash string) bool {
 	return subtle.ConstantTimeCompare([]byte(Hash(key)), []byte(hash)) == 1
+}
+
+// DisplayPrefix is how operators name a key (wapipe tenants api-keys, revoke-key, the console):
+// Prefix and the key's id. It identifies the key and proves nothing.
+func DisplayPrefix(id string) string { return Prefix + id }
+
+// IDFromPrefix returns the key id a DisplayPrefix (or the bare id) names, and false when s is
+// neither. A whole key is refused too: it must not be typed where prefixes go.
+func IDFromPrefix(s string) (string, bool) {
+	id := strings.TrimPrefix(s, Prefix)
+	if len(id) != idLen || strings.ToLower(id) != id {
+		return "", false
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// ParseTTL parses a key's lifetime: a Go duration ("720h", "90m") or a whole number of days
+// with a d suffix, optionally followed by a Go duration ("90d", "1d12h"). It must be positive.
+func ParseTTL(s string) (time.Duration, error) {
+	orig := s
+	var days time.Duration
+	hasDays := false
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		hasDays = true
+		n, err := strconv.ParseUint(s[:i], 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90d, 36h or 1d12h", orig)
+		}
+		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
+	}
+	var rest time.Duration
+	if s != "" || !hasDays {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90d, 36h or 1d12h", orig)
+		}
+		rest = d
+	}
+	if days+rest <= 0 {
+		return 0, fmt.Errorf("%q: must be positive", orig)
+	}
+	return days + rest, nil
 }

@@ -8,9 +8,11 @@
 //
 // Engine.Turn handles, in this order:
 //
-//   - mode ack: the tenant's ack_text, or the localized acknowledgement; no guardrails.
+//   - mode ack: the rate limits below, then the tenant's ack_text, or the localized
+//     acknowledgement.
 //   - an answer to the pending action (the confirm_yes / confirm_no buttons, or a whole-message
-//     confirming or rejecting word, see i18n.IsConfirm): confirm → an ActionRequest with the
+//     confirming or rejecting word, see i18n.IsConfirm; a tap on any other button is an
+//     ordinary message, whatever its title says): confirm → an ActionRequest with the
 //     pending action's id and no reply (the action step sends the one message the user gets);
 //     reject → "cancelled"; a pending action past its 30 minutes, or a tap on an older
 //     confirmation (Input.StaleButton), → "expired". These never call the
@@ -23,14 +25,20 @@
 //     limit in its window, silence for the others.
 //   - a confirm_yes / confirm_no tap with nothing pending → "nothing to confirm"; another
 //     non-text message (image, audio, location…) → "I can only read text".
-//   - the quota gate, the only caller of Guard.ReserveCall, before every LLM call: a conversation
-//     that met the quota caches QuotaBlock and skips the check until the period rolls over or the
-//     quota is raised; a refusal sends the quota notice; an error while checking blocks the call
-//     (fail safe) and sends the "unavailable" fallback.
+//   - the quota gate, the only caller of Guard.ReserveCall, before every LLM call: it reserves
+//     against the tenant's monthly quota and the contact's share of it (tenant.Quota.SenderShare)
+//     at once. A conversation that met either caches QuotaBlock and skips the check until the
+//     period rolls over or the limit is raised; a refusal sends the quota notice (again once per
+//     conversation window for the tenant's quota, never again in the period for the contact's
+//     share); an error while checking blocks the call (fail safe) and sends the "unavailable"
+//     fallback.
 //   - the LLM: any pending action is dropped (a correction is a fresh turn). An intent whose roles
 //     exclude the sender → "not allowed"; low confidence or missing required fields → the model's
-//     reply as a clarification; confirm: true → the reply with two buttons and a new pending
-//     action; confirm: false → an ActionRequest now, no interim reply; general_query → the reply.
+//     reply as a clarification; confirm: true → the reply, then the data lines wapipe renders
+//     from the data the action will carry ("field: value" in the intent's field order), with two
+//     buttons, and a new pending action; confirm: false → an ActionRequest now, no interim
+//     reply; general_query → the reply. The action's data are the intent's fields only: what the
+//     user confirms is what the business receives, whatever the model's prose says.
 //     An answer the schema rejects is asked again once within the turn, then "not understood".
 //     Vertex AI unavailable → Turn returns an error matching ErrRetry and no Outcome: the worker
 //     redoes the turn later through Cloud Tasks (on the task's last attempt it passes
@@ -45,5 +53,6 @@
 // yields the same ids; the worker gives each Reply.Index its own idempotency record. Only the
 // model's text can differ between two LLM calls.
 //
-// Onboarding of non-members (audience members, invite codes) happens before Turn, in the worker.
+// Onboarding of non-members (audience members, invite codes) happens before Turn, in the worker,
+// which counts their replies with State.HitOnboarding (5 an hour, then silence).
 package assistant

@@ -17,15 +17,25 @@ type Guard interface {
 	// says whether it is over. An implementation keeps one Window per (tenant, sender) and
 	// applies Window.Hit in a transaction.
 	HitSender(ctx context.Context, h SenderHit) (RateDecision, error)
-	// ReserveCall counts one LLM call against the tenant's usage of c.Period before it is made:
-	// when the tenant's quota is limited and the usage has reached it, it grants nothing and
-	// counts nothing; otherwise it adds one and grants. A call id already granted is granted
-	// again without counting, so a redone turn does not pay twice. Usage is counted even when
-	// the quota is unlimited (for `wapipe tenants show`).
+	// ReserveCall counts one LLM call against the tenant's usage of c.Period, and against the
+	// contact's share of it, before it is made: when the tenant's quota is limited and its
+	// usage has reached it, or the contact's share is limited and the contact's usage has
+	// reached it, it grants nothing and counts nothing; otherwise it adds one to both and
+	// grants. A call id already granted is granted again without counting, so a redone turn
+	// does not pay twice. Usage is counted even when the quota is unlimited (for `wapipe
+	// tenants show`).
 	//
 	// Reserving before the call, rather than recording after it, is what keeps the quota
 	// exact: 100 concurrent turns with 50 calls left must make exactly 50 calls.
-	ReserveCall(ctx context.Context, c CallReservation) (granted bool, err error)
+	ReserveCall(ctx context.Context, c CallReservation) (CallDecision, error)
+}
+
+// CallDecision is ReserveCall's answer. The zero value refuses.
+type CallDecision struct {
+	Granted bool
+	// SenderShare says a refusal is the contact's: it used its share while the tenant's quota
+	// has room, so other contacts are still served.
+	SenderShare bool
 }
 
 // SenderHit is one message counted against a sender limit.
@@ -57,6 +67,11 @@ type CallReservation struct {
 	// Limit is the monthly quota when Limited; without Limited the quota is unlimited.
 	Limit   int
 	Limited bool
+	// Sender is the contact's WhatsApp id (hash it before using it as a document id); its
+	// usage of the period is capped at SenderLimit when SenderLimited (tenant.Quota.SenderShare).
+	Sender        string
+	SenderLimit   int
+	SenderLimited bool
 }
 
 // Period is the quota period of t: its UTC year and month, "2026-11".

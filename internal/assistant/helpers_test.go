@@ -2,6 +2,8 @@ package assistant_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +119,24 @@ func ok(r llm.Result) assistanttest.Step { return assistanttest.Step{Result: r} 
 func fail(kind error) assistanttest.Step {
 	return assistanttest.Step{Err: &llm.Error{Kind: kind, Reason: "scripted"}}
 }
+
+// bookingFields is the order of create_booking's fields in the test tenant's file.
+var bookingFields = []string{"client", "date", "route", "bus", "price"}
+
+// dataBlock is what wapipe renders under a confirmation for create_booking's data: one
+// "field: value" line per field with a value, in the file's field order.
+func dataBlock(data map[string]any) string {
+	var lines []string
+	for _, f := range bookingFields {
+		if v, ok := data[f]; ok {
+			lines = append(lines, f+": "+fmt.Sprint(v))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// confirmBody is a confirmation's body: the model's reply, then the data lines.
+func confirmBody(r llm.Result) string { return r.Reply + "\n\n" + dataBlock(r.Data) }
 
 // pendingBooking is the pending action a booking message "m-book" left at t0.
 func pendingBooking() *assistant.PendingAction {

@@ -1,12 +1,16 @@
 package assistant
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // The reply button ids of a confirmation (the contract's names).
@@ -54,15 +58,35 @@ func (rs *replies) text(text string, key i18n.Key, quote bool) {
 
 func (rs *replies) system(lang string, key i18n.Key) { rs.text(i18n.Text(lang, key), key, false) }
 
-// confirm adds the confirmation: body with the confirm_yes and confirm_no buttons. A body
-// longer than an interactive message allows goes first as text, and the buttons follow under
-// the localized "shall I go ahead?".
-func (rs *replies) confirm(lang, body string) {
-	if strings.TrimSpace(body) == "" {
-		body = i18n.Text(lang, i18n.ConfirmPrompt)
+// confirm adds the confirmation: the model's reply, then the data the action will carry (see
+// dataLines), with the confirm_yes and confirm_no buttons. The data lines stay in the message
+// with the buttons whenever they fit its 1024 characters: the reply then goes first as text
+// when the two do not fit together. Data too long for the buttons' message go as their own
+// text, and the buttons follow under the localized "shall I go ahead?". It reports false, and
+// adds nothing, when the data do not fit in a text message either: the user could not see all
+// of what they would confirm.
+func (rs *replies) confirm(lang, reply, data string) bool {
+	if utf8.RuneCountInString(data) > MaxTextLen {
+		return false
 	}
-	if utf8.RuneCountInString(body) > MaxButtonBodyLen {
-		rs.text(body, "", false)
+	if strings.TrimSpace(reply) == "" {
+		reply = i18n.Text(lang, i18n.ConfirmPrompt)
+	}
+	body := reply
+	if data != "" {
+		body = reply + "\n\n" + data
+	}
+	switch {
+	case utf8.RuneCountInString(body) <= MaxButtonBodyLen:
+	case data != "" && utf8.RuneCountInString(data) <= MaxButtonBodyLen:
+		rs.text(reply, "", false)
+		body = data
+	case data != "":
+		rs.text(reply, "", false)
+		rs.text(data, "", false)
+		body = i18n.Text(lang, i18n.ConfirmPrompt)
+	default:
+		rs.text(reply, "", false)
 		body = i18n.Text(lang, i18n.ConfirmPrompt)
 	}
 	msg := &graph.Message{Type: "interactive", Interactive: &graph.Interactive{
@@ -74,6 +98,57 @@ func (rs *replies) confirm(lang, body string) {
 		}},
 	}}
 	*rs = append(*rs, Reply{Reply: responder.Reply{Message: msg}, Index: len(*rs)})
+	return true
+}
+
+// actionData keeps the intent's fields of d that have a value, and only those: the data lines
+// show each of them, so nothing reaches the business that the user was not shown. The llm
+// package drops other keys already; the Extractor is not trusted for it.
+func actionData(in tenant.Intent, d map[string]any) map[string]any {
+	out := make(map[string]any, len(in.Fields))
+	for _, f := range in.Fields {
+		if v, ok := d[f.Name]; ok && v != nil {
+			out[f.Name] = v
+		}
+	}
+	return out
+}
+
+// dataLines renders data as wapipe shows it under a confirmation: one "field: value" line per
+// field that has a value, in the intent's field order (the tenant file's). It is built from
+// the data the action will carry, never from the model's prose, so what the user confirms is
+// what the business receives.
+func dataLines(in tenant.Intent, data map[string]any) string {
+	var b strings.Builder
+	for _, f := range in.Fields {
+		v, ok := data[f.Name]
+		if !ok {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(f.Name + ": " + fieldValue(v))
+	}
+	return b.String()
+}
+
+// fieldValue is one value as the action's JSON body carries it: a number or a boolean in its
+// JSON form. A string is shown as it is unless it holds a character that is not printable (a
+// line break, a direction override, a zero-width character): then quoted with escapes, so a
+// value cannot draw extra lines or reorder what the user reads.
+func fieldValue(v any) string {
+	if x, ok := v.(string); ok {
+		if strings.IndexFunc(x, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+			return strconv.Quote(x)
+		}
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // transcript is what the turn sent, for the turn's record.

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // MaxTurns is how many turns the State keeps, and so how much history the LLM sees.
@@ -25,6 +27,32 @@ type State struct {
 	QuotaBlocked *QuotaBlock `firestore:"quota_blocked" json:"quota_blocked"`
 	// RateWindow counts the conversation's messages against limits.conversation.
 	RateWindow *Window `firestore:"rate_window" json:"rate_window"`
+	// Onboarding counts the replies to a non-member (see HitOnboarding).
+	Onboarding *Window `firestore:"onboarding_window" json:"onboarding_window"`
+}
+
+// The replies a non-member gets (the onboarding prompt, "invalid code") per window: 5 an hour,
+// then silence, so a stranger cannot make a tenant's number answer without limit or try
+// invite codes at speed.
+const (
+	OnboardingMax = 5
+	OnboardingPer = time.Hour
+)
+
+// HitOnboarding counts message id of a non-member at now against OnboardingMax per
+// OnboardingPer, and returns the state to save and whether the message may be answered (and
+// an invite code tried). It is exact because a conversation's turns run one at a time, and
+// counting a message again (a redone turn) gives the same answer. Over the limit there is no
+// notice: silence.
+func (s State) HitOnboarding(id string, now time.Time) (State, bool) {
+	out := s.clone()
+	var w Window
+	if s.Onboarding != nil {
+		w = *s.Onboarding
+	}
+	w, d := w.Hit(id, now, tenant.Limit{Max: OnboardingMax, Per: OnboardingPer})
+	out.Onboarding = &w
+	return out, !d.Limited
 }
 
 // Turn is one inbound message and what the assistant answered right away.
@@ -65,15 +93,32 @@ type PendingAction struct {
 // Expired reports whether the pending action can no longer be confirmed at now.
 func (p *PendingAction) Expired(now time.Time) bool { return !now.Before(p.ExpiresAt) }
 
-// QuotaBlock records that the tenant's quota was used up for a period.
+// QuotaBlock records that the tenant's quota, or the contact's share of it (Sender), was used
+// up for a period.
 type QuotaBlock struct {
 	// Period is the quota period ("2026-11", see Period).
 	Period string `firestore:"period" json:"period"`
-	// Limit is the tenant's monthly quota when the block was found; a higher quota lifts it.
+	// Limit is the tenant's monthly quota (the contact's share when Sender) when the block was
+	// found; a higher one lifts it.
 	Limit int `firestore:"limit" json:"limit"`
+	// Sender: the contact used its share (tenant.Quota.SenderShare); it got the quota notice
+	// once and gets no other for the period.
+	Sender bool `firestore:"sender" json:"sender"`
 	// NotifiedAt is when the conversation last got the quota notice: while blocked, it gets
 	// another one at most once per conversation rate-limit window.
 	NotifiedAt time.Time `firestore:"notified_at" json:"notified_at"`
+}
+
+// holds reports whether the block still applies in period with the tenant's current quota
+// (limit, limited) and share (share, shareLimited).
+func (b *QuotaBlock) holds(period string, limit int, limited bool, share int, shareLimited bool) bool {
+	if b.Period != period {
+		return false
+	}
+	if b.Sender {
+		return shareLimited && share <= b.Limit
+	}
+	return limited && limit <= b.Limit
 }
 
 // clone returns a deep copy of s, so a turn never changes its input's state.
@@ -91,6 +136,10 @@ func (s State) clone() State {
 	if s.RateWindow != nil {
 		w := s.RateWindow.clone()
 		out.RateWindow = &w
+	}
+	if s.Onboarding != nil {
+		w := s.Onboarding.clone()
+		out.Onboarding = &w
 	}
 	return out
 }

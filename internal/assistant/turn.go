@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -125,6 +124,8 @@ const (
 	ReasonInvalidResponse   = "invalid_response"    // EventNotUnderstood
 	ReasonEmptyReply        = "empty_reply"         // EventNotUnderstood
 	ReasonUnknownIntent     = "unknown_intent"      // EventNotUnderstood: not a tenant intent
+	ReasonDataTooLong       = "data_too_long"       // EventNotUnderstood: the data lines exceed a message
+	ReasonSenderShare       = "sender_share"        // EventQuotaBlocked(Cached): the contact's monthly share
 	ReasonIntentRemoved     = "intent_removed"      // EventExpired: the tenant dropped the intent
 	ReasonStaleButton       = "stale_button"        // EventExpired: a tap on an older confirmation
 	ReasonPendingNotAllowed = "pending_not_allowed" // EventNotAllowed at confirmation
@@ -152,12 +153,13 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, err
 	}
 	t := newTurn(in)
-	if in.Tenant.Assistant.Mode != tenant.ModeLLM {
-		t.ack()
-		return t.outcome(), nil
-	}
 	kind, text := classify(in.Message)
 	t.user = text
+	llmMode := in.Tenant.Assistant.Mode == tenant.ModeLLM
+	if !llmMode {
+		// A pending action left from mode llm: nothing can confirm it now.
+		t.state.Pending = nil
+	}
 	if t.state.Pending != nil {
 		switch {
 		case (kind == kindYes || kind == kindNo) && in.StaleButton:
@@ -176,6 +178,7 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		t.event = EventIgnored
 		return t.outcome(), nil
 	}
+	// The rate limits hold in every mode.
 	done, err := e.rateLimit(ctx, t)
 	if err != nil {
 		return Outcome{}, err
@@ -183,9 +186,19 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 	if done {
 		return t.outcome(), nil
 	}
+	if !llmMode {
+		t.ack()
+		return t.outcome(), nil
+	}
 	switch kind {
 	case kindYes, kindNo:
 		t.system(EventNothingToConfirm, i18n.NothingToConfirm)
+	case kindTap:
+		// Another button's tap is an ordinary message, whatever its title says ("Yes"):
+		// only wapipe's own buttons, or typed words, answer a pending action.
+		if err := e.converse(ctx, t, text); err != nil {
+			return Outcome{}, err
+		}
 	case kindOther:
 		t.system(EventUnsupported, i18n.UnsupportedMessage)
 	default:
@@ -220,7 +233,8 @@ func (in *Input) validate() error {
 type kind int
 
 const (
-	kindText    kind = iota // text, or a tap on another button or list row (its title)
+	kindText    kind = iota // text
+	kindTap                 // a tap on another button or list row: its title, never an answer
 	kindYes                 // the confirm_yes button
 	kindNo                  // the confirm_no button
 	kindIgnored             // nothing to answer
@@ -248,7 +262,7 @@ func classify(m whatsapp.Message) (kind, string) {
 		if strings.TrimSpace(m.Reply.Title) == "" {
 			return kindOther, ""
 		}
-		return kindText, m.Reply.Title
+		return kindTap, m.Reply.Title
 	case "reaction", "system", "request_welcome":
 		// A reaction or a number change is not the user asking for something, and
 		// request_welcome (a first opening of the chat) carries no text to answer.
@@ -303,15 +317,8 @@ func (t *turn) system(event string, key i18n.Key) {
 }
 
 // ack answers in mode ack: ack_text exactly, else the localized acknowledgement in the sender's
-// language. A pending action left from mode llm is dropped: nothing can confirm it now.
+// language.
 func (t *turn) ack() {
-	t.state.Pending = nil
-	kind, text := classify(t.in.Message)
-	t.user = text
-	if kind == kindIgnored {
-		t.event = EventIgnored
-		return
-	}
 	t.event = EventAck
 	if s := t.in.Tenant.Assistant.AckText; s != "" {
 		t.replies.text(s, "", true)
@@ -456,9 +463,15 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 	now := t.in.Now
 	period := Period(now)
 	limit, limited := t.in.Tenant.Quota.MonthlyLLMCalls()
+	share, shareLimited := t.in.Tenant.Quota.SenderShare()
 	if b := t.state.QuotaBlocked; b != nil {
-		if limited && b.Period == period && limit <= b.Limit {
+		if b.holds(period, limit, limited, share, shareLimited) {
 			t.event, t.reason = EventQuotaBlockedCached, ReasonQuotaExceeded
+			if b.Sender {
+				// The contact's own share: it got its one notice.
+				t.reason = ReasonSenderShare
+				return false, nil
+			}
 			// One notice per conversation rate-limit window: the user learns why there is no
 			// answer without getting one notice per message.
 			if !now.Before(b.NotifiedAt.Add(t.in.Tenant.Limits.Conversation.Per)) {
@@ -467,12 +480,12 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 			}
 			return false, nil
 		}
-		// A new period, or the quota was raised or removed: check again.
+		// A new period, or the quota or share was raised or removed: check again.
 		t.state.QuotaBlocked = nil
 	}
-	granted, err := e.guard.ReserveCall(ctx, CallReservation{
+	dec, err := e.guard.ReserveCall(ctx, CallReservation{
 		TenantID: t.in.Tenant.ID, Period: period, CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
-		Limit: limit, Limited: limited,
+		Limit: limit, Limited: limited, Sender: t.in.Message.From, SenderLimit: share, SenderLimited: shareLimited,
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -482,7 +495,13 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 		t.event, t.reason, t.cause = EventQuotaBlocked, ReasonQuotaCheckError, err
 		t.replies.system(t.lang, i18n.Unavailable)
 		return false, nil
-	case !granted:
+	case !dec.Granted && dec.SenderShare:
+		// This contact used its share of the month; the others are still served.
+		t.state.QuotaBlocked = &QuotaBlock{Period: period, Limit: share, NotifiedAt: now, Sender: true}
+		t.event, t.reason = EventQuotaBlocked, ReasonSenderShare
+		t.replies.system(t.lang, i18n.QuotaExceeded)
+		return false, nil
+	case !dec.Granted:
 		t.state.QuotaBlocked = &QuotaBlock{Period: period, Limit: limit, NotifiedAt: now}
 		t.event, t.reason = EventQuotaBlocked, ReasonQuotaExceeded
 		t.replies.system(t.lang, i18n.QuotaExceeded)
@@ -523,18 +542,25 @@ func (t *turn) decide(res llm.Result) {
 		return
 	}
 	id := ActionID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID)
+	data := actionData(in, res.Data)
 	if in.Confirm {
+		// The user confirms the data lines wapipe renders from the data the action will carry,
+		// not the model's prose, which a steered model can make say something else.
+		if !t.replies.confirm(t.lang, reply, dataLines(in, data)) {
+			t.reason = ReasonDataTooLong
+			t.system(EventNotUnderstood, i18n.NotUnderstood)
+			return
+		}
 		t.event = EventPending
-		t.replies.confirm(t.lang, reply)
 		t.state.Pending = &PendingAction{
-			ActionID: id, Intent: in.Name, Data: dataOrEmpty(res.Data), Summary: t.replies.transcript(),
+			ActionID: id, Intent: in.Name, Data: data, Summary: t.replies.transcript(),
 			MessageID: t.in.Message.ID, PromptIndex: len(t.replies) - 1, CreatedAt: t.in.Now, ExpiresAt: t.in.Now.Add(PendingTTL),
 		}
 		return
 	}
 	// No interim reply: the action's answer is the user's one message.
 	t.event = EventActionNow
-	t.action = t.actionRequest(id, in.Name, dataOrEmpty(res.Data))
+	t.action = t.actionRequest(id, in.Name, data)
 }
 
 // modelReply sends the model's text, or "not understood" when it gave none.
@@ -559,14 +585,6 @@ func missingFields(in tenant.Intent, res llm.Result) []string {
 		}
 	}
 	return missing
-}
-
-// dataOrEmpty copies d, never nil: the action body always has a data object.
-func dataOrEmpty(d map[string]any) map[string]any {
-	if d == nil {
-		return map[string]any{}
-	}
-	return maps.Clone(d)
 }
 
 // request is the LLM request for text: the tenant's assistant, the sender and the history.

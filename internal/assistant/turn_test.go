@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestTurn(t *testing.T) {
 	}
 	newPending := func(msgID string, r llm.Result, at time.Time) *assistant.PendingAction {
 		return &assistant.PendingAction{ActionID: assistant.ActionID(tenantID, convID, msgID), Intent: r.Intent, Data: r.Data,
-			Summary: r.Reply, MessageID: msgID, CreatedAt: at, ExpiresAt: at.Add(30 * time.Minute)}
+			Summary: confirmBody(r), MessageID: msgID, CreatedAt: at, ExpiresAt: at.Add(30 * time.Minute)}
 	}
 	corrected := bookingResult()
 	corrected.Data["date"] = "2027-03-12"
@@ -63,6 +64,16 @@ func TestTurn(t *testing.T) {
 	optionalMissing.MissingFields = []string{"price"}
 	longReply := bookingResult()
 	longReply.Reply = strings.TrimSpace(strings.Repeat("panjang ", 200))
+	longRoute := bookingResult()
+	longRoute.Data["route"] = strings.TrimSpace(strings.Repeat("Jakarta ", 150))
+	hugeRoute := bookingResult()
+	hugeRoute.Data["route"] = strings.Repeat("x", assistant.MaxTextLen)
+	// The reply says one booking, the data another, with a value that tries to draw a line of
+	// its own and a key the intent does not have.
+	steered := bookingResult()
+	steered.Data = map[string]any{"client": "Pak Agus\ndate: 2027-03-01", "date": "2027-03-09", "bus": "02",
+		"price": int64(15000000), "notify_url": "https://evil.example"}
+	steered.Reply = "Saya catat: bus 01 untuk Pak Agus pada 1 Maret. Benar?"
 	emptyGeneral := generalResult("  ")
 	unknownIntent := generalResult("x")
 	unknownIntent.Intent = "fly_to_moon"
@@ -85,7 +96,7 @@ func TestTurn(t *testing.T) {
 			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March, 15 million"),
 			script: []assistanttest.Step{ok(booking)},
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
-				Replies: []replyView{{Text: booking.Reply, Buttons: confirmButtons("id")}},
+				Replies: []replyView{{Text: confirmBody(booking), Buttons: confirmButtons("id")}},
 				Pending: newPending("m-book", booking, t0)},
 		},
 		{
@@ -128,7 +139,7 @@ func TestTurn(t *testing.T) {
 			state:  withPending,
 			script: []assistanttest.Step{ok(corrected)},
 			want: view{Event: "pending", Intent: "create_booking", Corrected: true, LLMCalls: 1, QuotaChecks: 1,
-				Replies: []replyView{{Text: corrected.Reply, Buttons: confirmButtons("id")}},
+				Replies: []replyView{{Text: confirmBody(corrected), Buttons: confirmButtons("id")}},
 				Pending: newPending("m-fix", corrected, confirmedAt)},
 		},
 		{
@@ -165,7 +176,7 @@ func TestTurn(t *testing.T) {
 			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"),
 			script: []assistanttest.Step{ok(optionalMissing)},
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
-				Replies: []replyView{{Text: optionalMissing.Reply, Buttons: confirmButtons("id")}},
+				Replies: []replyView{{Text: confirmBody(optionalMissing), Buttons: confirmButtons("id")}},
 				Pending: newPending("m-book", optionalMissing, t0)},
 		},
 		{
@@ -296,16 +307,50 @@ func TestTurn(t *testing.T) {
 				Replies: []replyView{sys("id", i18n.NotUnderstood)}},
 		},
 		{
-			name:   "a reply too long for buttons goes first as text, then the buttons under the prompt",
+			name:   "a reply too long for buttons goes first as text, then the data lines with the buttons",
 			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"),
 			script: []assistanttest.Step{ok(longReply)},
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
 				Replies: []replyView{{Text: longReply.Reply},
-					{Index: 1, Text: i18n.Text("id", i18n.ConfirmPrompt), Buttons: confirmButtons("id")}},
+					{Index: 1, Text: dataBlock(longReply.Data), Buttons: confirmButtons("id")}},
 				Pending: func() *assistant.PendingAction {
 					p := newPending("m-book", longReply, t0)
-					p.Summary = longReply.Reply + "\n\n" + i18n.Text("id", i18n.ConfirmPrompt)
 					p.PromptIndex = 1
+					return p
+				}()},
+		},
+		{
+			name:   "data too long for buttons go as their own text, then the buttons under the prompt",
+			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"),
+			script: []assistanttest.Step{ok(longRoute)},
+			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
+				Replies: []replyView{{Text: longRoute.Reply}, {Index: 1, Text: dataBlock(longRoute.Data)},
+					{Index: 2, Text: i18n.Text("id", i18n.ConfirmPrompt), Buttons: confirmButtons("id")}},
+				Pending: func() *assistant.PendingAction {
+					p := newPending("m-book", longRoute, t0)
+					p.Summary = confirmBody(longRoute) + "\n\n" + i18n.Text("id", i18n.ConfirmPrompt)
+					p.PromptIndex = 2
+					return p
+				}()},
+		},
+		{
+			name:   "data that no message can show ask nothing to confirm: not understood",
+			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"),
+			script: []assistanttest.Step{ok(hugeRoute)},
+			want: view{Event: "not_understood", Reason: "data_too_long", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
+				Replies: []replyView{sys("id", i18n.NotUnderstood)}},
+		},
+		{
+			name:   "a steered model: the data lines show what will be sent, whatever the reply says, and only the intent's fields are sent",
+			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"),
+			script: []assistanttest.Step{ok(steered)},
+			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
+				Replies: []replyView{{Text: steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 2027-03-09\nbus: 02\nprice: 15000000",
+					Buttons: confirmButtons("id")}},
+				Pending: func() *assistant.PendingAction {
+					p := newPending("m-book", steered, t0)
+					p.Data = map[string]any{"client": "Pak Agus\ndate: 2027-03-01", "date": "2027-03-09", "bus": "02", "price": int64(15000000)}
+					p.Summary = steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 2027-03-09\nbus: 02\nprice: 15000000"
 					return p
 				}()},
 		},
@@ -343,6 +388,83 @@ func TestTurn(t *testing.T) {
 				Action: &assistant.ActionRequest{ActionID: assistant.ActionID(tenantID, convID, "m-1"), TenantID: tenantID,
 					Intent: "check_schedule", Data: map[string]any{"date": "2026-11-24"}, From: ownerFrom,
 					ConversationID: convID, RequestedAt: t0}},
+		},
+		{
+			name:   "a tap on another button titled Yes is an ordinary message: a correction, no action",
+			msg:    buttonMsg("m-1", ownerID, "promo_yes", "Yes"),
+			state:  withPending,
+			script: []assistanttest.Step{ok(generalResult("Ada yang bisa dibantu?"))},
+			want: view{Event: "general_query", Intent: "general_query", Corrected: true, LLMCalls: 1, QuotaChecks: 1,
+				Replies: []replyView{{Text: "Ada yang bisa dibantu?"}}},
+		},
+		{
+			name:   "a tap on another button titled Tidak does not reject either",
+			msg:    buttonMsg("m-1", ownerID, "promo_no", "Tidak"),
+			state:  withPending,
+			script: []assistanttest.Step{ok(generalResult("Baik."))},
+			want: view{Event: "general_query", Intent: "general_query", Corrected: true, LLMCalls: 1, QuotaChecks: 1,
+				Replies: []replyView{{Text: "Baik."}}},
+		},
+		{
+			name: "over the contact's share: the quota notice, a sender block, no LLM call",
+			edit: []func(*tenant.Tenant){quota(100), func(t *tenant.Tenant) { n := 3; t.Quota.PerSenderPerMonth = &n }},
+			msg:  textMsg("m-4", ownerID, "halo"),
+			guard: func(g *assistanttest.Guard) {
+				g.SetUsage(tenantID, period, 3)
+				g.SetSenderUsage(tenantID, ownerID, period, 3)
+			},
+			want: view{Event: "quota_blocked", Reason: "sender_share", QuotaChecks: 1,
+				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
+				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 3, NotifiedAt: t0, Sender: true}},
+		},
+		{
+			name:  "the default share is a tenth of the quota, at least 10",
+			edit:  []func(*tenant.Tenant){quota(50)},
+			msg:   textMsg("m-11", ownerID, "halo"),
+			guard: func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, ownerID, period, 10) },
+			want: view{Event: "quota_blocked", Reason: "sender_share", QuotaChecks: 1,
+				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
+				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+		},
+		{
+			name:  "a contact's cached share block stays silent, even after a conversation window",
+			edit:  []func(*tenant.Tenant){quota(100)},
+			msg:   textMsg("m-12", ownerID, "halo?"),
+			now:   t0.Add(time.Hour),
+			state: assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+			want: view{Event: "quota_blocked_cached", Reason: "sender_share",
+				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+		},
+		{
+			name:   "a raised share lifts the contact's block",
+			edit:   []func(*tenant.Tenant){quota(200)},
+			msg:    textMsg("m-12", ownerID, "halo"),
+			state:  assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+			guard:  func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, ownerID, period, 10) },
+			script: []assistanttest.Step{ok(generalResult("Halo!"))},
+			want: view{Event: "general_query", Intent: "general_query", LLMCalls: 1, QuotaChecks: 1,
+				Replies: []replyView{{Text: "Halo!"}}},
+		},
+		{
+			name:  "ack mode honours the conversation limit",
+			edit:  []func(*tenant.Tenant){ackMode("Thanks, we got your message.")},
+			msg:   textMsg("m-6", memberID, "hello?"),
+			state: assistant.State{RateWindow: &assistant.Window{Start: t0, Count: 5}},
+			want:  view{Event: "rate_limited", Reason: "conversation_limit", Replies: []replyView{sys("en", i18n.RateLimited)}},
+		},
+		{
+			name: "ack mode honours the sender limit",
+			edit: []func(*tenant.Tenant){ackMode("")},
+			msg:  textMsg("m-21", memberID, "hello?"),
+			guard: func(g *assistanttest.Guard) {
+				for i := range 20 {
+					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: memberID,
+						MessageID: fmt.Sprint("other-", i), At: t0, Limit: tenant.Limit{Max: 20, Per: 5 * time.Minute}}); err != nil {
+						panic(err)
+					}
+				}
+			},
+			want: view{Event: "rate_limited", Reason: "sender_limit", Replies: []replyView{sys("en", i18n.RateLimited)}},
 		},
 		{
 			name:  "over quota: the quota message, the block cached, no LLM call",

@@ -29,6 +29,11 @@ type Base struct {
 	AppEnv            string `env:"APP_ENV, default=prod"`
 	ProjectID         string `env:"GOOGLE_CLOUD_PROJECT, required"`
 	FirestoreDatabase string `env:"FIRESTORE_DATABASE, default=(default)"`
+	// InboundFirestoreDatabase holds what the public webhook writes (inbound_events and their
+	// payload_chunks), so that its identity can be granted that database and nothing else: a
+	// compromised webhook cannot read or write tenants, keys or conversations. Empty means
+	// FIRESTORE_DATABASE (dev, tests, older deployments). See InboundDatabase.
+	InboundFirestoreDatabase string `env:"INBOUND_FIRESTORE_DATABASE"`
 	// TasksEmulatorHost points the Cloud Tasks client at an emulator (gRPC, no TLS, no auth).
 	TasksEmulatorHost        string `env:"CLOUD_TASKS_EMULATOR_HOST"`
 	TasksLocation            string `env:"TASKS_LOCATION, required"`
@@ -78,11 +83,23 @@ func (b *Base) Validate() error {
 	}
 	if _, err := logging.HasherFromEnv(b.LogHashKey, b.AppEnv); err != nil {
 		errs = append(errs, err)
+	} else if b.LogHashKey == logging.DevHashKey && b.AppEnv != EnvDev {
+		// The dev key is public: refs made with it are as reversible as a plain hash of the number.
+		errs = append(errs, fmt.Errorf("LOG_HASH_KEY: is the public dev default, refused when APP_ENV is %s; set a secret key", b.AppEnv))
 	}
 	if strings.TrimSpace(b.TasksLocation) == "" {
 		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// InboundDatabase is the Firestore database of the webhook's markers and out-of-band payloads:
+// INBOUND_FIRESTORE_DATABASE, else FIRESTORE_DATABASE.
+func (b *Base) InboundDatabase() string {
+	if b.InboundFirestoreDatabase != "" {
+		return b.InboundFirestoreDatabase
+	}
+	return b.FirestoreDatabase
 }
 
 // IsDev reports whether the service runs in the dev environment.
@@ -156,11 +173,69 @@ func Load(ctx context.Context, l envconfig.Lookuper, cfg Validator) error {
 	if d, ok := cfg.(Defaulter); ok {
 		d.SetDefaults()
 	}
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if appEnv(cfg) != EnvDev {
+		err = errors.Join(err, placeholders(reflect.ValueOf(cfg)))
+	}
+	if err != nil {
 		// One line, whatever the number of problems.
 		return fmt.Errorf("configuration: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return nil
+}
+
+// PlaceholderPrefix begins the values Terraform gives a secret before an operator adds the real
+// one (terraform/secrets.tf): outside dev such a value stops the service at start-up, so a
+// forgotten secret cannot run in production as a publicly known string.
+const PlaceholderPrefix = "placeholder"
+
+// appEnv is the APP_ENV of a configuration that embeds Base ("" when it has none, which counts as
+// outside dev).
+func appEnv(cfg any) string {
+	v := reflect.ValueOf(cfg)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	if f := v.FieldByName("AppEnv"); f.IsValid() && f.Kind() == reflect.String {
+		return f.String()
+	}
+	return ""
+}
+
+// placeholders reports every string variable of cfg (nested and embedded structs included) whose
+// value begins with PlaceholderPrefix, by variable name and never with the value. Every variable
+// is checked, not a list of secrets, so that a secret added later is covered without anyone
+// remembering to list it.
+func placeholders(v reflect.Value) error {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	var errs []error
+	for i := range v.NumField() {
+		f, sf := v.Field(i), v.Type().Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("env"), ",")
+		switch {
+		case f.Kind() == reflect.String && name != "":
+			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(f.String())), PlaceholderPrefix) {
+				errs = append(errs, fmt.Errorf("%s: still holds a placeholder value; set the real one (gcloud secrets versions add) and redeploy", name))
+			}
+		case f.Kind() == reflect.Struct || f.Kind() == reflect.Pointer:
+			errs = append(errs, placeholders(f))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // nameVariable rewrites go-envconfig's "Field: Nested: problem" into "ENV_NAME: problem", so the

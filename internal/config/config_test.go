@@ -114,3 +114,29 @@ func TestTraceSampleRatioZero(t *testing.T) {
 		t.Errorf("SampleRatio = %v, want 0", r)
 	}
 }
+
+// TestInboundDatabase: the webhook's database is INBOUND_FIRESTORE_DATABASE, else
+// FIRESTORE_DATABASE (so dev, tests and older deployments keep one database).
+func TestInboundDatabase(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ main, inbound, want string }{
+		{"", "", "(default)"},
+		{"main", "", "main"},
+		{"(default)", "wapipe-inbound", "wapipe-inbound"},
+	} {
+		env := baseEnv()
+		if tc.main != "" {
+			env["FIRESTORE_DATABASE"] = tc.main
+		}
+		if tc.inbound != "" {
+			env["INBOUND_FIRESTORE_DATABASE"] = tc.inbound
+		}
+		var b config.Base
+		if err := config.Load(context.Background(), envconfig.MapLookuper(env), &b); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.InboundDatabase(); got != tc.want {
+			t.Errorf("FIRESTORE_DATABASE=%q INBOUND_FIRESTORE_DATABASE=%q: InboundDatabase() = %q, want %q", tc.main, tc.inbound, got, tc.want)
+		}
+	}
+}

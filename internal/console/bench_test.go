@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/console"
+	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -57,7 +58,9 @@ func BenchmarkInboxRender(b *testing.B) {
 	}
 
 	h := console.NewServer(console.Deps{Tenants: store.NewTenants(db, store.Options{}), Conversations: convs,
-		Audit: store.NewAudit(db, store.Options{})}).Routes()
+		Audit: store.NewAudit(db, store.Options{}),
+		// A dev operator on loopback, at httptest's host name.
+		Identity: &identity.Authenticator{TrustLoopback: true}, Hosts: console.HostPolicy{Names: []string{"example.com"}}}).Routes()
 	var lat []time.Duration
 	i := 0
 	for b.Loop() {
@@ -67,6 +70,7 @@ func BenchmarkInboxRender(b *testing.B) {
 		}
 		i++
 		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.RemoteAddr = "127.0.0.1:50123"
 		rec := httptest.NewRecorder()
 		start := time.Now()
 		h.ServeHTTP(rec, req)

@@ -200,6 +200,8 @@ assistant:
 		}); err != nil {
 			t.Fatal(err)
 		}
+		// The admin's Meta login shares the tenant's account (the api refuses one that does not).
+		st.Graph.SetSignupAccount("102290129340398", number)
 		var status, title string
 		err = chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/tenants/"+tenantID),
@@ -207,6 +209,10 @@ assistant:
 			chromedp.Click(`#reconnect`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#connect-link`, chromedp.ByQuery),
 			chromedp.Click(`#connect-link`, chromedp.ByQuery),
+			// The connect page names the tenant; its button starts Meta's dialog.
+			chromedp.WaitVisible(`form[method="post"] button`, chromedp.ByQuery),
+			chromedp.Click(`form[method="post"] button`, chromedp.ByQuery),
+			chromedp.WaitNotPresent(`form[method="post"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`h1`, chromedp.ByQuery),
 			chromedp.Title(&title),
 		)

@@ -17,15 +17,21 @@ func TestConfig(t *testing.T) {
 		"INTERNAL_TASK_BASE_URL": "https://wapipe-worker-1.us-central1.run.app",
 		"INTERNAL_TASK_TOKEN":    "0123456789abcdef0123456789abcdef",
 		"LOG_HASH_KEY":           "0123456789abcdef0123456789abcdef-log-key",
+		// As Terraform deploys it: on Cloud Run, behind its IAM check.
+		"K_SERVICE":                 "wapipe-console",
+		"OIDC_VERIFIED_BY_PLATFORM": "true",
 	}
-	with := func(k, v string) map[string]string {
+	// with returns base with the given key, value pairs set (an empty value unsets the key).
+	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for a, b := range base {
 			m[a] = b
 		}
-		m[k] = v
-		if v == "" {
-			delete(m, k) // unset
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+			if kv[i+1] == "" {
+				delete(m, kv[i])
+			}
 		}
 		return m
 	}
@@ -38,6 +44,13 @@ func TestConfig(t *testing.T) {
 		{"unknown queue", with("OUTBOUND_TASK_QUEUE_NAME", "nope"), "OUTBOUND_TASK_QUEUE_NAME"},
 		{"http worker in prod", with("INTERNAL_TASK_BASE_URL", "http://x"), "INTERNAL_TASK_BASE_URL"},
 		{"no project", with("GOOGLE_CLOUD_PROJECT", ""), "GOOGLE_CLOUD_PROJECT"},
+		{"prod off Cloud Run without hosts", with("K_SERVICE", ""), "CONSOLE_HOSTS"},
+		{"prod off Cloud Run with hosts", with("K_SERVICE", "", "CONSOLE_HOSTS", "console.example.com,ops.example.com:8443"), ""},
+		{"a URL for a host", with("CONSOLE_HOSTS", "https://console.example.com"), "CONSOLE_HOSTS"},
+		{"prod with no way to verify operators", with("OIDC_VERIFIED_BY_PLATFORM", ""), "OIDC_VERIFIED_BY_PLATFORM or IAP_AUDIENCE"},
+		{"prod behind IAP", with("OIDC_VERIFIED_BY_PLATFORM", "", "IAP_AUDIENCE", "/projects/123/global/backendServices/456"), ""},
+		{"IAP audience not IAP's", with("IAP_AUDIENCE", "https://console.example.com"), "IAP_AUDIENCE"},
+		{"dev needs neither", with("K_SERVICE", "", "OIDC_VERIFIED_BY_PLATFORM", "", "APP_ENV", "dev", "LOG_HASH_KEY", "", "INTERNAL_TASK_BASE_URL", "http://127.0.0.1:8081"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -51,7 +51,8 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 				FirestoreDatabase: cfg.FirestoreDatabase},
 			InboundQueue: cfg.InboundQueue, OutboundQueue: cfg.OutboundQueue,
 		},
-		Audit: store.NewAudit(db, store.Options{}),
+		Audit:   store.NewAudit(db, store.Options{}),
+		APIKeys: store.NewAPIKeys(db, store.Options{}),
 		Replier: OutboxReplier{
 			Outbox: &outbox.Outbox{Tenants: tenants, Sends: store.NewSends(db, store.Options{}), Windows: conversations,
 				Tasks: tq, Hasher: hasher},
@@ -59,6 +60,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		},
 		LinkMaker: links,
 		Logger:    logger,
-		Dev:       cfg.IsDev(),
+		Identity:  cfg.Authenticator(IdentityKeys{}),
+		Hosts:     cfg.HostPolicy(),
 	}
 }

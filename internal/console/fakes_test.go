@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/health"
+	"github.com/wapipe/wapipe/internal/identity"
+	"github.com/wapipe/wapipe/internal/identity/identitytest"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -325,7 +329,17 @@ type fixture struct {
 	inspect *fakeInspector
 	audit   *fakeAudit
 	replier *fakeReplier
+	// iap signs the operators' IAP assertions (f.as).
+	iap     *identitytest.Issuer
 	handler http.Handler
+}
+
+// testIAPAudience is the fixture's IAP_AUDIENCE.
+const testIAPAudience = "/projects/123456789012/global/backendServices/4242"
+
+// as returns the header of a valid IAP assertion for email, for get and post.
+func (f *fixture) as(t *testing.T, email string) []string {
+	return []string{identity.IAPHeader, f.iap.Sign(t, identitytest.Claims(identity.IAPIssuer, testIAPAudience, email))}
 }
 
 func newFixture(t *testing.T, empty bool) *fixture {
@@ -343,6 +357,7 @@ func newFixture(t *testing.T, empty bool) *fixture {
 		inspect: &fakeInspector{},
 		audit:   &fakeAudit{entries: map[string]store.AuditEntry{}},
 		replier: &fakeReplier{},
+		iap:     identitytest.NewIssuer(t, jose.ES256),
 	}
 	if !empty {
 		f.fill()
@@ -351,7 +366,10 @@ func newFixture(t *testing.T, empty bool) *fixture {
 		Conversations: f.convs, Outbound: f.out, DeadLetters: f.dls, Replayer: f.replay, Inspector: f.inspect,
 		Actions: fakeActions{"act_0": {ActionID: "act_0", State: store.ActionDone, HTTPStatus: 200, Attempts: 1, Reply: "Schedule sent"}},
 		Audit:   f.audit, Replier: f.replier, LinkMaker: fakeLinks{link: "http://127.0.0.1:9/integrations/meta/whatsapp/connect"},
-		Now: func() time.Time { return fixedNow }}
+		Now: func() time.Time { return fixedNow },
+		// Requests come from loopback as in dev, for httptest's host; f.as gives an IAP operator.
+		Identity: &identity.Authenticator{IAP: identity.NewIAPVerifier(testIAPAudience, f.iap.KeysURL), TrustLoopback: true},
+		Hosts:    HostPolicy{Names: []string{"example.com"}}}
 	f.handler = NewServer(f.deps).Routes()
 	return f
 }
@@ -406,6 +424,7 @@ func (f *fixture) fill() {
 func (f *fixture) get(t *testing.T, path string, header ...string) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.RemoteAddr = testLoopback
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -413,6 +432,9 @@ func (f *fixture) get(t *testing.T, path string, header ...string) (int, string)
 	f.handler.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.String()
 }
+
+// testLoopback is the fixture's client address: loopback, as a dev operator's browser.
+const testLoopback = "127.0.0.1:50123"
 
 // testCSRF is a well-formed token for the double-submit cookie.
 var testCSRF = strings.Repeat("A", 43)
@@ -425,6 +447,7 @@ func (f *fixture) post(t *testing.T, path string, form url.Values, header ...str
 	}
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.RemoteAddr = testLoopback
 	req.AddCookie(&http.Cookie{Name: CSRFCookie, Value: testCSRF})
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

@@ -208,36 +208,11 @@ func TestNoPageShowsASecret(t *testing.T) {
 	}
 }
 
-func TestOperatorIdentity(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, header string
-		dev          bool
-		want         string
-	}{
-		{"iap", "accounts.google.com:alice@example.com", false, "alice@example.com"},
-		{"bare email", "bob@example.com", false, "bob@example.com"},
-		{"none", "", false, OperatorUnknown},
-		{"none in dev", "", true, OperatorDev},
-		{"markup refused", "accounts.google.com:<script>@x", false, OperatorUnknown},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, true)
-			f.deps.Dev = tc.dev
-			f.rebuild()
-			_, body := f.get(t, "/tenants", IdentityHeader, tc.header)
-			if !strings.Contains(body, `id="operator">`+tc.want+`<`) {
-				t.Errorf("operator shown is not %q:\n%s", tc.want, body)
-			}
-		})
-	}
-}
-
 func TestGetSetsCSRFCookie(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)
 	req := httptest.NewRequest(http.MethodGet, "/conversations/conv_abc", nil)
+	req.RemoteAddr = testLoopback
 	rec := httptest.NewRecorder()
 	f.handler.ServeHTTP(rec, req)
 	var tok string
@@ -291,7 +266,7 @@ func TestReplyRunsOncePerRequestID(t *testing.T) {
 	id := newRequestID()
 	form := url.Values{RequestIDField: {id}, "text": {"We are on it"}}
 	for range 3 {
-		rec := f.post(t, "/conversations/conv_abc/reply", form, IdentityHeader, "accounts.google.com:alice@example.com")
+		rec := f.post(t, "/conversations/conv_abc/reply", form, f.as(t, "alice@example.com")...)
 		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/conversations/conv_abc?req="+id {
 			t.Fatalf("POST = %d to %q, want 303 to the conversation", rec.Code, rec.Header().Get("Location"))
 		}
@@ -334,7 +309,7 @@ func TestReplyFailureIsAuditedAndShown(t *testing.T) {
 func TestAssignAndClose(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)
-	hdr := []string{IdentityHeader, "accounts.google.com:carol@example.com"}
+	hdr := f.as(t, "carol@example.com")
 	for _, p := range []string{"/conversations/conv_abc/assign", "/conversations/conv_abc/close"} {
 		if rec := f.post(t, p, url.Values{RequestIDField: {newRequestID()}}, hdr...); rec.Code != http.StatusSeeOther {
 			t.Fatalf("POST %s = %d", p, rec.Code)

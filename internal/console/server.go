@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/operator"
 )
 
 // Deps are the console's dependencies. NewDeps builds the real ones; tests give fakes.
@@ -28,6 +29,9 @@ type Deps struct {
 	Replayer    Replayer
 	Inspector   Inspector
 	Audit       AuditLog
+	// APIKeys lists and revokes the tenants' API keys (apikeys.go); the page says "not
+	// available" when nil.
+	APIKeys operator.APIKeyAdmin
 	// Replier sends an operator's reply; LinkMaker makes a tenant's Embedded Signup link. Both
 	// belong to the api service's code: NotAvailable stands in until they are wired.
 	Replier   Replier
@@ -35,8 +39,10 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now is time.Now when nil.
 	Now func() time.Time
-	// Dev shows a fixed operator name when no identity header comes (loopback, no IAP).
-	Dev bool
+	// Identity verifies who the operator is; with none, every request is refused (401).
+	Identity Authenticator
+	// Hosts are the host names the console answers; the zero policy refuses every request (421).
+	Hosts HostPolicy
 }
 
 // Server is the console's HTTP server.
@@ -67,8 +73,8 @@ func NewServer(deps Deps) *Server {
 // protection and the CSRF token.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverPanic, s.withOperator, s.withCSRFCookie)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	r.Use(s.recoverPanic, s.withHost, s.withOperator, s.withCSRFCookie)
+	r.Get(healthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
 	})
@@ -81,6 +87,7 @@ func (s *Server) Routes() http.Handler {
 	r.Method(http.MethodGet, "/tenants/{tenant}", s.handleTenant())
 	r.Method(http.MethodPost, "/tenants/{tenant}/reconnect", s.protect(s.handleReconnect()))
 	r.Method(http.MethodGet, "/tenants/{tenant}/inbox", s.handleInbox())
+	r.Mount("/tenants/{tenant}/api-keys", s.apiKeysRoutes())
 	r.Method(http.MethodGet, "/conversations/{conversation}", s.handleConversation())
 	r.Method(http.MethodPost, "/conversations/{conversation}/reply", s.protect(s.handleReply()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/assign", s.protect(s.handleAssign()))

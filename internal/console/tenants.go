@@ -160,9 +160,14 @@ func (s *Server) handleTenant() http.Handler {
 	})
 }
 
-// handleReconnect makes the tenant's Embedded Signup link and shows it on the tenant's page. The
-// request is audited once per request id; making a link changes nothing, so a double submit gets
-// a link too (the link itself is never stored or logged: it is a credential for an hour).
+// handleReconnect makes the tenant's Embedded Signup link and shows it on the tenant's page. Every
+// link made has exactly one audit entry: the request's id creates it, and a request whose id has
+// an entry already (a double submit, a replayed form, the id of another tenant's or another
+// action's form) makes no link. The link is a credential for an hour, never stored or logged, so
+// a repeat cannot be shown the first one: it is told to press Reconnect again.
+// reconnectAction is the audit entry's action of a Reconnect.
+const reconnectAction = "reconnect"
+
 func (s *Server) handleReconnect() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -177,10 +182,23 @@ func (s *Server) handleReconnect() http.Handler {
 			s.renderError(w, r, http.StatusBadRequest, "The form has no valid request id: reload the page and try again.")
 			return
 		}
-		created, _, err := s.deps.Audit.Begin(ctx, store.AuditEntry{ID: reqID, Operator: OperatorFrom(ctx), Action: "reconnect",
+		created, stored, err := s.deps.Audit.Begin(ctx, store.AuditEntry{ID: reqID, Operator: OperatorFrom(ctx), Action: reconnectAction,
 			TenantID: id, Target: id})
 		if err != nil {
 			s.fail(w, r, "Record the action", err)
+			return
+		}
+		if !created {
+			if stored.Action != reconnectAction || stored.TenantID != id {
+				s.logger(ctx).Warn("request id of another action reused: refused", "event", "console_request_id_reused",
+					"action", reconnectAction, "tenant_id", id, "request_id", reqID)
+				s.renderError(w, r, http.StatusConflict, "This form's request id belongs to another action: reload the page and try again.")
+				return
+			}
+			s.logger(ctx).Info("action submitted again: no second link", "event", "console_action_duplicate",
+				"action", reconnectAction, "tenant_id", id, "request_id", reqID, "first_by", stored.Operator, "state", stored.State)
+			v.LinkError = "this request was handled already (a link is shown once): press Reconnect again for a new one"
+			s.render(w, r, http.StatusOK, "tenant", "", view{Title: v.T.Name, Nav: "tenants", Data: v})
 			return
 		}
 		link, err := s.deps.LinkMaker.ConnectLink(ctx, id)
@@ -194,10 +212,8 @@ func (s *Server) handleReconnect() http.Handler {
 		} else {
 			v.Link = link
 		}
-		if created {
-			if err := s.deps.Audit.Finish(context.WithoutCancel(ctx), reqID, state, "", msg); err != nil {
-				s.logger(ctx).Error("record the action's outcome", "event", "console_audit_failed", "request_id", reqID, "error", err)
-			}
+		if err := s.deps.Audit.Finish(context.WithoutCancel(ctx), reqID, state, "", msg); err != nil {
+			s.logger(ctx).Error("record the action's outcome", "event", "console_audit_failed", "request_id", reqID, "error", err)
 		}
 		s.render(w, r, http.StatusOK, "tenant", "", view{Title: v.T.Name, Nav: "tenants", Data: v})
 	})

@@ -33,5 +33,6 @@
 // A turn's replies go out while the next turn runs (so a second message waits for no Graph
 // call), but never before the previous turn's replies have gone: effects are performed in
 // commit order. Effects that fail stop the drain; the next holder (or the retry) performs them
-// first.
+// first. A confirm_yes / confirm_no tap waits for the running effects before its turn: the turn
+// checks the tap answers the pending action's prompt by the Graph id those effects record.
 package conversation

@@ -299,10 +299,22 @@ func (d *drain) run(ctx context.Context) error {
 			}
 			continue
 		}
+		if isConfirmTap(p.Message) {
+			// The tap's turn checks that it answers the pending action's prompt by the
+			// prompt's Graph id, which the running effects record when they have sent it.
+			if err := d.wait(); err != nil {
+				return d.stop(ctx, err, true)
+			}
+		}
 		if err := d.runTurn(ctx, p, m); err != nil {
 			return err
 		}
 	}
+}
+
+// isConfirmTap reports a tap on a confirmation's confirm_yes or confirm_no button.
+func isConfirmTap(m whatsapp.Message) bool {
+	return m.Reply != nil && (m.Reply.ID == assistant.ButtonYes || m.Reply.ID == assistant.ButtonNo)
 }
 
 // holdAnswer is how long p's turn should still wait (see Options.AnswerGrace): 0 but for a text

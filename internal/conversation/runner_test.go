@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
 func TestRedeliveredMessageIsHandledOnce(t *testing.T) {
@@ -628,5 +629,65 @@ func TestBareAnswerWaitsForTheMessageItAnswers(t *testing.T) {
 				t.Errorf("turns ran in the order %v, want %v", order, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfirmTapWaitsForThePromptsEffects: a confirm_yes tap queued behind the turn that sent
+// the confirmation runs only once that turn's effects are recorded, so it sees the prompt's Graph
+// message id (which tells a tap on this prompt from a tap on an older one), however slow the
+// send.
+func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t, nil)
+	snd, rec := newSender(), newRecorder()
+	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	book := inbound("wamid.book", 1, "book bus 01")
+	tap := inbound("wamid.tap", 2, "")
+	tap.Message.Type, tap.Message.Text = "interactive", ""
+	tap.Message.Reply = &whatsapp.Reply{Kind: "button_reply", ID: assistant.ButtonYes, Title: "Yes"}
+	queued := make(chan struct{})
+	var seen []store.Reply
+	rec.before = func(p conversation.Pending) {
+		switch p.MessageID {
+		case book.Message.ID:
+			<-queued // the tap is in the inbox before the booking's turn commits
+		case tap.Message.ID:
+			m, err := st.GetMessage(ctx, p.ConversationID, book.Message.ID)
+			if err != nil {
+				t.Errorf("GetMessage: %v", err)
+			}
+			seen = m.Replies
+		}
+	}
+	// The prompt's send takes its time: up to 2 s, or until the tap's turn starts.
+	snd.fail = func(key string) error {
+		if key == conversation.ReplyKey(book.Message.ID, 0) {
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) {
+				if _, ok := rec.started(tap.Message.ID); ok {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		return nil
+	}
+	errs := make(chan error, 1)
+	go func() { _, err := r.Handle(ctx, book, rec.turn); errs <- err }()
+	testenv.Eventually(t, 10*time.Second, func() bool { _, ok := rec.started(book.Message.ID); return ok }, "the booking's turn never started")
+	res, err := r.Handle(ctx, tap, rec.turn)
+	if err != nil || !res.Queued {
+		t.Fatalf("tap = %+v, %v; want queued behind the booking", res, err)
+	}
+	close(queued)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if order, _, _ := rec.snapshot(); !slices.Equal(order, []string{book.Message.ID, tap.Message.ID}) {
+		t.Fatalf("turns %v, want the booking then the tap", order)
+	}
+	if len(seen) != 1 || seen[0].GraphMessageID == "" {
+		t.Errorf("the tap's turn saw the prompt's replies %+v, want its Graph message id", seen)
 	}
 }

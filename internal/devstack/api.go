@@ -10,7 +10,6 @@ import (
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -37,10 +36,10 @@ func (s *Stack) startAPI(ctx, runCtx context.Context, o Options, base config.Bas
 		ln.Close()
 		return err
 	}
-	keeper, err := secrets.New(ctx, cfg.Secrets())
+	keeper, err := cfg.OpenKeeper(ctx)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("secrets.New: %w", err)
+		return err
 	}
 	s.closers = append(s.closers, func() { keeper.Close() })
 	alog := logging.New(logs("api"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})

@@ -362,7 +362,7 @@ func ApplyTenants(ctx context.Context, db *store.DB, admin *taskqueue.Admin, que
 	}
 	defer keeper.Close()
 	ts := store.NewTenants(db, store.Options{})
-	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: queues, Sealer: keeper}
+	ops := &operator.Tenants{Store: ts, Queues: admin, QueueFile: queues, Sealer: keeper, Dev: true}
 	var ids []string
 	for _, f := range files {
 		rep, err := ops.Apply(ctx, f, false)

@@ -1,4 +1,6 @@
 // Package httpserver runs an HTTP handler the way Cloud Run expects: serve on the listener main
 // opened on $PORT, stop accepting on SIGTERM (the context ending), and drain in-flight requests
-// before returning.
+// before returning. It also bounds how request bodies arrive (BodyLimits): a body must keep pace
+// with a floor rate, and the bytes held by requests in flight are charged to a Budget as they
+// arrive, so slow or oversized uploads cannot hold a service's memory or its requests hostage.
 package httpserver

@@ -19,7 +19,8 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Lo
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		// Meta sends up to 3 MB; a slow client must not hold a connection forever.
+		// A backstop only: handlers that read bodies bound their pace with BodyLimits, which
+		// moves this deadline as the bytes arrive.
 		ReadTimeout: 60 * time.Second,
 		IdleTimeout: 120 * time.Second,
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

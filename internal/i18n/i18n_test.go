@@ -189,6 +189,17 @@ func TestIsConfirmAndIsReject(t *testing.T) {
 		{"No.", false, true},
 		{"Batal", false, true},
 		{"nggak", false, true},
+		// Indonesian as typed in chats (issue 22): sip, yoi, bener, oke, ok; bukan, salah, batal.
+		{"sip", true, false},
+		{"Sip!", true, false},
+		{"yoi", true, false},
+		{"bener", true, false},
+		{"oke", true, false},
+		{"OK", true, false},
+		{"bukan", false, true},
+		{"salah", false, true},
+		{"batal", false, true},
+		{"bukan yang itu", false, false},
 		{"إلغاء", false, true},
 		{"No thanks!", false, true},
 		// The localized button titles typed out.

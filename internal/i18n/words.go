@@ -23,7 +23,8 @@ var (
 		// pt
 		"sim", "confirmo",
 		// id
-		"ya", "iya", "oke", "setuju", "betul", "benar", "boleh", "lanjut", "lanjutkan", "konfirmasi",
+		"ya", "iya", "ok", "oke", "sip", "yoi", "setuju", "betul", "benar", "bener", "boleh", "lanjut", "lanjutkan",
+		"konfirmasi",
 	)
 	rejectWords = wordSet(
 		// en
@@ -37,7 +38,7 @@ var (
 		// pt
 		"não", "não obrigado", "não obrigada",
 		// id
-		"tidak", "tdk", "gak", "ga", "nggak", "enggak", "ngga", "batal", "batalkan", "jangan",
+		"tidak", "tdk", "gak", "ga", "nggak", "enggak", "ngga", "bukan", "salah", "batal", "batalkan", "jangan",
 	)
 )
 
@@ -65,7 +66,7 @@ func wordSet(words ...string) map[string]bool {
 //	ar  نعم, أجل, موافق, تأكيد, حسنًا
 //	es  sí (si), vale, claro, de acuerdo, confirmar, confirmo
 //	pt  sim, confirmo
-//	id  ya, iya, oke, setuju, betul, benar, boleh, lanjut, lanjutkan, konfirmasi
+//	id  ya, iya, ok, oke, sip, yoi, setuju, betul, benar, bener, boleh, lanjut, lanjutkan, konfirmasi
 //
 // So "Yes!", "OK 👍", "SÍ" and "oui." confirm; "yes but change the date", "yesss" and a lone
 // emoji do not (they are corrections, handled as a fresh turn).
@@ -79,7 +80,8 @@ func IsConfirm(text string) bool { return confirmWords[Normalize(text)] }
 //	ar  لا, كلا, إلغاء
 //	es  no, cancelar, no gracias
 //	pt  não (nao), cancelar, não obrigado, não obrigada
-//	id  tidak, tdk, gak, ga, nggak, enggak, ngga, batal, batalkan, jangan
+//	id  tidak, tdk, gak, ga, nggak, enggak, ngga, bukan (not that), salah (wrong), batal, batalkan,
+//	    jangan
 func IsReject(text string) bool { return rejectWords[Normalize(text)] }
 
 // Normalize prepares a message for whole-message word matching: it decomposes the text

@@ -119,3 +119,16 @@ func (h *Hasher) sum(domain, v string, n int) string {
 	m.Write([]byte(v))
 	return hex.EncodeToString(m.Sum(nil)[:n])
 }
+
+// DerivedKey returns a key for purpose, derived from LOG_HASH_KEY: HMAC-SHA256(LOG_HASH_KEY,
+// purpose). Ids a tenant can see or choose (package outbox) are keyed with it, so knowing the
+// inputs tells nothing, with no second secret to provision; the purpose separates the derived
+// key from the refs in logs and from any other use. A nil Hasher derives from DevHashKey.
+func (h *Hasher) DerivedKey(purpose string) []byte {
+	if h == nil {
+		h = devHasher
+	}
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}

@@ -64,6 +64,11 @@ func (c *Credentials) SetToken(ctx context.Context, id, token string, verify boo
 // APIKey creates an API key for tenant id and returns it: it is shown once, only its hash is
 // stored.
 func (c *Credentials) APIKey(ctx context.Context, id string) (string, error) {
+	return c.APIKeyExpiring(ctx, id, 0)
+}
+
+// APIKeyExpiring is APIKey for a key that expires ttl from now (never when ttl is 0).
+func (c *Credentials) APIKeyExpiring(ctx context.Context, id string, ttl time.Duration) (string, error) {
 	if _, err := c.Tenants.Show(ctx, id); err != nil {
 		return "", err
 	}
@@ -71,7 +76,11 @@ func (c *Credentials) APIKey(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := c.Keys.CreateAPIKey(ctx, store.APIKeyRecord{ID: keyID, TenantID: id, Hash: hash}); err != nil {
+	rec := store.APIKeyRecord{ID: keyID, TenantID: id, Hash: hash}
+	if ttl > 0 {
+		rec.ExpiresAt = c.now().Add(ttl).UTC().Truncate(time.Second)
+	}
+	if err := c.Keys.CreateAPIKey(ctx, rec); err != nil {
 		return "", err
 	}
 	return key, nil

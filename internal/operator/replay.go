@@ -157,7 +157,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 			default:
 				res.RecordState = rec.State
 			}
-			if res.RecordState == store.OutboundFailed {
+			if err == nil && rec.Reopenable() {
 				res.Reopened = true
 				if !dryRun {
 					if err := r.Outbound.ReopenOutbound(ctx, key); err != nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -46,8 +49,16 @@ type Tenants struct {
 	QueueFile *tasks.QueueFile
 	Sealer    Sealer
 	Verify    TokenVerifier
+	// Keys lists and revokes API keys (api-keys, revoke-key).
+	Keys APIKeyAdmin
 	// Now is time.Now when nil.
 	Now func() time.Time
+	// Dev (APP_ENV=dev) lets apply accept an action URL on loopback over http, as the local
+	// stack needs. Otherwise (staging, prod: the zero value) apply refuses an action URL that
+	// is not https:// to a public address, the name resolved with Resolver
+	// (net.DefaultResolver when nil).
+	Dev      bool
+	Resolver action.Resolver
 }
 
 // ApplyReport is what an apply did (or, dry, would do).
@@ -94,6 +105,9 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 	if err != nil {
 		return ApplyReport{}, err
 	}
+	if err := o.checkActionURL(ctx, t); err != nil {
+		return ApplyReport{}, err
+	}
 	res, err := o.Store.Apply(ctx, t, dryRun)
 	if err != nil {
 		return ApplyReport{}, err
@@ -114,8 +128,130 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 	return rep, nil
 }
 
+// checkActionURL refuses, outside dev, an action URL that is not https:// to a public address
+// (one problem line). A name that does not resolve now is refused too: its calls would fail,
+// and a name that resolves only inside a private network is what the check is for. Calls are
+// checked again when made; this is the operator's early answer.
+func (o *Tenants) checkActionURL(ctx context.Context, t *tenant.Tenant) error {
+	u := t.Assistant.ActionURL
+	if o.Dev || u == "" {
+		return nil
+	}
+	if err := action.CheckPublicURL(ctx, u, o.Resolver); err != nil {
+		return tenant.Problems{{Path: "assistant.action_url",
+			Message: "must be https:// to a public address outside dev: " + err.Error()}}
+	}
+	return nil
+}
+
 // List returns every tenant, by id.
 func (o *Tenants) List(ctx context.Context) ([]store.TenantRecord, error) { return o.Store.List(ctx) }
+
+func (o *Tenants) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// APIKeyAdmin lists and revokes API keys; *store.APIKeys implements it.
+type APIKeyAdmin interface {
+	ListAPIKeys(ctx context.Context, tenantID string) ([]store.APIKeyRecord, error)
+	GetAPIKey(ctx context.Context, id string) (store.APIKeyRecord, error)
+	RevokeAPIKey(ctx context.Context, id string) error
+}
+
+// API key states, as listed.
+const (
+	KeyActive  = "active"
+	KeyRevoked = "revoked"
+	KeyExpired = "expired"
+)
+
+// APIKeyInfo is what an operator sees of a key: never the key or its hash.
+type APIKeyInfo struct {
+	// Prefix names the key (apikey.DisplayPrefix): the start of the key itself.
+	Prefix                                      string
+	State                                       string
+	CreatedAt, LastUsedAt, ExpiresAt, RevokedAt time.Time
+}
+
+// KeyInfo describes rec at now.
+func KeyInfo(rec store.APIKeyRecord, now time.Time) APIKeyInfo {
+	info := APIKeyInfo{Prefix: apikey.DisplayPrefix(rec.ID), State: KeyActive, CreatedAt: rec.CreatedAt,
+		LastUsedAt: rec.LastUsedAt, ExpiresAt: rec.ExpiresAt, RevokedAt: rec.RevokedAt}
+	switch {
+	case rec.Revoked():
+		info.State = KeyRevoked
+	case rec.Expired(now):
+		info.State = KeyExpired
+	}
+	return info
+}
+
+// APIKeys lists tenant id's keys, oldest first, revoked and expired ones included.
+func (o *Tenants) APIKeys(ctx context.Context, id string) ([]APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return nil, err
+	}
+	return ListTenantKeys(ctx, o.Keys, id, o.now())
+}
+
+// RevokeAPIKey revokes tenant id's key named prefix, as RevokeTenantKey does.
+func (o *Tenants) RevokeAPIKey(ctx context.Context, id, prefix string) (APIKeyInfo, error) {
+	if _, err := o.Show(ctx, id); err != nil {
+		return APIKeyInfo{}, err
+	}
+	return RevokeTenantKey(ctx, o.Keys, id, prefix, o.now())
+}
+
+// ListTenantKeys lists tenantID's keys as they stand at now, oldest first (the CLI and the
+// console show the same).
+func ListTenantKeys(ctx context.Context, keys APIKeyAdmin, tenantID string, now time.Time) ([]APIKeyInfo, error) {
+	recs, err := keys.ListAPIKeys(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]APIKeyInfo, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, KeyInfo(r, now))
+	}
+	return out, nil
+}
+
+// KeyError is a revoke refused: not a key prefix, or not a key of the tenant. Its text is for
+// the operator (it names no secret).
+type KeyError struct{ msg string }
+
+func (e *KeyError) Error() string { return e.msg }
+
+// UserMessage is the text to show the operator.
+func (e *KeyError) UserMessage() string { return e.msg }
+
+// RevokeTenantKey revokes tenantID's key named prefix (apikey.DisplayPrefix, or the bare key id):
+// the api refuses it from the next request. A key of another tenant is "no such key", so a typo
+// in the tenant id never revokes someone else's key. Revoking a revoked key changes nothing.
+func RevokeTenantKey(ctx context.Context, keys APIKeyAdmin, tenantID, prefix string, now time.Time) (APIKeyInfo, error) {
+	keyID, ok := apikey.IDFromPrefix(prefix)
+	if !ok {
+		// The input is not echoed: it may be a whole key pasted by mistake.
+		return APIKeyInfo{}, &KeyError{fmt.Sprintf("not a key prefix: want %s followed by 16 hex digits, as api-keys lists", apikey.Prefix)}
+	}
+	rec, err := keys.GetAPIKey(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != tenantID) {
+		return APIKeyInfo{}, &KeyError{fmt.Sprintf("tenant %s has no key %s", tenantID, apikey.DisplayPrefix(keyID))}
+	}
+	if err != nil {
+		return APIKeyInfo{}, err
+	}
+	if err := keys.RevokeAPIKey(ctx, keyID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	if rec, err = keys.GetAPIKey(ctx, keyID); err != nil {
+		return APIKeyInfo{}, err
+	}
+	return KeyInfo(rec, now), nil
+}
 
 // Show returns one tenant; an error saying so when there is none.
 func (o *Tenants) Show(ctx context.Context, id string) (store.TenantRecord, error) {
@@ -171,11 +307,7 @@ func (o *Tenants) Invite(ctx context.Context, id string, role tenant.Role) (code
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
-	expireAt = now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
+	expireAt = o.now().Add(tenant.InviteTTL).UTC().Truncate(time.Second)
 	if err := o.Store.CreateInvite(ctx, id, tenant.InviteCodeHash(code), role, expireAt); err != nil {
 		return "", time.Time{}, err
 	}
@@ -208,4 +340,113 @@ func GraphTokenVerifier(baseURL string) TokenVerifier {
 		}
 		return nil
 	}
+}
+
+// WABAStore is what approve-waba needs of store.Tenants.
+type WABAStore interface {
+	Get(ctx context.Context, id string) (store.TenantRecord, error)
+	CheckPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) error
+	AddPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) ([]string, error)
+	WABAGrant(ctx context.Context, id, waba string) (store.WABAGrant, error)
+	ApproveWABAGrant(ctx context.Context, id, waba string) error
+}
+
+// Opener decrypts a secret bound to its associated data (secrets.Keeper).
+type Opener interface {
+	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
+}
+
+// WABAApprover attaches a WhatsApp Business Account to a tenant on the operator's word: the
+// only way, besides apply, that an account the tenant did not have gains its numbers
+// (CONTRACT.md, Wave 3, Isolation between tenants).
+type WABAApprover struct {
+	Store  WABAStore
+	Opener Opener
+	// GraphURL is GRAPH_API_BASE_URL; HTTPClient is http.DefaultClient's settings when nil.
+	GraphURL   string
+	HTTPClient *http.Client
+}
+
+// ApproveReport is what approve-waba did.
+type ApproveReport struct {
+	ID, WABA string
+	// Granted is when a login granted the account (zero: the operator attached it unasked).
+	Granted time.Time
+	// Numbers are the account's numbers; Added those new to the tenant.
+	Numbers, Added []string
+}
+
+// Lines renders the report one change a line, or "no change".
+func (r ApproveReport) Lines() []string {
+	var out []string
+	for _, n := range r.Added {
+		out = append(out, fmt.Sprintf("+ phone_number: %s (waba %s)", n, r.WABA))
+	}
+	if len(out) == 0 {
+		return []string{"no change"}
+	}
+	return out
+}
+
+// Approve attaches the account waba to tenant id with the tenant's stored token: the account's
+// numbers are read from Graph, refused whole when another tenant owns one (nothing written, no
+// subscription), then the app is subscribed to the account's webhooks and the numbers added. The
+// account's grant, if a login recorded one, is marked approved.
+func (a *WABAApprover) Approve(ctx context.Context, id, waba string) (ApproveReport, error) {
+	rep := ApproveReport{ID: id, WABA: waba}
+	if waba == "" || strings.ContainsAny(waba, "/?#") {
+		return rep, fmt.Errorf("bad WhatsApp Business Account id %q", waba)
+	}
+	rec, err := a.Store.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rep, fmt.Errorf("no tenant %q", id)
+	}
+	if err != nil {
+		return rep, err
+	}
+	if len(rec.AccessToken) == 0 {
+		return rep, fmt.Errorf("tenant %s has no token: connect it or set-token first", id)
+	}
+	token, err := a.Opener.Decrypt(ctx, rec.AccessToken, secrets.AD(id, secrets.PurposeAccessToken))
+	if err != nil {
+		return rep, fmt.Errorf("decrypt the tenant's token: %w", err)
+	}
+	g, err := a.Store.WABAGrant(ctx, id, waba)
+	switch {
+	case err == nil:
+		rep.Granted = g.GrantedAt
+	case !errors.Is(err, store.ErrNotFound):
+		return rep, err
+	}
+	gc, err := graph.NewClient(a.GraphURL, string(token), a.HTTPClient)
+	if err != nil {
+		return rep, err
+	}
+	pns, err := gc.PhoneNumbers(ctx, waba)
+	if err != nil {
+		return rep, fmt.Errorf("read the numbers of account %s with the tenant's token (does it manage the account?): %w", waba, err)
+	}
+	nums := make([]tenant.PhoneNumber, 0, len(pns))
+	for _, p := range pns {
+		nums = append(nums, tenant.PhoneNumber{PhoneNumberID: p.ID, WABAID: waba})
+		rep.Numbers = append(rep.Numbers, p.ID)
+	}
+	if len(nums) == 0 {
+		return rep, fmt.Errorf("account %s has no phone number: nothing to attach", waba)
+	}
+	// Shared numbers (one number, several tenants) come later: for now another tenant's number
+	// refuses the account.
+	if err := a.Store.CheckPhoneNumbers(ctx, id, nums); err != nil {
+		return rep, err
+	}
+	if err := gc.SubscribeApp(ctx, waba); err != nil {
+		return rep, fmt.Errorf("subscribe the app to account %s: %w", waba, err)
+	}
+	if rep.Added, err = a.Store.AddPhoneNumbers(ctx, id, nums); err != nil {
+		return rep, err
+	}
+	if err := a.Store.ApproveWABAGrant(ctx, id, waba); err != nil {
+		return rep, fmt.Errorf("numbers attached, but the grant is not marked approved (run approve-waba again): %w", err)
+	}
+	return rep, nil
 }

@@ -8,6 +8,7 @@ package outbox
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -85,6 +86,7 @@ type TenantReader interface {
 // SendStore keeps the send records; *store.Sends implements it.
 type SendStore interface {
 	CreateSend(ctx context.Context, seed store.OutboundRecord) (store.OutboundRecord, bool, error)
+	GetSend(ctx context.Context, key string) (store.OutboundRecord, error)
 }
 
 // WindowReader reads the conversation that holds a contact's last_inbound_at;
@@ -152,10 +154,12 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 		return Result{}, fmt.Errorf("encode the message: %w", err)
 	}
 	sum := sha256.Sum256(append([]byte(number+"\x00"+r.To+"\x00"), msgJSON...))
+	requestHash := hex.EncodeToString(sum[:])
 	id := "msg_" + randomHex(16)
 	if r.IdempotencyKey != "" {
-		h := sha256.Sum256([]byte("api\x00" + r.TenantID + "\x00" + r.IdempotencyKey))
-		id = "msg_" + hex.EncodeToString(h[:16])
+		if id, err = o.idempotentID(ctx, r.TenantID, r.IdempotencyKey); err != nil {
+			return Result{}, err
+		}
 	}
 	key := tasks.SendKey(id)
 	source := r.Source
@@ -163,7 +167,7 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 		source = store.SourceAPI
 	}
 	rec, created, err := o.Sends.CreateSend(ctx, store.OutboundRecord{
-		IdempotencyKey: key, Source: source, APIMessageID: id, RequestHash: hex.EncodeToString(sum[:]),
+		IdempotencyKey: key, Source: source, APIMessageID: id, RequestHash: requestHash,
 		TenantID: r.TenantID, PhoneNumberID: number, To: r.To, ToHash: o.Hasher.Phone(r.To),
 		Message: string(msgJSON), MessageType: r.Message.Type, CorrelationID: r.CorrelationID, ReceivedAt: now(),
 	})
@@ -186,6 +190,46 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 		}
 	}
 	return Result{ID: id, IdempotencyKey: key, Record: rec, Replay: !created, PhoneNumberID: number}, nil
+}
+
+// MessageIDPurpose names the key message ids are derived with (logging.Hasher.DerivedKey).
+const MessageIDPurpose = "wapipe/message-id/v1"
+
+// MessageID is the id (msg_…) of tenantID's send with Idempotency-Key idem: an HMAC keyed with a
+// server secret (derived from LOG_HASH_KEY), so knowing a tenant id and an idempotency key tells
+// nothing of the id, nor of the record key (tasks.SendKey) and task name derived from it. Before,
+// it was a plain SHA-256 of both: anyone could compute another tenant's record key and echo it
+// in a status of their own.
+func (o *Outbox) MessageID(tenantID, idem string) string {
+	m := hmac.New(sha256.New, o.Hasher.DerivedKey(MessageIDPurpose))
+	m.Write([]byte("api\x00" + tenantID + "\x00" + idem))
+	return "msg_" + hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// legacyMessageID is the unkeyed id MessageID replaced. Records made with it are still found by a
+// replay of their Idempotency-Key until they expire (store.DefaultRetention after creation);
+// after that this lookup finds nothing and may go.
+func legacyMessageID(tenantID, idem string) string {
+	h := sha256.Sum256([]byte("api\x00" + tenantID + "\x00" + idem))
+	return "msg_" + hex.EncodeToString(h[:16])
+}
+
+// idempotentID is the id of tenantID's send with Idempotency-Key idem: MessageID, or the unkeyed
+// id of a record made with that key before ids were keyed, so that a replay of it finds its
+// record (and CreateSend its request hash) instead of sending the message twice.
+func (o *Outbox) idempotentID(ctx context.Context, tenantID, idem string) (string, error) {
+	legacy := legacyMessageID(tenantID, idem)
+	rec, err := o.Sends.GetSend(ctx, tasks.SendKey(legacy))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return o.MessageID(tenantID, idem), nil
+	case err != nil:
+		return "", fmt.Errorf("read the send record of the idempotency key: %w", err)
+	case rec.TenantID != tenantID:
+		// Cannot happen (the tenant is in the hash); never hand another tenant's record out.
+		return o.MessageID(tenantID, idem), nil
+	}
+	return legacy, nil
 }
 
 // windowOpen reports whether the contact wrote to the tenant's number in the last 24 hours.

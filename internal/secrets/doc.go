@@ -18,6 +18,14 @@
 // ciphertexts carry a different prefix, so handing one to the other kind of Keeper fails with
 // ErrKeyKind rather than with a confusing decryption error.
 //
+// # One key per purpose
+//
+// Tenant secrets (KMS_KEY_NAME) and connect links' states (CONNECT_STATE_KMS_KEY_NAME) are
+// sealed under different keys, so that IAM can give each service only what it does on each: the
+// public api opens states but may only seal tokens, the worker opens tokens, the console seals
+// states. Split (and NewSplit) make one Keeper of the two that picks the key from the purpose in
+// the associated data; a side a service holds no key for refuses its purpose with ErrNoKey.
+//
 // # Associated data
 //
 // Encrypt and Decrypt take associated data that binds a ciphertext to its place; build it with

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -20,6 +21,10 @@ import (
 const (
 	PurposeAccessToken  = "whatsapp_access_token" // a tenant's WhatsApp (Graph API) access token
 	PurposeActionSecret = "action_secret"         // a tenant's action signing secret
+	// PurposeConnectState is a connect link's state (internal/api), sealed under its own key
+	// (CONNECT_STATE_KMS_KEY_NAME) by Split: the public api must open states, and that right
+	// must not extend to the tenants' secrets.
+	PurposeConnectState = "connect_state"
 )
 
 // Errors of Encrypt and Decrypt, for errors.Is. The returned errors wrap them with what failed.
@@ -37,6 +42,9 @@ var (
 	ErrKMS = errors.New("cloud kms call failed")
 	// ErrNoAD: associated data is required, so that every ciphertext is bound to its place.
 	ErrNoAD = errors.New("associated data is required")
+	// ErrNoKey: a Split keeper holds no key for this purpose (the service is not meant to
+	// handle such secrets).
+	ErrNoKey = errors.New("no key for this purpose in this service")
 )
 
 // Config chooses the key. Set KMSKeyName in staging and prod; leave it empty with Dev set to use
@@ -47,6 +55,9 @@ type Config struct {
 	KMSKeyName string
 	// Dev allows the insecure development key when KMSKeyName is empty (APP_ENV=dev).
 	Dev bool
+	// Variable names the environment variable KMSKeyName comes from, for errors; empty means
+	// KMS_KEY_NAME.
+	Variable string
 	// KMSEndpoint overrides the Cloud KMS REST endpoint (tests, private endpoints).
 	KMSEndpoint string
 	// HTTPClient, when set, carries every KMS call as is: it must add credentials itself (a plain
@@ -60,11 +71,15 @@ var kmsKeyName = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/keyRings/[^
 
 // Validate reports a configuration New would refuse.
 func (c Config) Validate() error {
+	variable := c.Variable
+	if variable == "" {
+		variable = "KMS_KEY_NAME"
+	}
 	switch {
 	case c.KMSKeyName != "" && !kmsKeyName.MatchString(c.KMSKeyName):
-		return fmt.Errorf("KMS_KEY_NAME: want projects/P/locations/L/keyRings/R/cryptoKeys/K, got %q", c.KMSKeyName)
+		return fmt.Errorf("%s: want projects/P/locations/L/keyRings/R/cryptoKeys/K, got %q", variable, c.KMSKeyName)
 	case c.KMSKeyName == "" && !c.Dev:
-		return errors.New("KMS_KEY_NAME is required unless APP_ENV=dev (the development key protects nothing)")
+		return fmt.Errorf("%s is required unless APP_ENV=dev (the development key protects nothing)", variable)
 	}
 	return nil
 }
@@ -93,11 +108,95 @@ func kindName(kind byte) string {
 // can decrypt dev ciphertexts, which is why New accepts it only with Config.Dev.
 const devKeyLabel = "wapipe/internal/secrets: INSECURE development key-encryption key, for APP_ENV=dev only"
 
-// Keeper encrypts and decrypts secrets with one key. It is safe for concurrent use.
+// Keeper encrypts and decrypts secrets with one key, or, made by Split, with one key per
+// purpose. It is safe for concurrent use.
 type Keeper struct {
 	kind     byte
 	envelope tink.AEAD
 	close    func() error
+
+	// split is set on a Keeper made by Split: it only routes to these.
+	split *split
+}
+
+// split is the routing of a Split keeper. Either side may be nil (that service has no such key).
+type split struct{ tenant, state *Keeper }
+
+// Split returns a Keeper that seals and opens connect-link states (AD with PurposeConnectState)
+// with state and every other secret (access tokens, action secrets) with tenant, so that each
+// purpose has its own key and each service is granted on each key only what it does (the api
+// opens states but may only seal tokens). The purpose is read from the associated data, which
+// every call carries and which the ciphertext is bound to: a secret cannot be steered to the
+// other key without failing to open. Either keeper may be nil for a service that holds no such
+// key; its purpose is then refused with ErrNoKey rather than sealed under the wrong key. Close
+// closes both.
+func Split(tenant, state *Keeper) *Keeper {
+	return &Keeper{split: &split{tenant: tenant, state: state}}
+}
+
+// NewSplit opens the keepers of tenant (access tokens, action secrets) and state (connect
+// states) and returns their Split. A nil Config means the service holds no key for those
+// secrets (they are refused with ErrNoKey). Closing the result closes both.
+func NewSplit(ctx context.Context, tenant, state *Config) (*Keeper, error) {
+	var parts [2]*Keeper
+	for i, cfg := range []*Config{tenant, state} {
+		if cfg == nil {
+			continue
+		}
+		k, err := New(ctx, *cfg)
+		if err != nil {
+			if parts[0] != nil {
+				_ = parts[0].Close()
+			}
+			return nil, err
+		}
+		parts[i] = k
+	}
+	return Split(parts[0], parts[1]), nil
+}
+
+// route returns the keeper of ad's purpose.
+func (s *split) route(ad []byte) (*Keeper, error) {
+	k := s.tenant
+	if purpose, ok := purposeOf(ad); ok && purpose == PurposeConnectState {
+		k = s.state
+	}
+	if k == nil {
+		return nil, ErrNoKey
+	}
+	return k, nil
+}
+
+// purposeOf reads the purpose back from an AD made by AD.
+func purposeOf(ad []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(ad, []byte(adPrefix+"|tenant:"))
+	if !ok {
+		return "", false
+	}
+	if _, rest, ok = cutLengthPrefixed(rest); !ok {
+		return "", false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte("|purpose:")); !ok {
+		return "", false
+	}
+	purpose, rest, ok := cutLengthPrefixed(rest)
+	if !ok || len(rest) != 0 {
+		return "", false
+	}
+	return string(purpose), true
+}
+
+// cutLengthPrefixed splits "<n>:<n bytes>rest" into the n bytes and rest.
+func cutLengthPrefixed(b []byte) (value, rest []byte, ok bool) {
+	digits, after, ok := bytes.Cut(b, []byte(":"))
+	if !ok {
+		return nil, nil, false
+	}
+	n, err := strconv.Atoi(string(digits))
+	if err != nil || n < 0 || n > len(after) {
+		return nil, nil, false
+	}
+	return after[:n], after[n:], true
 }
 
 // New returns a Keeper for cfg: Cloud KMS when cfg.KMSKeyName is set, the development key when
@@ -150,11 +249,27 @@ func devKEK() (tink.AEAD, error) {
 	return a, nil
 }
 
-// Dev reports whether the Keeper uses the insecure development key, e.g. for a start-up warning.
-func (k *Keeper) Dev() bool { return k.kind == kindDev }
+// Dev reports whether the Keeper uses the insecure development key (for any purpose), e.g. for
+// a start-up warning.
+func (k *Keeper) Dev() bool {
+	if k.split != nil {
+		return (k.split.tenant != nil && k.split.tenant.Dev()) || (k.split.state != nil && k.split.state.Dev())
+	}
+	return k.kind == kindDev
+}
 
-// Close releases the KMS client. The Keeper must not be used afterwards.
+// Close releases the KMS client (both, for a Split keeper). The Keeper must not be used
+// afterwards.
 func (k *Keeper) Close() error {
+	if k.split != nil {
+		var errs []error
+		for _, part := range []*Keeper{k.split.tenant, k.split.state} {
+			if part != nil {
+				errs = append(errs, part.Close())
+			}
+		}
+		return errors.Join(errs...)
+	}
 	if err := k.close(); err != nil {
 		return fmt.Errorf("secrets close: %w", err)
 	}
@@ -166,6 +281,13 @@ func (k *Keeper) Close() error {
 func (k *Keeper) Encrypt(ctx context.Context, plaintext, ad []byte) ([]byte, error) {
 	if len(ad) == 0 {
 		return nil, fmt.Errorf("secrets encrypt: %w", ErrNoAD)
+	}
+	if k.split != nil {
+		part, err := k.split.route(ad)
+		if err != nil {
+			return nil, fmt.Errorf("secrets encrypt: %w", err)
+		}
+		return part.Encrypt(ctx, plaintext, ad)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("secrets encrypt: %w", err)
@@ -186,6 +308,13 @@ func (k *Keeper) Encrypt(ctx context.Context, plaintext, ad []byte) ([]byte, err
 func (k *Keeper) Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error) {
 	if len(ad) == 0 {
 		return nil, fmt.Errorf("secrets decrypt: %w", ErrNoAD)
+	}
+	if k.split != nil {
+		part, err := k.split.route(ad)
+		if err != nil {
+			return nil, fmt.Errorf("secrets decrypt: %w", err)
+		}
+		return part.Decrypt(ctx, ciphertext, ad)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("secrets decrypt: %w", err)
@@ -229,6 +358,9 @@ func fullAD(header, ad []byte) []byte {
 // or field does not decrypt. The encoding is length-prefixed, hence unambiguous whatever the
 // strings hold.
 func AD(tenantID, purpose string) []byte {
-	return fmt.Appendf(nil, "wapipe/secrets/v1|tenant:%d:%s|purpose:%d:%s",
+	return fmt.Appendf(nil, adPrefix+"|tenant:%d:%s|purpose:%d:%s",
 		len(tenantID), tenantID, len(purpose), purpose)
 }
+
+// adPrefix begins every AD: the format of the associated data, which purposeOf reads back.
+const adPrefix = "wapipe/secrets/v1"

@@ -16,7 +16,9 @@ const (
 	MessageStatuses  = "message_statuses"
 	DeadLetters      = "dead_letters"
 	Conversations    = "conversations"
-	// SenderWindows holds one assistant.Window per (tenant, sender): the sender rate limit.
+	// SenderWindows holds the per-contact counters: one assistant.Window per (tenant, sender),
+	// the sender rate limit, and one count per (tenant, sender, quota period), the contact's
+	// share of the monthly LLM quota.
 	SenderWindows = "sender_windows"
 	// Usage holds one LLM call counter per (tenant, quota period); it does not expire.
 	Usage = "usage"

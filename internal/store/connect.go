@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -38,6 +39,43 @@ func (s *Tenants) UseConnectState(ctx context.Context, nonce, tenantID string, e
 	return nil
 }
 
+// ConnectStateUsed reports whether the connect state nonce was used (UseConnectState), so the
+// connect page can say so before anyone presses its button.
+func (s *Tenants) ConnectStateUsed(ctx context.Context, nonce string) (bool, error) {
+	if nonce == "" || strings.Contains(nonce, "/") {
+		return false, errors.New("connect state used: bad nonce")
+	}
+	_, err := s.fs.Collection(ConnectStates).Doc(nonce).Get(ctx)
+	switch status.Code(err) {
+	case codes.OK:
+		return true, nil
+	case codes.NotFound:
+		return false, nil
+	}
+	return false, fmt.Errorf("read connect state: %w", err)
+}
+
+// CheckPhoneNumbers returns tenant.Problems naming each of nums another tenant owns, and writes
+// nothing: Embedded Signup checks before it subscribes the app, and AddPhoneNumbers checks again
+// when it writes.
+func (s *Tenants) CheckPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) error {
+	refs := make([]*firestore.DocumentRef, 0, len(nums))
+	for _, p := range nums {
+		if p.PhoneNumberID == "" || strings.Contains(p.PhoneNumberID, "/") {
+			return tenant.Problems{{Path: "phone_numbers", Message: fmt.Sprintf("bad phone number id %q", p.PhoneNumberID)}}
+		}
+		refs = append(refs, s.numberDoc(p.PhoneNumberID))
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	snaps, err := s.fs.GetAll(ctx, refs)
+	if err != nil {
+		return fmt.Errorf("check phone numbers of %s: %w", id, err)
+	}
+	return foreignNumbers(snaps, nums, id)
+}
+
 // AddPhoneNumbers adds nums to tenant id (its phone_numbers and the phone_numbers index) in one
 // transaction, as Embedded Signup registers the numbers of a WABA. Numbers the tenant has
 // already are left as they are; a number another tenant owns refuses the whole call with
@@ -69,21 +107,8 @@ func (s *Tenants) AddPhoneNumbers(ctx context.Context, id string, nums []tenant.
 		if err != nil {
 			return err
 		}
-		var ps tenant.Problems
-		for i, sn := range snaps {
-			if !sn.Exists() {
-				continue
-			}
-			var n numberDoc
-			if err := sn.DataTo(&n); err != nil {
-				return err
-			}
-			if n.TenantID != id {
-				ps = append(ps, tenant.Problem{Path: "phone_numbers", Message: fmt.Sprintf("number %s belongs to another tenant", nums[i].PhoneNumberID)})
-			}
-		}
-		if len(ps) > 0 {
-			return ps
+		if err := foreignNumbers(snaps, nums, id); err != nil {
+			return err
 		}
 		now := s.now()
 		list := d.PhoneNumbers
@@ -113,6 +138,28 @@ func (s *Tenants) AddPhoneNumbers(ctx context.Context, id string, nums []tenant.
 		return nil, fmt.Errorf("add phone numbers to %s: %w", id, err)
 	}
 	return added, nil
+}
+
+// foreignNumbers returns tenant.Problems naming each of nums (whose phone_numbers documents are
+// snaps, in order) that a tenant other than id owns; nil when none is.
+func foreignNumbers(snaps []*firestore.DocumentSnapshot, nums []tenant.PhoneNumber, id string) error {
+	var ps tenant.Problems
+	for i, sn := range snaps {
+		if !sn.Exists() {
+			continue
+		}
+		var n numberDoc
+		if err := sn.DataTo(&n); err != nil {
+			return err
+		}
+		if n.TenantID != id {
+			ps = append(ps, tenant.Problem{Path: "phone_numbers", Message: fmt.Sprintf("number %s belongs to another tenant", nums[i].PhoneNumberID)})
+		}
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	return nil
 }
 
 // SetActionSecret stores tenant id's action signing secret (ciphertext from package secrets,

@@ -241,10 +241,11 @@ func (r *Outbound) MarkRetry(ctx context.Context, key string, definite bool, cod
 }
 
 // ReopenOutbound makes a failed record pending again, so that a replayed dead letter may send.
-// A sent record is never reopened: that reply reached Meta already.
+// A sent record is never reopened: that reply reached Meta already; nor is a failed one whose
+// wamid a status made known (ApplyResult.AcceptedAfterFailure): Meta has that one too.
 func (r *Outbound) ReopenOutbound(ctx context.Context, key string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
-		if rec.State != OutboundFailed {
+		if !rec.Reopenable() {
 			return false
 		}
 		rec.State = OutboundPending
@@ -254,6 +255,12 @@ func (r *Outbound) ReopenOutbound(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// Reopenable reports whether a replay may send the record again: it failed, and Meta never
+// accepted it (no wamid known).
+func (rec OutboundRecord) Reopenable() bool {
+	return rec.State == OutboundFailed && rec.GraphMessageID == ""
 }
 
 // update applies f to the record in a transaction and writes it when f reports a change. f may
@@ -300,7 +307,24 @@ type StatusUpdate struct {
 	GraphMessageID string
 	Status         string
 	ErrorCode      int
+	// PhoneNumberID is the status's metadata.phone_number_id: the number Meta says sent the
+	// message. TenantID is the tenant that number routes to ("" for the single-tenant default).
+	PhoneNumberID string
+	TenantID      string
 }
+
+// Reasons a status is refused (ApplyResult.Mismatch).
+const (
+	// MismatchNumber: the status came from another number than the one that sent the record.
+	MismatchNumber = "phone_number_id"
+	// MismatchTenant: the status's number is not the record's tenant's.
+	MismatchTenant = "tenant"
+	// MismatchMessage: the record knows its wamid and the status is about another message.
+	MismatchMessage = "graph_message_id"
+	// MismatchNotSent: the record is pending (or parked, skipped): nothing was sent for it, so a
+	// status about another wamid cannot settle it.
+	MismatchNotSent = "not_sent"
+)
 
 // ApplyResult says what ApplyStatus did.
 type ApplyResult struct {
@@ -310,12 +334,48 @@ type ApplyResult struct {
 	Applied bool
 	// Reconciled is true when the status proved that a send of unknown outcome reached Meta.
 	Reconciled bool
-	Key        string
+	// AcceptedAfterFailure is true when the status proved that Meta accepted a send the record
+	// had given up as failed (its outcome unknown on the last attempt): the record stays failed
+	// but now knows its wamid, so no replay sends it again.
+	AcceptedAfterFailure bool
+	// Mismatch, when set, says why the status may not change the record it names (one of the
+	// Mismatch constants): nothing was changed.
+	Mismatch string
+	Key      string
+}
+
+// statusMismatch returns why u may not change rec, or "" when it may. The echoed key alone
+// proves nothing: another tenant can send a message of its own with any callback data, so the
+// status must come from the number that sent the record (and that number must be the record's
+// tenant's), and must be about the record's message when the record knows it.
+func statusMismatch(rec OutboundRecord, u StatusUpdate) string {
+	switch {
+	case rec.PhoneNumberID == "" || rec.PhoneNumberID != u.PhoneNumberID:
+		return MismatchNumber
+	case rec.TenantID != "" && rec.TenantID != u.TenantID:
+		return MismatchTenant
+	case rec.GraphMessageID != "" && rec.GraphMessageID != u.GraphMessageID:
+		return MismatchMessage
+	}
+	switch rec.State {
+	case OutboundSent, OutboundSending, OutboundFailed:
+		// A failed record is never reopened by a status (ApplyStatus keeps it failed); one from
+		// its own number only tells it that Meta has the message.
+		return ""
+	}
+	// pending, parked, skipped: nothing in flight. Only the record's own wamid (checked above)
+	// may settle it.
+	if rec.GraphMessageID == "" {
+		return MismatchNotSent
+	}
+	return ""
 }
 
 // ApplyStatus applies a delivery status to the record it is about, found by the echoed key or
-// else by the Graph message id. The rank guard keeps the highest status; a status for a record not
-// yet sent proves Meta accepted the send, which reconciles the record to sent.
+// else by the Graph message id, when the status may change it (statusMismatch): otherwise the
+// record is left as it is and the result says why. The rank guard keeps the highest status; a
+// status for a send of unknown outcome proves Meta accepted the send, which reconciles the record
+// to sent.
 func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult, error) {
 	key := u.Key
 	if key == "" {
@@ -338,12 +398,23 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 	var res ApplyResult
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
 		// f runs once per transaction attempt: what an aborted attempt found must not survive.
-		res = ApplyResult{Key: key, Matched: true}
+		res = ApplyResult{Key: key, Matched: true, Mismatch: statusMismatch(*rec, u)}
+		if res.Mismatch != "" {
+			return false
+		}
 		changed := false
-		// Any status echoing the key proves Meta accepted a send for this record, even one that
-		// gave up on it (retries exhausted after a lost answer): it was sent, and a replay must
-		// not send it again.
-		if rec.State == OutboundSending || rec.State == OutboundPending || rec.State == OutboundFailed {
+		switch {
+		case rec.State == OutboundFailed:
+			// A status never reopens a failed record. But a send given up with its outcome
+			// unknown may have reached Meta after all: the record keeps the wamid, and a replay
+			// of its dead letter then finds it accepted (ReopenOutbound) and sends nothing.
+			if rec.GraphMessageID == "" {
+				rec.GraphMessageID = u.GraphMessageID
+				res.AcceptedAfterFailure, changed = true, true
+			}
+		case rec.State != OutboundSent:
+			// A status from the record's own number proves Meta accepted a send of unknown
+			// outcome (sending), or names the record's own wamid.
 			rec.State, rec.GraphMessageID, rec.SentAt, rec.Reconciled = OutboundSent, u.GraphMessageID, now, true
 			rec.setLatency(now)
 			res.Reconciled, changed = true, true

@@ -70,53 +70,82 @@ func TestBeginSend(t *testing.T) {
 func TestApplyStatus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	own := store.StatusUpdate{Key: "k", GraphMessageID: "wamid.out", PhoneNumberID: "100", TenantID: "acme"}
 	tests := []struct {
 		name      string
 		prepare   func(r records)
+		update    func(u *store.StatusUpdate)
 		statuses  []string
 		wantState string
 		wantRank  string
+		wantWamid string
+		mismatch  string
 	}{
-		{"out of order keeps the highest", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
-			[]string{"read", "sent", "delivered"}, store.OutboundSent, store.DeliveryRead},
-		{"read without delivered", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
-			[]string{"sent", "read"}, store.OutboundSent, store.DeliveryRead},
-		{"failed is terminal", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
-			[]string{"delivered", "failed", "read"}, store.OutboundSent, store.DeliveryFailed},
-		{"reconciles a send of unknown outcome", func(records) {}, []string{"sent"}, store.OutboundSent, store.DeliverySent},
-		{"reconciles a record given up as failed", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") },
-			[]string{"delivered"}, store.OutboundSent, store.DeliveryDelivered},
+		{"out of order keeps the highest", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) }, nil,
+			[]string{"read", "sent", "delivered"}, store.OutboundSent, store.DeliveryRead, "wamid.out", ""},
+		{"read without delivered", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) }, nil,
+			[]string{"sent", "read"}, store.OutboundSent, store.DeliveryRead, "wamid.out", ""},
+		{"failed is terminal", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) }, nil,
+			[]string{"delivered", "failed", "read"}, store.OutboundSent, store.DeliveryFailed, "wamid.out", ""},
+		{"reconciles a send of unknown outcome", func(records) {}, nil, []string{"sent"}, store.OutboundSent, store.DeliverySent, "wamid.out", ""},
+		{"never reopens a record given up as failed, but learns Meta has it", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") }, nil,
+			[]string{"delivered"}, store.OutboundFailed, store.DeliveryDelivered, "wamid.out", ""},
+		{"a failed record from another number learns nothing", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") },
+			func(u *store.StatusUpdate) { u.PhoneNumberID = "999" },
+			[]string{"delivered"}, store.OutboundFailed, "", "", store.MismatchNumber},
+		{"never settles a pending record without its wamid", func(r records) { r.MarkRetry(ctx, "k", true, 130429, "throttled") }, nil,
+			[]string{"sent", "read"}, store.OutboundPending, "", "", store.MismatchNotSent},
+		{"another number changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+			func(u *store.StatusUpdate) { u.PhoneNumberID = "999" },
+			[]string{"failed"}, store.OutboundSent, "", "wamid.out", store.MismatchNumber},
+		{"another number does not reconcile", func(records) {}, func(u *store.StatusUpdate) { u.PhoneNumberID = "999" },
+			[]string{"sent"}, store.OutboundSending, "", "", store.MismatchNumber},
+		{"a number routed to another tenant changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+			func(u *store.StatusUpdate) { u.TenantID = "other" },
+			[]string{"read"}, store.OutboundSent, "", "wamid.out", store.MismatchTenant},
+		{"another message changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+			func(u *store.StatusUpdate) { u.GraphMessageID = "wamid.forged" },
+			[]string{"read"}, store.OutboundSent, "", "wamid.out", store.MismatchMessage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r, _ := newRecords(t)
-			if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k"}); err != nil {
+			if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k", PhoneNumberID: "100", TenantID: "acme"}); err != nil {
 				t.Fatal(err)
 			}
 			tc.prepare(r)
 			for _, st := range tc.statuses {
-				if _, err := r.ApplyStatus(ctx, store.StatusUpdate{Key: "k", GraphMessageID: "wamid.out", Status: st}); err != nil {
+				u := own
+				u.Status = st
+				if tc.update != nil {
+					tc.update(&u)
+				}
+				res, err := r.ApplyStatus(ctx, u)
+				if err != nil {
 					t.Fatal(err)
+				}
+				if res.Mismatch != tc.mismatch || !res.Matched {
+					t.Errorf("status %s: mismatch %q (matched %v), want %q", st, res.Mismatch, res.Matched, tc.mismatch)
 				}
 			}
 			rec, err := r.GetOutbound(ctx, "k")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.State != tc.wantState || rec.DeliveryStatus != tc.wantRank || rec.GraphMessageID != "wamid.out" {
-				t.Errorf("record %s/%s/%s, want %s/%s", rec.State, rec.DeliveryStatus, rec.GraphMessageID, tc.wantState, tc.wantRank)
+			if rec.State != tc.wantState || rec.DeliveryStatus != tc.wantRank || rec.GraphMessageID != tc.wantWamid {
+				t.Errorf("record %s/%s/%s, want %s/%s/%s", rec.State, rec.DeliveryStatus, rec.GraphMessageID, tc.wantState, tc.wantRank, tc.wantWamid)
 			}
 		})
 	}
 	// Found by the Graph message id when the key is not echoed; unknown messages match nothing.
 	r, _ := newRecords(t)
-	r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k2"})
+	r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k2", PhoneNumberID: "100"})
 	r.MarkSent(ctx, "k2", "wamid.k2", false)
-	if res, err := r.ApplyStatus(ctx, store.StatusUpdate{GraphMessageID: "wamid.k2", Status: "delivered"}); err != nil || !res.Matched || res.Key != "k2" {
+	if res, err := r.ApplyStatus(ctx, store.StatusUpdate{GraphMessageID: "wamid.k2", Status: "delivered", PhoneNumberID: "100"}); err != nil || !res.Matched || res.Key != "k2" || !res.Applied {
 		t.Errorf("by message id: %+v, %v", res, err)
 	}
-	if res, err := r.ApplyStatus(ctx, store.StatusUpdate{GraphMessageID: "wamid.other", Status: "delivered"}); err != nil || res.Matched {
+	if res, err := r.ApplyStatus(ctx, store.StatusUpdate{GraphMessageID: "wamid.other", Status: "delivered", PhoneNumberID: "100"}); err != nil || res.Matched {
 		t.Errorf("unknown message: %+v, %v", res, err)
 	}
 }
@@ -130,5 +159,46 @@ func TestRecordStatusOnce(t *testing.T) {
 		if err != nil || fresh != want {
 			t.Fatalf("record %d: fresh=%v err=%v, want %v", i+1, fresh, err, want)
 		}
+	}
+}
+
+// TestReopenOnlyWhatMetaNeverAccepted: a replay reopens a record given up as failed, unless a
+// status from its own number has since shown that Meta accepted the send (outcome unknown on the
+// last attempt, delivered after all): that one stays failed, so the replay sends nothing.
+func TestReopenOnlyWhatMetaNeverAccepted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		status    bool
+		wantState string
+	}{
+		{"failed, never accepted: reopened", false, store.OutboundPending},
+		{"failed, then delivered: stays failed", true, store.OutboundFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := newRecords(t)
+			if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k", PhoneNumberID: "100", TenantID: "acme"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.MarkFailed(ctx, "k", 0, "outcome_unknown"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.status {
+				res, err := r.ApplyStatus(ctx, store.StatusUpdate{Key: "k", GraphMessageID: "wamid.late", Status: store.DeliveryDelivered,
+					PhoneNumberID: "100", TenantID: "acme"})
+				if err != nil || !res.AcceptedAfterFailure {
+					t.Fatalf("ApplyStatus = %+v, %v; want accepted after failure", res, err)
+				}
+			}
+			if err := r.ReopenOutbound(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := r.GetOutbound(ctx, "k")
+			if err != nil || rec.State != tc.wantState {
+				t.Errorf("after reopen: %s, %v; want %s", rec.State, err, tc.wantState)
+			}
+		})
 	}
 }

@@ -25,7 +25,7 @@ func TestTransactionRetryResetsState(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	opts := store.Options{Now: clk.Now}
 	plain := store.NewOutbound(db, opts)
-	if _, _, err := plain.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k"}); err != nil {
+	if _, _, err := plain.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k", PhoneNumberID: "100"}); err != nil {
 		t.Fatal(err)
 	}
 	// A send of unknown outcome: the record stays sending, with the error.
@@ -51,7 +51,7 @@ func TestTransactionRetryResetsState(t *testing.T) {
 			return nil
 		}))
 
-	res, err := hooked.ApplyStatus(ctx, store.StatusUpdate{Key: "k", GraphMessageID: "wamid.sent", Status: store.DeliveryDelivered})
+	res, err := hooked.ApplyStatus(ctx, store.StatusUpdate{Key: "k", GraphMessageID: "wamid.sent", Status: store.DeliveryDelivered, PhoneNumberID: "100"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,18 @@ type usageCall struct {
 	ExpireAt  time.Time `firestore:"expire_at"`
 }
 
+// senderShare is one contact's LLM calls in one quota period, counted against the tenant's
+// per-contact share (sender_windows/{hash of tenant, contact, period}). It is the contact's own
+// document, not a field of the tenant's counter, so contacts do not contend on it.
+type senderShare struct {
+	TenantID  string    `firestore:"tenant_id"`
+	Period    string    `firestore:"period"`
+	Count     int       `firestore:"count"`
+	Limit     int       `firestore:"limit"`
+	UpdatedAt time.Time `firestore:"updated_at"`
+	ExpireAt  time.Time `firestore:"expire_at"`
+}
+
 // senderWindow is one sender's rate window (sender_windows/{hash}).
 type senderWindow struct {
 	TenantID  string           `firestore:"tenant_id"`
@@ -108,55 +120,82 @@ func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant
 	return assistant.RateDecision{}, fmt.Errorf("hit sender window: %d attempts lost to concurrent hits", maxCASAttempts)
 }
 
-// ReserveCall counts one LLM call of c.Period unless the quota is used up; a call id counted
-// already is granted again without counting. It reads the counter and the call's marker, then
-// writes both atomically with the counter's update time as a precondition (a compare-and-set,
-// redone at once when another call came first). Two reads; two writes when granted, none
-// otherwise.
-func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (bool, error) {
+// ReserveCall counts one LLM call of c.Period unless the tenant's quota or the contact's share
+// is used up; a call id counted already is granted again without counting. It reads the
+// tenant's counter, the call's marker and the contact's counter, then writes all three
+// atomically with the counters' update times as preconditions (a compare-and-set, redone at
+// once when another call came first). Three reads; three writes when granted, none otherwise.
+// Without c.Sender there is no contact's counter (two of each).
+func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (assistant.CallDecision, error) {
+	refused := assistant.CallDecision{}
 	if c.TenantID == "" || c.Period == "" || c.CallID == "" {
-		return false, errors.New("reserve call: tenant, period and call id are required")
+		return refused, errors.New("reserve call: tenant, period and call id are required")
 	}
 	ref := g.usageDoc(c.TenantID, c.Period)
 	callRef := ref.Collection(UsageCalls).Doc(DocID(c.CallID))
+	refs := []*firestore.DocumentRef{ref, callRef}
+	var shareRef *firestore.DocumentRef
+	if c.Sender != "" {
+		shareRef = g.fs.Collection(SenderWindows).Doc(DocID("share\x00" + c.TenantID + "\x00" + c.Sender + "\x00" + c.Period))
+		refs = append(refs, shareRef)
+	}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		snaps, err := g.fs.GetAll(ctx, []*firestore.DocumentRef{ref, callRef})
+		snaps, err := g.fs.GetAll(ctx, refs)
 		if err != nil {
-			return false, fmt.Errorf("read usage: %w", err)
+			return refused, fmt.Errorf("read usage: %w", err)
 		}
 		if snaps[1].Exists() {
-			return true, nil
+			return assistant.CallDecision{Granted: true}, nil
 		}
 		u := UsageCounter{TenantID: c.TenantID, Period: c.Period}
 		if snaps[0].Exists() {
 			if err := snaps[0].DataTo(&u); err != nil {
-				return false, fmt.Errorf("decode usage: %w", err)
+				return refused, fmt.Errorf("decode usage: %w", err)
 			}
 		}
 		limit := 0
 		if c.Limited {
 			limit = c.Limit
 			if u.Count >= c.Limit {
-				return false, nil
+				return refused, nil
+			}
+		}
+		share := senderShare{TenantID: c.TenantID, Period: c.Period}
+		if shareRef != nil && snaps[2].Exists() {
+			if err := snaps[2].DataTo(&share); err != nil {
+				return refused, fmt.Errorf("decode contact's usage: %w", err)
+			}
+		}
+		share.Limit = 0
+		if c.SenderLimited {
+			share.Limit = c.SenderLimit
+			if share.Count >= c.SenderLimit {
+				return assistant.CallDecision{SenderShare: true}, nil
 			}
 		}
 		now := g.opts.Now()
 		u.Count++
 		u.Limit, u.UpdatedAt = limit, now
-		// A transaction without reads takes no locks: it only makes the two writes atomic.
+		share.Count++
+		share.UpdatedAt, share.ExpireAt = now, shareExpiry(c.Period, now.Add(g.opts.Retention))
+		// A transaction without reads takes no locks: it only makes the writes atomic.
 		err = g.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			var err error
-			if snaps[0].Exists() {
-				err = tx.Update(ref, []firestore.Update{
-					{Path: "count", Value: u.Count},
-					{Path: "limit", Value: u.Limit},
-					{Path: "updated_at", Value: now},
-				}, firestore.LastUpdateTime(snaps[0].UpdateTime))
-			} else {
-				err = tx.Create(ref, u)
-			}
-			if err != nil {
+			if err := casWrite(tx, ref, snaps[0], u, []firestore.Update{
+				{Path: "count", Value: u.Count},
+				{Path: "limit", Value: u.Limit},
+				{Path: "updated_at", Value: now},
+			}); err != nil {
 				return err
+			}
+			if shareRef != nil {
+				if err := casWrite(tx, shareRef, snaps[2], share, []firestore.Update{
+					{Path: "count", Value: share.Count},
+					{Path: "limit", Value: share.Limit},
+					{Path: "updated_at", Value: now},
+					{Path: ExpireAtField, Value: share.ExpireAt},
+				}); err != nil {
+					return err
+				}
 			}
 			return tx.Create(callRef, usageCall{CallID: c.CallID, CreatedAt: now, ExpireAt: now.Add(g.opts.Retention)})
 		}, firestore.MaxAttempts(1))
@@ -164,11 +203,33 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (b
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("count llm call: %w", err)
+			return refused, fmt.Errorf("count llm call: %w", err)
 		}
-		return true, nil
+		return assistant.CallDecision{Granted: true}, nil
 	}
-	return false, fmt.Errorf("reserve llm call: %d attempts lost to concurrent calls", maxCASAttempts)
+	return refused, fmt.Errorf("reserve llm call: %d attempts lost to concurrent calls", maxCASAttempts)
+}
+
+// casWrite writes a counter read as snap in tx: the updates when it existed, on condition that it
+// has not changed since; a create (which fails if another came first) otherwise.
+func casWrite(tx *firestore.Transaction, ref *firestore.DocumentRef, snap *firestore.DocumentSnapshot, doc any, updates []firestore.Update) error {
+	if snap.Exists() {
+		return tx.Update(ref, updates, firestore.LastUpdateTime(snap.UpdateTime))
+	}
+	return tx.Create(ref, doc)
+}
+
+// shareExpiry is when a contact's counter of period may be deleted: not before the period is
+// over, however short the retention.
+func shareExpiry(period string, retained time.Time) time.Time {
+	start, err := time.Parse("2006-01", period)
+	if err != nil {
+		return retained
+	}
+	if end := start.AddDate(0, 1, 1); end.After(retained) {
+		return end
+	}
+	return retained
 }
 
 // lostRace reports whether a compare-and-set write lost to another write: the document changed

@@ -36,13 +36,13 @@ func TestReserveCallIsExactUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			<-start
 			// One call of each of 100 conversations.
-			ok, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+			dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
 				CallID: fmt.Sprintf("call-conv-%d", i), Limit: quota, Limited: true})
 			if err != nil {
 				t.Errorf("ReserveCall %d: %v", i, err)
 				return
 			}
-			if ok {
+			if dec.Granted {
 				mu.Lock()
 				granted++
 				mu.Unlock()
@@ -91,7 +91,7 @@ func TestReserveCallIsIdempotentPerCallID(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ReserveCall %d: %v", i, err)
 				}
-				if got != tc.want[i] {
+				if got.Granted != tc.want[i] {
 					t.Errorf("ReserveCall %d (%s) = %v, want %v", i, c.CallID, got, tc.want[i])
 				}
 			}
@@ -99,6 +99,67 @@ func TestReserveCallIsIdempotentPerCallID(t *testing.T) {
 				t.Errorf("Usage = %d, %v; want %d", u, err, tc.wantUsage)
 			}
 		})
+	}
+}
+
+// TestReserveCallSenderShare: one contact's calls are capped at its share of the month while
+// the tenant's quota has room, exactly under concurrency; the refusal says it is the contact's;
+// other contacts and other months are not affected; a redone call is not counted twice.
+func TestReserveCallSenderShare(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGuard(t)
+	const share, quota, turns = 4, 100, 20
+	res := func(sender, period, id string) assistant.CallReservation {
+		return assistant.CallReservation{TenantID: "acme-bus", Period: period, CallID: id, Limit: quota, Limited: true,
+			Sender: sender, SenderLimit: share, SenderLimited: true}
+	}
+	var mu sync.Mutex
+	granted, shareRefusals := 0, 0
+	var wg sync.WaitGroup
+	for i := range turns {
+		wg.Go(func() {
+			dec, err := g.ReserveCall(ctx, res("6281111", "2026-11", fmt.Sprintf("call-a-%d", i)))
+			if err != nil {
+				t.Errorf("ReserveCall %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if dec.Granted {
+				granted++
+			}
+			if dec.SenderShare {
+				shareRefusals++
+			}
+		})
+	}
+	wg.Wait()
+	if granted != share || shareRefusals != turns-share {
+		t.Errorf("%d granted and %d refused as the contact's share, want %d and %d", granted, shareRefusals, share, turns-share)
+	}
+	if dec, err := g.ReserveCall(ctx, res("6281111", "2026-11", "call-a-0")); err != nil || (dec.Granted && dec.SenderShare) {
+		t.Errorf("a redone call: %+v, %v", dec, err)
+	}
+	if dec, err := g.ReserveCall(ctx, res("6282222", "2026-11", "call-b-0")); err != nil || !dec.Granted {
+		t.Errorf("another contact: %+v, %v; want granted", dec, err)
+	}
+	if dec, err := g.ReserveCall(ctx, res("6281111", "2026-12", "call-a-dec")); err != nil || !dec.Granted {
+		t.Errorf("the same contact next month: %+v, %v; want granted", dec, err)
+	}
+	raised := res("6281111", "2026-11", "call-a-raised")
+	raised.SenderLimit = share + 1
+	if dec, err := g.ReserveCall(ctx, raised); err != nil || !dec.Granted {
+		t.Errorf("a raised share: %+v, %v; want granted", dec, err)
+	}
+	if u, err := g.Usage(ctx, "acme-bus", "2026-11"); err != nil || u != share+2 {
+		t.Errorf("tenant usage = %d, %v; want %d: refusals count nothing", u, err, share+2)
+	}
+	// The tenant's quota refuses before the share, and says so.
+	full := res("6283333", "2026-11", "call-c-0")
+	full.Limit = share + 2
+	if dec, err := g.ReserveCall(ctx, full); err != nil || dec.Granted || dec.SenderShare {
+		t.Errorf("tenant quota used up: %+v, %v; want refused, not as the contact's share", dec, err)
 	}
 }
 

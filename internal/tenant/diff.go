@@ -59,6 +59,10 @@ func Diff(prev, next *Tenant) []Change {
 	d.limit("limits.conversation", prev.Limits.Conversation, next.Limits.Conversation)
 	d.limit("limits.sender", prev.Limits.Sender, next.Limits.Sender)
 	d.value("quota.llm_calls_per_month", fmtQuota(prev.Quota), fmtQuota(next.Quota))
+	if prev.Quota.PerSenderPerMonth != nil || next.Quota.PerSenderPerMonth != nil {
+		// Shown only when a file sets it: the default follows llm_calls_per_month.
+		d.value("quota.per_sender_per_month", fmtShare(prev.Quota), fmtShare(next.Quota))
+	}
 	pa, na := prev.Assistant, next.Assistant
 	d.text("assistant.mode", string(pa.Mode), string(na.Mode))
 	d.text("assistant.ack_text", pa.AckText, na.AckText)
@@ -267,6 +271,17 @@ func fmtQuota(q Quota) string {
 	default:
 		return strconv.Itoa(*q.LLMCallsPerMonth)
 	}
+}
+
+func fmtShare(q Quota) string {
+	if q.PerSenderPerMonth == nil {
+		n, limited := q.SenderShare()
+		if !limited {
+			return "default (unlimited)"
+		}
+		return "default (" + strconv.Itoa(n) + ")"
+	}
+	return strconv.Itoa(*q.PerSenderPerMonth)
 }
 
 func fmtTemplate(t *Template) string {

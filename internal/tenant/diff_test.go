@@ -118,6 +118,8 @@ func TestDiffEachKindOfChange(t *testing.T) {
 		{"odd duration", func(t *Tenant) { t.Limits.Conversation.Per = 90 * time.Minute }, []string{"~ limits.conversation.per: 30s -> 1h30m"}},
 		{"quota removed", func(t *Tenant) { t.Quota.LLMCallsPerMonth = nil }, []string{"~ quota.llm_calls_per_month: 1000 -> unlimited"}},
 		{"quota zero", func(t *Tenant) { t.Quota.LLMCallsPerMonth = ptr(0) }, []string{"~ quota.llm_calls_per_month: 1000 -> 0 (no LLM calls)"}},
+		{"per-sender share set", func(t *Tenant) { t.Quota.PerSenderPerMonth = ptr(5) }, []string{
+			"~ quota.per_sender_per_month: default (100) -> 5"}},
 		{"text set", func(t *Tenant) { t.Assistant.AckText = "" }, []string{"- assistant.ack_text: Thanks, we got your message."}},
 		{"long text", func(t *Tenant) { t.Assistant.Instructions = "Be brief.\nBe kind.\n" }, []string{
 			"~ assistant.instructions: changed (58 -> 19 characters)"}},

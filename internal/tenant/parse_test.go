@@ -318,6 +318,8 @@ func TestParseReportsEachProblem(t *testing.T) {
 			"limits.sender.per: must be a positive duration, such as 30s or 5m (line 8)"}},
 		{"quota negative", base + "quota: {llm_calls_per_month: -1}\n", []string{
 			"quota.llm_calls_per_month: must be 0 or more (absent: unlimited) (line 7)"}},
+		{"per-sender share zero", base + "quota: {llm_calls_per_month: 100, per_sender_per_month: 0}\n", []string{
+			"quota.per_sender_per_month: must be 1 or more (absent: a tenth of llm_calls_per_month, at least 10) (line 7)"}},
 		{"mode", base + "assistant: {mode: chat}\n", []string{`assistant.mode: must be ack or llm, not "chat" (line 7)`}},
 		{"mode empty", base + "assistant: {mode: \"\"}\n", []string{`assistant.mode: must be ack or llm, not "" (line 7)`}},
 		{"model", base + "assistant: {model: ../../x}\n", []string{"assistant.model: must be a model name such as gemini-2.5-flash (line 7)"}},
@@ -327,11 +329,11 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"intents need action_url", strings.Replace(base+llm, "  action_url: https://ops.example.com/a\n", "", 1), []string{
 			"assistant.action_url: required in llm mode when there are intents: every intent calls it (line 7)"}},
 		{"action_url plain http", strings.Replace(base+llm, "https://ops.example.com/a", "http://ops.example.com/a", 1), []string{
-			"assistant.action_url: must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1) (line 9)"}},
+			"assistant.action_url: must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev) (line 9)"}},
 		{"action_url relative", strings.Replace(base+llm, "https://ops.example.com/a", "/wapipe/actions", 1), []string{
-			"assistant.action_url: must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1) (line 9)"}},
+			"assistant.action_url: must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev) (line 9)"}},
 		{"action_url other scheme", strings.Replace(base+llm, "https://ops.example.com/a", "ftp://ops.example.com/a", 1), []string{
-			"assistant.action_url: must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1) (line 9)"}},
+			"assistant.action_url: must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev) (line 9)"}},
 		{"action_url with credentials", strings.Replace(base+llm, "https://ops.example.com/a", "https://u:p@ops.example.com/a", 1), []string{
 			"assistant.action_url: must not carry a user or password: wapipe signs each call with the action secret (line 9)"}},
 		{"intent name", strings.Replace(base+llm, "name: create_booking", "name: Create-Booking", 1), []string{
@@ -573,4 +575,40 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed %v", d)
 		}
 	})
+}
+
+// TestQuotaSenderShare: one contact's monthly share of the LLM calls (issue 22): the file's
+// per_sender_per_month, else a tenth of llm_calls_per_month and at least 10, else none.
+func TestQuotaSenderShare(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		quota       Quota
+		want        int
+		wantLimited bool
+	}{
+		{"no quota: no share", Quota{}, 0, false},
+		{"a tenth of the quota", Quota{LLMCallsPerMonth: ptr(1000)}, 100, true},
+		{"at least 10", Quota{LLMCallsPerMonth: ptr(50)}, 10, true},
+		{"quota 0: the quota refuses first", Quota{LLMCallsPerMonth: ptr(0)}, 10, true},
+		{"set in the file", Quota{LLMCallsPerMonth: ptr(1000), PerSenderPerMonth: ptr(3)}, 3, true},
+		{"set without a quota", Quota{PerSenderPerMonth: ptr(25)}, 25, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, limited := tt.quota.SenderShare()
+			if got != tt.want || limited != tt.wantLimited {
+				t.Errorf("SenderShare() = %d, %v; want %d, %v", got, limited, tt.want, tt.wantLimited)
+			}
+		})
+	}
+	tn, err := Parse([]byte("id: acme-bus\nname: Acme\nlanguage: en\naudience: public\n" +
+		"phone_numbers: [{phone_number_id: \"1\", waba_id: \"2\"}]\nquota: {llm_calls_per_month: 300, per_sender_per_month: 7}\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if n, limited := tn.Quota.SenderShare(); n != 7 || !limited {
+		t.Errorf("parsed per_sender_per_month: SenderShare() = %d, %v; want 7, true", n, limited)
+	}
 }

@@ -114,6 +114,26 @@ type Quota struct {
 	// "absent: unlimited"). An explicit 0 means no LLM calls at all: an operator who writes 0 to
 	// stop spending must get exactly that.
 	LLMCallsPerMonth *int `yaml:"llm_calls_per_month,omitempty" firestore:"llm_calls_per_month,omitempty"`
+	// PerSenderPerMonth caps the LLM calls one contact may use in a month, so one contact
+	// cannot spend a public tenant's whole quota; nil takes the default (see SenderShare).
+	PerSenderPerMonth *int `yaml:"per_sender_per_month,omitempty" firestore:"per_sender_per_month,omitempty"`
+}
+
+// MinSenderShare is the smallest default share of one contact (see Quota.SenderShare).
+const MinSenderShare = 10
+
+// SenderShare returns the monthly cap of LLM calls of one contact and whether there is one:
+// per_sender_per_month when set, else a tenth of the monthly quota and at least MinSenderShare;
+// no cap when neither is set.
+func (q Quota) SenderShare() (limit int, limited bool) {
+	if q.PerSenderPerMonth != nil {
+		return *q.PerSenderPerMonth, true
+	}
+	monthly, ok := q.MonthlyLLMCalls()
+	if !ok {
+		return 0, false
+	}
+	return max(monthly/10, MinSenderShare), true
 }
 
 // MonthlyLLMCalls returns the monthly cap of LLM calls and whether there is one: absent means

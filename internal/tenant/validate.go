@@ -58,6 +58,9 @@ func (t *Tenant) validate() Problems {
 	if q := t.Quota.LLMCallsPerMonth; q != nil && *q < 0 {
 		c.add("quota.llm_calls_per_month", "must be 0 or more (absent: unlimited)")
 	}
+	if q := t.Quota.PerSenderPerMonth; q != nil && *q < 1 {
+		c.add("quota.per_sender_per_month", "must be 1 or more (absent: a tenth of llm_calls_per_month, at least %d)", MinSenderShare)
+	}
 	t.validateAssistant(&c)
 	if r := t.Templates.Reengage; r != nil {
 		switch {
@@ -234,9 +237,11 @@ func (t *Tenant) validateAssistant(c *problems) {
 	}
 }
 
-// checkActionURL returns what is wrong with an action URL, or "".
+// checkActionURL returns what is wrong with the form of an action URL, or "". Outside dev,
+// `tenants apply` also requires https:// to a public address (operator.Tenants, with
+// action.CheckPublicURL): that needs the environment and DNS, which a tenant file has not.
 func checkActionURL(raw string) string {
-	const want = "must be an absolute https:// URL (http:// only for a loopback host such as 127.0.0.1)"
+	const want = "must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev)"
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
 		return want

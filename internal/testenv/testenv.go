@@ -136,6 +136,19 @@ func Store(t testing.TB) (*store.DB, string) {
 	return store.NewDB(c), project
 }
 
+// StoreDatabase returns the named database of project on the emulator (a deployment may split
+// its data across databases), closed when the test ends.
+func StoreDatabase(t testing.TB, project, database string) *store.DB {
+	t.Helper()
+	FirestoreHost(t)
+	db, err := store.Open(context.Background(), project, database)
+	if err != nil {
+		t.Fatalf("store.Open %s: %v", database, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // Eventually polls cond every interval until it returns true or the deadline passes, then fails
 // the test with msg. It is the only way tests wait: never a bare sleep.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {

@@ -24,8 +24,9 @@ type Config struct {
 	VerifyToken    string        `env:"WHATSAPP_VERIFY_TOKEN, required"`
 	DedupeTTL      time.Duration `env:"DEDUPE_TTL, default=168h"`
 	DedupeFailMode string        `env:"DEDUPE_FAIL_MODE"`
-	// MaxInflightBodyBytes bounds the body bytes held across all requests at once; a delivery
-	// that cannot reserve its bytes promptly answers 503 (Meta retries).
+	// MaxInflightBodyBytes bounds the body bytes held across all requests at once, charged as
+	// they arrive (httpserver.Budget); a delivery whose next bytes cannot be charged promptly
+	// answers 503 (Meta retries).
 	MaxInflightBodyBytes int64 `env:"MAX_INFLIGHT_BODY_BYTES, default=67108864"`
 	// CallBudget bounds a delivery's mark_if_new and CreateTask together, so an unreachable
 	// store or queue is answered (500 fail closed, or enqueued fail open) well inside Meta's

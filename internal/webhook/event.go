@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"time"
 	"unicode/utf8"
 
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -45,7 +45,7 @@ func (s *Server) handleEvent() http.Handler {
 		w.Header().Set(tasks.HeaderCorrelationID, correlationID)
 
 		d, o, release := s.readDelivery(ctx, w, r)
-		// The body's bytes stay reserved until the delivery is done with them.
+		// The body's bytes stay charged to the budget until the delivery is done with them.
 		defer release()
 		if o != undecided {
 			respond(w, o)
@@ -60,9 +60,10 @@ func (s *Server) handleEvent() http.Handler {
 	})
 }
 
-// readDelivery checks the signature header's form, reserves the body's bytes, reads the body under
-// the size cap, checks its signature and derives its inbound_event_id. The outcome is undecided
-// when the delivery may go on; release gives the reserved bytes back (always callable).
+// readDelivery checks the signature header's form, reads the body under the size cap (its pace
+// bounded by s.bodies around this handler, its bytes charged to MAX_INFLIGHT_BODY_BYTES as they
+// arrive), checks its signature and derives its inbound_event_id. The outcome is undecided when
+// the delivery may go on; release gives the charged bytes back (always callable).
 func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *http.Request) (d delivery, o outcome, release func()) {
 	release = func() {}
 	logger := logging.FromContext(ctx)
@@ -76,52 +77,27 @@ func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *htt
 		logger.WarnContext(ctx, "body over the size cap", "event", "body_too_large", "content_length", r.ContentLength)
 		return delivery{}, tooLarge, release
 	}
-	release, ok := s.reserveBody(ctx, r.ContentLength)
-	if !ok {
-		logger.WarnContext(ctx, "too many body bytes in flight: asking Meta to redeliver", "event", "body_budget_exhausted",
-			"content_length", r.ContentLength, "max_inflight_body_bytes", s.cfg.MaxInflightBodyBytes)
-		return delivery{}, overloaded, release
-	}
-	body, err := readBody(w, r)
+	body, release, err := s.deps.Bodies.ReadAll(w, r, MaxBodyBytes)
 	if err != nil {
 		var tooLong *http.MaxBytesError
-		if errors.As(err, &tooLong) {
+		switch {
+		case errors.As(err, &tooLong):
 			logger.WarnContext(ctx, "body over the size cap", "event", "body_too_large")
 			return delivery{}, tooLarge, release
+		case errors.Is(err, httpserver.ErrBodyTimeout):
+			logger.WarnContext(ctx, "body arrived too slowly: cut off", "event", "body_timeout",
+				"content_length", r.ContentLength, "error", err)
+			return delivery{}, tooSlow, release
+		case errors.Is(err, httpserver.ErrOverloaded):
+			logger.WarnContext(ctx, "too many body bytes in flight: asking Meta to redeliver", "event", "body_budget_exhausted",
+				"content_length", r.ContentLength, "max_inflight_body_bytes", s.cfg.MaxInflightBodyBytes)
+			return delivery{}, overloaded, release
 		}
 		logger.WarnContext(ctx, "reading body failed", "event", "body_read_failed", "error", err)
 		return delivery{}, unreadable, release
 	}
 	d, o = s.checkDelivery(ctx, sig, body)
 	return d, o, release
-}
-
-// reserveBody reserves a body's bytes under MAX_INFLIGHT_BODY_BYTES, waiting up to BodyWait: its
-// declared length, or the cap when it is sent chunked. ok is false when the bytes could not be
-// reserved in time.
-func (s *Server) reserveBody(ctx context.Context, contentLength int64) (release func(), ok bool) {
-	n := contentLength
-	if n < 0 {
-		n = MaxBodyBytes
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.deps.BodyWait)
-	defer cancel()
-	if err := s.bodies.Acquire(ctx, n); err != nil {
-		return func() {}, false
-	}
-	return func() { s.bodies.Release(n) }, true
-}
-
-// readBody reads the body under the size cap, into one buffer of the declared length when there
-// is one (io.ReadAll would grow its buffer to up to twice that).
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if r.ContentLength < 0 {
-		return io.ReadAll(body)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+1))
-	_, err := buf.ReadFrom(body)
-	return buf.Bytes(), err
 }
 
 // checkDelivery checks the body's signature and derives its inbound_event_id.

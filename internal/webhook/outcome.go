@@ -30,7 +30,9 @@ const (
 	tooLarge
 	// unreadable: the body could not be read.
 	unreadable
-	// overloaded: the body's bytes could not be reserved under MAX_INFLIGHT_BODY_BYTES in time:
+	// tooSlow: the body did not arrive within its deadline (httpserver.BodyLimits).
+	tooSlow
+	// overloaded: the body's bytes could not be charged under MAX_INFLIGHT_BODY_BYTES in time:
 	// Meta redelivers.
 	overloaded
 )
@@ -61,6 +63,8 @@ func response(o outcome) (int, statusBody) {
 		return http.StatusBadRequest, statusBody{Status: "error", Error: "malformed_payload"}
 	case tooLarge:
 		return http.StatusRequestEntityTooLarge, statusBody{Status: "error", Error: "body_too_large"}
+	case tooSlow:
+		return http.StatusRequestTimeout, statusBody{Status: "error", Error: "body_timeout"}
 	case unreadable:
 		return http.StatusBadRequest, statusBody{Status: "error", Error: "body_unreadable"}
 	default:

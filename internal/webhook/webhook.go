@@ -13,8 +13,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"golang.org/x/sync/semaphore"
 
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -56,17 +56,26 @@ type Deps struct {
 	// PayloadTimeout bounds the out-of-band write of a payload too large for a task; 3 s when
 	// zero.
 	PayloadTimeout time.Duration
-	// BodyWait is how long a delivery waits to reserve its body bytes under
-	// MAX_INFLIGHT_BODY_BYTES before answering 503; 500 ms when zero.
+	// BodyWait is how long a delivery waits to charge a chunk of its body under
+	// MAX_INFLIGHT_BODY_BYTES before answering 503; 500 ms when zero. Unused with Bodies set.
 	BodyWait time.Duration
+	// BodyGrace and BodyMinRate bound the time a body may take (httpserver.BodyLimits): Grace,
+	// then the floor rate in bytes a second; a body slower than that is answered 408. The
+	// httpserver defaults when zero.
+	BodyGrace   time.Duration
+	BodyMinRate int64
+	// Bodies is the budget of body bytes in flight; one of MAX_INFLIGHT_BODY_BYTES when nil
+	// (tests pass their own to read its peak).
+	Bodies *httpserver.Budget
 }
 
 // Server is the webhook service.
 type Server struct {
 	cfg  *Config
 	deps Deps
-	// bodies holds the body bytes reserved by requests in flight (MAX_INFLIGHT_BODY_BYTES).
-	bodies *semaphore.Weighted
+	// bodies bounds the time a delivery's body may take; its bytes are charged as they arrive
+	// to deps.Bodies.
+	bodies httpserver.BodyLimits
 }
 
 // NewServer returns the webhook service for cfg, which must have been validated.
@@ -83,15 +92,16 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.PayloadTimeout == 0 {
 		deps.PayloadTimeout = 3 * time.Second
 	}
-	if deps.BodyWait == 0 {
-		deps.BodyWait = 500 * time.Millisecond
+	if deps.Bodies == nil {
+		budget := cfg.MaxInflightBodyBytes
+		if budget < MaxBodyBytes {
+			// Not validated (tests build configs by hand): the default.
+			budget = DefaultMaxInflightBodyBytes
+		}
+		deps.Bodies = httpserver.NewBudget(budget, deps.BodyWait)
 	}
-	budget := cfg.MaxInflightBodyBytes
-	if budget < MaxBodyBytes {
-		// Not validated (tests build configs by hand): the default.
-		budget = DefaultMaxInflightBodyBytes
-	}
-	return &Server{cfg: cfg, deps: deps, bodies: semaphore.NewWeighted(budget)}
+	limits := httpserver.BodyLimits{Grace: deps.BodyGrace, MinRate: deps.BodyMinRate}
+	return &Server{cfg: cfg, deps: deps, bodies: limits}
 }
 
 // Routes returns the service's handler with its middleware.
@@ -101,7 +111,7 @@ func (s *Server) Routes() http.Handler {
 	r.Use(s.withLogger)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
 	r.Method(http.MethodGet, Path, s.handleVerify())
-	r.Method(http.MethodPost, Path, s.handleEvent())
+	r.Method(http.MethodPost, Path, s.bodies.Handler(s.handleEvent()))
 	return otelhttp.NewHandler(r, "webhook",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 }

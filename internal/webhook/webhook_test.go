@@ -27,6 +27,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/dedupe"
+	"github.com/wapipe/wapipe/internal/httpserver/httpservertest"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/store"
@@ -81,6 +82,11 @@ type envOptions struct {
 	// callBudget is WEBHOOK_CALL_BUDGET: its ceiling when zero, so an emulator slowed down by a
 	// loaded machine does not pass for an outage.
 	callBudget time.Duration
+	// deps adjusts the service's dependencies before it starts.
+	deps func(*webhook.Deps)
+	// httpserver serves the webhook as cmd/webhook does (httpserver.Serve on loopback, with its
+	// timeouts) instead of httptest; e.srv is then nil.
+	httpserver bool
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -122,22 +128,30 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.dedupe != nil {
 		dd = o.dedupe
 	}
-	s := webhook.NewServer(e.cfg, webhook.Deps{
+	deps := webhook.Deps{
 		Dedupe: dd, Payloads: store.NewPayloads(store.NewDB(fs), time.Hour), Tasks: enq,
 		Logger:     logging.New(e.logs, logging.Options{Level: slog.LevelDebug, Hasher: logging.DevHasher()}),
 		CallBudget: e.cfg.CallBudget,
-	})
-	e.srv = httptest.NewServer(s.Routes())
-	t.Cleanup(e.srv.Close)
+	}
+	if o.deps != nil {
+		o.deps(&deps)
+	}
+	s := webhook.NewServer(e.cfg, deps)
 	// Every test's logs: no wamid, phone number or unkeyed hash (CONTRACT.md, Logs).
 	t.Cleanup(func() { logcheck.Check(t, e.logs.String(), []string{senderPhone}, nil) })
+	if o.httpserver {
+		e.url = httpservertest.Serve(t, s.Routes()) + webhook.Path
+		return e
+	}
+	e.srv = httptest.NewServer(s.Routes())
+	t.Cleanup(e.srv.Close)
 	e.url = e.srv.URL + webhook.Path
 	return e
 }
 
 func (e *env) post(body []byte, header map[string]string) (int, string) {
 	e.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+webhook.Path, bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, appSecret))
 	for k, v := range header {
@@ -273,7 +287,7 @@ func TestBodyTooLarge(t *testing.T) {
 		t.Errorf("declared oversize body: %d, want 413", code)
 	}
 	// Chunked, no declared length: refused once the cap is crossed.
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+webhook.Path, io.MultiReader(bytes.NewReader(big)))
+	req, _ := http.NewRequest(http.MethodPost, e.url, io.MultiReader(bytes.NewReader(big)))
 	req.ContentLength = -1
 	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(big, appSecret))
 	resp, err := http.DefaultClient.Do(req)

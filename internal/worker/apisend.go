@@ -243,6 +243,9 @@ func (s *Server) parkSend(ctx context.Context, tn store.TenantRecord, seed store
 	req := store.ParkRequest{Seed: seed}
 	if authErr != nil {
 		req.AuthError, req.TokenSetAt = authErr.Error(), tn.TokenSetAt
+		// No further call with this token from this instance, from now on: its cached tenant
+		// may still say ok for a few seconds.
+		s.deps.Tenants.TokenRefused(tn)
 	}
 	res, err := s.deps.Sends.Park(ctx, req)
 	if err != nil {

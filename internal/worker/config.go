@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -109,6 +111,21 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// UseInboundDatabase points deps at the webhook's own database (INBOUND_FIRESTORE_DATABASE) for
+// out-of-band payloads, when it is not FIRESTORE_DATABASE, and returns what closes it.
+func (c *Config) UseInboundDatabase(ctx context.Context, deps *Deps) (func(), error) {
+	in := c.InboundDatabase()
+	if in == c.FirestoreDatabase {
+		return func() {}, nil
+	}
+	db, err := store.Open(ctx, c.ProjectID, in)
+	if err != nil {
+		return nil, err
+	}
+	deps.Payloads = store.NewPayloads(db, 0)
+	return func() { db.Close() }, nil
+}
+
 // Secrets is the configuration of the keeper that opens the tenants' access tokens.
 func (c *Config) Secrets() secrets.Config {
 	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
@@ -117,13 +134,13 @@ func (c *Config) Secrets() secrets.Config {
 // OIDCVerifier returns the verifier of the tasks' OIDC tokens, or nil when tasks carry none
 // (TASKS_SERVICE_ACCOUNT_EMAIL unset). Tokens come from Google in production and from the
 // emulator's issuer locally; the audience is the worker's base URL.
-func (c *Config) OIDCVerifier() *OIDCVerifier {
+func (c *Config) OIDCVerifier() *identity.OIDCVerifier {
 	if c.TasksServiceAccountEmail == "" {
 		return nil
 	}
-	issuer := GoogleIssuer
+	issuer := identity.GoogleIssuer
 	if c.TasksEmulatorHost != "" {
 		issuer = "http://" + c.TasksEmulatorHost
 	}
-	return NewOIDCVerifier(issuer, taskqueue.Audience(c.InternalTaskBaseURL), c.OIDCVerifiedByPlatform)
+	return identity.NewOIDCVerifier(issuer, taskqueue.Audience(c.InternalTaskBaseURL), c.OIDCVerifiedByPlatform)
 }

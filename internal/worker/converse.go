@@ -108,7 +108,13 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 		}
 		tn := rec.Tenant
 		m := p.Message
-		adm, err := s.admit(ctx, tn, m)
+		// A non-member's replies are counted in the conversation's state, whose turns run one
+		// at a time: exact, and no extra read.
+		allow := func() (ok bool) {
+			st, ok = st.HitOnboarding(m.ID, p.ReceivedAt)
+			return ok
+		}
+		adm, err := s.admit(ctx, tn, m, allow)
 		if err != nil {
 			return assistant.Outcome{}, err
 		}
@@ -130,17 +136,21 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 	}
 }
 
-// staleButton reports whether a confirm_yes / confirm_no tap answers another message than the
-// pending action's prompt (the button ids are the same on every confirmation).
+// staleButton reports whether a confirm_yes / confirm_no tap does not answer the pending
+// action's prompt (the button ids are the same on every confirmation): only a tap whose
+// context is the prompt's Graph message id answers it. A tap without a context, or on a prompt
+// whose id is not known (never sent), cannot be shown to answer it, so it does not.
 func (s *Server) staleButton(ctx context.Context, p conversation.Pending, st assistant.State) (bool, error) {
 	m := p.Message
-	if st.Pending == nil || m.Reply == nil || m.ContextID == "" ||
-		(m.Reply.ID != assistant.ButtonYes && m.Reply.ID != assistant.ButtonNo) {
+	if st.Pending == nil || m.Reply == nil || (m.Reply.ID != assistant.ButtonYes && m.Reply.ID != assistant.ButtonNo) {
 		return false, nil
+	}
+	if m.ContextID == "" {
+		return true, nil
 	}
 	prompt, err := s.deps.Messages.GetMessage(ctx, p.ConversationID, st.Pending.MessageID)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("read the confirmation's message: %w", err)
@@ -150,7 +160,7 @@ func (s *Server) staleButton(ctx context.Context, p conversation.Pending, st ass
 			return r.GraphMessageID != m.ContextID, nil
 		}
 	}
-	return false, nil
+	return true, nil
 }
 
 // replySender sends the replies of committed turns (conversation.Sender), each under its own

@@ -19,6 +19,13 @@ import (
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
+// newActionClient calls the businesses' action URLs: outside dev only https:// to public
+// addresses, every connection's address checked (action.NewClient).
+func newActionClient(dev bool) *action.Client {
+	return action.NewClient(action.WithDev(dev),
+		action.WithTransportWrapper(func(rt http.RoundTripper) http.RoundTripper { return otelhttp.NewTransport(rt) }))
+}
+
 // NewDeps builds the worker's dependencies from its configuration and the clients its caller
 // opened (and closes): cmd/worker, the Cloud Functions entry point and the local stack. admin
 // reads the queues' stats for the health report; keeper opens the tenants' access tokens.
@@ -69,7 +76,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Messages:      conversations,
 		Assistant:     assistant.New(lc, guard),
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
-		Caller:        action.NewClient(action.WithTransport(otelhttp.NewTransport(http.DefaultTransport))),
+		Caller:        newActionClient(cfg.IsDev()),
 		ActionSecrets: tokens,
 		Lease:         cfg.ConversationLease,
 		Sends:         store.NewSends(db, store.Options{}),

@@ -46,18 +46,8 @@ func TestGuardrailSenderLimitAcrossNumbers(t *testing.T) {
 	t.Parallel()
 	s, _ := assistantStack(t)
 	ops := s.ops()
-	tid := s.applyTenant(ops, []byte(fmt.Sprintf(`id: acme-sender
-name: Acme
-language: en
-audience: public
-phone_numbers:
-  - {phone_number_id: %q, waba_id: "300000000000001"}
-  - {phone_number_id: %q, waba_id: "300000000000001"}
-limits:
-  conversation: {max: 100, per: 30s}
-  sender: {max: 20, per: 5m}
-assistant: {mode: llm, model: gemini-2.5-flash, instructions: Help., min_confidence: 0.5}
-`, numberA, numberB)), "token-acme-sender")
+	tid := s.applyTenant(ops, twoNumberTenant("acme-sender", "{max: 100, per: 30s}", "{max: 20, per: 5m}",
+		"{mode: llm, model: gemini-2.5-flash, instructions: Help., min_confidence: 0.5}"), "token-acme-sender")
 	base := time.Now()
 	for i := range 25 {
 		number := numberA
@@ -140,8 +130,8 @@ func (failingGuard) HitSender(context.Context, assistant.SenderHit) (assistant.R
 	return assistant.RateDecision{}, nil
 }
 
-func (failingGuard) ReserveCall(context.Context, assistant.CallReservation) (bool, error) {
-	return false, errors.New("rpc error: code = Unavailable desc = the usage store is down")
+func (failingGuard) ReserveCall(context.Context, assistant.CallReservation) (assistant.CallDecision, error) {
+	return assistant.CallDecision{}, errors.New("rpc error: code = Unavailable desc = the usage store is down")
 }
 
 // lateExtractor asks the fake Gemini whose URL is known only once the stack is up.

@@ -52,6 +52,8 @@ type harness struct {
 	tenants *fakeTenants
 	// noDefault leaves WHATSAPP_ACCESS_TOKEN unset.
 	noDefault bool
+	// deps change the worker's dependencies last, before it is built.
+	deps []func(*worker.Deps)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -81,6 +83,9 @@ func (hs *harness) serve() http.Handler {
 		}
 		if hs.tenants != nil {
 			deps.Tenants, deps.Members, deps.Tokens = hs.tenants, hs.tenants, hs.tenants
+		}
+		for _, f := range hs.deps {
+			f(&deps)
 		}
 		hs.h = worker.NewServer(cfg, deps).Routes()
 	}
@@ -248,7 +253,7 @@ func TestInboundStatusesDeduplicatedAndApplied(t *testing.T) {
 		got := hs.run(tasks.ProcessInboundPath, inboundTask("evt-"+status, whatsapp.SampleStatus(o, status)), attempt{})
 		hs.want(got, 200, map[string]any{"status": "ok", "messages": 0.0, "statuses": 1.0, "tasks_created": 0.0, "tasks_existed": 0.0}, "")
 	}
-	want := []store.StatusUpdate{{Key: key, GraphMessageID: "wamid.out", Status: "delivered"}}
+	want := []store.StatusUpdate{{Key: key, GraphMessageID: "wamid.out", Status: "delivered", PhoneNumberID: whatsapp.DefaultSampleOptions.PhoneNumberID}}
 	if diff := cmp.Diff(want, hs.records.Applied()); diff != "" {
 		t.Errorf("applied statuses (-want, +got); the seen one must be skipped:\n%s", diff)
 	}

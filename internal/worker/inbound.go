@@ -286,6 +286,8 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				GraphMessageID: st.ID,
 				Status:         st.Status,
 				ErrorCode:      code,
+				PhoneNumberID:  st.PhoneNumberID,
+				TenantID:       routes[st.PhoneNumberID].tenantID,
 			})
 		})
 		if err != nil {
@@ -294,6 +296,15 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				break
 			}
 			continue
+		}
+		if res.Mismatch != "" {
+			// Another number echoing a record's key (or a status that may not settle it): the
+			// record stays as it was. The status is still recorded below, under its own number,
+			// so a redelivery is a duplicate.
+			logger.WarnContext(ctx, "status does not belong to the record it names: not applied", "event", "status_mismatch",
+				"reason", res.Mismatch, "status", st.Status, "phone_number_id", st.PhoneNumberID,
+				"tenant_id", routes[st.PhoneNumberID].tenantID, logging.MessageID(st.ID))
+			res.Key = ""
 		}
 		rec := store.StatusRecord{
 			Key:            key,
@@ -321,10 +332,14 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
 			"reconciled", res.Reconciled}
 		switch {
+		case res.Mismatch != "":
 		case st.Status == store.DeliveryFailed:
 			logger.ErrorContext(ctx, "message delivery failed", append(attrs, "meta_error_code", code, "meta_error_title", title)...)
 		case res.Reconciled:
 			logger.WarnContext(ctx, "status reconciled a send of unknown outcome", attrs...)
+		case res.AcceptedAfterFailure:
+			attrs[1] = "status_after_failure" // the event
+			logger.WarnContext(ctx, "Meta accepted a send given up as failed: it stays failed and is never sent again", attrs...)
 		default:
 			logger.InfoContext(ctx, "status applied", attrs...)
 		}

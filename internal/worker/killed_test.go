@@ -116,7 +116,7 @@ func TestAssistantWorkerKilledDuringLLMCall(t *testing.T) {
 		q.RetryConfig.MinBackoff.Duration, q.RetryConfig.MaxBackoff.Duration, q.RetryConfig.MaxAttempts = 300*time.Millisecond, time.Second, 60
 		qf.Templates[id] = q
 	}
-	ops := &operator.Tenants{Store: store.NewTenants(store.NewDB(s.fs), store.Options{}), Queues: admin, QueueFile: qf, Sealer: keeper}
+	ops := &operator.Tenants{Store: store.NewTenants(store.NewDB(s.fs), store.Options{}), Queues: admin, QueueFile: qf, Sealer: keeper, Dev: true}
 	tid := s.assistantTenantWith(ops, "acme-killed", numberA, "")
 
 	reached, release := make(chan struct{}), make(chan struct{})

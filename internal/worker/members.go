@@ -73,7 +73,8 @@ func (s *Server) tenantReply(ctx context.Context, tn *tenant.Tenant, m whatsapp.
 	if responder.Ignorable(m) {
 		return responder.Reply{}, nil
 	}
-	adm, err := s.admit(ctx, tn, m)
+	// No conversation state to count in: non-members are not limited on this path.
+	adm, err := s.admit(ctx, tn, m, nil)
 	if err != nil || adm.handled {
 		return adm.reply, err
 	}
@@ -96,7 +97,9 @@ type admission struct {
 // admit applies the tenant's audience to m. With audience members a non-member gets the
 // onboarding prompt and nothing else (a reaction or system notice, nothing at all); a message
 // that is exactly an invite code redeems it (welcome, or "invalid code"), from members too.
-func (s *Server) admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message) (admission, error) {
+// Before a non-member is answered (the prompt, or a code tried) allow counts the message and
+// says whether it may be (nil allows all): past the limit, silence and no code is tried.
+func (s *Server) admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, allow func() bool) (admission, error) {
 	logger := logging.FromContext(ctx)
 	member, isMember, err := s.member(ctx, tn, m.From)
 	if err != nil {
@@ -113,6 +116,8 @@ func (s *Server) admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Messag
 		// that redeemed it failed to send the welcome. Welcome again, consume nothing.
 		adm.handled, adm.event = true, "invite_redeemed"
 		adm.reply, adm.key = welcome(tn, member, m)
+	case isCode && allow != nil && !allow():
+		return limitedNonMember(ctx, adm), nil
 	case isCode:
 		joined, err := s.deps.Members.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), m.From, m.ContactName)
 		if errors.Is(err, store.ErrInviteInvalid) {
@@ -132,11 +137,21 @@ func (s *Server) admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Messag
 		if responder.Ignorable(m) {
 			return adm, nil
 		}
+		if allow != nil && !allow() {
+			return limitedNonMember(ctx, adm), nil
+		}
 		logger.InfoContext(ctx, "non-member asked for an invite code", "event", "onboarding_prompt")
 		adm.key = i18n.OnboardingPrompt
 		adm.reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}
 	}
 	return adm, nil
+}
+
+// limitedNonMember is the silence of a non-member past its replies of the hour.
+func limitedNonMember(ctx context.Context, adm admission) admission {
+	logging.FromContext(ctx).InfoContext(ctx, "non-member over its replies of the hour: no reply", "event", "onboarding_limited")
+	adm.handled, adm.event = true, "onboarding_limited"
+	return adm
 }
 
 // member looks waID up among the tenant's file members, then the members who joined by invite.

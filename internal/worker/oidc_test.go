@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,28 +10,13 @@ import (
 	"github.com/sethvargo/go-envconfig"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/identity"
+	"github.com/wapipe/wapipe/internal/identity/identitytest"
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// jwtWithSignature returns a JWT with the given claims and third part.
-func jwtWithSignature(t *testing.T, claims map[string]any, signature string) string {
-	t.Helper()
-	b, err := json.Marshal(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"f5f4bf46e52b31d9b6249f7309ad0338400680cd","typ":"JWT"}`)) + "." +
-		base64.RawURLEncoding.EncodeToString(b) + "." + signature
-}
-
 func strippedToken(t *testing.T, claims map[string]any) string {
-	return jwtWithSignature(t, claims, "")
-}
-
-// cloudRunToken is a task's OIDC token exactly as Cloud Run hands it to a container after its own
-// IAM check: header and claims intact, the signature replaced by SIGNATURE_REMOVED_BY_GOOGLE.
-func cloudRunToken(t *testing.T, claims map[string]any) string {
-	return jwtWithSignature(t, claims, "SIGNATURE_REMOVED_BY_GOOGLE")
+	return identitytest.JWT(t, claims, "")
 }
 
 const (
@@ -42,10 +25,7 @@ const (
 )
 
 func googleClaims(aud string) map[string]any {
-	now := time.Now()
-	return map[string]any{"iss": GoogleIssuer, "aud": aud, "azp": "112233445566778899000",
-		"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix(),
-		"email": testInvoker, "email_verified": true, "sub": "112233445566778899000"}
+	return identitytest.Claims(identity.GoogleIssuer, aud, testInvoker)
 }
 
 // loadWorkerConfig loads the worker's configuration as Terraform deploys it (see
@@ -111,7 +91,7 @@ func TestCloudRunStrippedToken(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := authStatus(t, cfg, cloudRunToken(t, tc.claims)); got != tc.want {
+			if got := authStatus(t, cfg, identitytest.CloudRunToken(t, tc.claims)); got != tc.want {
 				t.Fatalf("status = %d, want %d", got, tc.want)
 			}
 		})
@@ -126,7 +106,7 @@ func TestStrippedTokenRefusedWithoutPlatform(t *testing.T) {
 	for _, setting := range []string{"", "false"} {
 		cfg := loadWorkerConfig(t, setting)
 		for _, tok := range []string{
-			cloudRunToken(t, googleClaims(testWorkerURL)),
+			identitytest.CloudRunToken(t, googleClaims(testWorkerURL)),
 			strippedToken(t, googleClaims(testWorkerURL)),
 		} {
 			if got := authStatus(t, cfg, tok); got != http.StatusUnauthorized {
@@ -136,56 +116,36 @@ func TestStrippedTokenRefusedWithoutPlatform(t *testing.T) {
 	}
 }
 
-// TestForgedSignatureRefused: a token with a signature that is not Google's is checked against
-// Google's keys even where the platform verifies tokens, so it never passes on its claims alone.
-func TestForgedSignatureRefused(t *testing.T) {
+// TestServerlessAuthorizationIsTheVerifiedToken: when a caller sends X-Serverless-Authorization,
+// that is the token Cloud Run's IAM check verified, and Authorization passes through unchecked. A
+// forged "stripped" token for the invoker in Authorization beside another account's verified
+// token in X-Serverless-Authorization is refused; the verified header alone is judged on its own.
+func TestServerlessAuthorizationIsTheVerifiedToken(t *testing.T) {
 	t.Parallel()
-	v := NewOIDCVerifier("http://127.0.0.1:1", testWorkerURL, true)
-	if _, err := v.Verify(context.Background(), jwtWithSignature(t, googleClaims(testWorkerURL), "Zm9yZ2Vk")); err == nil {
-		t.Fatal("a forged signature was accepted")
-	}
-}
-
-// TestStrippedSignature: a Google token whose signature Cloud Run removed after its IAM check is
-// judged on its claims; anywhere else a token without a signature is refused.
-func TestStrippedSignature(t *testing.T) {
-	t.Parallel()
-	const aud = "https://wapipe-worker-123.us-central1.run.app"
-	good := map[string]any{"iss": GoogleIssuer, "aud": aud, "exp": time.Now().Add(time.Hour).Unix(),
-		"email": "invoker@p.iam.gserviceaccount.com", "email_verified": true}
-	with := func(k string, v any) map[string]any {
-		c := map[string]any{}
-		for kk, vv := range good {
-			c[kk] = vv
-		}
-		c[k] = v
-		return c
-	}
-	tests := []struct {
-		name    string
-		issuer  string
-		claims  map[string]any
-		wantErr bool
+	cfg := loadWorkerConfig(t, "true")
+	other := identitytest.Claims(identity.GoogleIssuer, testWorkerURL, "someone-else@p.iam.gserviceaccount.com")
+	for _, tc := range []struct {
+		name                  string
+		serverless, authorize string
+		want                  int
 	}{
-		{"google, good claims", GoogleIssuer, good, false},
-		{"google, issuer without scheme", GoogleIssuer, with("iss", "accounts.google.com"), false},
-		{"google, audience list", GoogleIssuer, with("aud", []string{"x", aud}), false},
-		{"google, wrong audience", GoogleIssuer, with("aud", "https://elsewhere"), true},
-		{"google, expired", GoogleIssuer, with("exp", time.Now().Add(-time.Minute).Unix()), true},
-		{"google, other issuer", GoogleIssuer, with("iss", "https://evil.example"), true},
-		{"google, unverified email", GoogleIssuer, with("email_verified", false), true},
-		{"emulator issuer never skips the signature", "http://127.0.0.1:1", good, true},
-	}
-	for _, tc := range tests {
+		{"forged Authorization beside another account's verified token", identitytest.CloudRunToken(t, other),
+			identitytest.CloudRunToken(t, googleClaims(testWorkerURL)), http.StatusUnauthorized},
+		{"the invoker's verified token in X-Serverless-Authorization", identitytest.CloudRunToken(t, googleClaims(testWorkerURL)),
+			"", http.StatusNotFound},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			v := NewOIDCVerifier(tc.issuer, aud, true)
-			email, err := v.Verify(context.Background(), strippedToken(t, tc.claims))
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("Verify = %q, %v; want error %v", email, err, tc.wantErr)
+			srv := NewServer(cfg, Deps{Verifier: cfg.OIDCVerifier()})
+			r := httptest.NewRequest(http.MethodGet, "/internal/health", nil)
+			r.Header.Set(tasks.HeaderInternalToken, cfg.InternalTaskToken)
+			r.Header.Set("X-Serverless-Authorization", "Bearer "+tc.serverless)
+			if tc.authorize != "" {
+				r.Header.Set("Authorization", "Bearer "+tc.authorize)
 			}
-			if err == nil && email != "invoker@p.iam.gserviceaccount.com" {
-				t.Fatalf("email %q", email)
+			w := httptest.NewRecorder()
+			srv.Routes().ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Errorf("answered %d, want %d", w.Code, tc.want)
 			}
 		})
 	}

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/tasks"
 )
 
 // recoverPanic turns a panic in a handler into an answer Cloud Tasks acts on: a retry (500), or on
@@ -30,16 +29,11 @@ func (s *Server) recoverPanic(next http.Handler) http.Handler {
 				"correlation_id", t.correlationID, "path", t.path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			o := outcome{kind: crashed}
 			// Only an authenticated task is kept: anyone can make an unauthenticated request.
-			if t.authenticated && isTaskRoute(t.path) && s.isLastAttempt(t) {
+			if _, isTask := s.taskRoute(t.path); t.authenticated && isTask && s.isLastAttempt(t) {
 				o = s.deadLetter(ctx, t, &failure{kind: temporary, err: fmt.Errorf("handler panicked: %v", v), class: "panic"})
 			}
 			respond(w, o)
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// isTaskRoute reports whether path runs tasks, whose panics may be dead-lettered.
-func isTaskRoute(path string) bool {
-	return path == tasks.ProcessInboundPath || path == tasks.ProcessOutboundPath
 }

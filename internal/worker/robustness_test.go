@@ -1,10 +1,14 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +183,69 @@ func TestOutboundOutcomeUnknownDeadLettered(t *testing.T) {
 				t.Errorf("the dead letter is not logged at ERROR:\n%s", hs.logs.String())
 			}
 		})
+	}
+}
+
+// panicTenants crashes on every tenant lookup; panicSends on every send record read (a nil
+// interface's method).
+type (
+	panicTenants struct{ worker.TenantResolver }
+	panicSends   struct{ worker.SendRecords }
+)
+
+// TestPanicOnLastAttemptDeadLettersEveryTaskRoute: whatever task route a panic ends, on the
+// task's last attempt it is kept as a dead letter with its body, answered 200, also when Cloud
+// Tasks' queue header is missing (the route's own queue then says which attempt is the last).
+func TestPanicOnLastAttemptDeadLettersEveryTaskRoute(t *testing.T) {
+	t.Parallel()
+	const tenantID = "acme-bus"
+	inbound := tasks.Inbound{InboundEventID: "evt-1", CorrelationID: "corr-1",
+		Payload: whatsapp.SampleText(whatsapp.SampleOptions{PhoneNumberID: "PNID1", From: customerPhone}, "hello")}
+	outbound := outboundTask("wamid.in1")
+	outbound.TenantID = tenantID
+	req, _ := json.Marshal(map[string]any{"action_id": "act-1", "intent": "create_booking"})
+	act := tasks.Action{ActionID: "act-1", TenantID: tenantID, ConversationID: "conv-1", PhoneNumberID: "PNID1",
+		To: customerPhone, MessageID: "wamid.in1", CorrelationID: "corr-1", Request: req}
+	send := tasks.Send{IdempotencyKey: tasks.SendKey("msg_00000000000000000000000000000001"), TenantID: tenantID, CorrelationID: "corr-1"}
+	for _, tc := range []struct {
+		path, queue string
+		body        any
+	}{
+		{tasks.ProcessInboundPath, tasks.InboundQueueID, inbound},
+		{tasks.ProcessOutboundPath, tasks.TenantQueueID(tenantID), outbound},
+		{tasks.ProcessActionPath, tasks.TenantQueueID(tenantID), act},
+		{tasks.ProcessSendPath, tasks.TenantQueueID(tenantID), send},
+	} {
+		for _, header := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/queue_header=%v", tc.path, header), func(t *testing.T) {
+				t.Parallel()
+				hs := newHarness(t)
+				hs.deps = append(hs.deps, func(d *worker.Deps) { d.Tenants, d.Sends = panicTenants{}, panicSends{} })
+				q, ok := tasks.DefaultQueues().Queue(tc.queue)
+				if !ok {
+					t.Fatalf("no queue %s", tc.queue)
+				}
+				b, _ := json.Marshal(tc.body)
+				r := httptest.NewRequest(http.MethodPost, tc.path, bytes.NewReader(b))
+				r.Header.Set(tasks.HeaderInternalToken, internalToken)
+				if header {
+					r.Header.Set(tasks.HeaderQueueName, tc.queue)
+				}
+				r.Header.Set(tasks.HeaderTaskName, "task-1")
+				r.Header.Set(tasks.HeaderTaskRetryCount, strconv.Itoa(int(q.RetryConfig.MaxAttempts)-1))
+				rec := httptest.NewRecorder()
+				hs.serve().ServeHTTP(rec, r)
+				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"dead_lettered"`) {
+					t.Errorf("last attempt answered %d %s, want 200 dead_lettered", rec.Code, rec.Body.String())
+				}
+				if !hs.logs.Has("panic_recovered") {
+					t.Error("no panic_recovered log line")
+				}
+				dls := hs.records.DeadLetters()
+				if len(dls) != 1 || dls[0].Path != tc.path || dls[0].Body != string(b) || !strings.Contains(dls[0].LastError, "panicked") {
+					t.Errorf("dead letters = %+v, want the task's, with its body", dls)
+				}
+			})
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -125,6 +126,8 @@ type Server struct {
 	deps Deps
 	// runner serialises the turns of each conversation; nil without Deps.Inbox.
 	runner *conversation.Runner
+	// routes are the task routes (task.go).
+	routes []taskRoute
 }
 
 // NewServer returns the worker service for a validated cfg.
@@ -163,6 +166,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		}
 		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
 	}
+	srv.routes = srv.taskRoutes()
 	return srv
 }
 
@@ -177,10 +181,9 @@ func (s *Server) Routes() http.Handler {
 	})
 	r.Route("/internal", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.Method(http.MethodPost, "/process_inbound", s.handleProcessInbound())
-		r.Method(http.MethodPost, "/process_outbound", s.handleProcessOutbound())
-		r.Method(http.MethodPost, "/process_action", s.handleProcessAction())
-		r.Method(http.MethodPost, "/process_send", s.handleProcessSend()) // apisend.go
+		for _, tr := range s.routes {
+			r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
+		}
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
 	return otelhttp.NewHandler(r, "worker",
@@ -218,7 +221,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if want := s.cfg.TasksServiceAccountEmail; want != "" {
-			raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			// The token Cloud Run's IAM check verified: X-Serverless-Authorization when the caller
+			// used it (Authorization then passes through unchecked), else Authorization.
+			raw := identity.BearerToken(r)
+			ok := raw != ""
 			email, err := "", error(nil)
 			if ok && s.deps.Verifier != nil {
 				email, err = s.deps.Verifier.Verify(ctx, raw)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
@@ -48,19 +49,53 @@ func (t *task) correlate(fromBody string) string {
 	return t.correlationID
 }
 
+// taskRoute is one of the routes Cloud Tasks calls: its handler, and the queue that feeds it. It
+// is the one place that says what a task route is: Routes serves the table, recoverPanic
+// dead-letters a panic on the last attempt of any route in it, and isLastAttempt reads the
+// feeding queue's max_attempts when Cloud Tasks' queue header is absent.
+type taskRoute struct {
+	path    string
+	handler http.Handler
+	// queue is the queue that feeds the route with t.
+	queue func(t *task) string
+}
+
+// taskRoutes is the worker's table of task routes.
+func (s *Server) taskRoutes() []taskRoute {
+	tenantQueue := func(t *task) string { return tasks.TenantQueueID(t.tenantID) }
+	return []taskRoute{
+		{tasks.ProcessInboundPath, s.handleProcessInbound(), func(*task) string { return tasks.InboundQueueID }},
+		{tasks.ProcessOutboundPath, s.handleProcessOutbound(), func(t *task) string {
+			if t.tenantID != "" {
+				return tasks.TenantQueueID(t.tenantID)
+			}
+			return tasks.QueueID(s.cfg.OutboundQueue)
+		}},
+		{tasks.ProcessActionPath, s.handleProcessAction(), tenantQueue},
+		{tasks.ProcessSendPath, s.handleProcessSend(), tenantQueue},
+	}
+}
+
+// taskRoute returns the task route of path.
+func (s *Server) taskRoute(path string) (taskRoute, bool) {
+	for _, r := range s.routes {
+		if r.path == path {
+			return r, true
+		}
+	}
+	return taskRoute{}, false
+}
+
 // queueID is the queue the task came from, falling back to the queue its route is fed by when
 // Cloud Tasks' header is absent.
 func (s *Server) queueID(t *task) string {
-	switch {
-	case t.queue != "":
+	if t.queue != "" {
 		return t.queue
-	case (t.path == tasks.ProcessOutboundPath || t.path == tasks.ProcessActionPath) && t.tenantID != "":
-		return tasks.TenantQueueID(t.tenantID)
-	case t.path == tasks.ProcessOutboundPath:
-		return tasks.QueueID(s.cfg.OutboundQueue)
-	default:
-		return tasks.InboundQueueID
 	}
+	if r, ok := s.taskRoute(t.path); ok {
+		return r.queue(t)
+	}
+	return tasks.InboundQueueID
 }
 
 // isLastAttempt reports whether Cloud Tasks will not retry the task after this attempt.

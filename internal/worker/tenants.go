@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -27,10 +28,13 @@ type TenantReader interface {
 
 // TenantResolver gives the tenant of a business number, and a tenant by id, as of a few seconds
 // ago at most; TenantCache implements it. Both answer store.ErrNotFound for an unknown id or
-// number.
+// number. TokenRefused tells it that the Graph API refused the token of rec: from then on it
+// answers the tenant as needs_reauth until the tenant has another token, so this instance makes
+// no further call with the refused one while its cached record is still the old one.
 type TenantResolver interface {
 	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
 	Tenant(ctx context.Context, id string) (store.TenantRecord, error)
+	TokenRefused(rec store.TenantRecord)
 }
 
 // MemberStore reads the members who joined by invite and redeems invites; *store.Tenants
@@ -56,6 +60,10 @@ type TokenSource interface {
 type TenantCache struct {
 	byNumber *cache[store.TenantRecord]
 	byID     *cache[store.TenantRecord]
+
+	mu sync.Mutex
+	// refused holds, per tenant id, the token_set_at of a token the Graph API refused here.
+	refused map[string]time.Time
 }
 
 // NewTenantCache returns a cache over r whose entries live ttl (TenantCacheTTL when zero).
@@ -67,17 +75,52 @@ func NewTenantCache(r TenantReader, ttl time.Duration) *TenantCache {
 	return &TenantCache{
 		byNumber: newCache(ttl, r.ByPhoneNumber, notFound),
 		byID:     newCache(ttl, r.Get, notFound),
+		refused:  map[string]time.Time{},
 	}
 }
 
 // ByPhoneNumber returns the tenant that owns phoneNumberID.
 func (c *TenantCache) ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error) {
-	return c.byNumber.get(ctx, phoneNumberID)
+	rec, err := c.byNumber.get(ctx, phoneNumberID)
+	return c.withRefusals(rec), err
 }
 
 // Tenant returns the tenant id.
 func (c *TenantCache) Tenant(ctx context.Context, id string) (store.TenantRecord, error) {
-	return c.byID.get(ctx, id)
+	rec, err := c.byID.get(ctx, id)
+	return c.withRefusals(rec), err
+}
+
+// TokenRefused records that the Graph API refused rec's token. The tenant is marked
+// needs_reauth in Firestore by the caller; until this instance's cached record catches up (up to
+// the cache's ttl), the refusal is what stops the next reply, mark-as-read or send from calling
+// the Graph API with the refused token.
+func (c *TenantCache) TokenRefused(rec store.TenantRecord) {
+	if rec.Tenant == nil {
+		return
+	}
+	c.mu.Lock()
+	c.refused[rec.Tenant.ID] = rec.TokenSetAt
+	c.mu.Unlock()
+}
+
+// withRefusals is rec as this instance knows it: needs_reauth when its token was refused here. A
+// record with another token (set again since) clears the refusal.
+func (c *TenantCache) withRefusals(rec store.TenantRecord) store.TenantRecord {
+	if rec.Tenant == nil {
+		return rec
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.refused[rec.Tenant.ID]
+	switch {
+	case !ok:
+	case !at.Equal(rec.TokenSetAt):
+		delete(c.refused, rec.Tenant.ID)
+	case rec.AuthStatus != store.AuthNeedsReauth:
+		rec.AuthStatus = store.AuthNeedsReauth
+	}
+	return rec
 }
 
 // noTenants is the resolver of a worker with no tenant store: every number is the default's.
@@ -90,6 +133,8 @@ func (noTenants) ByPhoneNumber(context.Context, string) (store.TenantRecord, err
 func (noTenants) Tenant(context.Context, string) (store.TenantRecord, error) {
 	return store.TenantRecord{}, store.ErrNotFound
 }
+
+func (noTenants) TokenRefused(store.TenantRecord) {}
 
 // errNoToken: the tenant has no access token, so none of its replies can be sent.
 var errNoToken = errors.New("no access token")

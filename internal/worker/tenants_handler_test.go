@@ -70,6 +70,8 @@ func (f *fakeTenants) Tenant(_ context.Context, id string) (store.TenantRecord, 
 }
 
 // Get is Tenant: fakeTenants is also a TenantReader.
+func (f *fakeTenants) TokenRefused(store.TenantRecord) {}
+
 func (f *fakeTenants) Get(ctx context.Context, id string) (store.TenantRecord, error) {
 	return f.Tenant(ctx, id)
 }

@@ -1,6 +1,7 @@
 // Package actionfake is a fake business endpoint for action calls, for tests and the local
-// stack. It checks each call's X-Wapipe-Signature-256 with its secret (401 when it does not
-// verify), records every call (headers, raw body, decoded request, verified flag, answer),
+// stack. It checks each call's X-Wapipe-Signature-256 with its secret as a business should
+// (action.Verify: the body, the Idempotency-Key and a t at most five minutes from its clock;
+// 401 when it does not verify), records every call (headers, raw body, decoded request, verified flag, answer),
 // and answers 200 {"reply":"Done: <intent> recorded"} unless told otherwise: the next answers
 // can be scripted (status, reply, raw body, delay, Retry-After). With dedupe on it behaves like
 // a careful business: the first final answer (2xx, or 4xx other than 408 and 429) for an
@@ -23,6 +24,7 @@ package actionfake
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,6 +59,9 @@ type Call struct {
 	Intent string `json:"intent,omitempty"`
 	// Verified reports whether the signature verified with the fake's secret.
 	Verified bool `json:"verified"`
+	// SignatureError says why the signature did not verify ("" when it did): a wrong key, a
+	// changed Idempotency-Key or body, a stale t.
+	SignatureError string `json:"signature_error,omitempty"`
 	// Replayed reports that the answer was the stored answer of an earlier call with the same
 	// Idempotency-Key (dedupe on): the action did not run again.
 	Replayed bool `json:"replayed,omitempty"`
@@ -117,7 +122,7 @@ func WithDedupe() Option { return func(f *Fake) { f.dedupe = true } }
 // WithLogger logs one line per call: intent, action_id, status, verified, replayed.
 func WithLogger(l *slog.Logger) Option { return func(f *Fake) { f.log = l } }
 
-// WithClock sets the clock that stamps calls.
+// WithClock sets the clock that stamps calls and that signatures' t are checked against.
 func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
 
 // New returns a fake that verifies calls with secret, as printed by action-secret. With an
@@ -269,9 +274,14 @@ func (f *Fake) answer(r *http.Request, c *Call, release *func()) response {
 	f.mu.Lock()
 	secret, dedupe := f.secret, f.dedupe
 	f.mu.Unlock()
-	if c.Verified = action.Verify(secret, raw, r.Header.Get(action.HeaderSignature)); !c.Verified {
+	if err := action.Verify(secret, raw, c.IdempotencyKey, r.Header.Get(action.HeaderSignature), c.Time); err != nil {
+		c.SignatureError = err.Error()
+		if errors.Is(err, action.ErrSignatureStale) {
+			return errorResponse(http.StatusUnauthorized, "signature too old")
+		}
 		return errorResponse(http.StatusUnauthorized, "invalid signature")
 	}
+	c.Verified = true
 	var req action.Request
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return errorResponse(http.StatusBadRequest, "the body is not an action request")

@@ -43,7 +43,8 @@ func start(t *testing.T, f *actionfake.Fake) string {
 
 func call(t *testing.T, url string, req action.Request) action.Result {
 	t.Helper()
-	res, _ := action.NewClient().Call(context.Background(), url, []byte(secret), req)
+	// The fake listens on loopback: the client of the local stack (APP_ENV=dev).
+	res, _ := action.NewClient(action.WithDev(true)).Call(context.Background(), url, []byte(secret), req)
 	return res
 }
 
@@ -94,6 +95,63 @@ func TestWrongSignatureIs401AndKeepsTheScript(t *testing.T) {
 	}
 	if n := len(f.Executed()); n != 0 {
 		t.Errorf("executed %d, want 0", n)
+	}
+}
+
+// TestRefusesForgedSignatures: the fake checks what a business should (the contract's
+// Stripe-style header): the key, the body, the Idempotency-Key and a t at most 5 minutes old.
+func TestRefusesForgedSignatures(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	f := actionfake.New(secret, actionfake.WithClock(func() time.Time { return now }))
+	url := start(t, f)
+	body, _ := booking("act_1").MarshalJSON()
+	otherBody, _ := booking("act_1").MarshalJSON()
+	otherBody = bytes.Replace(otherBody, []byte(`"bus":"01"`), []byte(`"bus":"02"`), 1)
+	cases := []struct {
+		name      string
+		key       string // the Idempotency-Key sent
+		sig       string
+		body      []byte
+		status    int
+		wantError error // the recorded signature error; nil when it verifies
+	}{
+		{"signed as sent", "act_1", action.Sign([]byte(secret), now, "act_1", body), body, 200, nil},
+		{"t 4 minutes old", "act_1", action.Sign([]byte(secret), now.Add(-4*time.Minute), "act_1", body), body, 200, nil},
+		{"wrong key", "act_1", action.Sign([]byte("whsec_other"), now, "act_1", body), body, 401, action.ErrSignatureInvalid},
+		{"changed Idempotency-Key", "act_1-again", action.Sign([]byte(secret), now, "act_1", body), body, 401, action.ErrSignatureInvalid},
+		{"changed body", "act_1", action.Sign([]byte(secret), now, "act_1", body), otherBody, 401, action.ErrSignatureInvalid},
+		{"stale t (6 minutes)", "act_1", action.Sign([]byte(secret), now.Add(-6*time.Minute), "act_1", body), body, 401, action.ErrSignatureStale},
+		{"t 6 minutes ahead", "act_1", action.Sign([]byte(secret), now.Add(6*time.Minute), "act_1", body), body, 401, action.ErrSignatureStale},
+		{"t changed to now", "act_1", strings.Replace(action.Sign([]byte(secret), now.Add(-time.Hour), "act_1", body),
+			fmt.Sprint(now.Add(-time.Hour).Unix()), fmt.Sprint(now.Unix()), 1), body, 401, action.ErrSignatureInvalid},
+		{"the old body-only header", "act_1", "sha256=" + strings.Repeat("0", 64), body, 401, action.ErrSignatureInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(tc.body))
+			req.Header.Set(action.HeaderSignature, tc.sig)
+			req.Header.Set(action.HeaderIdempotencyKey, tc.key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			calls := f.Calls()
+			c := calls[len(calls)-1]
+			if c.Verified != (tc.wantError == nil) {
+				t.Errorf("verified = %v (%s)", c.Verified, c.SignatureError)
+			}
+			if tc.wantError != nil && !strings.HasPrefix(c.SignatureError, tc.wantError.Error()) {
+				t.Errorf("signature error %q, want %q", c.SignatureError, tc.wantError)
+			}
+		})
+	}
+	if n := len(f.Executed()); n != 2 {
+		t.Errorf("executed %d, want 2 (the genuine calls only)", n)
 	}
 }
 
@@ -226,7 +284,7 @@ func TestDedupeStoresTheAnswerTheCallerMissed(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}()
-	res, err := action.NewClient().Call(callCtx, url, []byte(secret), booking("act_1"))
+	res, err := action.NewClient(action.WithDev(true)).Call(callCtx, url, []byte(secret), booking("act_1"))
 	if res.Kind != action.Retry || !errors.Is(err, context.Canceled) {
 		t.Fatalf("first call = %s, %v; want retry after the caller gave up", res.Kind, err)
 	}
@@ -319,7 +377,7 @@ func TestRejectsMalformedCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			req, _ := http.NewRequest(tc.method, url, bytes.NewReader(tc.body))
-			req.Header.Set(action.HeaderSignature, action.Sign([]byte(secret), tc.body))
+			req.Header.Set(action.HeaderSignature, action.Sign([]byte(secret), time.Now(), tc.key, tc.body))
 			if tc.key != "" {
 				req.Header.Set(action.HeaderIdempotencyKey, tc.key)
 			}

@@ -14,7 +14,7 @@ import (
 )
 
 // Guard is an in-memory assistant.Guard: one Window per (tenant, sender) and a usage count per
-// (tenant, period), with the idempotency the interface asks for. Safe for concurrent use.
+// (tenant, period) and per (tenant, sender, period), with the idempotency the interface asks for. Safe for concurrent use.
 type Guard struct {
 	mu         sync.Mutex
 	windows    map[[2]string]assistant.Window
@@ -45,28 +45,40 @@ func (g *Guard) HitSender(_ context.Context, h assistant.SenderHit) (assistant.R
 	return d, nil
 }
 
-// ReserveCall grants and counts a call while the usage is under the limit, or returns the
-// error set by FailQuota.
-func (g *Guard) ReserveCall(_ context.Context, c assistant.CallReservation) (bool, error) {
+// ReserveCall grants and counts a call while the tenant's usage is under its limit and the
+// contact's under its share, or returns the error set by FailQuota.
+func (g *Guard) ReserveCall(_ context.Context, c assistant.CallReservation) (assistant.CallDecision, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.quotaCalls++
 	if g.quotaErr != nil {
-		return false, g.quotaErr
+		return assistant.CallDecision{}, g.quotaErr
 	}
 	if c.CallID == "" {
-		return false, errors.New("assistanttest: empty call id")
+		return assistant.CallDecision{}, errors.New("assistanttest: empty call id")
 	}
 	if g.granted[c.CallID] {
-		return true, nil
+		return assistant.CallDecision{Granted: true}, nil
 	}
 	k := [2]string{c.TenantID, c.Period}
 	if c.Limited && g.usage[k] >= c.Limit {
-		return false, nil
+		return assistant.CallDecision{}, nil
+	}
+	sk := [2]string{c.TenantID + "\x00" + c.Sender, c.Period}
+	if c.SenderLimited && g.usage[sk] >= c.SenderLimit {
+		return assistant.CallDecision{SenderShare: true}, nil
 	}
 	g.usage[k]++
+	g.usage[sk]++
 	g.granted[c.CallID] = true
-	return true, nil
+	return assistant.CallDecision{Granted: true}, nil
+}
+
+// SenderUsage is a contact's counted calls in a period.
+func (g *Guard) SenderUsage(tenantID, sender, period string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.usage[[2]string{tenantID + "\x00" + sender, period}]
 }
 
 // FailSender makes HitSender fail with err from now on; nil heals it.
@@ -88,6 +100,13 @@ func (g *Guard) SetUsage(tenantID, period string, n int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.usage[[2]string{tenantID, period}] = n
+}
+
+// SetSenderUsage sets a contact's usage of a period, as if calls had been made.
+func (g *Guard) SetSenderUsage(tenantID, sender, period string, n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.usage[[2]string{tenantID + "\x00" + sender, period}] = n
 }
 
 // Usage is a tenant's counted calls in a period.

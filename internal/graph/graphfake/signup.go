@@ -14,6 +14,7 @@ import (
 // Embedded Signup and the send rules of a real account (signup.go):
 //
 //	GET  /dialog/oauth?client_id&redirect_uri&state      302 to redirect_uri?code=…&state=…
+//	                                                     (the login grants SetSignupGrant's accounts)
 //	GET  /{version}/oauth/access_token?client_id&client_secret&code   {"access_token":…} once per code
 //	POST /{version}/{waba_id}/subscribed_apps            {"success":true}
 //	GET  /{version}/{waba_id}/phone_numbers              {"data":[{"id",…}]}
@@ -34,8 +35,10 @@ var DefaultTemplates = []string{"hello_world", "resume_conversation"}
 
 // signupState is the fake's Embedded Signup and send-rule state, under Fake.mu.
 type signupState struct {
-	wabaID  string
-	numbers []string
+	// accounts are the WhatsApp Business Accounts the fake knows, with their numbers.
+	accounts map[string][]string
+	// grant are the accounts the next dialog login grants (the one who logs in manages them).
+	grant []string
 	// codes are the dialog's unused codes.
 	codes map[string]bool
 	// tokenWABAs are the accounts each signed-up token may manage.
@@ -49,7 +52,7 @@ type signupState struct {
 
 func (f *Fake) signupLocked() *signupState {
 	if f.signup == nil {
-		f.signup = &signupState{wabaID: DefaultSignupWABA, numbers: []string{DefaultSignupNumber},
+		f.signup = &signupState{accounts: map[string][]string{DefaultSignupWABA: {DefaultSignupNumber}}, grant: []string{DefaultSignupWABA},
 			codes: map[string]bool{}, tokenWABAs: map[string][]string{}, numberTokens: map[string]string{},
 			subscribed: map[string]bool{}, templates: map[string]bool{}, closed: map[string]bool{}}
 		for _, t := range DefaultTemplates {
@@ -59,12 +62,39 @@ func (f *Fake) signupLocked() *signupState {
 	return f.signup
 }
 
-// SetSignupAccount sets the WhatsApp Business Account and numbers the dialog signs up.
+// SetSignupAccount makes wabaID, with numbers, the one WhatsApp Business Account the dialog
+// signs up.
 func (f *Fake) SetSignupAccount(wabaID string, numbers ...string) {
+	f.AddSignupAccount(wabaID, numbers...)
+	f.SetSignupGrant(wabaID)
+}
+
+// AddSignupAccount makes the WhatsApp Business Account wabaID, with numbers, known to the fake
+// (its phone_numbers list), without changing what the dialog grants.
+func (f *Fake) AddSignupAccount(wabaID string, numbers ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := f.signupLocked()
-	st.wabaID, st.numbers = wabaID, append([]string(nil), numbers...)
+	f.signupLocked().accounts[wabaID] = append([]string(nil), numbers...)
+}
+
+// SetSignupGrant sets the accounts the next dialog logins grant, as the Meta user who logs in
+// manages them: the token the code gives covers exactly these (debug_token's target_ids).
+func (f *Fake) SetSignupGrant(wabaIDs ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signupLocked().grant = append([]string(nil), wabaIDs...)
+}
+
+// SubscribeCalls counts the POST /{waba_id}/subscribed_apps calls the fake answered, whatever
+// their outcome.
+func (f *Fake) SubscribeCalls() int {
+	n := 0
+	for _, r := range f.Requests() {
+		if r.Method == http.MethodPost && subscribedAppPath.MatchString(r.Path) {
+			n++
+		}
+	}
+	return n
 }
 
 // BindNumber makes token the only token that may send from phoneNumberID.
@@ -178,10 +208,8 @@ func (f *Fake) serveSignup(w http.ResponseWriter, r *http.Request) bool {
 		waba := phoneNumbersPath.FindStringSubmatch(p)[1]
 		status, resp = f.withAccount(r, waba, func(st *signupState) any {
 			data := []any{}
-			if waba == st.wabaID {
-				for _, n := range st.numbers {
-					data = append(data, map[string]any{"id": n, "display_phone_number": "+1 555 0100", "verified_name": "Fake Business"})
-				}
+			for _, n := range st.accounts[waba] {
+				data = append(data, map[string]any{"id": n, "display_phone_number": displayNumber(n), "verified_name": "Fake Business"})
 			}
 			return map[string]any{"data": data}
 		})
@@ -208,16 +236,30 @@ func (f *Fake) exchange(r *http.Request) (int, any) {
 		return http.StatusBadRequest, metaError(Failure{Code: 100, Subcode: 36007, Message: "This authorization code has expired or has been used."}.withDefaults())
 	}
 	delete(st.codes, code)
+	return http.StatusOK, map[string]any{"access_token": f.issueLocked(st), "token_type": "bearer"}
+}
+
+// SignupToken returns a new token as a completed dialog gives one: it covers the accounts
+// SetSignupGrant names and is the only token that may send from their numbers.
+func (f *Fake) SignupToken() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.issueLocked(f.signupLocked())
+}
+
+func (f *Fake) issueLocked(st *signupState) string {
 	token := "EAAfake" + randomHex(16)
 	if f.accepted == nil {
 		f.accepted = map[string]bool{}
 	}
 	f.accepted[token] = true
-	st.tokenWABAs[token] = []string{st.wabaID}
-	for _, n := range st.numbers {
-		st.numberTokens[n] = token
+	st.tokenWABAs[token] = append([]string(nil), st.grant...)
+	for _, waba := range st.grant {
+		for _, n := range st.accounts[waba] {
+			st.numberTokens[n] = token
+		}
 	}
-	return http.StatusOK, map[string]any{"access_token": token, "token_type": "bearer"}
+	return token
 }
 
 // withAccount runs f on the account when the call's token may manage waba.
@@ -241,6 +283,14 @@ func (f *Fake) targetIDs(token string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.signupLocked().tokenWABAs[token]...)
+}
+
+// displayNumber is a made-up display number ending like the id, as a real one ends like itself.
+func displayNumber(id string) string {
+	if len(id) < 4 {
+		return "+1 555 0100"
+	}
+	return "+1 555 " + id[len(id)-4:]
 }
 
 func contains(list []string, s string) bool {

@@ -1,4 +1,4 @@
-package worker
+package identity
 
 import (
 	"context"
@@ -14,19 +14,24 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 )
 
-// GoogleIssuer issues the OIDC tokens Cloud Tasks attaches in production.
+// GoogleIssuer issues the OIDC tokens Cloud Tasks attaches in production, and the ID tokens
+// Cloud Run's IAM check accepts.
 const GoogleIssuer = "https://accounts.google.com"
 
 // SignatureRemovedByGoogle is what Cloud Run puts in place of a token's signature when it has
 // verified the token itself (a service that requires IAM) before handing the request on.
 const SignatureRemovedByGoogle = "SIGNATURE_REMOVED_BY_GOOGLE"
 
-// OIDCVerifier verifies the OIDC tokens Cloud Tasks attaches: signed by the issuer's keys (Google's
-// in production, the emulator's locally), for the worker's audience, and for a verified email.
+// OIDCVerifier verifies Google ID tokens (the OIDC tokens Cloud Tasks attaches to the worker's
+// tasks, the token an operator's request to the console carries through Cloud Run's IAM check):
+// signed by the issuer's keys (Google's in production, the emulator's locally), for an accepted
+// audience, and for a verified email.
 // Discovery runs on first use, not at start-up, so the worker starts even while the issuer is
 // briefly unreachable; a failed discovery is tried again on the next request.
 type OIDCVerifier struct {
-	issuer, audience string
+	issuer string
+	// audience accepts the token's audience (one of its aud values).
+	audience func(aud string) bool
 	// platformVerified says the platform in front of the worker (Cloud Run with IAM required)
 	// checked each token's signature before the request reached the container. Only then may a
 	// token arrive without its signature; anywhere else an unsigned token proves nothing.
@@ -41,7 +46,13 @@ type OIDCVerifier struct {
 // requiring IAM: OIDC_VERIFIED_BY_PLATFORM); then a token whose signature the platform removed is
 // judged on its claims.
 func NewOIDCVerifier(issuer, audience string, platformVerified bool) *OIDCVerifier {
-	return &OIDCVerifier{issuer: issuer, audience: audience, platformVerified: platformVerified}
+	return NewOIDCVerifierFunc(issuer, func(aud string) bool { return aud == audience }, platformVerified)
+}
+
+// NewOIDCVerifierFunc is NewOIDCVerifier for a service that answers to several audiences (its
+// URLs, and the OAuth clients whose tokens Cloud Run accepts for it): accept says which.
+func NewOIDCVerifierFunc(issuer string, accept func(aud string) bool, platformVerified bool) *OIDCVerifier {
+	return &OIDCVerifier{issuer: issuer, audience: accept, platformVerified: platformVerified}
 }
 
 func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
@@ -55,7 +66,8 @@ func (v *OIDCVerifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oidc discovery at %s: %w", v.issuer, err)
 	}
-	v.verifier = p.Verifier(&oidc.Config{ClientID: v.audience})
+	// The audience is checked in Verify, against the accept function.
+	v.verifier = p.Verifier(&oidc.Config{SkipClientIDCheck: true})
 	return v.verifier, nil
 }
 
@@ -75,6 +87,9 @@ func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("verify oidc token: %w", err)
 	}
+	if !slices.ContainsFunc(tok.Audience, v.audience) {
+		return "", errors.New("oidc token: wrong audience")
+	}
 	var claims struct {
 		Email         string `json:"email"`
 		EmailVerified bool   `json:"email_verified"`
@@ -89,7 +104,7 @@ func (v *OIDCVerifier) Verify(ctx context.Context, raw string) (string, error) {
 }
 
 // signatureStripped reports whether a JWT arrives without its signature. Cloud Run passes the
-// token on that way after its own IAM check has verified it (the worker is invoker-only): the
+// token on that way after its own IAM check has verified it (the service requires IAM): the
 // third part is the literal SIGNATURE_REMOVED_BY_GOOGLE. The signature cannot be checked here
 // again; the claims still are.
 func signatureStripped(raw string) bool {
@@ -98,7 +113,7 @@ func signatureStripped(raw string) bool {
 }
 
 // verifyStripped checks the claims of a token whose signature the platform verified and removed:
-// Google's issuer, the worker's audience, not expired, a verified email.
+// Google's issuer, an accepted audience, not expired, a verified email.
 func (v *OIDCVerifier) verifyStripped(raw string, now time.Time) (string, error) {
 	parts := strings.Split(raw, ".")
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
@@ -126,7 +141,7 @@ func (v *OIDCVerifier) verifyStripped(raw string, now time.Time) (string, error)
 	switch {
 	case c.Iss != GoogleIssuer && c.Iss != "accounts.google.com":
 		return "", errors.New("oidc token without signature: not issued by Google")
-	case !slices.Contains(auds, v.audience):
+	case !slices.ContainsFunc(auds, v.audience):
 		return "", errors.New("oidc token without signature: wrong audience")
 	case now.Unix() >= c.Exp:
 		return "", errors.New("oidc token without signature: expired")

@@ -1,0 +1,61 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sethvargo/go-envconfig"
+
+	"github.com/wapipe/wapipe/internal/api"
+	"github.com/wapipe/wapipe/internal/config"
+)
+
+// TestRateLimitConfig: the rate limits' defaults, an operator's values, and one clear line naming
+// the variable for a value that is not a positive number.
+func TestRateLimitConfig(t *testing.T) {
+	t.Parallel()
+	type limits struct {
+		AddressRate  float64
+		AddressBurst int
+		KeyRate      float64
+		KeyBurst     int
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    limits
+		wantErr string
+	}{
+		{"defaults", nil, limits{20, 40, 50, 100}, ""},
+		{"set", map[string]string{"API_RATE_PER_ADDRESS": "2.5", "API_BURST_PER_ADDRESS": "5", "API_RATE_PER_KEY": "10", "API_BURST_PER_KEY": "20"}, limits{2.5, 5, 10, 20}, ""},
+		{"zero is the default", map[string]string{"API_RATE_PER_KEY": "0"}, limits{20, 40, 50, 100}, ""},
+		{"negative rate", map[string]string{"API_RATE_PER_ADDRESS": "-1"}, limits{}, "API_RATE_PER_ADDRESS"},
+		{"negative burst", map[string]string{"API_BURST_PER_KEY": "-5"}, limits{}, "API_BURST_PER_KEY"},
+		{"not a number", map[string]string{"API_BURST_PER_ADDRESS": "lots"}, limits{}, "API_BURST_PER_ADDRESS"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"APP_ENV": "dev", "GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
+				"INTERNAL_TASK_BASE_URL": "http://127.0.0.1:1", "INTERNAL_TASK_TOKEN": "0123456789abcdef"}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			var cfg api.Config
+			err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Load = %v, want an error naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if got := (limits{cfg.AddressRate, cfg.AddressBurst, cfg.KeyRate, cfg.KeyBurst}); got != tc.want {
+				t.Errorf("limits %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// DefaultMaxKeys bounds the buckets a Limiter keeps: about 100 bytes each.
+const DefaultMaxKeys = 100_000
+
+// Options adjust a Limiter; zero fields take the defaults.
+type Options struct {
+	// MaxKeys bounds the buckets kept at once (DefaultMaxKeys). When every one is in use, a key
+	// without a bucket is refused until some go idle: the limit fails closed.
+	MaxKeys int
+	// Now is time.Now when nil.
+	Now func() time.Time
+}
+
+// Limiter is a token bucket per key: each key may be served rate times a second on average, and
+// burst times at once.
+type Limiter struct {
+	rate  float64
+	burst float64
+	max   int
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time // when tokens was last brought up to date
+	// refused is true after a refusal, until the key is served again.
+	refused bool
+}
+
+// New returns a limiter of rate a second with room for burst at once; rate must be positive and
+// burst at least 1.
+func New(rate float64, burst int, o Options) *Limiter {
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = DefaultMaxKeys
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Limiter{rate: rate, burst: float64(max(burst, 1)), max: o.MaxKeys, now: o.Now, buckets: map[string]*bucket{}}
+}
+
+// Decision is the answer to one request.
+type Decision struct {
+	// OK: serve the request.
+	OK bool
+	// RetryAfter is, when refused, how long until the key has a token again.
+	RetryAfter time.Duration
+	// First is true on the first refusal since the key was last served: one log line per episode
+	// instead of one per refused request.
+	First bool
+}
+
+// Allow takes a token from key's bucket.
+func (l *Limiter) Allow(key string) Decision {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	if !ok {
+		if len(l.buckets) >= l.max {
+			l.sweep(now)
+		}
+		if len(l.buckets) >= l.max {
+			// Every bucket is busy: a new key would either cost memory without bound or, with
+			// an old bucket evicted for it, give its owner a fresh burst.
+			return Decision{RetryAfter: time.Second, First: false}
+		}
+		b = &bucket{tokens: l.burst, at: now}
+		l.buckets[key] = b
+	} else if now.Sub(l.swept) >= l.idle() {
+		// Sweep once per refill period, not per request: the cost stays linear in the traffic.
+		l.sweep(now)
+	}
+	l.refill(b, now)
+	if b.tokens >= 1 {
+		b.tokens--
+		b.refused = false
+		return Decision{OK: true}
+	}
+	wait := time.Duration(math.Ceil((1 - b.tokens) / l.rate * float64(time.Second)))
+	first := !b.refused
+	b.refused = true
+	return Decision{RetryAfter: wait, First: first}
+}
+
+// Len returns the buckets kept now.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
+
+// idle is how long an emptied bucket takes to fill: a full bucket is the same as none.
+func (l *Limiter) idle() time.Duration {
+	return max(time.Second, time.Duration(l.burst/l.rate*float64(time.Second)))
+}
+
+// refill brings b up to now. Called with mu held.
+func (l *Limiter) refill(b *bucket, now time.Time) {
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(l.burst, b.tokens+d.Seconds()*l.rate)
+		b.at = now
+	}
+}
+
+// sweep drops the buckets that are full again: forgetting them changes no answer. Called with mu
+// held.
+func (l *Limiter) sweep(now time.Time) {
+	l.swept = now
+	for k, b := range l.buckets {
+		l.refill(b, now)
+		if b.tokens >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
+}
