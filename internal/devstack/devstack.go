@@ -353,7 +353,7 @@ func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin
 // ApplyTenants applies tenant files as `wapipe tenants apply` does (the tenant, its send queue
 // from queues' template), sets each tenant's token to DevAccessToken and its action secret to
 // DevActionSecret, sealed with the development key that every dev process shares, and returns
-// the tenants' ids. Tests that run the services as processes use it to set up the same tenants
+// the tenants' ids. It applies as in dev: an action URL may be http on loopback. Tests that run the services as processes use it to set up the same tenants
 // as the stack.
 func ApplyTenants(ctx context.Context, db *store.DB, admin *taskqueue.Admin, queues *tasks.QueueFile, files [][]byte) ([]string, error) {
 	keeper, err := secrets.New(ctx, secrets.Config{Dev: true})
