@@ -6,8 +6,10 @@
 // Every inbound message is first stored in its conversation's inbox (a redelivery stores
 // nothing). The task that stored it then tries to take the conversation's lease, which carries a
 // fencing number that grows each time the lease is taken. A task that finds the lease held
-// returns Result.Queued: its message is in the inbox and the holder will run it, so the caller
-// acknowledges its task (2xx). The holder drains the inbox: it runs the oldest pending message's
+// returns Result.Queued with ErrHeld: its message is in the inbox and a live holder runs it at
+// once, but the holder may be dead, so the caller does not acknowledge the task (Cloud Tasks
+// retries it, and the retry finds the message handled or takes over after a dead holder's lease).
+// The holder drains the inbox: it runs the oldest pending message's
 // turn with the state the previous turn left, commits the new state and the marked-done message
 // in one transaction that fails if its fencing number is no longer the conversation's, then
 // performs the turn's effects (replies, action), and goes on until the inbox is empty. Then it
@@ -20,7 +22,8 @@
 // The holder's own task is acknowledged only when Handle returns, after the drain, so a holder
 // that dies leaves its task to be retried: once its lease (DefaultLease, renewed by each commit)
 // expires, the retry takes it with a higher fencing number and drains the inbox, including the
-// messages of the tasks that were answered Queued. A stale holder that wakes up cannot commit.
+// messages of the tasks that were answered Queued (whose own retries would take over too). A
+// stale holder that wakes up cannot commit.
 // A turn killed before its commit is redone from the same state (the assistant is deterministic
 // given the message's received_at); a turn killed after it is not redone: its effects were
 // recorded with the commit, so the next holder performs them first. Effects are idempotent:

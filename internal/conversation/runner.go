@@ -134,11 +134,11 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now}
 }
 
-// ErrHeld is returned by Handle for a message stored before (the retry of its task) while
-// another holder has the conversation: that holder may be the task's own earlier attempt, killed
-// mid-turn, so the task must not be acknowledged. Retry it: once the dead holder's lease expires,
-// the retry takes the conversation and runs the message's turn; if the holder is alive, the retry
-// finds the message handled.
+// ErrHeld is returned by Handle for a message in the inbox while another holder has the
+// conversation: that holder may be dead (the task's own earlier attempt killed mid-turn, or a
+// holder killed after its last commit whose task's retry already ended), so the task must not be
+// acknowledged. Retry it: if the holder is alive, the retry finds the message handled; once a
+// dead holder's lease expires, the retry takes the conversation and runs the message's turn.
 var ErrHeld = errors.New("conversation held by another task while this message is still in its inbox")
 
 // Result says what Handle did.
@@ -146,8 +146,8 @@ type Result struct {
 	ConversationID string
 	// Duplicate: the message was in the inbox already (a redelivery).
 	Duplicate bool
-	// Queued: another task holds the conversation and will run the message's turn; acknowledge
-	// the task.
+	// Queued: another task holds the conversation and, if alive, runs the message's turn; Handle
+	// then returns ErrHeld, so the task is retried to check.
 	Queued bool
 	// Turns counts the turns this call ran and committed, its own message's and others'.
 	Turns int
@@ -214,15 +214,18 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 		return res, err
 	}
 	if !taken {
+		// The holder normally runs the message in its drain, at once. But the holder may be dead
+		// (killed after its last commit, its own task's retry already ended), and then nobody
+		// would: so the task is not acknowledged. Its retry finds the message handled, or, once
+		// a dead holder's lease has expired, takes the conversation and runs it.
 		res.Queued = true
+		event := "conversation_queued"
 		if res.Duplicate {
-			logger.InfoContext(ctx, "conversation held while a retried message is in its inbox: retry later",
-				"event", "conversation_held", "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
-			return res, ErrHeld
+			event = "conversation_held"
 		}
-		logger.InfoContext(ctx, "conversation busy: the holder runs the message's turn", "event", "conversation_queued",
-			"fence", conv.Lease.Fence)
-		return res, nil
+		logger.InfoContext(ctx, "conversation held by another task: its holder runs the message, its retry checks",
+			"event", event, "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
+		return res, ErrHeld
 	}
 	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res}
 	return res, d.run(ctx)

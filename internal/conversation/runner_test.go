@@ -110,7 +110,8 @@ func TestConcurrentMessagesRunInTimestampOrderOneAtATime(t *testing.T) {
 
 	turns := 0
 	for i, err := range errs {
-		if err != nil {
+		// A message queued behind the holder is not acknowledged (ErrHeld): the holder runs it.
+		if err != nil && !(errors.Is(err, conversation.ErrHeld) && results[i].Queued) {
 			t.Errorf("Handle %s: %v", msgs[i].Message.ID, err)
 		}
 		turns += results[i].Turns
@@ -185,8 +186,8 @@ func TestSecondMessageRunsInTheHoldersDrain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Handle book: %v", err)
 	}
-	if err := <-secondErr; err != nil {
-		t.Fatalf("Handle yes: %v", err)
+	if err := <-secondErr; !errors.Is(err, conversation.ErrHeld) {
+		t.Fatalf("Handle yes: %v, want ErrHeld (queued behind the holder, not acknowledged)", err)
 	}
 	if res := <-second; !res.Queued || res.Turns != 0 {
 		t.Errorf("yes while book holds the lease = %+v, want queued", res)
@@ -351,7 +352,7 @@ func TestKilledHoldersConversationIsTakenOverAfterItsLease(t *testing.T) {
 		once.Do(func() {
 			dying.kill()
 			res, err := live.Handle(ctx, second, rec.turn)
-			if err != nil || !res.Queued {
+			if !errors.Is(err, conversation.ErrHeld) || !res.Queued {
 				t.Errorf("second message during the dead holder's lease = %+v, %v; want queued", res, err)
 			}
 		})
@@ -427,7 +428,7 @@ func TestKilledHoldersRetryDrainsMessagesQueuedBehindIt(t *testing.T) {
 	dying.onEffects = func() {
 		once.Do(func() {
 			res, err := live.Handle(ctx, second, rec.turn)
-			if err != nil || !res.Queued {
+			if !errors.Is(err, conversation.ErrHeld) || !res.Queued {
 				t.Errorf("second message during the holder's drain = %+v, %v; want queued", res, err)
 			}
 		})
@@ -447,6 +448,48 @@ func TestKilledHoldersRetryDrainsMessagesQueuedBehindIt(t *testing.T) {
 	}
 	if !res.Duplicate || res.Turns != 1 {
 		t.Errorf("retry = %+v, want a duplicate that ran the queued message's turn", res)
+	}
+	_, count, _ := rec.snapshot()
+	if count["wamid.1"] != 1 || count["wamid.2"] != 1 {
+		t.Errorf("turns run: %v, want one each", count)
+	}
+	if _, replies := snd.counts(); !slices.Equal(replies, []string{"re wamid.1", "re wamid.2"}) {
+		t.Errorf("replies %v, want one to each message", replies)
+	}
+}
+
+// TestMessageQueuedBehindADeadLeaseIsRunByItsOwnRetry (found by the chaos run): the holder dies
+// right after its turn's effects, its task's retry finds its own message handled and nothing
+// waiting, and ends; only then a second message arrives, while the dead holder's lease still
+// runs. No live task holds the conversation, so the second message's task must not be
+// acknowledged as queued: its own retry takes the conversation once the lease expires and runs it.
+func TestMessageQueuedBehindADeadLeaseIsRunByItsOwnRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := &clock{now: base}
+	st := newStore(t, clk)
+	snd, rec := newSender(), newRecorder()
+	live := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
+
+	dying := &dieAfterEffects{countingInbox: newCountingInbox(st), onEffects: func() {}}
+	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
+		t.Fatal("Handle on the killed instance succeeded")
+	}
+	if res, err := live.Handle(ctx, first, rec.turn); err != nil || !res.Duplicate {
+		t.Fatalf("the dead holder's retry = %+v, %v; want its message found handled", res, err)
+	}
+	res, err := live.Handle(ctx, second, rec.turn)
+	if !errors.Is(err, conversation.ErrHeld) || !res.Queued {
+		t.Fatalf("second message behind the dead lease = %+v, %v; want queued and not acknowledged (ErrHeld)", res, err)
+	}
+	if _, err := live.Handle(ctx, second, rec.turn); !errors.Is(err, conversation.ErrHeld) {
+		t.Fatalf("its retry within the dead lease: %v, want ErrHeld", err)
+	}
+	clk.Add(conversation.DefaultLease)
+	res, err = live.Handle(ctx, second, rec.turn)
+	if err != nil || res.Turns != 1 {
+		t.Fatalf("its retry after the lease = %+v, %v; want it to run its turn", res, err)
 	}
 	_, count, _ := rec.snapshot()
 	if count["wamid.1"] != 1 || count["wamid.2"] != 1 {
@@ -525,7 +568,7 @@ func BenchmarkSecondMessageStart(b *testing.B) {
 		second.Message.From = first.Message.From
 		rec.before = func(p conversation.Pending) {
 			if p.MessageID == first.Message.ID {
-				if res, err := r.Handle(ctx, second, rec.turn); err != nil || !res.Queued {
+				if res, err := r.Handle(ctx, second, rec.turn); !errors.Is(err, conversation.ErrHeld) || !res.Queued {
 					b.Errorf("second Handle = %+v, %v", res, err)
 				}
 			}
@@ -621,7 +664,8 @@ func TestBareAnswerWaitsForTheMessageItAnswers(t *testing.T) {
 			}
 			go func() { _, err := r.Handle(ctx, book, rec.turn); errs <- err }()
 			for range 2 {
-				if err := <-errs; err != nil {
+				// The one queued behind the other's holder is not acknowledged (ErrHeld).
+				if err := <-errs; err != nil && !errors.Is(err, conversation.ErrHeld) {
 					t.Fatal(err)
 				}
 			}
@@ -677,7 +721,7 @@ func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
 	go func() { _, err := r.Handle(ctx, book, rec.turn); errs <- err }()
 	testenv.Eventually(t, 10*time.Second, func() bool { _, ok := rec.started(book.Message.ID); return ok }, "the booking's turn never started")
 	res, err := r.Handle(ctx, tap, rec.turn)
-	if err != nil || !res.Queued {
+	if !errors.Is(err, conversation.ErrHeld) || !res.Queued {
 		t.Fatalf("tap = %+v, %v; want queued behind the booking", res, err)
 	}
 	close(queued)
