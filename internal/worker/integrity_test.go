@@ -14,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 // The assistant's integrity (issue 22): what the user confirms is what the business receives,
@@ -180,19 +181,29 @@ func TestNonMemberRepliesLimited(t *testing.T) {
 		"assistant: {mode: llm, model: gemini-2.5-flash, instructions: Help., min_confidence: 0.5}\n"), "token-acme-closed")
 	base := time.Now()
 	texts := []string{"hello", "WP-ZZZZZZZZ", "hello?", "anyone", "WP-YYYYYYYY", "hello!!", "WP-XXXXXXXX", "please"}
+	ids := make([]string, len(texts))
 	for i, text := range texts {
-		s.text(numberA, contact, text, base.Add(time.Duration(i)*time.Second))
+		ids[i] = s.text(numberA, contact, text, base.Add(time.Duration(i)*time.Second))
 	}
 	s.waitSendsTo(contact, 5)
 	s.settled(tid)
-	sends := s.sendsTo(contact)
-	var got []string
-	for _, r := range sends {
-		got = append(got, body(r))
+	// Each reply by the message it answers (its callback data): the sends of consecutive turns
+	// may reach the Graph API in either order.
+	byKey := map[string]string{}
+	for _, r := range s.sendsTo(contact) {
+		k, _ := r.Body["biz_opaque_callback_data"].(string)
+		byKey[k] = body(r)
+	}
+	got := make([]string, len(ids))
+	for i, id := range ids {
+		got[i] = byKey[tasks.IdempotencyKey(id)]
 	}
 	prompt, invalid := i18n.Text("en", i18n.OnboardingPrompt), i18n.Text("en", i18n.InvalidCode)
-	if diff := cmp.Diff([]string{prompt, invalid, prompt, prompt, invalid}, got); diff != "" {
-		t.Errorf("replies to a non-member (-want, +got):\n%s", diff)
+	if diff := cmp.Diff([]string{prompt, invalid, prompt, prompt, invalid, "", "", ""}, got); diff != "" {
+		t.Errorf("replies to a non-member's messages, in order (-want, +got):\n%s", diff)
+	}
+	if n := len(s.sendsTo(contact)); n != 5 {
+		t.Errorf("%d sends to the non-member, want 5", n)
 	}
 	msgs, err := store.NewConversationStore(store.NewDB(s.fs), store.Options{}).Messages(context.Background(),
 		store.ConversationID(tid, numberA, contact), 100)
