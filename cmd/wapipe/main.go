@@ -13,7 +13,9 @@
 // Every subcommand has --help. Connection settings come from flags with the services' environment
 // variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
 // FIRESTORE_EMULATOR_HOST, FIRESTORE_DATABASE, INTERNAL_TASK_BASE_URL, INTERNAL_TASK_TOKEN,
-// LOG_HASH_KEY). An
+// LOG_HASH_KEY). When none of GOOGLE_CLOUD_PROJECT, FIRESTORE_EMULATOR_HOST and
+// CLOUD_TASKS_EMULATOR_HOST is set and a devstack runs, its environment file (internal/devenv)
+// supplies them and says so on stderr. An
 // error is one line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
 package main
 
@@ -27,6 +29,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/wapipe/wapipe/internal/devenv"
 )
 
 func main() {
@@ -37,6 +41,13 @@ func main() {
 			os.Exit(2)
 		}
 	}()
+	// Beside a running devstack the CLI needs no exports: the stack's file fills in what the
+	// environment lacks (explicit variables win; see internal/devenv).
+	if used, err := devenv.Fill(os.Getenv, os.Setenv); err != nil {
+		fmt.Fprintln(os.Stderr, "wapipe: "+oneLine(err.Error()))
+	} else if used != "" {
+		fmt.Fprintf(os.Stderr, "wapipe: using the running devstack's environment from %s\n", used)
+	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
