@@ -69,6 +69,10 @@ const usage = `Usage: devstack [flags]
 Runs the whole wapipe pipeline locally (APP_ENV=dev): Firestore emulator, Cloud Tasks emulator,
 fake Graph API, webhook and worker. Stop it with Ctrl-C.
 
+Every port is checked before anything starts; a taken one is named with the flag that moves it.
+Two stacks side by side: devstack --port-base 9080. While it runs, the wapipe CLI finds it
+through --env-file (no exports needed).
+
 Flags:
 `
 
@@ -79,7 +83,7 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	for _, p := range ports {
 		fs.StringVar(p.field(&c), p.flag, portAddr(defaultPortBase, p.offset), p.help)
 	}
-	portBase := fs.Int("port-base", defaultPortBase, "move every address above to 127.0.0.1:N+offset (offsets: "+portOffsets()+"); an --*-addr flag given wins")
+	portBase := fs.Int("port-base", defaultPortBase, "move every --*-addr to 127.0.0.1:N+offset (offsets: "+portOffsets()+"); an --*-addr flag given wins")
 	envFile, envErr := devenv.Path()
 	fs.StringVar(&c.envFile, "env-file", envFile, "write the environment the wapipe CLI reads to this file while running (JSON, mode 0600, removed on exit); empty writes none")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")

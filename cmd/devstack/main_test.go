@@ -200,7 +200,14 @@ func TestDevstackBinary(t *testing.T) {
 	fsHost := testenv.FirestoreHost(t)
 	devstackBin, wapipeBin := binaries(t)
 	dir := t.TempDir()
-	// Every address on a free port: the test must pass beside a devstack on the defaults.
+	// Every address on a free port: the test must pass beside a devstack on the defaults. To
+	// prove it, the test holds every default port it can get (one already taken is the same
+	// case).
+	for _, p := range ports {
+		if ln, err := net.Listen("tcp", portAddr(defaultPortBase, p.offset)); err == nil {
+			t.Cleanup(func() { ln.Close() })
+		}
+	}
 	addrs := make([]string, 8)
 	seen := map[string]bool{}
 	for i := range addrs {
