@@ -121,3 +121,20 @@ func TestInspectActionAndDeadLetter(t *testing.T) {
 		t.Errorf("inspect of an unknown action: %v, want no action record", err)
 	}
 }
+
+func TestNamesStack(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"tenants", "list"}, false},
+		{[]string{"tenants", "list", "--project", "p"}, true},
+		{[]string{"inspect", "x", "-project=p"}, true},
+		{[]string{"tasks", "list", "--tasks-emulator", "127.0.0.1:1"}, true},
+		{[]string{"trigger", "--text", "project"}, false},
+	} {
+		if got := namesStack(tc.args); got != tc.want {
+			t.Errorf("namesStack(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
