@@ -15,9 +15,8 @@
 // FIRESTORE_EMULATOR_HOST, FIRESTORE_DATABASE, INTERNAL_TASK_BASE_URL, INTERNAL_TASK_TOKEN,
 // LOG_HASH_KEY). When none of GOOGLE_CLOUD_PROJECT, FIRESTORE_EMULATOR_HOST and
 // CLOUD_TASKS_EMULATOR_HOST is set (nor --project or an emulator flag given) and a devstack runs,
-// its environment file (internal/devenv)
-// supplies them and says so on stderr. An
-// error is one line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
+// its environment file (internal/devenv) supplies them and says so on stderr. An error is one
+// line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
 package main
 
 import (
