@@ -5,10 +5,12 @@
 // environment to export for the wapipe CLI, writes each component's logs to a file of its own,
 // and stops everything, emulator included, on Ctrl-C (SIGINT) or SIGTERM.
 //
-// Default addresses: webhook 127.0.0.1:8080, worker 127.0.0.1:8081, Cloud Tasks emulator
-// 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, fake Vertex AI Gemini 127.0.0.1:8094, fake
-// business action endpoint 127.0.0.1:8095 (the sample tenant's action_url), operators' console
-// 127.0.0.1:8085.
+// Default addresses: webhook 127.0.0.1:8080, worker 127.0.0.1:8081, api 127.0.0.1:8083, Cloud
+// Tasks emulator 127.0.0.1:8123, fake Graph API 127.0.0.1:8090, fake Vertex AI Gemini
+// 127.0.0.1:8094, fake business action endpoint 127.0.0.1:8095 (the sample tenant's action_url
+// follows it), operators' console 127.0.0.1:8085; --port-base N moves them all (ports.go). Every
+// port is checked before anything starts. While it runs, devstack writes its environment to the
+// file of internal/devenv, where the wapipe CLI finds it.
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/wapipe/wapipe/internal/devenv"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/tasks"
@@ -57,12 +60,18 @@ type config struct {
 	geminiAddr, actionAddr, consoleAddr                    string
 	project, location, queues                              string
 	firestoreHost, logDir, readyFile, logLevel             string
+	// envFile is where the CLI finds this stack (internal/devenv); "" writes none.
+	envFile string
 }
 
 const usage = `Usage: devstack [flags]
 
 Runs the whole wapipe pipeline locally (APP_ENV=dev): Firestore emulator, Cloud Tasks emulator,
 fake Graph API, webhook and worker. Stop it with Ctrl-C.
+
+Every port is checked before anything starts; a taken one is named with the flag that moves it.
+Two stacks side by side: devstack --port-base 9080. While it runs, the wapipe CLI finds it
+through --env-file (no exports needed).
 
 Flags:
 `
@@ -71,14 +80,12 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.webhookAddr, "webhook-addr", "127.0.0.1:8080", "address of the webhook")
-	fs.StringVar(&c.workerAddr, "worker-addr", "127.0.0.1:8081", "address of the worker")
-	fs.StringVar(&c.apiAddr, "api-addr", "127.0.0.1:8083", "address of the api service (/v1/messages, Embedded Signup)")
-	fs.StringVar(&c.tasksAddr, "tasks-addr", "127.0.0.1:8123", "address of the Cloud Tasks emulator (gRPC)")
-	fs.StringVar(&c.graphAddr, "graph-addr", "127.0.0.1:8090", "address of the fake Graph API")
-	fs.StringVar(&c.geminiAddr, "gemini-addr", "127.0.0.1:8094", "address of the fake Vertex AI Gemini (the worker's LLM_BASE_URL)")
-	fs.StringVar(&c.actionAddr, "action-addr", "127.0.0.1:8095", "address of the fake business action endpoint (tenants/sample.yaml's action_url)")
-	fs.StringVar(&c.consoleAddr, "console-addr", "127.0.0.1:8085", "address of the operators' console")
+	for _, p := range ports {
+		fs.StringVar(p.field(&c), p.flag, portAddr(defaultPortBase, p.offset), p.help)
+	}
+	portBase := fs.Int("port-base", defaultPortBase, "move every --*-addr to 127.0.0.1:N+offset (offsets: "+portOffsets()+"); an --*-addr flag given wins")
+	envFile, envErr := devenv.Path()
+	fs.StringVar(&c.envFile, "env-file", envFile, "write the environment the wapipe CLI reads to this file while running (JSON, mode 0600, removed on exit); empty writes none")
 	fs.StringVar(&c.project, "project", "wapipe-dev", "project id of the emulated project")
 	fs.StringVar(&c.location, "location", "us-central1", "Cloud Tasks location")
 	fs.StringVar(&c.queues, "queues", "", "queues file (default: the embedded tasks/queues.yaml)")
@@ -99,6 +106,19 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q (see devstack --help)", fs.Arg(0))
+	}
+	if *portBase < 1 || *portBase+maxPortOffset > 65535 {
+		return c, fmt.Errorf("--port-base %d: want 1 to %d", *portBase, 65535-maxPortOffset)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, p := range ports {
+		if !given[p.flag] {
+			*p.field(&c) = portAddr(*portBase, p.offset)
+		}
+	}
+	if envErr != nil && !given["env-file"] {
+		return c, fmt.Errorf("%w (or give --env-file)", envErr)
 	}
 	return c, nil
 }
@@ -175,6 +195,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A taken port is found now, in one clear line, not after the Firestore emulator's start.
+	if err := checkPorts(cfg); err != nil {
+		return err
+	}
 	queues, err := tasks.LoadQueues(cfg.queues)
 	if err != nil {
 		return fmt.Errorf("tasks.LoadQueues: %w", err)
@@ -221,6 +245,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		// A ready file left behind would tell the next reader a stopped stack is up.
 		defer os.Remove(cfg.readyFile)
+	}
+	if cfg.envFile != "" {
+		if err := devenv.Write(cfg.envFile, devenv.File{PID: ready.PID, Env: ready.Env}); err != nil {
+			return err
+		}
+		defer devenv.Remove(cfg.envFile, ready.PID)
+		fmt.Fprintf(stderr, "devstack: the wapipe CLI finds this stack through %s\n", cfg.envFile)
 	}
 
 	select {
@@ -284,7 +315,7 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("  Cloud Tasks     %s (emulator, gRPC)", st.TasksAddr)
 	p("  Firestore       %s (emulator)", st.FirestoreHost)
 	p("")
-	p("For the wapipe CLI:")
+	p("For the wapipe CLI (it reads them from the devstack's environment file by itself; export them for other tools):")
 	keys := make([]string, 0, len(r.Env))
 	for k := range r.Env {
 		keys = append(keys, k)
@@ -306,7 +337,7 @@ func banner(st *devstack.Stack, r Ready) string {
 	p("")
 	if len(st.Tenants) > 0 {
 		p("Tenants applied: %s (from tenants/sample.yaml, token %s, queue %s)", strings.Join(st.Tenants, ", "), devstack.DevAccessToken, tasks.TenantQueueID(st.Tenants[0]))
-		p("Apply your own (with the exports above):")
+		p("Apply your own:")
 		p("  go run ./cmd/wapipe tenants apply -f my-tenant.yaml")
 		p("  echo %s | go run ./cmd/wapipe tenants set-token --no-verify MY-TENANT-ID", devstack.DevAccessToken)
 		p("")

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/devenv"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/tasks"
@@ -42,14 +45,81 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	envFile, err := devenv.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := config{webhookAddr: "127.0.0.1:8080", workerAddr: "127.0.0.1:8081", apiAddr: "127.0.0.1:8083", tasksAddr: "127.0.0.1:8123",
-		graphAddr: "127.0.0.1:8090", geminiAddr: "127.0.0.1:8094", actionAddr: "127.0.0.1:8095", consoleAddr: "127.0.0.1:8085", project: "wapipe-dev", location: "us-central1", firestoreHost: "127.0.0.1:1", logLevel: "INFO"}
+		graphAddr: "127.0.0.1:8090", geminiAddr: "127.0.0.1:8094", actionAddr: "127.0.0.1:8095", consoleAddr: "127.0.0.1:8085", project: "wapipe-dev", location: "us-central1", firestoreHost: "127.0.0.1:1", logLevel: "INFO",
+		envFile: envFile}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(config{})); diff != "" {
 		t.Errorf("defaults (-want, +got):\n%s", diff)
 	}
 	if _, err := parseFlags([]string{"serve"}, io.Discard); err == nil {
 		t.Error("a stray argument was accepted")
 	}
+
+	// --port-base moves every address by its offset; an address flag given wins.
+	got, err = parseFlags([]string{"--port-base", "9000", "--action-addr", "127.0.0.1:7000", "--env-file", ""}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = config{webhookAddr: "127.0.0.1:9000", workerAddr: "127.0.0.1:9001", apiAddr: "127.0.0.1:9003", tasksAddr: "127.0.0.1:9043",
+		graphAddr: "127.0.0.1:9010", geminiAddr: "127.0.0.1:9014", actionAddr: "127.0.0.1:7000", consoleAddr: "127.0.0.1:9005", project: "wapipe-dev", location: "us-central1", logLevel: "INFO",
+		firestoreHost: os.Getenv("FIRESTORE_EMULATOR_HOST")}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(config{})); diff != "" {
+		t.Errorf("--port-base 9000 (-want, +got):\n%s", diff)
+	}
+	for _, bad := range []string{"0", "65500", "x"} {
+		if _, err := parseFlags([]string{"--port-base", bad}, io.Discard); err == nil {
+			t.Errorf("--port-base %s was accepted", bad)
+		}
+	}
+	var help strings.Builder
+	if _, err := parseFlags([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	if !strings.Contains(help.String(), "webhook +0, worker +1, api +3, console +5, graph +10, gemini +14, action +15, tasks +43") {
+		t.Errorf("--help does not document the --port-base offsets:\n%s", help.String())
+	}
+}
+
+// TestDevstackPortTaken: a taken port stops devstack at once, before the Firestore emulator
+// starts (there is no gcloud here, which would otherwise be the error), in one line that names
+// the flag that moves it and the chance of another devstack.
+func TestDevstackPortTaken(t *testing.T) {
+	t.Parallel()
+	devstackBin, _ := binaries(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	stdout, stderr := runWithoutGcloud(t, devstackBin, "--action-addr", taken.Addr().String())
+	line := strings.TrimSuffix(stderr, "\n")
+	for _, want := range []string{taken.Addr().String(), "--action-addr", "--port-base", "another devstack"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("stderr %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(line, "\n") || strings.Contains(line, "gcloud") {
+		t.Errorf("stderr %q: want one line about the port, before anything starts", line)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+}
+
+// withoutKeys is env without the variables named.
+func withoutKeys(env []string, keys ...string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 var (
@@ -102,16 +172,8 @@ func (s *syncBuffer) String() string {
 // childEnv is the test's environment without the settings a stray emulator could leak in, plus
 // extra.
 func childEnv(extra ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "CLOUD_TASKS_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "WHATSAPP_APP_SECRET":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, extra...)
+	env := withoutKeys(os.Environ(), "CLOUD_TASKS_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "WHATSAPP_APP_SECRET")
+	return append(env, extra...)
 }
 
 // processesWith lists the processes (other than this one) whose environment holds marker.
@@ -138,14 +200,29 @@ func TestDevstackBinary(t *testing.T) {
 	fsHost := testenv.FirestoreHost(t)
 	devstackBin, wapipeBin := binaries(t)
 	dir := t.TempDir()
-	addrs := make([]string, 5)
-	for i := range addrs {
-		port, err := firestoreemu.FreePort()
-		if err != nil {
-			t.Fatal(err)
+	// Every address on a free port: the test must pass beside a devstack on the defaults. To
+	// prove it, the test holds every default port it can get (one already taken is the same
+	// case).
+	for _, p := range ports {
+		if ln, err := net.Listen("tcp", portAddr(defaultPortBase, p.offset)); err == nil {
+			t.Cleanup(func() { ln.Close() })
 		}
-		addrs[i] = fmt.Sprintf("127.0.0.1:%d", port)
 	}
+	addrs := make([]string, 8)
+	seen := map[string]bool{}
+	for i := range addrs {
+		for addrs[i] == "" || seen[addrs[i]] {
+			port, err := firestoreemu.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			addrs[i] = fmt.Sprintf("127.0.0.1:%d", port)
+		}
+		seen[addrs[i]] = true
+	}
+	// The CLI finds the stack through a file under HOME/XDG_RUNTIME_DIR: both point into the test.
+	home, runtimeDir := filepath.Join(dir, "home"), filepath.Join(dir, "run")
+	envFile := filepath.Join(runtimeDir, "wapipe", "devstack.env")
 	mb := make([]byte, 8)
 	_, _ = rand.Read(mb)
 	marker := "WAPIPE_TEST_MARKER=" + hex.EncodeToString(mb)
@@ -154,10 +231,10 @@ func TestDevstackBinary(t *testing.T) {
 
 	cmd := exec.Command(devstackBin,
 		"--webhook-addr", addrs[0], "--worker-addr", addrs[1], "--tasks-addr", addrs[2], "--graph-addr", addrs[3],
-		"--console-addr", addrs[4],
+		"--console-addr", addrs[4], "--api-addr", addrs[5], "--gemini-addr", addrs[6], "--action-addr", addrs[7],
 		"--firestore-emulator", fsHost, "--project", testenv.ProjectID(t),
 		"--ready-file", readyFile, "--log-dir", logDir)
-	cmd.Env = childEnv(marker)
+	cmd.Env = childEnv(marker, "HOME="+home, "XDG_RUNTIME_DIR="+runtimeDir)
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -191,7 +268,8 @@ func TestDevstackBinary(t *testing.T) {
 	}
 	if ready.WebhookURL != "http://"+addrs[0]+"/webhooks/whatsapp" || ready.WorkerURL != "http://"+addrs[1] ||
 		ready.TasksAddr != addrs[2] || ready.FakeRequestsURL != "http://"+addrs[3]+"/_fake/requests" || ready.FirestoreHost != fsHost ||
-		ready.ConsoleURL != "http://"+addrs[4] {
+		ready.ConsoleURL != "http://"+addrs[4] || ready.APIURL != "http://"+addrs[5] || ready.GeminiURL != "http://"+addrs[6] ||
+		ready.ActionURL != "http://"+addrs[7]+"/wapipe/actions" {
 		t.Errorf("ready file = %+v, want the addresses given", ready)
 	}
 	banner := stdout.String()
@@ -202,6 +280,26 @@ func TestDevstackBinary(t *testing.T) {
 		if !strings.Contains(banner, want) {
 			t.Errorf("the banner lacks %q:\n%s", want, banner)
 		}
+	}
+
+	// The environment file: the stack's settings, owner-only.
+	if fi, err := os.Stat(envFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("environment file %s: %v, want mode 0600", envFile, err)
+	}
+	// The CLI with no exports at all (only HOME, XDG_RUNTIME_DIR and PATH) finds the stack and
+	// lists the sample tenant, saying once which file it used.
+	list := exec.Command(wapipeBin, "tenants", "list")
+	list.Env = []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + runtimeDir, "PATH=" + os.Getenv("PATH"), marker}
+	var listOut, listErr bytes.Buffer
+	list.Stdout, list.Stderr = &listOut, &listErr
+	if err := list.Run(); err != nil {
+		t.Fatalf("wapipe tenants list beside the devstack: %v\nstdout:\n%s\nstderr:\n%s", err, listOut.String(), listErr.String())
+	}
+	if !strings.Contains(listOut.String(), "sunrise-bus") {
+		t.Errorf("wapipe tenants list:\n%s\nwant the sample tenant", listOut.String())
+	}
+	if want := "wapipe: using the running devstack's environment from " + envFile + "\n"; listErr.String() != want {
+		t.Errorf("stderr %q, want %q", listErr.String(), want)
 	}
 
 	// A text message in through the CLI binary…
@@ -267,6 +365,9 @@ func TestDevstackBinary(t *testing.T) {
 	if _, err := os.Stat(readyFile); !os.IsNotExist(err) {
 		t.Errorf("the ready file outlived devstack: %v", err)
 	}
+	if _, err := os.Stat(envFile); !os.IsNotExist(err) {
+		t.Errorf("the environment file outlived devstack: %v", err)
+	}
 	if left := processesWith(marker); len(left) > 0 {
 		t.Errorf("processes left after devstack exited: %v", left)
 	}
@@ -285,30 +386,35 @@ func TestDevstackBinary(t *testing.T) {
 func TestDevstackWithoutGcloud(t *testing.T) {
 	t.Parallel()
 	devstackBin, _ := binaries(t)
-	cmd := exec.Command(devstackBin, "--webhook-addr", "127.0.0.1:0", "--worker-addr", "127.0.0.1:0",
-		"--tasks-addr", "127.0.0.1:0", "--graph-addr", "127.0.0.1:0", "--log-dir", t.TempDir())
-	env := []string{}
-	for _, kv := range childEnv() {
-		if !strings.HasPrefix(kv, "PATH=") {
-			env = append(env, kv)
-		}
+	stdout, stderr := runWithoutGcloud(t, devstackBin)
+	line := strings.TrimSuffix(stderr, "\n")
+	if strings.Contains(line, "\n") || !strings.HasPrefix(line, "devstack: ") || !strings.Contains(line, "gcloud") || !strings.Contains(line, "install") {
+		t.Errorf("stderr %q: want one line saying what to install", stderr)
 	}
-	cmd.Env = append(env, "PATH="+t.TempDir())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+}
+
+// runWithoutGcloud runs devstack with no gcloud on PATH, no Firestore emulator to reuse, every
+// address on a free port (args given later win) and no environment file, and wants exit 1.
+func runWithoutGcloud(t *testing.T, devstackBin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	all := []string{"--env-file", "", "--log-dir", t.TempDir()}
+	for _, p := range ports {
+		all = append(all, "--"+p.flag, "127.0.0.1:0")
+	}
+	cmd := exec.Command(devstackBin, append(all, args...)...)
+	cmd.Env = append(withoutKeys(childEnv(), "PATH"), "PATH="+t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() { <-ctx.Done(); _ = cmd.Process.Kill() }()
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("devstack without gcloud: %v, want exit 1\nstderr:\n%s", err, stderr.String())
+		t.Fatalf("devstack %v: %v, want exit 1\nstderr:\n%s", args, err, errOut.String())
 	}
-	line := strings.TrimSuffix(stderr.String(), "\n")
-	if strings.Contains(line, "\n") || !strings.HasPrefix(line, "devstack: ") || !strings.Contains(line, "gcloud") || !strings.Contains(line, "install") {
-		t.Errorf("stderr %q: want one line saying what to install", stderr.String())
-	}
-	if stdout.Len() != 0 {
-		t.Errorf("stdout %q, want nothing", stdout.String())
-	}
+	return out.String(), errOut.String()
 }

@@ -71,8 +71,12 @@ func runHealth(ctx context.Context, args []string, stdout, _ io.Writer) error {
 
 // printHealth prints the report and turns its verdict into the exit status.
 func printHealth(stdout io.Writer, h operator.Health) error {
+	rounded, err := operator.RoundFloats(h.Raw)
+	if err != nil {
+		return fmt.Errorf("format the health report: %w", err)
+	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, h.Raw, "", "  "); err != nil {
+	if err := json.Indent(&buf, rounded, "", "  "); err != nil {
 		return fmt.Errorf("format the health report: %w", err)
 	}
 	buf.WriteByte('\n')

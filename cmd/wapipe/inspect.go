@@ -12,12 +12,13 @@ import (
 const inspectUsage = `Usage: wapipe inspect ID [flags]
 
 Shows what wapipe knows about one event, given its inbound_event_id (a wamid), an inbound message
-id, an idempotency key (reply-…) or the event_ref of a log line (ref_…, found with the
+id, an idempotency key (reply-…), a dead letter's id, an action's id (act_…: the action, the
+record of its reply and its task) or the event_ref of a log line (ref_…, found with the
 LOG_HASH_KEY of the deployment; wapipe hash-id gives it from a wamid): the dedupe marker (inbound_events), the trace (inbound_traces), per
 message the outbound record (outbound_messages, keyed by the idempotency key derived from the
-message id) and its delivery statuses (message_statuses, by the record's graph_message_id), the
+message id; a conversation turn's further replies under their own keys) and its delivery statuses (message_statuses, by the record's graph_message_id), the
 dead letters, and the inbound and outbound tasks still in their queues (found by their
-deterministic names). Bodies show an allow-list of fields (types, times, codes, media metadata,
+deterministic names; a tenant's replies also in its queue wa-out-TENANT). Bodies show an allow-list of fields (types, times, codes, media metadata,
 reply ids); phone numbers and wamids in them appear as their refs, text, names, contact cards,
 locations and Flows responses never. The markers are read from INBOUND_FIRESTORE_DATABASE when it
 is set (the webhook's own database), else from --database.`
@@ -37,7 +38,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("want exactly one ID (an inbound_event_id, a message id or an event_ref), got %d", len(pos))
+		return usageErrorf("want exactly one ID (an inbound_event_id, a message id, an idempotency key, a dead letter id, an act_… id or an event_ref), got %d", len(pos))
 	}
 	h, err := hasherFromEnv(stderr)
 	if err != nil {
@@ -72,6 +73,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Outbound:    store.NewOutbound(db, store.Options{}),
 		Statuses:    store.NewStatuses(db, store.Options{}),
 		DeadLetters: store.NewDeadLetters(db, store.Options{}),
+		Actions:     store.NewActionStore(db, store.Options{}),
 		Tasks:       queues, Conn: c.conn, Hasher: h,
 		InboundQueue: q.inbound, OutboundQueue: q.outbound,
 	}

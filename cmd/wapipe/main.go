@@ -13,8 +13,10 @@
 // Every subcommand has --help. Connection settings come from flags with the services' environment
 // variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
 // FIRESTORE_EMULATOR_HOST, FIRESTORE_DATABASE, INTERNAL_TASK_BASE_URL, INTERNAL_TASK_TOKEN,
-// LOG_HASH_KEY). An
-// error is one line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
+// LOG_HASH_KEY). When none of GOOGLE_CLOUD_PROJECT, FIRESTORE_EMULATOR_HOST and
+// CLOUD_TASKS_EMULATOR_HOST is set (nor --project or an emulator flag given) and a devstack runs,
+// its environment file (internal/devenv) supplies them and says so on stderr. An error is one
+// line on stderr and a non-zero exit: 2 for a usage error, 1 otherwise.
 package main
 
 import (
@@ -27,6 +29,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/wapipe/wapipe/internal/devenv"
 )
 
 func main() {
@@ -37,12 +41,33 @@ func main() {
 			os.Exit(2)
 		}
 	}()
+	// Beside a running devstack the CLI needs no exports: the stack's file fills in what the
+	// environment lacks (explicit variables win; see internal/devenv). A command line that names
+	// its project or emulators chose its stack itself.
+	if !namesStack(os.Args[1:]) {
+		if used, err := devenv.Fill(os.Getenv, os.Setenv); err != nil {
+			fmt.Fprintln(os.Stderr, "wapipe: "+oneLine(err.Error()))
+		} else if used != "" {
+			fmt.Fprintf(os.Stderr, "wapipe: using the running devstack's environment from %s\n", used)
+		}
+	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wapipe: "+oneLine(err.Error()))
 		os.Exit(exitCode(err))
 	}
+}
+
+// namesStack reports whether args set --project, --tasks-emulator or --firestore-emulator.
+func namesStack(args []string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "project" || name == "tasks-emulator" || name == "firestore-emulator") {
+			return true
+		}
+	}
+	return false
 }
 
 // command is one subcommand.

@@ -322,9 +322,10 @@ func tenantsApproveWABA(ctx context.Context, st *store.Tenants, id, waba, kmsKey
 // writeTenantList prints one row per tenant, its id first.
 func writeTenantList(w io.Writer, recs []store.TenantRecord) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAUTH\tNUMBERS\tMEMBERS\tASSISTANT\tNAME")
 	for _, r := range recs {
 		t := r.Tenant
-		fmt.Fprintf(tw, "%s\t%s\t%d numbers\t%d members\t%s\t%s\n", t.ID, r.AuthStatus, len(t.PhoneNumbers), len(t.Members), t.Assistant.Mode, oneLine(t.Name))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t.ID, r.AuthStatus, len(t.PhoneNumbers), len(t.Members), t.Assistant.Mode, oneLine(t.Name))
 	}
 	return tw.Flush()
 }

@@ -109,9 +109,9 @@ func TestTenantsApplyListShow(t *testing.T) {
 	other := writeFile(t, "id: acme-bus\nname: Acme Bus\nlanguage: id\naudience: members\nphone_numbers:\n  - {phone_number_id: \"200\", waba_id: \"300\"}\n")
 	mustCLI(t, e.args("apply", "-f", other)...)
 	lines := strings.Split(strings.TrimSpace(mustCLI(t, e.args("list")...)), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "acme-bus ") || !strings.HasPrefix(lines[1], "sunrise-bus ") ||
-		!strings.Contains(lines[0], "no_token") {
-		t.Errorf("list:\n%s\nwant one row per tenant, id first, by id", strings.Join(lines, "\n"))
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") || !strings.HasPrefix(lines[1], "acme-bus ") || !strings.HasPrefix(lines[2], "sunrise-bus ") ||
+		!strings.Contains(lines[1], "no_token") {
+		t.Errorf("list:\n%s\nwant a header, then one row per tenant, id first, by id", strings.Join(lines, "\n"))
 	}
 
 	show := mustCLI(t, e.args("show", "sunrise-bus")...)

@@ -26,6 +26,7 @@ and, for every send, the webhook's status code and body. Exits 1 when an answer 
 
 Examples:
   wapipe trigger --text "hello"
+  wapipe trigger --to-number 123456789012345 --text "hello"   # to another tenant's number
   wapipe trigger --type batch --count 10
   wapipe trigger --repeat 3              # the same delivery three times: one reply
   wapipe trigger --type status --status read --message-id wamid.XYZ --callback-data reply-…`
@@ -45,6 +46,7 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs.StringVar(&spec.MessageID, "message-id", "", "the inbound message's id (default: a fresh wamid); for --type status, the outbound message the status is about (required); for reaction, the message reacted to")
 	fs.StringVar(&spec.CallbackData, "callback-data", "", "biz_opaque_callback_data of a status (wapipe's idempotency key, reply-…)")
 	fs.StringVar(&spec.From, "from", "", "customer's WhatsApp id (default: Meta's sample number)")
+	fs.StringVar(&spec.ToNumber, "to-number", "", "the business number's phone_number_id the payload names, which picks the tenant (default: the sample tenant's, 106540352242922)")
 	fs.StringVar(&spec.Text, "text", "", "text of a text message; caption of an image; title of a button or list reply; emoji of a reaction")
 	fs.IntVar(&spec.Count, "count", 3, "number of messages in a --type batch payload")
 	fs.IntVar(&repeat, "repeat", 1, "post the same payload this many times (Meta's redeliveries)")

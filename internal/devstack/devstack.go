@@ -8,6 +8,7 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,10 @@ const (
 	// verifies with it.
 	DevActionSecret = "whsec_dev-action-secret-0123456789abcdefghijklmn"
 )
+
+// sampleActionURL is tenants/sample.yaml's action_url: the fake action endpoint at its default
+// address.
+const sampleActionURL = "http://127.0.0.1:8095/wapipe/actions"
 
 // Options configure Start. Zero values take dev defaults.
 type Options struct {
@@ -340,7 +345,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin *taskqueue.Admin) error {
 	files := o.Tenants
 	if files == nil {
-		files = [][]byte{tenants.Sample()}
+		// The sample names the fake action endpoint at its default address; it follows wherever
+		// the endpoint really listens (--action-addr, --port-base).
+		files = [][]byte{bytes.ReplaceAll(tenants.Sample(), []byte(sampleActionURL), []byte(s.ActionURL))}
 	}
 	if o.NoTenants || len(files) == 0 {
 		return nil

@@ -2,12 +2,14 @@ package operator
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 
+	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
@@ -22,7 +24,9 @@ type Inspector struct {
 	Outbound    *store.Outbound
 	Statuses    *store.Statuses
 	DeadLetters *store.DeadLetterStore
-	Tasks       *taskqueue.Admin
+	// Actions finds an action by the act_… id the console and logs print; nil: not looked up.
+	Actions *store.ActionStore
+	Tasks   *taskqueue.Admin
 	// Hasher makes refs (LOG_HASH_KEY's): it finds an event by its event_ref and shows phone
 	// numbers and wamids in bodies as refs.
 	Hasher *logging.Hasher
@@ -46,6 +50,11 @@ type Report struct {
 	// "<id>:<status>").
 	Statuses    []store.StatusRecord `json:"statuses,omitempty"`
 	DeadLetters []DeadLetter         `json:"dead_letters"`
+	// EventReplies are the other replies recorded for the event (by their inbound_event_id):
+	// an action's result, a turn's reply sent for a message of the event under another key.
+	EventReplies []store.OutboundRecord `json:"event_replies,omitempty"`
+	// Action is the action an act_… id names, with its reply to the user.
+	Action *ActionReport `json:"action,omitempty"`
 
 	// EventRef is the event_ref of the event's log lines.
 	EventRef string `json:"event_ref"`
@@ -58,7 +67,33 @@ type MessageReport struct {
 	Outbound       *store.OutboundRecord `json:"outbound_record"`
 	Statuses       []store.StatusRecord  `json:"statuses"`
 	OutboundTask   TaskState             `json:"outbound_task"`
+	// Replies are the conversation turn's further replies (index 1 on; the first is Outbound),
+	// each under its conversation.ReplyKey.
+	Replies []ReplyReport `json:"replies,omitempty"`
 }
+
+// ReplyReport is one further reply of a conversation turn.
+type ReplyReport struct {
+	Index          int                   `json:"index"`
+	IdempotencyKey string                `json:"idempotency_key"`
+	Outbound       *store.OutboundRecord `json:"outbound_record"`
+}
+
+// ActionReport is an action as an operator reads it: its record without the business's reply
+// text (the user's to read, not the operator's), and the record and task of its reply.
+type ActionReport struct {
+	store.ActionRecord
+	// ReplyRecord is the record of the message that told the user the result, under ReplyKey.
+	ReplyRecord *store.OutboundRecord `json:"reply_record"`
+	Task        TaskState             `json:"task"`
+}
+
+// maxReplies bounds the further replies looked for per message (a turn sends a few), and
+// maxEventReplies the other replies read for an event.
+const (
+	maxReplies      = 10
+	maxEventReplies = 50
+)
 
 // TaskState says whether a task of a deterministic name is still in its queue.
 type TaskState struct {
@@ -89,11 +124,35 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 	if query == "" {
 		return nil, errors.New("empty id")
 	}
-	id, err := in.resolveRef(ctx, query)
-	if err != nil {
-		return nil, err
+	if strings.HasPrefix(query, "act_") && in.Actions != nil {
+		return in.inspectAction(ctx, query)
+	}
+	// A dead letter's id (printed by replay, the console and the health report) leads to its
+	// event, or to its reply's key.
+	var dead *store.DeadLetter
+	if isDeadLetterID(query) {
+		d, err := in.DeadLetters.GetDeadLetter(ctx, query)
+		switch {
+		case err == nil:
+			dead = &d
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+	}
+	id = query
+	if dead != nil {
+		id = or(dead.InboundEventID, dead.IdempotencyKey)
+	} else {
+		var err error
+		if id, err = in.resolveRef(ctx, query); err != nil {
+			return nil, err
+		}
 	}
 	r := &Report{Query: query, InboundEventID: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}}
+	if dead != nil && id == "" {
+		r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, *dead))
+		return r, nil
+	}
 	defer func() { r.EventRef = in.Hasher.Ref(r.InboundEventID) }()
 	found := false
 	msgIDs := []string{}
@@ -161,6 +220,10 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 		}
 		return nil
 	}
+	if dead != nil {
+		dls[dead.ID] = true
+		r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, *dead))
+	}
 	if err := addDeadLetters(r.InboundEventID, ""); err != nil {
 		return nil, err
 	}
@@ -182,17 +245,114 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 				return nil, err
 			}
 		}
-		m.OutboundTask = in.task(ctx, or(in.OutboundQueue, tasks.OutboundQueueID), tasks.OutboundTaskID(mid))
+		// A tenant's replies wait in the tenant's own send queue: the trace names the task the
+		// reply was enqueued as; without a trace, the record names the tenant.
+		switch target, ok := traceTarget(r.Trace, m.IdempotencyKey); {
+		case ok && strings.Contains(target.TaskName, "/tasks/"):
+			m.OutboundTask = in.taskNamed(ctx, target.TaskName)
+		case m.Outbound != nil && m.Outbound.TenantID != "":
+			m.OutboundTask = in.task(ctx, tasks.TenantQueueID(m.Outbound.TenantID), tasks.OutboundTaskID(mid))
+		default:
+			m.OutboundTask = in.task(ctx, or(in.OutboundQueue, tasks.OutboundQueueID), tasks.OutboundTaskID(mid))
+		}
 		if err := addDeadLetters("", m.IdempotencyKey); err != nil {
 			return nil, err
 		}
-		found = found || m.Outbound != nil || m.OutboundTask.Queued
+		// A conversation turn's further replies are under its ReplyKey ids.
+		for i := 1; i < maxReplies; i++ {
+			k := conversation.ReplyKey(mid, i)
+			rec, err := in.outbound(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if rec == nil {
+				break
+			}
+			m.Replies = append(m.Replies, ReplyReport{Index: i, IdempotencyKey: k, Outbound: rec})
+			if err := addDeadLetters("", k); err != nil {
+				return nil, err
+			}
+		}
+		found = found || m.Outbound != nil || m.OutboundTask.Queued || len(m.Replies) > 0
 		r.Messages = append(r.Messages, m)
 	}
-	found = found || r.InboundTask.Queued || len(r.DeadLetters) > 0
+	if r.InboundEventID != "" {
+		shown := map[string]bool{}
+		for _, m := range r.Messages {
+			shown[m.IdempotencyKey] = true
+			for _, rp := range m.Replies {
+				shown[rp.IdempotencyKey] = true
+			}
+		}
+		recs, err := in.Outbound.OutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if !shown[rec.IdempotencyKey] {
+				r.EventReplies = append(r.EventReplies, rec)
+				if err := addDeadLetters("", rec.IdempotencyKey); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	found = found || r.InboundTask.Queued || len(r.DeadLetters) > 0 || len(r.EventReplies) > 0
 	if !found {
 		return nil, fmt.Errorf("%w for %q in project %s: no dedupe marker, trace, outbound record, dead letter or queued task",
 			ErrNothingFound, id, in.Conn.Project)
+	}
+	return r, nil
+}
+
+// isDeadLetterID reports whether id has the shape of a dead letter's id (store.DocID: 64 hex
+// digits), which no wamid, key or ref has.
+func isDeadLetterID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
+}
+
+// inspectAction reports the action id names: its record, the record of the message that told
+// the user its result, and its task in the tenant's queue.
+func (in *Inspector) inspectAction(ctx context.Context, id string) (*Report, error) {
+	a, err := in.Actions.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w for action %s in project %s: no action record (expired, or another project)", ErrNothingFound, id, in.Conn.Project)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Reply = ""
+	if a.ReplyKey == "" {
+		a.ReplyKey = tasks.ActionReplyKey(a.ActionID)
+	}
+	ar := &ActionReport{ActionRecord: a}
+	if ar.ReplyRecord, err = in.outbound(ctx, a.ReplyKey); err != nil {
+		return nil, err
+	}
+	ar.Task = in.task(ctx, tasks.TenantQueueID(a.TenantID), tasks.ActionTaskID(a.ActionID))
+	// The event whose turn asked for the action, with the reply among its replies, when the
+	// reply's record names it.
+	if ar.ReplyRecord != nil && ar.ReplyRecord.InboundEventID != "" {
+		r, err := in.Inspect(ctx, ar.ReplyRecord.InboundEventID)
+		if err == nil {
+			r.Query, r.Action = id, ar
+			return r, nil
+		}
+		if !errors.Is(err, ErrNothingFound) {
+			return nil, err
+		}
+	}
+	r := &Report{Query: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}, Action: ar}
+	ds, err := in.DeadLetters.DeadLettersFor(ctx, "", ar.ReplyKey)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, d))
 	}
 	return r, nil
 }
@@ -254,10 +414,24 @@ func (in *Inspector) trace(ctx context.Context, eventID string) (*store.Trace, e
 	return &t, nil
 }
 
+// traceTarget returns the trace's record of the reply key's enqueue.
+func traceTarget(t *store.Trace, key string) (store.TraceTarget, bool) {
+	if t == nil {
+		return store.TraceTarget{}, false
+	}
+	target, ok := t.Outbound[key]
+	return target, ok
+}
+
 // task looks a task up by its deterministic name. A lookup failure is reported in the state, not
 // returned: the Firestore side of the report is worth showing on its own.
 func (in *Inspector) task(ctx context.Context, queue, id string) TaskState {
-	st := TaskState{Name: in.Tasks.TaskPath(queue, id)}
+	return in.taskNamed(ctx, in.Tasks.TaskPath(queue, id))
+}
+
+// taskNamed looks a task up by its full name, as task does.
+func (in *Inspector) taskNamed(ctx context.Context, name string) TaskState {
+	st := TaskState{Name: name}
 	t, err := in.Tasks.GetTask(ctx, st.Name, false)
 	var notFound *taskqueue.TaskNotFoundError
 	switch {
@@ -281,8 +455,18 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func WriteReport(w io.Writer, r *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p("inbound_event_id: %s", r.InboundEventID)
-	p("event_ref: %s", r.EventRef)
+	if a := r.Action; a != nil {
+		p("action %s (%s): %s, intent %s, %d attempt(s), http status %d", a.ActionID, store.Actions, a.State, a.Intent, a.Attempts, a.HTTPStatus)
+		p("  tenant %s, conversation %s, created %s, finished %s", a.TenantID, a.ConversationID, stamp(a.CreatedAt), stamp(a.FinishedAt))
+		if a.LastError != "" {
+			p("  last error: %s", oneLine(a.LastError))
+		}
+		writeOutbound(&b, "  reply "+a.ReplyKey, a.ReplyRecord)
+		writeTaskState(&b, "  action task", a.Task)
+		b.WriteString("\n")
+	}
+	p("inbound_event_id: %s", or(r.InboundEventID, "-"))
+	p("event_ref: %s", or(r.EventRef, "-"))
 	if r.Query != r.InboundEventID {
 		p("  (found from %s)", r.Query)
 	}
@@ -319,7 +503,9 @@ func WriteReport(w io.Writer, r *Report) error {
 	} else {
 		p("trace (%s): none (not processed yet, or unknown)", store.InboundTraces)
 	}
-	writeTaskState(&b, "inbound task", r.InboundTask)
+	if r.InboundTask.Name != "" {
+		writeTaskState(&b, "inbound task", r.InboundTask)
+	}
 	for _, s := range r.Statuses {
 		p("status %s of %s: received %s, error code %d", s.Status, s.GraphMessageID, stamp(s.ReceivedAt), s.ErrorCode)
 	}
@@ -327,23 +513,7 @@ func WriteReport(w io.Writer, r *Report) error {
 		b.WriteString("\n")
 		p("message %s", m.MessageID)
 		p("  idempotency_key: %s", m.IdempotencyKey)
-		if o := m.Outbound; o != nil {
-			p("  outbound record (%s): %s, %d attempt(s), graph_message_id %s", store.OutboundMessages, o.State, o.Attempts, or(o.GraphMessageID, "-"))
-			p("    to %s, phone_number_id %s, correlation_id %s", or(o.ToHash, "-"), o.PhoneNumberID, o.CorrelationID)
-			if o.SentAt.IsZero() {
-				p("    created %s, updated %s, not sent", stamp(o.CreatedAt), stamp(o.UpdatedAt))
-			} else {
-				p("    created %s, updated %s, sent %s, webhook-to-sent latency %dms", stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.SentAt), o.LatencyMS)
-			}
-			if o.DeliveryStatus != "" {
-				p("    delivery: %s", o.DeliveryStatus)
-			}
-			if o.LastError != "" {
-				p("    last error (code %d): %s", o.LastErrorCode, oneLine(o.LastError))
-			}
-		} else {
-			p("  outbound record (%s): none", store.OutboundMessages)
-		}
+		writeOutbound(&b, "  outbound record", m.Outbound)
 		if len(m.Statuses) == 0 {
 			p("  statuses: none")
 		}
@@ -351,6 +521,16 @@ func WriteReport(w io.Writer, r *Report) error {
 			p("  status %s: received %s", s.Status, stamp(s.ReceivedAt))
 		}
 		writeTaskState(&b, "  outbound task", m.OutboundTask)
+		for _, rp := range m.Replies {
+			writeOutbound(&b, fmt.Sprintf("  reply %d %s", rp.Index, rp.IdempotencyKey), rp.Outbound)
+		}
+	}
+	if len(r.EventReplies) > 0 {
+		b.WriteString("\n")
+	}
+	for i := range r.EventReplies {
+		rec := &r.EventReplies[i]
+		writeOutbound(&b, "reply "+rec.IdempotencyKey+" of this event", rec)
 	}
 	b.WriteString("\n")
 	if len(r.DeadLetters) == 0 {
@@ -367,6 +547,28 @@ func WriteReport(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeOutbound writes an outbound record (nil: none) under label.
+func writeOutbound(b *strings.Builder, label string, o *store.OutboundRecord) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	if o == nil {
+		p("%s (%s): none", label, store.OutboundMessages)
+		return
+	}
+	p("%s (%s): %s, %d attempt(s), graph_message_id %s", label, store.OutboundMessages, o.State, o.Attempts, or(o.GraphMessageID, "-"))
+	p("    to %s, phone_number_id %s, correlation_id %s", or(o.ToHash, "-"), o.PhoneNumberID, o.CorrelationID)
+	if o.SentAt.IsZero() {
+		p("    created %s, updated %s, not sent", stamp(o.CreatedAt), stamp(o.UpdatedAt))
+	} else {
+		p("    created %s, updated %s, sent %s, webhook-to-sent latency %dms", stamp(o.CreatedAt), stamp(o.UpdatedAt), stamp(o.SentAt), o.LatencyMS)
+	}
+	if o.DeliveryStatus != "" {
+		p("    delivery: %s", o.DeliveryStatus)
+	}
+	if o.LastError != "" {
+		p("    last error (code %d): %s", o.LastErrorCode, oneLine(o.LastError))
+	}
 }
 
 func writeTaskState(b *strings.Builder, label string, st TaskState) {

@@ -37,6 +37,9 @@ type SampleSpec struct {
 	CallbackData string
 	// Count is the number of messages of a batch.
 	Count int
+	// ToNumber is the business number's phone_number_id the payload names (value.metadata), which
+	// picks the tenant; the sample default (the sample tenant's) when empty.
+	ToNumber string
 }
 
 // Delivery is a built webhook body and the ids it carries.
@@ -61,7 +64,10 @@ func (d Delivery) IdempotencyKeys() []string {
 
 // BuildDelivery builds a body shaped exactly like Meta's.
 func BuildDelivery(s SampleSpec) (Delivery, error) {
-	o := whatsapp.SampleOptions{From: s.From}
+	if s.ToNumber != "" && strings.Trim(s.ToNumber, "0123456789") != "" {
+		return Delivery{}, fmt.Errorf("--to-number %q: a phone_number_id is digits only (see wapipe tenants show ID)", s.ToNumber)
+	}
+	o := whatsapp.SampleOptions{From: s.From, PhoneNumberID: s.ToNumber}
 	var body []byte
 	switch s.Type {
 	case "text":

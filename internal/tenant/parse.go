@@ -27,6 +27,11 @@ func Parse(data []byte) (*Tenant, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Problems{{Message: "the file is empty"}}
 		}
+		// yaml's own word for an indenting tab ("found character that cannot start any token")
+		// does not say what to change.
+		if n := tabIndentedLine(data); n > 0 {
+			return nil, Problems{{Line: n, Message: "tabs are not allowed in YAML, use spaces"}}
+		}
 		return nil, Problems{{Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	var extra yaml.Node
@@ -250,4 +255,15 @@ func yamlName(f reflect.StructField) string {
 		return strings.ToLower(f.Name)
 	}
 	return name
+}
+
+// tabIndentedLine returns the first line (1-based) whose indentation holds a tab, 0 when none.
+func tabIndentedLine(data []byte) int {
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		indent := line[:len(line)-len(bytes.TrimLeft(line, " \t"))]
+		if bytes.IndexByte(indent, '\t') >= 0 {
+			return i + 1
+		}
+	}
+	return 0
 }
