@@ -27,9 +27,10 @@ import (
 )
 
 // opCounts are the Firestore operations of one hop, as Firestore bills them: a write per
-// document written (by a commit, a transaction's or not), a read per document a get returns or
-// misses and per document a query returns (at least one per query).
-type opCounts struct{ Writes, Reads int }
+// document written (by a commit, a transaction's or not), a delete per document deleted (billed
+// apart, at a lower price), a read per document a get returns or misses and per document a
+// query returns (at least one per query).
+type opCounts struct{ Writes, Reads, Deletes int }
 
 // opCounter is a gRPC proxy in front of the Firestore emulator that counts what passes through.
 type opCounter struct {
@@ -49,22 +50,28 @@ func (c *opCounter) take() (opCounts, map[string]int) {
 }
 
 func (c *opCounter) request(method string, b []byte) {
-	var writes int
+	var ws []*firestorepb.Write
 	switch {
 	case strings.HasSuffix(method, "/Commit"):
 		var r firestorepb.CommitRequest
 		if proto.Unmarshal(b, &r) == nil {
-			writes = len(r.Writes)
+			ws = r.Writes
 		}
 	case strings.HasSuffix(method, "/BatchWrite"):
 		var r firestorepb.BatchWriteRequest
 		if proto.Unmarshal(b, &r) == nil {
-			writes = len(r.Writes)
+			ws = r.Writes
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur.Writes += writes
+	for _, w := range ws {
+		if w.GetDelete() != "" {
+			c.cur.Deletes++
+		} else {
+			c.cur.Writes++
+		}
+	}
 	c.rpcs[method[strings.LastIndex(method, "/")+1:]]++
 }
 
@@ -98,7 +105,7 @@ func (rawCodec) Name() string { return "proto" }
 
 // startOpCounter serves a counting proxy to the Firestore emulator at target and returns its
 // address.
-func startOpCounter(t *testing.T, target string) (string, *opCounter) {
+func startOpCounter(t testing.TB, target string) (string, *opCounter) {
 	t.Helper()
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})))
@@ -271,7 +278,7 @@ func TestFirestoreOperationsPerMessage(t *testing.T) {
 			methods = append(methods, fmt.Sprintf("%s×%d", m, n))
 		}
 		slices.Sort(methods)
-		fmt.Fprintf(&b, "  %-32s %2d writes %2d reads  (%s)\n", h.name, h.ops.Writes, h.ops.Reads, strings.Join(methods, " "))
+		fmt.Fprintf(&b, "  %-32s %2d writes %2d reads %2d deletes  (%s)\n", h.name, h.ops.Writes, h.ops.Reads, h.ops.Deletes, strings.Join(methods, " "))
 	}
 	t.Logf("Firestore operations per hop:\n%s  total: %d writes, %d reads; without process_outbound: %d writes, %d reads",
 		b.String(), total.Writes, total.Reads, mine.Writes, mine.Reads)
