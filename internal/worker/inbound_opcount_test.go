@@ -75,7 +75,8 @@ func (c *opCounter) request(method string, b []byte) {
 	c.rpcs[method[strings.LastIndex(method, "/")+1:]]++
 }
 
-func (c *opCounter) response(method string, b []byte, first bool) {
+// response counts the reads of one response message and returns them.
+func (c *opCounter) response(method string, b []byte) int {
 	reads := 0
 	switch {
 	case strings.HasSuffix(method, "/GetDocument"), strings.HasSuffix(method, "/BatchGetDocuments"):
@@ -88,9 +89,14 @@ func (c *opCounter) response(method string, b []byte, first bool) {
 	case strings.HasSuffix(method, "/RunAggregationQuery"):
 		reads = 1
 	}
+	c.addReads(reads)
+	return reads
+}
+
+func (c *opCounter) addReads(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur.Reads += reads
+	c.cur.Reads += n
 }
 
 // rawCodec passes messages through as bytes.
@@ -141,6 +147,7 @@ func startOpCounter(t testing.TB, target string) (string, *opCounter) {
 				}
 			}
 		}()
+		reads := 0
 		for first := true; ; first = false {
 			var m []byte
 			err := cs.RecvMsg(&m)
@@ -150,6 +157,9 @@ func startOpCounter(t testing.TB, target string) (string, *opCounter) {
 				}
 			}
 			if err == io.EOF {
+				if reads == 0 && strings.HasSuffix(method, "/RunQuery") {
+					c.addReads(1) // a query that returns nothing is billed one read
+				}
 				ss.SetTrailer(cs.Trailer())
 				return nil
 			}
@@ -157,7 +167,7 @@ func startOpCounter(t testing.TB, target string) (string, *opCounter) {
 				ss.SetTrailer(cs.Trailer())
 				return err
 			}
-			c.response(method, m, first)
+			reads += c.response(method, m)
 			if err := ss.SendMsg(&m); err != nil {
 				return err
 			}
