@@ -27,9 +27,10 @@ import (
 )
 
 // opCounts are the Firestore operations of one hop, as Firestore bills them: a write per
-// document written (by a commit, a transaction's or not), a read per document a get returns or
-// misses and per document a query returns (at least one per query).
-type opCounts struct{ Writes, Reads int }
+// document written (by a commit, a transaction's or not), a delete per document deleted (billed
+// apart, at a lower price), a read per document a get returns or misses and per document a
+// query returns (at least one per query).
+type opCounts struct{ Writes, Reads, Deletes int }
 
 // opCounter is a gRPC proxy in front of the Firestore emulator that counts what passes through.
 type opCounter struct {
@@ -49,26 +50,33 @@ func (c *opCounter) take() (opCounts, map[string]int) {
 }
 
 func (c *opCounter) request(method string, b []byte) {
-	var writes int
+	var ws []*firestorepb.Write
 	switch {
 	case strings.HasSuffix(method, "/Commit"):
 		var r firestorepb.CommitRequest
 		if proto.Unmarshal(b, &r) == nil {
-			writes = len(r.Writes)
+			ws = r.Writes
 		}
 	case strings.HasSuffix(method, "/BatchWrite"):
 		var r firestorepb.BatchWriteRequest
 		if proto.Unmarshal(b, &r) == nil {
-			writes = len(r.Writes)
+			ws = r.Writes
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur.Writes += writes
+	for _, w := range ws {
+		if w.GetDelete() != "" {
+			c.cur.Deletes++
+		} else {
+			c.cur.Writes++
+		}
+	}
 	c.rpcs[method[strings.LastIndex(method, "/")+1:]]++
 }
 
-func (c *opCounter) response(method string, b []byte, first bool) {
+// response counts the reads of one response message and returns them.
+func (c *opCounter) response(method string, b []byte) int {
 	reads := 0
 	switch {
 	case strings.HasSuffix(method, "/GetDocument"), strings.HasSuffix(method, "/BatchGetDocuments"):
@@ -81,9 +89,14 @@ func (c *opCounter) response(method string, b []byte, first bool) {
 	case strings.HasSuffix(method, "/RunAggregationQuery"):
 		reads = 1
 	}
+	c.addReads(reads)
+	return reads
+}
+
+func (c *opCounter) addReads(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur.Reads += reads
+	c.cur.Reads += n
 }
 
 // rawCodec passes messages through as bytes.
@@ -98,7 +111,7 @@ func (rawCodec) Name() string { return "proto" }
 
 // startOpCounter serves a counting proxy to the Firestore emulator at target and returns its
 // address.
-func startOpCounter(t *testing.T, target string) (string, *opCounter) {
+func startOpCounter(t testing.TB, target string) (string, *opCounter) {
 	t.Helper()
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})))
@@ -134,6 +147,7 @@ func startOpCounter(t *testing.T, target string) (string, *opCounter) {
 				}
 			}
 		}()
+		reads := 0
 		for first := true; ; first = false {
 			var m []byte
 			err := cs.RecvMsg(&m)
@@ -143,6 +157,9 @@ func startOpCounter(t *testing.T, target string) (string, *opCounter) {
 				}
 			}
 			if err == io.EOF {
+				if reads == 0 && strings.HasSuffix(method, "/RunQuery") {
+					c.addReads(1) // a query that returns nothing is billed one read
+				}
 				ss.SetTrailer(cs.Trailer())
 				return nil
 			}
@@ -150,7 +167,7 @@ func startOpCounter(t *testing.T, target string) (string, *opCounter) {
 				ss.SetTrailer(cs.Trailer())
 				return err
 			}
-			c.response(method, m, first)
+			reads += c.response(method, m)
 			if err := ss.SendMsg(&m); err != nil {
 				return err
 			}
@@ -271,7 +288,7 @@ func TestFirestoreOperationsPerMessage(t *testing.T) {
 			methods = append(methods, fmt.Sprintf("%s×%d", m, n))
 		}
 		slices.Sort(methods)
-		fmt.Fprintf(&b, "  %-32s %2d writes %2d reads  (%s)\n", h.name, h.ops.Writes, h.ops.Reads, strings.Join(methods, " "))
+		fmt.Fprintf(&b, "  %-32s %2d writes %2d reads %2d deletes  (%s)\n", h.name, h.ops.Writes, h.ops.Reads, h.ops.Deletes, strings.Join(methods, " "))
 	}
 	t.Logf("Firestore operations per hop:\n%s  total: %d writes, %d reads; without process_outbound: %d writes, %d reads",
 		b.String(), total.Writes, total.Reads, mine.Writes, mine.Reads)
