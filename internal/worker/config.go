@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -17,8 +18,8 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// DefaultGraphAPIBaseURL is the Graph API version wapipe is written against.
-const DefaultGraphAPIBaseURL = "https://graph.facebook.com/v24.0"
+// DefaultGraphAPIBaseURL is the Graph API base URL when GRAPH_API_BASE_URL is unset.
+const DefaultGraphAPIBaseURL = graph.DefaultBaseURL
 
 // Config is the worker service's configuration, read from the environment.
 type Config struct {
@@ -26,8 +27,9 @@ type Config struct {
 
 	OutboundQueue string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
 	// InboundQueue is read for health only (its backlog); the webhook is the one that enqueues.
-	InboundQueue    string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
-	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
+	InboundQueue string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
+	// GraphAPIBaseURL defaults (SetDefaults) to DefaultGraphAPIBaseURL, built from graph.Version.
+	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL"`
 	// AccessToken serves the single-tenant default: messages to a number no tenant owns. Empty
 	// means such messages are not answered (logged as unrouted).
 	AccessToken string `env:"WHATSAPP_ACCESS_TOKEN"`
@@ -57,6 +59,9 @@ type Config struct {
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
 // defaults would.
 func (c *Config) SetDefaults() {
+	if c.GraphAPIBaseURL == "" {
+		c.GraphAPIBaseURL = DefaultGraphAPIBaseURL
+	}
 	if c.LLMLocation == "" {
 		c.LLMLocation = llm.DefaultLocation
 	}
