@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/graph"
@@ -85,12 +84,8 @@ func (c *Config) Validate() error {
 		if v == "" && !required {
 			return
 		}
-		u, err := url.Parse(v)
-		switch {
-		case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
-			errs = append(errs, errors.New(name+": must be an absolute http(s) URL"))
-		case u.Scheme != "https" && !c.IsDev():
-			errs = append(errs, errors.New(name+": must be https outside dev"))
+		if err := c.CheckServiceURL(name, v); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	checkURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL, true)

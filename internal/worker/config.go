@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
@@ -76,17 +75,15 @@ func (c *Config) SetDefaults() {
 // Validate checks the worker's values on top of the shared ones.
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
-	if u, err := url.Parse(c.GraphAPIBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be an absolute http(s) URL"))
-	} else if u.Scheme != "https" && !c.IsDev() {
-		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be https outside dev"))
+	if err := c.CheckServiceURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
 		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
 	}
 	if c.LLMBaseURL != "" {
-		if u, err := url.Parse(c.LLMBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			errs = append(errs, errors.New("LLM_BASE_URL: must be an absolute http(s) URL"))
+		if err := config.CheckHTTPURL("LLM_BASE_URL", c.LLMBaseURL); err != nil {
+			errs = append(errs, err)
 		} else if !c.IsDev() {
 			errs = append(errs, errors.New("LLM_BASE_URL: dev only (it sends no credentials); leave it unset to use Vertex AI"))
 		}
