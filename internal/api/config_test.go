@@ -12,6 +12,18 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 )
 
+// loadDev loads an api Config in dev from the variables every service needs and extra.
+func loadDev(extra map[string]string) (api.Config, error) {
+	env := map[string]string{"APP_ENV": "dev", "GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
+		"INTERNAL_TASK_BASE_URL": "http://127.0.0.1:1", "INTERNAL_TASK_TOKEN": "0123456789abcdef"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	var cfg api.Config
+	err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+	return cfg, err
+}
+
 // TestRateLimitConfig: the rate limits' defaults, an operator's values, and one clear line naming
 // the variable for a value that is not a positive number.
 func TestRateLimitConfig(t *testing.T) {
@@ -38,13 +50,7 @@ func TestRateLimitConfig(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"APP_ENV": "dev", "GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
-				"INTERNAL_TASK_BASE_URL": "http://127.0.0.1:1", "INTERNAL_TASK_TOKEN": "0123456789abcdef"}
-			for k, v := range tc.env {
-				env[k] = v
-			}
-			var cfg api.Config
-			err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg)
+			cfg, err := loadDev(tc.env)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Load = %v, want an error naming %s", err, tc.wantErr)
@@ -77,13 +83,8 @@ func TestGraphURLDefaults(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"APP_ENV": "dev", "GOOGLE_CLOUD_PROJECT": "p", "TASKS_LOCATION": "us-central1",
-				"INTERNAL_TASK_BASE_URL": "http://127.0.0.1:1", "INTERNAL_TASK_TOKEN": "0123456789abcdef"}
-			for k, v := range tc.env {
-				env[k] = v
-			}
-			var cfg api.Config
-			if err := config.Load(context.Background(), envconfig.MapLookuper(env), &cfg); err != nil {
+			cfg, err := loadDev(tc.env)
+			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
 			if cfg.GraphAPIBaseURL != tc.wantGraph || cfg.FacebookDialogURL != tc.wantDlog {
