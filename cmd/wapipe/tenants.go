@@ -12,6 +12,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -98,7 +99,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
 	fs.StringVar(&kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
 	publicURL := fs.String("public-url", os.Getenv("PUBLIC_BASE_URL"), "connect-link: the api service's URL (env PUBLIC_BASE_URL)")
-	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", "https://graph.facebook.com/v24.0"), "set-token, approve-waba: Graph API base URL (env GRAPH_API_BASE_URL)")
+	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", graph.DefaultBaseURL), "set-token, approve-waba: Graph API base URL (env GRAPH_API_BASE_URL)")
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err

@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // DefaultTimeout bounds one call, answer included (the contract's 10 s).
@@ -237,28 +238,12 @@ func CheckURL(raw string) error {
 	return nil
 }
 
+// checkURL parses an action URL (tenant.ParseActionURL, the one check a tenant file and a call
+// share) and returns what is wrong with it, or "".
 func checkURL(raw string) (*url.URL, string) {
-	const want = "must be an absolute https:// URL (http:// only for a loopback host)"
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return nil, want
+	u, err := tenant.ParseActionURL(raw)
+	if err != nil {
+		return nil, err.Error()
 	}
-	if u.User != nil {
-		return nil, "must not carry a user or password: calls are signed with the action secret"
-	}
-	switch {
-	case u.Scheme == "https":
-		return u, ""
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-		return u, ""
-	}
-	return nil, want
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return u, ""
 }

@@ -4,20 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
 )
 
 // DefaultFacebookDialogURL is Meta's OAuth dialog, where Embedded Signup starts.
-const DefaultFacebookDialogURL = "https://www.facebook.com/v24.0/dialog/oauth"
+const DefaultFacebookDialogURL = graph.DefaultDialogURL
 
 // Config is the api service's configuration, read from the environment.
 type Config struct {
 	config.Base
 
-	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
+	// GraphAPIBaseURL and FacebookDialogURL default (SetDefaults) to URLs built from
+	// graph.Version, which an env tag cannot name.
+	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL"`
 	// KMSKeyName seals the tokens Embedded Signup stores (the api only encrypts with it);
 	// required outside dev, where an unset value means the development key.
 	KMSKeyName string `env:"KMS_KEY_NAME"`
@@ -32,7 +34,7 @@ type Config struct {
 	MetaConfigID      string `env:"META_CONFIG_ID"`
 	PublicBaseURL     string `env:"PUBLIC_BASE_URL"`
 	AppSecret         string `env:"WHATSAPP_APP_SECRET"`
-	FacebookDialogURL string `env:"FACEBOOK_DIALOG_URL, default=https://www.facebook.com/v24.0/dialog/oauth"`
+	FacebookDialogURL string `env:"FACEBOOK_DIALOG_URL"`
 	// Rate limits, per instance: requests a second and burst per client address (before the
 	// API key is looked up, so unknown keys cost no read past it) and per API key (after
 	// authentication). 0 means the default.
@@ -52,8 +54,15 @@ const (
 	DefaultKeyBurst     = 100
 )
 
-// SetDefaults fills the rate limits a config built by hand leaves at 0.
+// SetDefaults fills the Graph API URLs left empty and the rate limits a config built by hand
+// leaves at 0.
 func (c *Config) SetDefaults() {
+	if c.GraphAPIBaseURL == "" {
+		c.GraphAPIBaseURL = graph.DefaultBaseURL
+	}
+	if c.FacebookDialogURL == "" {
+		c.FacebookDialogURL = DefaultFacebookDialogURL
+	}
 	if c.AddressRate == 0 {
 		c.AddressRate = DefaultAddressRate
 	}
@@ -75,12 +84,8 @@ func (c *Config) Validate() error {
 		if v == "" && !required {
 			return
 		}
-		u, err := url.Parse(v)
-		switch {
-		case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
-			errs = append(errs, errors.New(name+": must be an absolute http(s) URL"))
-		case u.Scheme != "https" && !c.IsDev():
-			errs = append(errs, errors.New(name+": must be https outside dev"))
+		if err := c.CheckServiceURL(name, v); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	checkURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL, true)

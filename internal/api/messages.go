@@ -213,31 +213,31 @@ func validateList(a graph.Action) error {
 }
 
 // decodeRequest reads one JSON object under the size cap, refusing unknown fields.
-func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, int, error) {
+func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, error) {
 	var req SendRequest
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return req, http.StatusUnsupportedMediaType, errors.New("Content-Type: must be application/json")
+		return req, refuse(codeUnsupportedMediaType, "Content-Type: must be application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return req, http.StatusRequestEntityTooLarge, fmt.Errorf("body: at most %d bytes", MaxBodyBytes)
+		return req, refuse(codeBodyTooLarge, fmt.Sprintf("body: at most %d bytes", MaxBodyBytes))
 	}
 	if errors.Is(err, httpserver.ErrBodyTimeout) {
-		return req, http.StatusRequestTimeout, errors.New("body: did not arrive in time")
+		return req, refuse(codeBodyTimeout, "body: did not arrive in time")
 	}
 	if err != nil {
-		return req, http.StatusBadRequest, errors.New("body: could not be read")
+		return req, refuse(CodeInvalidRequest, "body: could not be read")
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return req, http.StatusBadRequest, fmt.Errorf("body: not a valid message object (%s)", jsonProblem(err))
+		return req, refuse(CodeInvalidRequest, fmt.Sprintf("body: not a valid message object (%s)", jsonProblem(err)))
 	}
 	if dec.More() {
-		return req, http.StatusBadRequest, errors.New("body: one JSON object only")
+		return req, refuse(CodeInvalidRequest, "body: one JSON object only")
 	}
-	return req, 0, nil
+	return req, nil
 }
 
 // jsonProblem says what is wrong with a body without quoting it.
@@ -271,31 +271,32 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	ctx, logger = logging.With(ctx, "tenant_id", tenantID)
 	idem := r.Header.Get("Idempotency-Key")
 	if len(idem) > MaxIdempotencyKeyLen || strings.ContainsFunc(idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen))
+		writeError(w, CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen))
 		return
 	}
-	req, status, err := decodeRequest(w, r)
+	req, err := decodeRequest(w, r)
 	if err == nil {
-		err = req.Validate()
-		status = http.StatusBadRequest
+		if err = req.Validate(); err != nil {
+			err = refuse(CodeInvalidRequest, err.Error())
+		}
 	}
-	if err != nil {
-		logger.InfoContext(ctx, "send refused: invalid request", "event", "api_invalid_request", "problem", err.Error())
-		writeError(w, status, CodeInvalidRequest, err.Error())
+	if refusal, ok := refusalOf(err); ok {
+		logger.InfoContext(ctx, "send refused: invalid request", "event", "api_invalid_request", "problem", refusal.Message)
+		writeRefusal(w, refusal)
 		return
 	}
 	res, err := s.outbox.Send(ctx, outbox.Request{
 		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Message: req.Message(),
 		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: correlationID(ctx),
 	})
-	var refusal *outbox.Refusal
+	refusal, refused := refusalOf(err)
 	switch {
-	case errors.As(err, &refusal) && refusal.Code == outbox.CodeTenantNotFound:
+	case refused && refusal.Code == outbox.CodeTenantNotFound:
 		s.authFailed(w, r, errors.New("the key's tenant no longer exists"))
 		return
-	case errors.As(err, &refusal):
+	case refused:
 		logger.InfoContext(ctx, "send refused", "event", "api_send_refused", "code", refusal.Code)
-		writeError(w, refusal.Status, refusal.Code, refusal.Message)
+		writeRefusal(w, refusal)
 		return
 	case err != nil:
 		s.unavailable(w, r, err)
@@ -332,12 +333,12 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	if !messageIDRe.MatchString(id) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such message")
+		writeError(w, CodeNotFound, "no such message")
 		return
 	}
 	rec, err := s.deps.Sends.GetSend(r.Context(), tasks.SendKey(id))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != tenantID) {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such message")
+		writeError(w, CodeNotFound, "no such message")
 		return
 	}
 	if err != nil {
@@ -376,12 +377,12 @@ func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	logging.FromContext(r.Context()).InfoContext(r.Context(), "request refused: not authenticated", "event", "api_unauthenticated")
 	w.Header().Set("WWW-Authenticate", `Bearer realm="wapipe"`)
-	writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "a valid API key is required: Authorization: Bearer wpk_…")
+	writeError(w, CodeUnauthenticated, "a valid API key is required: Authorization: Bearer wpk_…")
 }
 
 // unavailable answers 503 for a dependency failure; the error is logged, never shown.
 func (s *Server) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	logging.FromContext(r.Context()).ErrorContext(r.Context(), "request failed: a dependency is unavailable", "event", "api_unavailable", "error", err)
 	w.Header().Set("Retry-After", "5")
-	writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "temporarily unavailable, retry with the same Idempotency-Key")
+	writeError(w, CodeUnavailable, "temporarily unavailable, retry with the same Idempotency-Key")
 }

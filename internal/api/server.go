@@ -188,7 +188,7 @@ func (s *Server) withRequest(next http.Handler) http.Handler {
 		defer func() {
 			if v := recover(); v != nil {
 				logger.Log(ctx, logging.LevelCritical, "api handler panicked", "event", "panic", "panic", fmt.Sprint(v))
-				writeError(w, http.StatusInternalServerError, "internal", "internal error")
+				writeError(w, codeInternal, "internal error")
 			}
 		}()
 		w.Header().Set("X-Correlation-ID", id)
@@ -229,30 +229,12 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, d ratelimit
 	}
 	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, http.StatusTooManyRequests, CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs))
+	writeError(w, CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs))
 }
 
 func correlationID(ctx context.Context) string {
 	id, _ := ctx.Value(correlationKey{}).(string)
 	return id
-}
-
-// Error codes of {"error":{"code","message"}} (CONTRACT.md, Sending on a tenant's behalf).
-const (
-	CodeUnauthenticated      = "unauthenticated"
-	CodeInvalidRequest       = outbox.CodeInvalidRequest
-	CodeReauthRequired       = outbox.CodeReauthRequired
-	CodeOutsideWindow        = outbox.CodeOutsideWindow
-	CodeIdempotencyKeyReused = outbox.CodeIdempotencyKeyReused
-	CodeNotFound             = "not_found"
-	CodeUnavailable          = "unavailable"
-	// CodeRateLimited answers 429 (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
-	CodeRateLimited = "rate_limited"
-)
-
-// writeError answers {"error":{"code","message"}}.
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
 }
 
 // writeJSON encodes into a buffer first, so a failure never leaves half a response.

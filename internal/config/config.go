@@ -58,12 +58,8 @@ func (b *Base) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("APP_ENV: must be dev, staging or prod, got %q", b.AppEnv))
 	}
-	u, err := url.Parse(b.InternalTaskBaseURL)
-	switch {
-	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
-		errs = append(errs, errors.New("INTERNAL_TASK_BASE_URL: must be an absolute http(s) URL"))
-	case u.Scheme != "https" && b.AppEnv != EnvDev:
-		errs = append(errs, fmt.Errorf("INTERNAL_TASK_BASE_URL: must be https when APP_ENV is %s", b.AppEnv))
+	if err := b.CheckServiceURL("INTERNAL_TASK_BASE_URL", b.InternalTaskBaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if b.InternalTaskToken == "" {
 		errs = append(errs, errors.New("INTERNAL_TASK_TOKEN: must not be empty"))
@@ -104,6 +100,35 @@ func (b *Base) InboundDatabase() string {
 
 // IsDev reports whether the service runs in the dev environment.
 func (b *Base) IsDev() bool { return b.AppEnv == EnvDev }
+
+// CheckHTTPURL returns an error naming the variable name when raw is not an absolute http(s)
+// URL, or nil.
+func CheckHTTPURL(name, raw string) error {
+	_, err := parseHTTPURL(name, raw)
+	return err
+}
+
+func parseHTTPURL(name, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, errors.New(name + ": must be an absolute http(s) URL")
+	}
+	return u, nil
+}
+
+// CheckServiceURL returns an error naming the variable name when raw is not the URL of a service
+// wapipe calls: an absolute http(s) URL, https unless APP_ENV is dev (plain http carries tokens
+// in the clear). Every service variable holding a URL is checked here, so they all say the same.
+func (b *Base) CheckServiceURL(name, raw string) error {
+	u, err := parseHTTPURL(name, raw)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "https" && !b.IsDev() {
+		return fmt.Errorf("%s: must be https when APP_ENV is %s", name, b.AppEnv)
+	}
+	return nil
+}
 
 // WorkerURL joins the worker's base URL and a route path.
 func (b *Base) WorkerURL(path string) string {

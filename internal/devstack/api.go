@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -31,7 +32,7 @@ func (s *Stack) startAPI(ctx, runCtx context.Context, o Options, base config.Bas
 	s.APIURL = "http://" + ln.Addr().String()
 	cfg := &api.Config{Base: base, GraphAPIBaseURL: s.GraphURL, MetaAppID: DevMetaAppID, MetaConfigID: DevMetaConfigID,
 		PublicBaseURL: s.APIURL, AppSecret: DevAppSecret,
-		FacebookDialogURL: strings.TrimSuffix(s.GraphURL, "/v24.0") + "/dialog/oauth"}
+		FacebookDialogURL: strings.TrimSuffix(s.GraphURL, "/"+graph.Version) + "/dialog/oauth"}
 	if err := cfg.Validate(); err != nil {
 		ln.Close()
 		return err

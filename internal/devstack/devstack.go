@@ -27,6 +27,7 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
@@ -219,7 +220,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the fake Graph API: %w", err)
 	}
-	s.GraphURL = "http://" + graphLn.Addr().String() + "/v24.0"
+	s.GraphURL = "http://" + graphLn.Addr().String() + "/" + graph.Version
 	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{Hasher: logging.DevHasher()}))
 
 	s.Gemini = geminifake.New(geminifake.WithRules(geminifake.DefaultRules()...))

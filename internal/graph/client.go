@@ -42,7 +42,7 @@ type Client struct {
 // call did not go through WithToken. No request is made.
 var ErrNoToken = errors.New("graph access token is empty")
 
-// NewClient returns a client for baseURL (e.g. https://graph.facebook.com/v24.0; a trailing
+// NewClient returns a client for baseURL (e.g. DefaultBaseURL; a trailing
 // slash is fine) that authenticates with accessToken. accessToken may be empty when every call
 // goes through WithToken (one client serving many tenants). hc nil means an *http.Client with
 // DefaultTimeout.

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/graph"
@@ -28,7 +27,7 @@ import (
 // CustomerServiceWindow is how long after a contact's last message free-form messages may go.
 const CustomerServiceWindow = 24 * time.Hour
 
-// The codes of a Refusal (the contract's error codes).
+// The codes of the outbox's refusals (the contract's error codes).
 const (
 	CodeInvalidRequest       = "invalid_request"
 	CodeReauthRequired       = "WHATSAPP_REAUTH_REQUIRED"
@@ -37,10 +36,10 @@ const (
 	CodeTenantNotFound       = "tenant_not_found"
 )
 
-// Refusal is a send the rules refuse: nothing was stored or queued. Status is the HTTP status
-// the api answers with.
+// Refusal is a send the rules refuse: nothing was stored or queued. Code says which rule (one of
+// the Code constants, or the api's own code for a request it cannot read), Message is what the
+// sender reads. The api maps the code to an HTTP status; a refusal carries none.
 type Refusal struct {
-	Status  int
 	Code    string
 	Message string
 }
@@ -121,13 +120,13 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	}
 	tn, err := o.Tenants.Get(ctx, r.TenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, &Refusal{Status: http.StatusUnauthorized, Code: CodeTenantNotFound, Message: "the tenant no longer exists"}
+		return Result{}, &Refusal{Code: CodeTenantNotFound, Message: "the tenant no longer exists"}
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("read tenant %s: %w", r.TenantID, err)
 	}
 	if tn.AuthStatus == store.AuthNeedsReauth {
-		return Result{}, &Refusal{Status: http.StatusConflict, Code: CodeReauthRequired,
+		return Result{}, &Refusal{Code: CodeReauthRequired,
 			Message: "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then"}
 	}
 	number := r.PhoneNumberID
@@ -135,9 +134,9 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	case number == "" && len(tn.Tenant.PhoneNumbers) == 1:
 		number = tn.Tenant.PhoneNumbers[0].PhoneNumberID
 	case number == "":
-		return Result{}, &Refusal{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "phone_number_id: required, the tenant has several numbers"}
+		return Result{}, &Refusal{Code: CodeInvalidRequest, Message: "phone_number_id: required, the tenant has several numbers"}
 	case !tn.Tenant.OwnsNumber(number):
-		return Result{}, &Refusal{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "phone_number_id: not one of the tenant's numbers"}
+		return Result{}, &Refusal{Code: CodeInvalidRequest, Message: "phone_number_id: not one of the tenant's numbers"}
 	}
 	if r.Message.Type != "template" {
 		open, err := o.windowOpen(ctx, r.TenantID, number, r.To, now())
@@ -145,7 +144,7 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 			return Result{}, err
 		}
 		if !open {
-			return Result{}, &Refusal{Status: http.StatusUnprocessableEntity, Code: CodeOutsideWindow,
+			return Result{}, &Refusal{Code: CodeOutsideWindow,
 				Message: "no message from this contact in the last 24 hours: only a template may be sent"}
 		}
 	}
@@ -172,7 +171,7 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 		Message: string(msgJSON), MessageType: r.Message.Type, CorrelationID: r.CorrelationID, ReceivedAt: now(),
 	})
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
-		return Result{}, &Refusal{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyKeyReused,
+		return Result{}, &Refusal{Code: CodeIdempotencyKeyReused,
 			Message: "Idempotency-Key: already used with another request body"}
 	}
 	if err != nil {

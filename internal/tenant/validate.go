@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"errors"
 	"net"
 	"net/url"
 	"regexp"
@@ -185,8 +186,8 @@ func (t *Tenant) validateAssistant(c *problems) {
 		c.add("assistant.min_confidence", "must be between 0 and 1")
 	}
 	if a.ActionURL != "" {
-		if msg := checkActionURL(a.ActionURL); msg != "" {
-			c.add("assistant.action_url", "%s", msg)
+		if _, err := ParseActionURL(a.ActionURL); err != nil {
+			c.add("assistant.action_url", "%s", err.Error())
 		}
 	} else if a.Mode == ModeLLM && len(a.Intents) > 0 {
 		c.add("assistant.action_url", "required in llm mode when there are intents: every intent calls it")
@@ -237,27 +238,28 @@ func (t *Tenant) validateAssistant(c *problems) {
 	}
 }
 
-// checkActionURL returns what is wrong with the form of an action URL, or "". Outside dev,
-// `tenants apply` also requires https:// to a public address (operator.Tenants, with
-// action.CheckPublicURL): that needs the environment and DNS, which a tenant file has not.
-func checkActionURL(raw string) string {
-	const want = "must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev)"
+// ParseActionURL parses raw as an action URL: an absolute https:// URL, or http:// to a loopback
+// host (127.0.0.1, ::1, localhost) for local development, with no user or password. The error
+// says what is wrong without quoting raw. It checks the form only: outside dev, `tenants apply`
+// also requires https:// to a public address (operator.Tenants, with action.CheckPublicURL),
+// which needs the environment and DNS, which a tenant file has not. The action client checks
+// with this function too, so a file and a call agree.
+func ParseActionURL(raw string) (*url.URL, error) {
+	want := errors.New("must be an absolute https:// URL (http:// only to a loopback host such as 127.0.0.1, with APP_ENV=dev)")
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return want
+		return nil, want
 	}
 	if u.User != nil {
-		return "must not carry a user or password: wapipe signs each call with the action secret"
+		return nil, errors.New("must not carry a user or password: wapipe signs each call with the action secret")
 	}
-	switch u.Scheme {
-	case "https":
-		return ""
-	case "http":
-		if isLoopback(u.Hostname()) {
-			return ""
-		}
+	switch {
+	case u.Scheme == "https":
+		return u, nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return u, nil
 	}
-	return want
+	return nil, want
 }
 
 func isLoopback(host string) bool {

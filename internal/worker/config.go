@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -17,8 +17,8 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// DefaultGraphAPIBaseURL is the Graph API version wapipe is written against.
-const DefaultGraphAPIBaseURL = "https://graph.facebook.com/v24.0"
+// DefaultGraphAPIBaseURL is the Graph API base URL when GRAPH_API_BASE_URL is unset.
+const DefaultGraphAPIBaseURL = graph.DefaultBaseURL
 
 // Config is the worker service's configuration, read from the environment.
 type Config struct {
@@ -26,8 +26,9 @@ type Config struct {
 
 	OutboundQueue string `env:"OUTBOUND_TASK_QUEUE_NAME, default=wa-outbound"`
 	// InboundQueue is read for health only (its backlog); the webhook is the one that enqueues.
-	InboundQueue    string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
-	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL, default=https://graph.facebook.com/v24.0"`
+	InboundQueue string `env:"INBOUND_TASK_QUEUE_NAME, default=wa-inbound"`
+	// GraphAPIBaseURL defaults (SetDefaults) to DefaultGraphAPIBaseURL, built from graph.Version.
+	GraphAPIBaseURL string `env:"GRAPH_API_BASE_URL"`
 	// AccessToken serves the single-tenant default: messages to a number no tenant owns. Empty
 	// means such messages are not answered (logged as unrouted).
 	AccessToken string `env:"WHATSAPP_ACCESS_TOKEN"`
@@ -57,6 +58,9 @@ type Config struct {
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
 // defaults would.
 func (c *Config) SetDefaults() {
+	if c.GraphAPIBaseURL == "" {
+		c.GraphAPIBaseURL = DefaultGraphAPIBaseURL
+	}
 	if c.LLMLocation == "" {
 		c.LLMLocation = llm.DefaultLocation
 	}
@@ -71,17 +75,15 @@ func (c *Config) SetDefaults() {
 // Validate checks the worker's values on top of the shared ones.
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
-	if u, err := url.Parse(c.GraphAPIBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be an absolute http(s) URL"))
-	} else if u.Scheme != "https" && !c.IsDev() {
-		errs = append(errs, errors.New("GRAPH_API_BASE_URL: must be https outside dev"))
+	if err := c.CheckServiceURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
 		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
 	}
 	if c.LLMBaseURL != "" {
-		if u, err := url.Parse(c.LLMBaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			errs = append(errs, errors.New("LLM_BASE_URL: must be an absolute http(s) URL"))
+		if err := config.CheckHTTPURL("LLM_BASE_URL", c.LLMBaseURL); err != nil {
+			errs = append(errs, err)
 		} else if !c.IsDev() {
 			errs = append(errs, errors.New("LLM_BASE_URL: dev only (it sends no credentials); leave it unset to use Vertex AI"))
 		}

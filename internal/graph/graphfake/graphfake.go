@@ -135,7 +135,7 @@ func New(opts ...Option) *Fake {
 }
 
 // NewTestServer starts the fake on an httptest server; its URL is the base URL for the
-// client, e.g. srv.URL + "/v24.0". Close it when done.
+// client, e.g. srv.URL + "/" + graph.Version. Close it when done.
 func (f *Fake) NewTestServer() *httptest.Server { return httptest.NewServer(f) }
 
 // Serve answers on l until ctx ends, then shuts down gracefully.
