@@ -529,7 +529,9 @@ resource "google_cloud_run_v2_service" "api" {
 
 # The operators' console: private. Ingress is open so that `gcloud run services proxy` (from an
 # operator's machine) and IAP can reach it, and IAM is required: only var.console_invokers have
-# run.invoker (iam.tf), no allUsers. Identity comes from IAP's header when IAP fronts it.
+# run.invoker (iam.tf), no allUsers. The operator is whoever a verified credential names: IAP's
+# signed header when IAP fronts it (IAP_AUDIENCE), else the ID token Cloud Run's IAM check
+# accepted (OIDC_VERIFIED_BY_PLATFORM); never a header alone (internal/identity).
 resource "google_cloud_run_v2_service" "console" {
   project             = var.project_id
   name                = local.console_service_name
