@@ -118,7 +118,7 @@ func ViewDeadLetter(h *logging.Hasher, d store.DeadLetter) DeadLetter {
 }
 
 // Inspect gathers the report for id: an inbound_event_id (a wamid), an inbound message id, an
-// idempotency key, or an event_ref from a log line.
+// idempotency key, an event_ref from a log line, an action id or a dead letter's id.
 func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 	query := strings.TrimSpace(id)
 	if query == "" {
@@ -127,38 +127,104 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 	if strings.HasPrefix(query, "act_") && in.Actions != nil {
 		return in.inspectAction(ctx, query)
 	}
-	// A dead letter's id (printed by replay, the console and the health report) leads to its
-	// event, or to its reply's key.
-	var dead *store.DeadLetter
+	id, dead, err := in.resolveQuery(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	x := &inspection{in: in, dls: map[string]bool{},
+		r: &Report{Query: query, InboundEventID: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}}}
+	r := x.r
+	if dead != nil && id == "" {
+		x.addDeadLetter(*dead)
+		return r, nil
+	}
+	defer func() { r.EventRef = in.Hasher.Ref(r.InboundEventID) }()
+	msgIDs, err := x.event(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if dead != nil {
+		x.addDeadLetter(*dead)
+	}
+	if err := x.addDeadLetters(ctx, r.InboundEventID, ""); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, mid := range msgIDs {
+		if mid == "" || seen[mid] {
+			continue
+		}
+		seen[mid] = true
+		m, err := x.message(ctx, mid)
+		if err != nil {
+			return nil, err
+		}
+		r.Messages = append(r.Messages, m)
+	}
+	if err := x.eventReplies(ctx); err != nil {
+		return nil, err
+	}
+	if !x.found && !r.InboundTask.Queued && len(r.DeadLetters) == 0 && len(r.EventReplies) == 0 {
+		return nil, fmt.Errorf("%w for %q in project %s: no dedupe marker, trace, outbound record, dead letter or queued task",
+			ErrNothingFound, id, in.Conn.Project)
+	}
+	return r, nil
+}
+
+// resolveQuery turns the query into the id to report on. A dead letter's id (printed by replay,
+// the console and the health report) leads to its event, or to its reply's key, and is returned
+// as dead; any other query is resolved as a ref (resolveRef).
+func (in *Inspector) resolveQuery(ctx context.Context, query string) (id string, dead *store.DeadLetter, err error) {
 	if isDeadLetterID(query) {
 		d, err := in.DeadLetters.GetDeadLetter(ctx, query)
 		switch {
 		case err == nil:
-			dead = &d
+			return or(d.InboundEventID, d.IdempotencyKey), &d, nil
 		case !errors.Is(err, store.ErrNotFound):
-			return nil, err
+			return "", nil, err
 		}
 	}
-	id = query
-	if dead != nil {
-		id = or(dead.InboundEventID, dead.IdempotencyKey)
-	} else {
-		var err error
-		if id, err = in.resolveRef(ctx, query); err != nil {
-			return nil, err
-		}
-	}
-	r := &Report{Query: query, InboundEventID: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}}
-	if dead != nil && id == "" {
-		r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, *dead))
-		return r, nil
-	}
-	defer func() { r.EventRef = in.Hasher.Ref(r.InboundEventID) }()
-	found := false
-	msgIDs := []string{}
-	records := map[string]*store.OutboundRecord{}
+	id, err = in.resolveRef(ctx, query)
+	return id, nil, err
+}
 
-	// An idempotency key or a message id leads to its record, and the record to its event.
+// inspection is one Inspect's report as it is built: whether anything was found for the query,
+// and the dead letters already in the report (each is shown once).
+type inspection struct {
+	in    *Inspector
+	r     *Report
+	found bool
+	dls   map[string]bool
+	// known is the outbound record the query named, by its message id (read once).
+	known map[string]*store.OutboundRecord
+}
+
+// addDeadLetter adds d to the report, once.
+func (x *inspection) addDeadLetter(d store.DeadLetter) {
+	if !x.dls[d.ID] {
+		x.dls[d.ID] = true
+		x.r.DeadLetters = append(x.r.DeadLetters, ViewDeadLetter(x.in.Hasher, d))
+	}
+}
+
+// addDeadLetters adds the dead letters of the event or of the idempotency key.
+func (x *inspection) addDeadLetters(ctx context.Context, eventID, key string) error {
+	ds, err := x.in.DeadLetters.DeadLettersFor(ctx, eventID, key)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		x.addDeadLetter(d)
+	}
+	return nil
+}
+
+// event fills in the event's side of the report for id (an event id, a message id or an
+// idempotency key): the outbound record id names, which leads to its event; the event's marker,
+// trace, statuses and inbound task. It returns the ids of the messages to report on.
+func (x *inspection) event(ctx context.Context, id string) ([]string, error) {
+	in, r := x.in, x.r
+	msgIDs := []string{}
 	key := tasks.IdempotencyKey(id)
 	if tasks.IsIdempotencyKey(id) {
 		key = id
@@ -168,21 +234,20 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 		return nil, err
 	}
 	if rec != nil {
-		found = true
-		records[rec.MessageID] = rec
+		x.found = true
+		x.known = map[string]*store.OutboundRecord{rec.MessageID: rec}
 		msgIDs = append(msgIDs, rec.MessageID)
 		if rec.InboundEventID != "" {
 			r.InboundEventID = rec.InboundEventID
 		}
 	}
-
 	if r.Marker, err = in.marker(ctx, r.InboundEventID); err != nil {
 		return nil, err
 	}
 	if r.Trace, err = in.trace(ctx, r.InboundEventID); err != nil {
 		return nil, err
 	}
-	found = found || r.Marker != nil || r.Trace != nil
+	x.found = x.found || r.Marker != nil || r.Trace != nil
 	if r.Trace != nil {
 		keys := make([]string, 0, len(r.Trace.Outbound))
 		for k := range r.Trace.Outbound {
@@ -202,107 +267,87 @@ func (in *Inspector) Inspect(ctx context.Context, id string) (*Report, error) {
 		if r.Statuses, err = in.Statuses.StatusesFor(ctx, statusID); err != nil {
 			return nil, err
 		}
-		found = found || len(r.Statuses) > 0
+		x.found = x.found || len(r.Statuses) > 0
 	}
 	r.InboundTask = in.task(ctx, or(in.InboundQueue, tasks.InboundQueueID), tasks.InboundTaskID(r.InboundEventID))
+	return msgIDs, nil
+}
 
-	dls := map[string]bool{}
-	addDeadLetters := func(eventID, key string) error {
-		ds, err := in.DeadLetters.DeadLettersFor(ctx, eventID, key)
+// message reports the reply side of inbound message mid: its record, statuses and task, the
+// turn's further replies, and their dead letters.
+func (x *inspection) message(ctx context.Context, mid string) (MessageReport, error) {
+	in := x.in
+	m := MessageReport{MessageID: mid, IdempotencyKey: tasks.IdempotencyKey(mid), Statuses: []store.StatusRecord{}}
+	var err error
+	if m.Outbound = x.known[mid]; m.Outbound == nil {
+		if m.Outbound, err = in.outbound(ctx, m.IdempotencyKey); err != nil {
+			return m, err
+		}
+	}
+	if m.Outbound != nil && m.Outbound.GraphMessageID != "" {
+		if m.Statuses, err = in.Statuses.StatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
+			return m, err
+		}
+	}
+	// A tenant's replies wait in the tenant's own send queue: the trace names the task the reply
+	// was enqueued as; without a trace, the record names the tenant.
+	switch target, ok := traceTarget(x.r.Trace, m.IdempotencyKey); {
+	case ok && strings.Contains(target.TaskName, "/tasks/"):
+		m.OutboundTask = in.taskNamed(ctx, target.TaskName)
+	case m.Outbound != nil && m.Outbound.TenantID != "":
+		m.OutboundTask = in.task(ctx, tasks.TenantQueueID(m.Outbound.TenantID), tasks.OutboundTaskID(mid))
+	default:
+		m.OutboundTask = in.task(ctx, or(in.OutboundQueue, tasks.OutboundQueueID), tasks.OutboundTaskID(mid))
+	}
+	if err := x.addDeadLetters(ctx, "", m.IdempotencyKey); err != nil {
+		return m, err
+	}
+	// A conversation turn's further replies are under its ReplyKey ids.
+	for i := 1; i < maxReplies; i++ {
+		k := conversation.ReplyKey(mid, i)
+		rec, err := in.outbound(ctx, k)
 		if err != nil {
-			return err
+			return m, err
 		}
-		for _, d := range ds {
-			if !dls[d.ID] {
-				dls[d.ID] = true
-				r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, d))
-			}
+		if rec == nil {
+			break
 		}
+		m.Replies = append(m.Replies, ReplyReport{Index: i, IdempotencyKey: k, Outbound: rec})
+		if err := x.addDeadLetters(ctx, "", k); err != nil {
+			return m, err
+		}
+	}
+	x.found = x.found || m.Outbound != nil || m.OutboundTask.Queued || len(m.Replies) > 0
+	return m, nil
+}
+
+// eventReplies adds the event's other replies (an action's result, a later turn's reply) that no
+// message of the report shows, and their dead letters.
+func (x *inspection) eventReplies(ctx context.Context) error {
+	r := x.r
+	if r.InboundEventID == "" {
 		return nil
 	}
-	if dead != nil {
-		dls[dead.ID] = true
-		r.DeadLetters = append(r.DeadLetters, ViewDeadLetter(in.Hasher, *dead))
+	shown := map[string]bool{}
+	for _, m := range r.Messages {
+		shown[m.IdempotencyKey] = true
+		for _, rp := range m.Replies {
+			shown[rp.IdempotencyKey] = true
+		}
 	}
-	if err := addDeadLetters(r.InboundEventID, ""); err != nil {
-		return nil, err
+	recs, err := x.in.Outbound.OutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
+	if err != nil {
+		return err
 	}
-
-	seen := map[string]bool{}
-	for _, mid := range msgIDs {
-		if mid == "" || seen[mid] {
-			continue
-		}
-		seen[mid] = true
-		m := MessageReport{MessageID: mid, IdempotencyKey: tasks.IdempotencyKey(mid), Statuses: []store.StatusRecord{}}
-		if m.Outbound = records[mid]; m.Outbound == nil {
-			if m.Outbound, err = in.outbound(ctx, m.IdempotencyKey); err != nil {
-				return nil, err
-			}
-		}
-		if m.Outbound != nil && m.Outbound.GraphMessageID != "" {
-			if m.Statuses, err = in.Statuses.StatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
-				return nil, err
-			}
-		}
-		// A tenant's replies wait in the tenant's own send queue: the trace names the task the
-		// reply was enqueued as; without a trace, the record names the tenant.
-		switch target, ok := traceTarget(r.Trace, m.IdempotencyKey); {
-		case ok && strings.Contains(target.TaskName, "/tasks/"):
-			m.OutboundTask = in.taskNamed(ctx, target.TaskName)
-		case m.Outbound != nil && m.Outbound.TenantID != "":
-			m.OutboundTask = in.task(ctx, tasks.TenantQueueID(m.Outbound.TenantID), tasks.OutboundTaskID(mid))
-		default:
-			m.OutboundTask = in.task(ctx, or(in.OutboundQueue, tasks.OutboundQueueID), tasks.OutboundTaskID(mid))
-		}
-		if err := addDeadLetters("", m.IdempotencyKey); err != nil {
-			return nil, err
-		}
-		// A conversation turn's further replies are under its ReplyKey ids.
-		for i := 1; i < maxReplies; i++ {
-			k := conversation.ReplyKey(mid, i)
-			rec, err := in.outbound(ctx, k)
-			if err != nil {
-				return nil, err
-			}
-			if rec == nil {
-				break
-			}
-			m.Replies = append(m.Replies, ReplyReport{Index: i, IdempotencyKey: k, Outbound: rec})
-			if err := addDeadLetters("", k); err != nil {
-				return nil, err
-			}
-		}
-		found = found || m.Outbound != nil || m.OutboundTask.Queued || len(m.Replies) > 0
-		r.Messages = append(r.Messages, m)
-	}
-	if r.InboundEventID != "" {
-		shown := map[string]bool{}
-		for _, m := range r.Messages {
-			shown[m.IdempotencyKey] = true
-			for _, rp := range m.Replies {
-				shown[rp.IdempotencyKey] = true
-			}
-		}
-		recs, err := in.Outbound.OutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
-		if err != nil {
-			return nil, err
-		}
-		for _, rec := range recs {
-			if !shown[rec.IdempotencyKey] {
-				r.EventReplies = append(r.EventReplies, rec)
-				if err := addDeadLetters("", rec.IdempotencyKey); err != nil {
-					return nil, err
-				}
+	for _, rec := range recs {
+		if !shown[rec.IdempotencyKey] {
+			r.EventReplies = append(r.EventReplies, rec)
+			if err := x.addDeadLetters(ctx, "", rec.IdempotencyKey); err != nil {
+				return err
 			}
 		}
 	}
-	found = found || r.InboundTask.Queued || len(r.DeadLetters) > 0 || len(r.EventReplies) > 0
-	if !found {
-		return nil, fmt.Errorf("%w for %q in project %s: no dedupe marker, trace, outbound record, dead letter or queued task",
-			ErrNothingFound, id, in.Conn.Project)
-	}
-	return r, nil
+	return nil
 }
 
 // isDeadLetterID reports whether id has the shape of a dead letter's id (store.DocID: 64 hex
