@@ -327,24 +327,34 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			}
 			continue
 		}
-		attrs := []any{"event", "status_applied", "status", st.Status, "phone_number_id", st.PhoneNumberID,
-			"tenant_id", routes[st.PhoneNumberID].tenantID,
-			logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
-			"reconciled", res.Reconciled}
-		switch {
-		case res.Mismatch != "":
-		case st.Status == store.DeliveryFailed:
-			logger.ErrorContext(ctx, "message delivery failed", append(attrs, "meta_error_code", code, "meta_error_title", title)...)
-		case res.Reconciled:
-			logger.WarnContext(ctx, "status reconciled a send of unknown outcome", attrs...)
-		case res.AcceptedAfterFailure:
-			attrs[1] = "status_after_failure" // the event
-			logger.WarnContext(ctx, "Meta accepted a send given up as failed: it stays failed and is never sent again", attrs...)
-		default:
-			logger.InfoContext(ctx, "status applied", attrs...)
-		}
+		logStatusApplied(ctx, logger, st, routes[st.PhoneNumberID].tenantID, res, code, title)
 	}
 	return errors.Join(errs...)
+}
+
+// logStatusApplied logs a status applied to its record (a mismatch was logged already): a failed
+// delivery at ERROR with Meta's code, a reconciled or late-accepted send at WARNING.
+func logStatusApplied(ctx context.Context, logger *slog.Logger, st whatsapp.Status, tenantID string, res store.ApplyResult, code int, title string) {
+	if res.Mismatch != "" {
+		return
+	}
+	event := "status_applied"
+	if res.AcceptedAfterFailure && st.Status != store.DeliveryFailed && !res.Reconciled {
+		event = "status_after_failure"
+	}
+	attrs := []any{"event", event, "status", st.Status, "phone_number_id", st.PhoneNumberID, "tenant_id", tenantID,
+		logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
+		"reconciled", res.Reconciled}
+	switch {
+	case st.Status == store.DeliveryFailed:
+		logger.ErrorContext(ctx, "message delivery failed", append(attrs, "meta_error_code", code, "meta_error_title", title)...)
+	case res.Reconciled:
+		logger.WarnContext(ctx, "status reconciled a send of unknown outcome", attrs...)
+	case res.AcceptedAfterFailure:
+		logger.WarnContext(ctx, "Meta accepted a send given up as failed: it stays failed and is never sent again", attrs...)
+	default:
+		logger.InfoContext(ctx, "status applied", attrs...)
+	}
 }
 
 // callbackKey returns the idempotency key wapipe put in biz_opaque_callback_data, or "" when the
