@@ -496,26 +496,16 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 	if len(granted) == 0 {
 		return res, &connectRefusal{"no_account_shared", "No WhatsApp Business Account was shared in Meta's dialog."}
 	}
-	res.wabas = granted
-	if len(have) > 0 {
-		var missing []string
-		for _, w := range have {
-			if !slices.Contains(granted, w) {
-				missing = append(missing, mask(w))
-			}
+	var missing []string
+	res.wabas, res.extra, missing = wabasToConnect(granted, have)
+	res.missing = len(missing)
+	if len(missing) > 0 {
+		for i, w := range missing {
+			missing[i] = mask(w)
 		}
-		res.missing = len(missing)
-		if len(missing) > 0 {
-			return res, &connectRefusal{"accounts_not_granted", fmt.Sprintf(
-				"The Meta login you used does not share the WhatsApp Business Account(s) this business already uses (%s). Log in with the Meta account that manages them, share them in the dialog, and ask for a new link.",
-				strings.Join(missing, ", "))}
-		}
-		res.wabas = have
-		for _, w := range granted {
-			if !slices.Contains(have, w) {
-				res.extra = append(res.extra, w)
-			}
-		}
+		return res, &connectRefusal{"accounts_not_granted", fmt.Sprintf(
+			"The Meta login you used does not share the WhatsApp Business Account(s) this business already uses (%s). Log in with the Meta account that manages them, share them in the dialog, and ask for a new link.",
+			strings.Join(missing, ", "))}
 	}
 	var nums []tenant.PhoneNumber
 	for _, waba := range res.wabas {
@@ -565,6 +555,26 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 			"event", "release_failed", "error", res.releaseErr)
 	}
 	return res, nil
+}
+
+// wabasToConnect decides what a login's granted WABAs connect: a tenant with none yet takes all
+// of them; otherwise the tenant's own, every one of which must be granted (missing lists those
+// that are not), and the others granted are extra, left for the operator (approve-waba).
+func wabasToConnect(granted, have []string) (wabas, extra, missing []string) {
+	if len(have) == 0 {
+		return granted, nil, nil
+	}
+	for _, w := range have {
+		if !slices.Contains(granted, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, w := range granted {
+		if !slices.Contains(have, w) {
+			extra = append(extra, w)
+		}
+	}
+	return have, extra, missing
 }
 
 // mask shows the last four digits of an id or number: enough to recognise one's own.
