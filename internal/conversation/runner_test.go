@@ -400,13 +400,32 @@ func TestKilledHoldersConversationIsTakenOverAfterItsLease(t *testing.T) {
 type dieAfterEffects struct {
 	*countingInbox
 	onEffects func()
+	// killed is closed when the instance dies.
+	killed   chan struct{}
+	killOnce sync.Once
+}
+
+func newDieAfterEffects(st conversation.Inbox, onEffects func()) *dieAfterEffects {
+	return &dieAfterEffects{countingInbox: newCountingInbox(st), onEffects: onEffects, killed: make(chan struct{})}
 }
 
 func (d *dieAfterEffects) MarkEffectsDone(ctx context.Context, id, mid string, replies []store.Reply) error {
 	err := d.countingInbox.MarkEffectsDone(ctx, id, mid, replies)
 	d.onEffects()
 	d.kill()
+	d.killOnce.Do(func() { close(d.killed) })
 	return err
+}
+
+// NextInbox: the drain looks at the inbox again while its effects run (skip names them). The
+// instance these tests kill dies before that look reaches Firestore, whenever the goroutines are
+// scheduled: otherwise a message stored during the effects could be seen and its turn run (and
+// not committed) before the kill, and the turn count would depend on timing.
+func (d *dieAfterEffects) NextInbox(ctx context.Context, id, skip string) (store.Message, bool, error) {
+	if skip != "" {
+		<-d.killed
+	}
+	return d.countingInbox.NextInbox(ctx, id, skip)
 }
 
 // TestKilledHoldersRetryDrainsMessagesQueuedBehindIt: the holder finishes its own message (turn
@@ -424,15 +443,14 @@ func TestKilledHoldersRetryDrainsMessagesQueuedBehindIt(t *testing.T) {
 	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
 
 	var once sync.Once
-	dying := &dieAfterEffects{countingInbox: newCountingInbox(st)}
-	dying.onEffects = func() {
+	dying := newDieAfterEffects(st, func() {
 		once.Do(func() {
 			res, err := live.Handle(ctx, second, rec.turn)
 			if !errors.Is(err, conversation.ErrHeld) || !res.Queued {
 				t.Errorf("second message during the holder's drain = %+v, %v; want queued", res, err)
 			}
 		})
-	}
+	})
 	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
 		t.Fatal("Handle on the killed instance succeeded")
 	}
@@ -472,7 +490,7 @@ func TestMessageQueuedBehindADeadLeaseIsRunByItsOwnRetry(t *testing.T) {
 	live := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
 	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
 
-	dying := &dieAfterEffects{countingInbox: newCountingInbox(st), onEffects: func() {}}
+	dying := newDieAfterEffects(st, func() {})
 	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
 		t.Fatal("Handle on the killed instance succeeded")
 	}
