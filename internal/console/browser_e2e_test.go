@@ -109,7 +109,7 @@ assistant:
 		var messages, pending string
 		err := chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/tenants/"+tenantID+"/inbox"),
-			chromedp.Click(fmt.Sprintf(`tr[data-conversation=%q] a`, convID), chromedp.ByQuery),
+			chromedp.Click(fmt.Sprintf(`li[data-conversation=%q] a`, convID), chromedp.ByQuery),
 			chromedp.WaitVisible(`#messages`, chromedp.ByQuery),
 			chromedp.Text(`#messages`, &messages, chromedp.ByQuery),
 			chromedp.Text(`#pending`, &pending, chromedp.ByQuery),
