@@ -144,6 +144,16 @@ func overflowsX(t *testing.T, tab context.Context) bool {
 	return wide
 }
 
+// openPage opens path of the console in a new tab and waits until wait is visible.
+func openPage(t *testing.T, env browserEnv, path, wait string) context.Context {
+	t.Helper()
+	tab := newTab(t, env.browser)
+	if err := chromedp.Run(tab, chromedp.Navigate(env.st.ConsoleURL+path), chromedp.WaitVisible(wait, chromedp.ByQuery)); err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return tab
+}
+
 // browseInbox drives the inbox an operator works in: the order of a conversation and who wrote
 // what, the split view with its list, filters and search, the live update, the keyboard send, the
 // failures page and the 420 px layout. Screenshots go to the artifacts folder.
@@ -183,11 +193,9 @@ func browseInbox(t *testing.T, env browserEnv) {
 	answered.release()
 
 	t.Run("a conversation reads in order and marks the operator's reply", func(t *testing.T) {
-		tab := newTab(t, env.browser)
+		tab := openPage(t, env, "/conversations/"+booked.id, `#messages`)
 		var event string
 		err := chromedp.Run(tab,
-			chromedp.Navigate(url+"/conversations/"+booked.id),
-			chromedp.WaitVisible(`#messages`, chromedp.ByQuery),
 			chromedp.Text(`#messages li.msg:first-child .event`, &event, chromedp.ByQuery),
 		)
 		if err != nil {
@@ -261,10 +269,8 @@ func browseInbox(t *testing.T, env browserEnv) {
 	})
 
 	t.Run("filters: assigned to me, needs reply", func(t *testing.T) {
-		tab := newTab(t, env.browser)
+		tab := openPage(t, env, "/conversations/"+answered.id, `#assign`)
 		err := chromedp.Run(tab,
-			chromedp.Navigate(url+"/conversations/"+answered.id),
-			chromedp.WaitVisible(`#assign`, chromedp.ByQuery),
 			chromedp.Click(`#assign`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#assignee`, chromedp.ByQuery),
@@ -314,27 +320,23 @@ func browseInbox(t *testing.T, env browserEnv) {
 	})
 
 	t.Run("the open conversation updates itself", func(t *testing.T) {
-		tab := newTab(t, env.browser)
-		err := chromedp.Run(tab,
-			chromedp.Navigate(url+"/conversations/"+waiting.id),
-			chromedp.WaitVisible(`#thread`, chromedp.ByQuery),
-			// A reload would lose this mark.
-			chromedp.Evaluate(`window.notReloaded = true`, nil),
-		)
-		if err != nil {
+		tab := openPage(t, env, "/conversations/"+waiting.id, `#thread`)
+		// A reload would lose this mark.
+		if err := chromedp.Run(tab, chromedp.Evaluate(`window.notReloaded = true`, nil)); err != nil {
 			t.Fatalf("open: %v", err)
 		}
 		late := seedConversation(t, env, "6281230000102", "Bu Sari")
 		late.in("Are you still there?", time.Now(), time.Now(), nil)
 		late.release()
 		var ok bool
-		err = chromedp.Run(tab, chromedp.Poll(`document.querySelector('#messages').innerText.includes('Are you still there?') && window.notReloaded === true`,
+		// Null-safe: the thread is absent for an instant while htmx swaps it.
+		err := chromedp.Run(tab, chromedp.Poll(`(document.querySelector('#messages')?.innerText ?? '').includes('Are you still there?') && window.notReloaded === true`,
 			&ok, chromedp.WithPollingTimeout(liveDeadline), chromedp.WithPollingInterval(200*time.Millisecond)))
 		if err != nil || !ok {
 			t.Fatalf("the new message never appeared without a reload: %v", err)
 		}
 		// The list beside it follows too (its own refresh, every 10 s).
-		preview := fmt.Sprintf(`document.querySelector('#inbox li[data-conversation=%q] .preview').innerText === 'Are you still there?'`, waiting.id)
+		preview := fmt.Sprintf(`document.querySelector('#inbox li[data-conversation=%q] .preview')?.innerText === 'Are you still there?'`, waiting.id)
 		if err := chromedp.Run(tab, chromedp.Poll(preview, &ok, chromedp.WithPollingTimeout(liveDeadline), chromedp.WithPollingInterval(200*time.Millisecond))); err != nil || !ok {
 			t.Errorf("the list's preview never showed the new message: %v", err)
 		}
@@ -342,12 +344,10 @@ func browseInbox(t *testing.T, env browserEnv) {
 	})
 
 	t.Run("Ctrl+Enter sends the reply", func(t *testing.T) {
-		tab := newTab(t, env.browser)
+		tab := openPage(t, env, "/conversations/"+waiting.id, `#reply-form textarea`)
 		before := env.replier.count()
 		var flash string
 		err := chromedp.Run(tab,
-			chromedp.Navigate(url+"/conversations/"+waiting.id),
-			chromedp.WaitVisible(`#reply-form textarea`, chromedp.ByQuery),
 			chromedp.Focus(`#reply-form textarea`, chromedp.ByQuery),
 			chromedp.SendKeys(`#reply-form textarea`, "Your bus is 10 minutes away", chromedp.ByQuery),
 			chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(input.ModifierCtrl)),
@@ -406,10 +406,7 @@ func browseInbox(t *testing.T, env browserEnv) {
 	})
 
 	t.Run("desktop pages for the record", func(t *testing.T) {
-		tab := newTab(t, env.browser)
-		if err := chromedp.Run(tab, chromedp.Navigate(url+"/"), chromedp.WaitVisible(`#tenant-queues`, chromedp.ByQuery)); err != nil {
-			t.Fatal(err)
-		}
+		tab := openPage(t, env, "/", `#tenant-queues`)
 		screenshot(t, tab, "overview")
 	})
 

@@ -38,17 +38,23 @@ func runPages(t *testing.T, cases []pageCase) {
 			if code != tc.code {
 				t.Errorf("GET %s = %d, want %d; body:\n%s", tc.path, code, tc.code, body)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(body, w) {
-					t.Errorf("GET %s: body lacks %q:\n%s", tc.path, w, body)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(body, n) {
-					t.Errorf("GET %s: body shows %q", tc.path, n)
-				}
-			}
+			checkBody(t, "GET "+tc.path, body, tc.want, tc.not)
 		})
+	}
+}
+
+// checkBody fails t when body lacks one of want or shows one of not; what names the request.
+func checkBody(t *testing.T, what, body string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s: body lacks %q:\n%s", what, w, body)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(body, n) {
+			t.Errorf("%s: body shows %q", what, n)
+		}
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -119,15 +117,10 @@ func inboxFilter(q url.Values) string {
 	return filterOpen
 }
 
+// handleInbox shows a tenant's inbox: the list, and a prompt to pick a conversation beside it.
 func (s *Server) handleInbox() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		rec, err := s.deps.Tenants.Get(ctx, chi.URLParam(r, "tenant"))
-		if err != nil {
-			s.fail(w, r, "Read the tenant", err)
-			return
-		}
-		list, err := s.inboxList(ctx, rec, r.URL.Query(), "")
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
+		list, err := s.inboxList(r.Context(), rec, r.URL.Query(), "")
 		if err != nil {
 			s.fail(w, r, "List the conversations", err)
 			return
@@ -139,14 +132,8 @@ func (s *Server) handleInbox() http.Handler {
 
 // handleInboxList is the list fragment that the split view's live refresh reads.
 func (s *Server) handleInboxList() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		rec, err := s.deps.Tenants.Get(ctx, chi.URLParam(r, "tenant"))
-		if err != nil {
-			s.fail(w, r, "Read the tenant", err)
-			return
-		}
-		list, err := s.inboxList(ctx, rec, r.URL.Query(), r.URL.Query().Get("c"))
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
+		list, err := s.inboxList(r.Context(), rec, r.URL.Query(), r.URL.Query().Get("c"))
 		if err != nil {
 			s.fail(w, r, "List the conversations", err)
 			return
@@ -302,13 +289,8 @@ func preview(it messageView) string {
 // tenant's numbers, hashes of the number, and looked up directly. Nothing is changed, nothing
 // audited.
 func (s *Server) handleInboxSearch() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
 		ctx := r.Context()
-		rec, err := s.deps.Tenants.Get(ctx, chi.URLParam(r, "tenant"))
-		if err != nil {
-			s.fail(w, r, "Read the tenant", err)
-			return
-		}
 		q := strings.TrimSpace(r.PostForm.Get("q"))
 		list, err := s.inboxList(ctx, rec, url.Values{"filter": {filterAll}}, "")
 		if err != nil {

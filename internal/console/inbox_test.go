@@ -226,16 +226,7 @@ func TestInboxFiltersAndRows(t *testing.T) {
 			t.Errorf("GET %s = %d", tc.path, code)
 			continue
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(body, w) {
-				t.Errorf("GET %s lacks %q:\n%s", tc.path, w, body)
-			}
-		}
-		for _, n := range tc.not {
-			if strings.Contains(body, n) {
-				t.Errorf("GET %s shows %q", tc.path, n)
-			}
-		}
+		checkBody(t, "GET "+tc.path, body, tc.want, tc.not)
 	}
 	if f.convs.listed.AssignedTo != "" {
 		t.Errorf("the last list asked for assignee %q", f.convs.listed.AssignedTo)
@@ -271,16 +262,7 @@ func TestInboxSearch(t *testing.T) {
 			if rec.Code != http.StatusOK {
 				t.Fatalf("POST search = %d:\n%s", rec.Code, body)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(body, w) {
-					t.Errorf("search %q lacks %q:\n%s", tc.q, w, body)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(body, n) {
-					t.Errorf("search %q shows %q", tc.q, n)
-				}
-			}
+			checkBody(t, "search "+tc.q, body, tc.want, tc.not)
 		})
 	}
 	// A search is a POST behind the CSRF token, so the number is never in a URL.

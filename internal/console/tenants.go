@@ -96,6 +96,19 @@ func (s *Server) tenantRows(ctx context.Context, now time.Time, queues bool) ([]
 	return rows, nil
 }
 
+// withTenant reads the tenant the path names ({tenant}) and serves h with it; a tenant that
+// cannot be read is the page's answer (404 when there is none).
+func (s *Server) withTenant(h func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec, err := s.deps.Tenants.Get(r.Context(), chi.URLParam(r, "tenant"))
+		if err != nil {
+			s.fail(w, r, "Read the tenant", err)
+			return
+		}
+		h(w, r, rec)
+	})
+}
+
 func (s *Server) handleTenants() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rows, err := s.tenantRows(r.Context(), s.deps.Now(), true)
