@@ -339,7 +339,7 @@ func TestOverviewAttentionAndBacklogs(t *testing.T) {
 	if strings.Contains(attention, `data-tenant="acme-02"`) {
 		t.Errorf("a healthy tenant needs attention:\n%s", attention)
 	}
-	for _, w := range []string{`data-tenant-queue="acme-01"`, `data-tenant-queue="acme-02"`, `<td class="num backlog">9</td>`} {
+	for _, w := range []string{`data-tenant-queue="acme-01"`, `data-tenant-queue="acme-02"`, `<td class="num backlog">9</td>`, `<td class="oldest">2m0s ago</td>`} {
 		if !strings.Contains(body, w) {
 			t.Errorf("backlogs lack %q", w)
 		}
@@ -425,4 +425,6 @@ func replays(f *fixture) int {
 	return len(f.replay.calls)
 }
 
-func tenantQueueStats(n int64) taskqueue.QueueStats { return taskqueue.QueueStats{Tasks: n} }
+func tenantQueueStats(n int64) taskqueue.QueueStats {
+	return taskqueue.QueueStats{Tasks: n, OldestArrival: fixedNow.Add(-2 * time.Minute)}
+}

@@ -52,6 +52,8 @@ type tenantRow struct {
 	UsageErr      string
 	QueueDepth    int64
 	QueuePaused   bool
+	// QueueOldest is when the oldest waiting task arrived; zero when none waits.
+	QueueOldest time.Time
 	QueueErr      string
 }
 
@@ -88,7 +90,7 @@ func (s *Server) tenantRows(ctx context.Context, now time.Time, queues bool) ([]
 					s.logger(ctx).Warn("read queue stats", "event", "console_queue_failed", "tenant_id", t.ID, "error", err)
 					row.QueueErr = "unavailable"
 				}
-				row.QueueDepth, row.QueuePaused = st.Tasks, st.Paused
+				row.QueueDepth, row.QueuePaused, row.QueueOldest = st.Tasks, st.Paused, st.OldestArrival
 			})
 		}
 	}
