@@ -54,7 +54,7 @@ type tenantRow struct {
 	QueuePaused   bool
 	// QueueOldest is when the oldest waiting task arrived; zero when none waits.
 	QueueOldest time.Time
-	QueueErr      string
+	QueueErr    string
 }
 
 // tenantRows lists the tenants with their usage this month and, with queues, their send queue's
