@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // OutboundReader reads the outbound records of replies (their delivery state); *store.Outbound
@@ -406,12 +408,7 @@ func (s *Server) handleConversation() http.Handler {
 			s.fail(w, r, "Read the conversation", err)
 			return
 		}
-		rec, err := s.deps.Tenants.Get(ctx, v.C.TenantID)
-		if err != nil {
-			s.fail(w, r, "Read the tenant", err)
-			return
-		}
-		list, err := s.inboxList(ctx, rec, r.URL.Query(), v.C.ID)
+		list, err := s.listBeside(ctx, v.C, r.URL.Query())
 		if err != nil {
 			s.fail(w, r, "List the conversations", err)
 			return
@@ -421,6 +418,20 @@ func (s *Server) handleConversation() http.Handler {
 		s.render(w, r, http.StatusOK, "inbox", "", view{Title: "Conversation with " + v.Contact, Nav: "tenants",
 			Flash: s.flash(r), Data: splitView{List: list, Conv: &v}})
 	})
+}
+
+// listBeside is the list shown beside conversation c: its tenant's, under the same filter. A
+// conversation outlives a tenant removed since, so one whose tenant is gone is still shown, beside
+// the conversations stored under its tenant id.
+func (s *Server) listBeside(ctx context.Context, c store.Conversation, q url.Values) (inboxView, error) {
+	rec, err := s.deps.Tenants.Get(ctx, c.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		rec, err = store.TenantRecord{Tenant: &tenant.Tenant{ID: c.TenantID, Name: c.TenantID + " (no such tenant now)"}}, nil
+	}
+	if err != nil {
+		return inboxView{}, err
+	}
+	return s.inboxList(ctx, rec, q, c.ID)
 }
 
 // handleConversationLive is the thread fragment the open conversation polls: 204 (htmx keeps

@@ -73,6 +73,8 @@ type inboxView struct {
 	First bool
 	// Search is the search this list answers ("" for a filter's list); SearchNote explains it.
 	Search, SearchNote string
+	// Note explains an empty list that is not a filter's (a conversation with no tenant).
+	Note string
 	// Scanned says the needs-reply filter looked at the latest needsReplyScan conversations only.
 	Scanned int
 	// ListURL is what the list's live refresh reads.
@@ -167,6 +169,11 @@ func (s *Server) inboxList(ctx context.Context, rec store.TenantRecord, q url.Va
 		v.Filters = append(v.Filters, filterLink{ID: n.ID, Label: n.Label, URL: inboxURL(id, n.ID, nil), Current: n.ID == filter})
 	}
 	v.ListURL = "/tenants/" + url.PathEscape(id) + "/inbox/list?" + url.Values{"filter": {filter}, "c": {selected}}.Encode()
+	if id == "" {
+		// The single-tenant default number's conversations belong to no tenant: no inbox lists them.
+		v.Note, v.Filters = "This conversation belongs to no tenant (the default number): no inbox lists it.", nil
+		return v, nil
+	}
 	iq := store.InboxQuery{TenantID: id, Status: store.ConversationOpen, Limit: InboxPageSize, After: after}
 	switch filter {
 	case filterMine:

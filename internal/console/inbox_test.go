@@ -428,3 +428,25 @@ func replays(f *fixture) int {
 func tenantQueueStats(n int64) taskqueue.QueueStats {
 	return taskqueue.QueueStats{Tasks: n, OldestArrival: fixedNow.Add(-2 * time.Minute)}
 }
+
+// TestConversationWithoutTenant: a conversation of the default number, or of a tenant removed
+// since, is still shown.
+func TestConversationWithoutTenant(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	f.convs.convs = append(f.convs.convs,
+		store.Conversation{ID: "conv_default", Contact: "6281230000077", Status: store.ConversationOpen},
+		store.Conversation{ID: "conv_gone", TenantID: "gone-01", Contact: "6281230000078", Status: store.ConversationOpen})
+	f.convs.msgs["conv_default"] = []store.Message{{Direction: store.DirectionIn, Text: "hello default", Timestamp: fixedNow.Unix()}}
+	for path, want := range map[string][]string{
+		"/conversations/conv_default": {"hello default", "belongs to no tenant"},
+		"/conversations/conv_gone":    {"gone-01 (no such tenant now)", `data-conversation="conv_gone"`},
+	} {
+		code, body := f.get(t, path)
+		if code != http.StatusOK {
+			t.Errorf("GET %s = %d:\n%s", path, code, body)
+			continue
+		}
+		checkBody(t, "GET "+path, body, want, nil)
+	}
+}
