@@ -72,8 +72,11 @@ type Request struct {
 	Token string `json:"-"`
 	// MediaID is the id a media lookup or download asked for (media.go).
 	MediaID string `json:"media_id,omitempty"`
-	// BytesSent is how much of the file a download wrote before it ended or the client left.
+	// BytesSent is how much of the file a download wrote before it ended or the client left;
+	// set once Ended.
 	BytesSent int64 `json:"bytes_sent,omitempty"`
+	// Ended says a media call's answer is complete (a download's bytes all written or refused).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Failure is a scripted error answer. Zero fields take Meta's usual values for Code.
@@ -250,11 +253,13 @@ func (f *Fake) notifyLocked() {
 	f.changed = make(chan struct{})
 }
 
-func (f *Fake) record(r Request) {
+// record appends r and returns its index.
+func (f *Fake) record(r Request) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r)
 	f.notifyLocked()
+	return len(f.requests) - 1
 }
 
 // nextFailure takes the first queued failure that applies to a call of this kind.

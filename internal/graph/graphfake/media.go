@@ -1,6 +1,7 @@
 package graphfake
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -41,6 +42,8 @@ type mediaFile struct {
 	expired bool
 	// noLength serves the download without Content-Length, as a chunked answer.
 	noLength bool
+	// lookupSize, when set, is the file_size the lookup reports.
+	lookupSize *int64
 }
 
 // MediaOption configures AddMedia.
@@ -54,6 +57,10 @@ func WithoutContentLength() MediaOption { return func(m *mediaFile) { m.noLength
 func WithLookupSHA256(sha256Hex string) MediaOption {
 	return func(m *mediaFile) { m.SHA256Hex = sha256Hex }
 }
+
+// WithLookupFileSize makes the lookup report n bytes whatever the file's size: a client must not
+// trust it to bound the download.
+func WithLookupFileSize(n int64) MediaOption { return func(m *mediaFile) { m.lookupSize = &n } }
 
 var mediaSeq atomic.Int64
 
@@ -118,58 +125,74 @@ func (f *Fake) serveMedia(w http.ResponseWriter, r *http.Request) bool {
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: kind, Time: f.now(), MediaID: id}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	rec.Token = tok
-	status := f.answerMedia(w, r, &rec, ok && f.acceptsToken(tok))
-	rec.Status = status
-	f.record(rec)
+	f.answerMedia(w, r, &rec, ok && f.acceptsToken(tok))
 	return true
 }
 
-// answerMedia writes the answer of one media call and returns its status.
-func (f *Fake) answerMedia(w http.ResponseWriter, r *http.Request, rec *Request, authorized bool) int {
-	fail := func(fl Failure) int {
+// answerMedia records and answers one media call. The call is recorded before its answer is
+// written, as every call of the fake is, so a client that has its answer finds it recorded; a
+// download's BytesSent and Ended are filled in once the bytes are written.
+func (f *Fake) answerMedia(w http.ResponseWriter, r *http.Request, rec *Request, authorized bool) {
+	fail := func(fl Failure) {
 		fl = fl.withDefaults()
+		rec.Status, rec.Ended = fl.HTTPStatus, true
+		f.record(*rec)
 		if fl.RetryAfter != "" {
 			w.Header().Set("Retry-After", fl.RetryAfter)
 		}
 		writeJSON(w, fl.HTTPStatus, metaError(fl))
-		return fl.HTTPStatus
 	}
 	if !authorized {
-		return fail(Failure{HTTPStatus: http.StatusUnauthorized, Code: 190})
+		fail(Failure{HTTPStatus: http.StatusUnauthorized, Code: 190})
+		return
 	}
 	if fl, ok := f.nextFailure(rec.Kind); ok {
-		return fail(fl)
+		fail(fl)
+		return
 	}
 	m, ok := f.mediaFile(rec.MediaID)
 	if rec.Kind == KindDownload {
 		if !ok {
 			// Meta's CDN answers an expired or unknown download with a bare 404.
+			rec.Status, rec.Ended = http.StatusNotFound, true
+			f.record(*rec)
 			w.WriteHeader(http.StatusNotFound)
-			return http.StatusNotFound
+			return
 		}
-		return f.download(w, m, rec)
+		f.download(w, m, rec)
+		return
 	}
 	if !ok {
-		return fail(Failure{Code: 100, Subcode: 33, Type: "GraphMethodException",
+		fail(Failure{Code: 100, Subcode: 33, Type: "GraphMethodException",
 			Message: "Unsupported get request. Object with ID '" + rec.MediaID + "' does not exist, cannot be loaded due to missing permissions, or does not support this operation."})
+		return
 	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
+	size := m.FileSize
+	if m.lookupSize != nil {
+		size = *m.lookupSize
+	}
+	rec.Status, rec.Ended = http.StatusOK, true
+	f.record(*rec)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"messaging_product": "whatsapp",
 		"url":               scheme + "://" + r.Host + downloadPath + "?mid=" + m.ID + "&ext=" + strconv.FormatInt(f.now().Unix(), 10),
 		"mime_type":         m.MIMEType,
 		"sha256":            m.SHA256Hex,
-		"file_size":         m.FileSize,
+		"file_size":         size,
 		"id":                m.ID,
 	})
-	return http.StatusOK
 }
 
-// download writes m's bytes and records how many went out.
-func (f *Fake) download(w http.ResponseWriter, m *mediaFile, rec *Request) int {
+// download writes m's bytes, then notes how many went out in its record.
+func (f *Fake) download(w http.ResponseWriter, m *mediaFile, rec *Request) {
+	rec.Status = http.StatusOK
+	idx := f.record(*rec)
+	var sent int64
+	defer func() { f.ended(idx, sent) }()
 	w.Header().Set("Content-Type", m.MIMEType)
 	if !m.noLength {
 		w.Header().Set("Content-Length", strconv.FormatInt(m.FileSize, 10))
@@ -179,7 +202,7 @@ func (f *Fake) download(w http.ResponseWriter, m *mediaFile, rec *Request) int {
 	const piece = 32 << 10
 	for off := 0; off < len(m.data); off += piece {
 		n, err := w.Write(m.data[off:min(off+piece, len(m.data))])
-		rec.BytesSent += int64(n)
+		sent += int64(n)
 		if err != nil {
 			break
 		}
@@ -187,7 +210,32 @@ func (f *Fake) download(w http.ResponseWriter, m *mediaFile, rec *Request) int {
 			fl.Flush()
 		}
 	}
-	return http.StatusOK
+}
+
+// ended completes the record at idx of a download that wrote sent bytes.
+func (f *Fake) ended(idx int, sent int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if idx < len(f.requests) { // Reset may have dropped it
+		f.requests[idx].BytesSent, f.requests[idx].Ended = sent, true
+	}
+	f.notifyLocked()
+}
+
+// WaitForRequest blocks until a recorded request satisfies match and returns the first that
+// does, or returns ctx's error.
+func (f *Fake) WaitForRequest(ctx context.Context, match func(Request) bool) (Request, error) {
+	var found Request
+	_, err := f.wait(ctx, func() []Request {
+		for _, r := range f.requests {
+			if match(r) {
+				found = r
+				return []Request{r}
+			}
+		}
+		return nil
+	}, f.Requests)
+	return found, err
 }
 
 // serveMediaAdmin serves POST /_fake/media (the body is the file, its Content-Type the type)

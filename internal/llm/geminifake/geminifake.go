@@ -244,6 +244,16 @@ func WithRules(rules ...Rule) Option {
 	}
 }
 
+// WithTranscripts sets transcripts by hex SHA-256 (see SetTranscript), for example
+// mediasample.Transcripts().
+func WithTranscripts(transcripts map[string]string) Option {
+	return func(s *Server) {
+		for sum, text := range transcripts {
+			s.SetTranscript(sum, text)
+		}
+	}
+}
+
 // WithClock sets the clock that stamps requests and that rules see as Call.Now.
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
