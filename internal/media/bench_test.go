@@ -19,13 +19,16 @@ import (
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
-// oneMB is a 1 MB photo's worth of random bytes (random: nothing compresses on the way).
-func oneMB(b *testing.B) []byte {
+// benchStack is a fake Graph holding a 1 MB photo's worth of random bytes (random: nothing
+// compresses on the way), the message naming it, and a context whose logger discards.
+func benchStack(b *testing.B) (*stack, whatsapp.Message, context.Context) {
+	s := newStack(b, media.Config{})
 	data := make([]byte, 1_000_000)
 	if _, err := rand.Read(data); err != nil {
 		b.Fatal(err)
 	}
-	return data
+	m := msg("image", s.fake.AddMedia(data, "image/jpeg"), "Bus 03 AC mati", "")
+	return s, m, logging.WithLogger(context.Background(), slog.New(slog.DiscardHandler))
 }
 
 // fetchAndEncode is a turn's media overhead without the LLM: the Graph lookup and download
@@ -47,13 +50,9 @@ func fetchAndEncode(ctx context.Context, f *media.Fetcher, m whatsapp.Message) (
 // BenchmarkFetchAndEncode1MB reports the overhead of one 1 MB image turn (excluding the LLM),
 // with its median in p50-ms (the goal: under 60 ms on the local stack).
 func BenchmarkFetchAndEncode1MB(b *testing.B) {
-	s := newStack(b, media.Config{})
-	data := oneMB(b)
-	mf := s.fake.AddMedia(data, "image/jpeg")
-	m := msg("image", mf, "Bus 03 AC mati", "")
-	ctx := logging.WithLogger(context.Background(), slog.New(slog.DiscardHandler))
+	s, m, ctx := benchStack(b)
 	var times []time.Duration
-	b.SetBytes(int64(len(data)))
+	b.SetBytes(1_000_000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -76,11 +75,7 @@ func BenchmarkFetchAndEncode1MB(b *testing.B) {
 // use while they run (peak-heap-MiB; the goal for the worker: under 150 MiB), sampled
 // every millisecond.
 func BenchmarkFetch20AtOnce(b *testing.B) {
-	s := newStack(b, media.Config{})
-	data := oneMB(b)
-	mf := s.fake.AddMedia(data, "image/jpeg")
-	m := msg("image", mf, "Bus 03 AC mati", "")
-	ctx := logging.WithLogger(context.Background(), slog.New(slog.DiscardHandler))
+	s, m, ctx := benchStack(b)
 
 	runtime.GC()
 	var base runtime.MemStats
