@@ -25,6 +25,10 @@ import (
 // once base64-encoded.
 const DefaultMaxBytes = 15 << 20
 
+// MaxAllowedBytes is the largest MEDIA_MAX_BYTES: base64 makes a file a third larger in the
+// request, and Vertex AI refuses inline data past about 20 MB.
+const MaxAllowedBytes = 20 << 20
+
 // The kinds of Fetch failures. Test with errors.Is; the error itself is an *Error.
 var (
 	// ErrUnsupported: a type Gemini does not take inline, or not a media message.
@@ -91,8 +95,8 @@ func New(g *graph.Client, cfg Config) (*Fetcher, error) {
 	if g == nil {
 		return nil, errors.New("media: nil graph client")
 	}
-	if cfg.MaxBytes < 0 {
-		return nil, fmt.Errorf("media: MaxBytes %d must not be negative", cfg.MaxBytes)
+	if cfg.MaxBytes < 0 || cfg.MaxBytes > MaxAllowedBytes {
+		return nil, fmt.Errorf("media: MEDIA_MAX_BYTES %d must be 1 to %d", cfg.MaxBytes, MaxAllowedBytes)
 	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes

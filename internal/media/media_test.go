@@ -343,11 +343,13 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestNewRejectsANegativeCap(t *testing.T) {
+func TestNewRejectsABadCap(t *testing.T) {
 	t.Parallel()
 	g, _ := graph.NewClient("http://127.0.0.1:1", "", nil)
-	if _, err := media.New(g, media.Config{MaxBytes: -1}); err == nil {
-		t.Error("New accepted a negative cap")
+	for _, n := range []int64{-1, media.MaxAllowedBytes + 1} {
+		if _, err := media.New(g, media.Config{MaxBytes: n}); err == nil || !strings.Contains(err.Error(), "MEDIA_MAX_BYTES") {
+			t.Errorf("New accepted a cap of %d (%v)", n, err)
+		}
 	}
 	f, err := media.New(g, media.Config{})
 	if err != nil || f.MaxBytes() != media.DefaultMaxBytes {
