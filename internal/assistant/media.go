@@ -189,6 +189,9 @@ func (e *Engine) loadMedia(ctx context.Context, t *turn) (*llm.Media, bool, erro
 		if !ok || len(att.Data) == 0 {
 			err = fmt.Errorf("%w: %q", ErrMediaUnsupported, att.MIMEType)
 		} else {
+			desc := att
+			desc.Data = nil // the outcome outlives the turn: it must not hold the bytes
+			t.media = &desc
 			return &llm.Media{MIMEType: mt, Data: att.Data, Label: mediaLabel(att.Kind, att.Voice)}, false, nil
 		}
 	}

@@ -80,6 +80,9 @@ func TestMediaReachesTheModel(t *testing.T) {
 	if req.Text != "Bus 03 AC mati" {
 		t.Errorf("request text = %q, want the caption", req.Text)
 	}
+	if m := out.Media; m == nil || m.Data != nil || m.MIMEType != "image/jpeg" || m.Size != int64(len(photoBytes)) {
+		t.Errorf("outcome media = %+v; want its description without the bytes", m)
+	}
 	if got := out.State.Turns[len(out.State.Turns)-1].User; got != "[photo] Bus 03 AC mati" {
 		t.Errorf("history keeps %q", got)
 	}

@@ -94,6 +94,9 @@ type Outcome struct {
 	Usage llm.Usage
 	// Language is the language of the turn's system messages, and of the action's answer.
 	Language string
+	// Media describes the file Input.Media fetched (type, hash, size), its Data left out: what
+	// the stored message keeps (media.Describe). Nil when nothing was fetched.
+	Media *Attachment
 }
 
 // The events of a turn.
@@ -317,6 +320,7 @@ type turn struct {
 	// dropped is the pending action a correction dropped, kept back if the file of a media
 	// message is refused (the model never saw the correction).
 	dropped  *PendingAction
+	media    *Attachment
 	llmCalls int
 	usage    llm.Usage
 }
@@ -338,7 +342,7 @@ func (t *turn) outcome() Outcome {
 	}
 	return Outcome{
 		Replies: t.replies, Action: t.action, State: t.state, Event: t.event, Reason: t.reason, Cause: t.cause,
-		Intent: t.intent, Corrected: t.corrected, LLMCalls: t.llmCalls, Usage: t.usage, Language: t.lang,
+		Intent: t.intent, Corrected: t.corrected, LLMCalls: t.llmCalls, Usage: t.usage, Language: t.lang, Media: t.media,
 	}
 }
 
