@@ -9,6 +9,7 @@ import (
 	"github.com/wapipe/wapipe/internal/loadgen"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -21,9 +22,10 @@ type hotLoad struct {
 	queues *tasks.QueueFile
 }
 
-// run drives the load, waits for every reply and for the queues to drain (every write of the
-// load done), and returns the documents written, most written first, and the load's nominal
-// duration, n/rate: the writes are counted, so a slow machine makes them no fewer.
+// run drives the load, waits for every reply, posts each reply's three statuses (sent,
+// delivered, read), waits for the queues to drain (every write of the load done), and returns
+// the documents written, most written first, and the load's nominal duration, n/rate: the
+// writes are counted, so a slow machine makes them no fewer.
 func (l hotLoad) run(t testing.TB) ([]testenv.DocWrites, time.Duration) {
 	t.Helper()
 	ctx := context.Background()
@@ -57,6 +59,18 @@ func (l hotLoad) run(t testing.TB) ([]testenv.DocWrites, time.Duration) {
 	if _, err := st.Graph.WaitForSends(waitCtx, l.n); err != nil {
 		t.Fatalf("waiting for a reply to each of the %d messages: %v", l.n, err)
 	}
+	sends := st.Graph.Sends()
+	if len(sends) != l.n {
+		t.Fatalf("%d replies for %d messages, want one each", len(sends), l.n)
+	}
+	// Each reply's statuses, as Meta sends them: the status path writes too.
+	for _, s := range sends {
+		callback, _ := s.Body["biz_opaque_callback_data"].(string)
+		to, _ := s.Body["to"].(string)
+		for _, status := range []string{"sent", "delivered", "read"} {
+			post(t, st, whatsapp.SampleStatus(whatsapp.SampleOptions{From: to, MessageID: s.MessageID, BizOpaqueCallbackData: callback}, status))
+		}
+	}
 	queues := []string{tasks.InboundQueueID, tasks.OutboundQueueID, tasks.TenantQueueID(st.Tenants[0])}
 	testenv.Eventually(t, 2*time.Minute, func() bool {
 		for _, q := range queues {
@@ -67,9 +81,6 @@ func (l hotLoad) run(t testing.TB) ([]testenv.DocWrites, time.Duration) {
 		}
 		return true
 	}, "the queues never drained")
-	if sends := len(st.Graph.Sends()); sends != l.n {
-		t.Fatalf("%d replies for %d messages, want one each", sends, l.n)
-	}
 	t.Logf("load: %d messages at %.0f/s, sent in %v, webhook p95 %v", l.n, l.rate, res.Elapsed.Round(time.Millisecond), res.Latency.P95)
 	return counter.Writes(), nominal
 }
