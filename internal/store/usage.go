@@ -24,7 +24,8 @@ type UsageCounter struct {
 	// Period is assistant.Period's "2026-11".
 	Period string `firestore:"period" json:"period"`
 	Count  int    `firestore:"count" json:"count"`
-	// Limit is the quota the last reservation was checked against (0: unlimited).
+	// Limit is the quota the last reservation that wrote this document was checked against
+	// (0: unlimited).
 	Limit     int       `firestore:"limit" json:"limit"`
 	UpdatedAt time.Time `firestore:"updated_at" json:"updated_at"`
 }
