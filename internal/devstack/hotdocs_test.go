@@ -90,7 +90,8 @@ func (l hotLoad) run(t testing.TB) ([]testenv.DocWrites, time.Duration) {
 func ownConversation(d testenv.DocWrites) bool { return d.Pattern == "conversations/{id}" }
 
 // TestNoHotDocumentsOnTheMessagePath is the hot-document load test's short form: 50 messages at
-// 10 a second (5 s of load), each from its own contact, to one tenant in mode llm. Firestore
+// 10 a second (5 s of load), each from its own contact, to one tenant in mode llm, then each
+// reply's three statuses. Firestore
 // sustains about one write a second on a document, so over the load's 5 s a document the
 // tenant's contacts share may take at most 5 writes, and at most 5 in any one second.
 //
@@ -124,10 +125,12 @@ func TestNoHotDocumentsOnTheMessagePath(t *testing.T) {
 }
 
 // BenchmarkHotDocuments is the hot-document load test's full form: 20 messages a second for
-// 30 s to one tenant in mode llm, each from its own contact, through the local stack with the
-// queues of tasks/queues.yaml. It prints the most written documents with their sustained rate
-// (writes over the 30 s) and their busiest second, and reports the most written document's
-// rate apart from the contacts' own conversations (-v prints the tables whole):
+// 30 s to one tenant in mode llm, each from its own contact, then each reply's three statuses,
+// through the local stack with the queues of tasks/queues.yaml. It prints the most written
+// documents with their sustained rate (all their writes, statuses included, over the 30 s: an
+// overstatement, as the statuses come after) and their busiest second, and reports the most
+// written document's rate apart from the contacts' own conversations (-v prints the tables
+// whole):
 //
 //	go test -run '^$' -bench HotDocuments -benchtime 1x -v ./internal/devstack/
 func BenchmarkHotDocuments(b *testing.B) {
