@@ -219,8 +219,13 @@ func timeline(msgs []store.Message) []messageView {
 			out = append(out, v)
 			continue
 		}
-		out = append(out, messageView{Direction: store.DirectionIn, AuthorKind: "contact", At: at, Type: m.Type,
-			Text: cleanText(m.Text), Media: mediaOf(m.Media), RawEvent: m.Event, key: k, messageID: m.MessageID})
+		in := messageView{Direction: store.DirectionIn, AuthorKind: "contact", At: at, Type: m.Type,
+			Text: cleanText(m.Text), Media: mediaOf(m.Media), RawEvent: m.Event, key: k, messageID: m.MessageID}
+		if in.Media != nil && in.Text == in.Media.Caption {
+			// A media message's text is its caption (the worker keeps it in both): shown once.
+			in.Text = ""
+		}
+		out = append(out, in)
 		for i, rep := range m.Replies {
 			sub := k
 			sub.sub = i + 1

@@ -303,6 +303,8 @@ func TestConversationShowsMediaAndAuthors(t *testing.T) {
 	f.convs.msgs["conv_abc"] = append(f.convs.msgs["conv_abc"],
 		store.Message{Direction: store.DirectionIn, MessageID: "wamid.doc", Type: "document", Timestamp: fixedNow.Unix(),
 			Media: &store.Media{MIMEType: "application/pdf", SHA256: "abc", Size: 2_400_000, Caption: "the invoice", Filename: "inv-42.pdf"}},
+		store.Message{Direction: store.DirectionIn, MessageID: "wamid.img", Type: "image", Text: "bus 3 dent", Timestamp: fixedNow.Unix(),
+			Media: &store.Media{MIMEType: "image/jpeg", Size: 48_000, Caption: "bus 3 dent"}},
 		store.Message{Direction: store.DirectionOut, MessageID: "console-9", Type: "text", Text: "\n\nGot it, thanks\n\n\n\nAna\n",
 			Timestamp: fixedNow.Unix() + 1, Event: operatorReplyEvent, Operator: "ana@example.com"})
 	code, body := f.get(t, "/conversations/conv_abc")
@@ -315,6 +317,9 @@ func TestConversationShowsMediaAndAuthors(t *testing.T) {
 		if !strings.Contains(body, w) {
 			t.Errorf("conversation lacks %q:\n%s", w, body)
 		}
+	}
+	if n := strings.Count(body, "bus 3 dent"); n != 1 {
+		t.Errorf("a caption kept as the text too is shown %d times, want once", n)
 	}
 	if strings.Contains(body, "<img") {
 		t.Error("an image is shown: there is no media proxy")
