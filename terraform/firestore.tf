@@ -262,3 +262,84 @@ resource "google_firestore_index" "console_latest_messages" {
     order      = "DESCENDING"
   }
 }
+
+# The console's inbox filter "Assigned to me" (store.ListInbox): a tenant's conversations in one
+# status assigned to one operator, latest message first.
+resource "google_firestore_index" "console_inbox_assigned" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "conversations"
+
+  fields {
+    field_path = "tenant_id"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "status"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "assigned_to"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "last_message_at"
+    order      = "DESCENDING"
+  }
+}
+
+# The same without a status ("All" with an assignee).
+resource "google_firestore_index" "console_inbox_assigned_any_status" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "conversations"
+
+  fields {
+    field_path = "tenant_id"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "assigned_to"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "last_message_at"
+    order      = "DESCENDING"
+  }
+}
+
+# The inbox search by the start of a contact's name (store.ConversationsByNamePrefix).
+resource "google_firestore_index" "console_inbox_by_name" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "conversations"
+
+  fields {
+    field_path = "tenant_id"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "contact_name"
+    order      = "ASCENDING"
+  }
+}
+
+# The inbox search by the start of a message (store.ConversationIDsByTextPrefix): a range on text
+# over every conversation's messages, which needs a collection-group single-field index (Firestore
+# builds only collection-scope ones by itself).
+resource "google_firestore_field" "message_text" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "messages"
+  field      = "text"
+
+  index_config {
+    indexes {
+      order = "ASCENDING"
+    }
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
