@@ -10,8 +10,10 @@ import (
 
 	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/tasks"
@@ -116,7 +118,7 @@ func (s *Server) callAction(ctx context.Context, t *task, rec store.TenantRecord
 		return done, outcome{}, true
 	}
 	url := rec.Tenant.Assistant.ActionURL
-	secret, err := s.deps.ActionSecrets.ActionSecret(ctx, rec)
+	secret, err := s.deps.Tokens.ActionSecret(ctx, rec)
 	switch {
 	case url == "":
 		err = errors.New("the tenant's assistant has no action_url")
@@ -170,10 +172,10 @@ func (s *Server) tellAction(ctx context.Context, t *task, a tasks.Action, tn *te
 		text = assistant.ActionFailed(lang)
 	}
 	key := tasks.ActionReplyKey(a.ActionID)
-	graphID, err := s.deliver(ctx, delivery{
-		key: key, tenantID: tn.ID, phoneNumberID: a.PhoneNumberID, to: a.To, messageID: a.MessageID,
-		inboundEventID: a.InboundEventID, correlationID: a.CorrelationID, receivedAt: a.ReceivedAt,
-		reply: responder.Reply{Text: text},
+	graphID, err := s.sendReply(ctx, delivery.Request{
+		Kind: delivery.ActionResult, Key: key, TenantID: tn.ID, PhoneNumberID: a.PhoneNumberID, To: a.To,
+		InboundMessageID: a.MessageID, InboundEventID: a.InboundEventID, CorrelationID: a.CorrelationID,
+		ReceivedAt: a.ReceivedAt, Reply: responder.Reply{Text: text},
 	})
 	if err != nil {
 		return s.fail(ctx, t, err)
@@ -215,4 +217,10 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// isUnreadableSecret reports a ciphertext no retry can open: sealed for another key or place,
+// or damaged.
+func isUnreadableSecret(err error) bool {
+	return errors.Is(err, secrets.ErrNotAuthentic) || errors.Is(err, secrets.ErrKeyKind) || errors.Is(err, secrets.ErrMalformed)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
@@ -59,29 +60,27 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	deps := Deps{
-		Tasks:         tq,
-		Payloads:      store.NewPayloads(db, 0),
-		Outbound:      outbound,
-		Statuses:      store.NewStatuses(db, store.Options{}),
-		Deliveries:    outbound,
-		Traces:        store.NewTraces(db, store.Options{}),
-		DeadLetters:   deadLetters,
-		Sender:        NewGraphSender(gc),
-		Responder:     responder.Ack{Text: cfg.AckText},
-		Hasher:        cfg.Hasher(),
-		Tenants:       NewTenantCache(tenants, TenantCacheTTL),
-		Members:       tenants,
-		Tokens:        tokens,
-		Inbox:         conversations,
-		Messages:      conversations,
-		Assistant:     assistant.New(lc, guard),
-		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
-		Caller:        newActionClient(cfg.IsDev()),
-		ActionSecrets: tokens,
-		Lease:         cfg.ConversationLease,
-		Sends:         store.NewSends(db, store.Options{}),
-		Windows:       conversations,
-		Logger:        logger,
+		Tasks:       tq,
+		Payloads:    store.NewPayloads(db, 0),
+		Outbound:    outbound,
+		Statuses:    store.NewStatuses(db, store.Options{}),
+		Traces:      store.NewTraces(db, store.Options{}),
+		DeadLetters: deadLetters,
+		Sender:      delivery.NewGraphSender(gc),
+		Responder:   responder.Ack{Text: cfg.AckText},
+		Hasher:      cfg.Hasher(),
+		Tenants:     NewTenantCache(tenants, TenantCacheTTL),
+		Members:     tenants,
+		Tokens:      tokens,
+		Inbox:       conversations,
+		Messages:    conversations,
+		Assistant:   assistant.New(lc, guard),
+		Actions:     store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
+		Caller:      newActionClient(cfg.IsDev()),
+		Lease:       cfg.ConversationLease,
+		Sends:       store.NewSends(db, store.Options{}),
+		Windows:     conversations,
+		Logger:      logger,
 		Health: health.New(outbound, deadLetters, admin,
 			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
 	}

@@ -281,7 +281,7 @@ func (s *Server) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			continue
 		}
 		res, err := storeCall(ctx, func(ctx context.Context) (store.ApplyResult, error) {
-			return s.deps.Deliveries.ApplyStatus(ctx, store.StatusUpdate{
+			return s.deps.Outbound.ApplyStatus(ctx, store.StatusUpdate{
 				Key:            callbackKey(st.BizOpaqueCallbackData),
 				GraphMessageID: st.ID,
 				Status:         st.Status,

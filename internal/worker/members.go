@@ -11,61 +11,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
-	"github.com/wapipe/wapipe/tasks"
 )
-
-// sender is who sends a reply: a tenant with its token, or the single-tenant default.
-type sender struct {
-	// tenant is nil for the single-tenant default.
-	tenant *tenant.Tenant
-	// token is the Graph API access token, in clear: never log it.
-	token string
-}
-
-// sender finds who sends the reply to out. When ok is false, o ends the attempt: the tenant or
-// its token could not be read (a retry), or the reply cannot be sent at all (no token, tenant
-// gone): the record says failed and the task is kept as a dead letter, to replay once an
-// operator has fixed the cause.
-func (s *Server) sender(ctx context.Context, t *task, out tasks.Outbound) (from sender, o outcome, ok bool) {
-	if out.TenantID == "" {
-		if s.cfg.AccessToken == "" {
-			return from, s.abandon(ctx, t, out, "no_token", errors.New(
-				"reply for the single-tenant default, but WHATSAPP_ACCESS_TOKEN is unset: set it (or apply a tenant that owns the number), then replay")), false
-		}
-		return sender{token: s.cfg.AccessToken}, outcome{}, true
-	}
-	rec, token, reason, err := s.tenantToken(ctx, out.TenantID)
-	if err != nil && reason == "" {
-		// The tenant store or Cloud KMS unreachable for now: a retry may succeed.
-		s.markRetry(ctx, out.IdempotencyKey, temporaryFailure(err, 0), true)
-		return from, s.fail(ctx, t, err), false
-	}
-	switch reason {
-	case "tenant_not_found":
-		return from, s.abandon(ctx, t, out, reason, fmt.Errorf("tenant %s does not exist (any more): apply it, then replay", out.TenantID)), false
-	case "no_token":
-		return from, s.abandon(ctx, t, out, reason, fmt.Errorf(
-			"tenant %s has no access token (auth_status %s): set one with `wapipe tenants set-token %s`, then replay", out.TenantID, rec.AuthStatus, out.TenantID)), false
-	case "token_unreadable":
-		// No retry opens a ciphertext sealed for another key or place.
-		return from, s.abandon(ctx, t, out, reason, fmt.Errorf("%w: set the token again, then replay", err)), false
-	}
-	return sender{tenant: rec.Tenant, token: token}, outcome{}, true
-}
-
-// abandon ends a reply that cannot be sent until an operator acts: the record says failed with
-// the reason, and the task is kept as a dead letter to replay after the fix.
-func (s *Server) abandon(ctx context.Context, t *task, out tasks.Outbound, reason string, err error) outcome {
-	if merr := s.deps.Outbound.MarkFailed(ctx, out.IdempotencyKey, 0, reason+": "+err.Error()); merr != nil {
-		// Without the failed record a retry would try again; let Cloud Tasks retry.
-		return s.fail(ctx, t, temporaryFailure(merr, 0))
-	}
-	logging.FromContext(ctx).ErrorContext(ctx, "reply cannot be sent: kept as a dead letter", "event", "outbound_unsendable",
-		"reason", reason, "error", err)
-	f := permanentFailure(err)
-	f.class = reason
-	return s.deadLetter(ctx, t, f)
-}
 
 // tenantReply is the reply of a tenant to m without a conversation (Deps.Inbox unset):
 // membership first (see admit), then the TenantResponder.

@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -29,10 +31,6 @@ const (
 	// the task is also kept as a dead letter to replay once an operator has fixed the token.
 	refusedAuth
 )
-
-// reasonOutcomeUnknown is the dead letter reason of a reply given up because an earlier send's
-// outcome stayed unknown.
-const reasonOutcomeUnknown = "outcome_unknown"
 
 // failure is a failed step, classified.
 type failure struct {
@@ -100,6 +98,8 @@ const (
 	conversed
 	// actionDone: the action has its answer and the user was told (or cannot be).
 	actionDone
+	// parked: the send waits for its tenant's new access token.
+	parked
 )
 
 // outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
@@ -163,6 +163,8 @@ func response(o outcome) (int, any) {
 		return http.StatusOK, map[string]any{"status": "dead_lettered", "dead_letter_id": o.deadLetterID}
 	case conversed:
 		return http.StatusOK, map[string]any{"status": o.reason, "conversation_id": o.conversation.ConversationID, "turns": o.conversation.Turns}
+	case parked:
+		return http.StatusOK, map[string]any{"status": store.OutboundParked}
 	case actionDone:
 		return http.StatusOK, map[string]any{"status": o.action.State, "action_id": o.action.ActionID, "http_status": o.action.HTTPStatus}
 	case retry:
@@ -184,4 +186,37 @@ func respond(w http.ResponseWriter, o outcome) {
 	}
 	code, body := response(o)
 	httpjson.Write(w, code, body)
+}
+
+// deliveryOutcome is the outcome of a send's delivery.Result: the one place a delivery becomes
+// an answer to Cloud Tasks. The result says whether its policy keeps the task as a dead letter.
+func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result) outcome {
+	switch r.Status {
+	case delivery.Sent:
+		return outcome{kind: sent, messageID: r.MessageID}
+	case delivery.Settled:
+		return outcome{kind: settled, record: r.Record}
+	case delivery.Skipped:
+		return outcome{kind: skipped}
+	case delivery.Parked:
+		return outcome{kind: parked}
+	case delivery.Refused:
+		if r.DeadLetter {
+			// A bad or expired token fails every reply, not this one: keep each as a dead
+			// letter to replay once an operator has fixed the token.
+			s.keepDeadLetter(ctx, t, &failure{kind: refusedAuth, err: r.Err, code: r.Code, class: r.Class})
+		}
+		return outcome{kind: refusedByMeta, code: r.Code}
+	case delivery.Unsendable, delivery.OutcomeUnknown, delivery.Invalid:
+		if r.DeadLetter || r.Status == delivery.Invalid {
+			return s.deadLetter(ctx, t, &failure{kind: permanent, err: r.Err, code: r.Code, class: r.Class})
+		}
+		return outcome{kind: refusedByMeta, code: r.Code}
+	case delivery.Retry:
+		if r.Err == nil {
+			return retryLater(r.Reason, 0)
+		}
+		return s.fail(ctx, t, &failure{kind: temporary, err: r.Err, code: r.Code, retryAfter: r.RetryAfter, class: r.Class})
+	}
+	return outcome{}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
@@ -103,7 +104,7 @@ func graphSender(t *testing.T, baseURL string, timeout time.Duration) worker.Sen
 	if err != nil {
 		t.Fatal(err)
 	}
-	return worker.NewGraphSender(c)
+	return delivery.NewGraphSender(c)
 }
 
 // TestOutboundConnectionRefusedRetriesAtOnce: a send whose connection was refused never left, so
@@ -190,7 +191,7 @@ func TestOutboundOutcomeUnknownDeadLettered(t *testing.T) {
 // interface's method).
 type (
 	panicTenants struct{ worker.TenantResolver }
-	panicSends   struct{ worker.SendRecords }
+	panicSends   struct{ delivery.Parker }
 )
 
 // TestPanicOnLastAttemptDeadLettersEveryTaskRoute: whatever task route a panic ends, on the

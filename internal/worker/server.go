@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/identity"
@@ -40,14 +41,14 @@ type PayloadReader interface {
 	Get(ctx context.Context, ref string) ([]byte, error)
 }
 
-// Sender talks to the Graph API; GraphSender adapts the graph client to it. Each call carries
-// the access token of the tenant that owns the business number.
-type Sender interface {
-	// Send sends reply to `to` from the business number, with callbackData as
-	// biz_opaque_callback_data and replyTo (when not empty) as the quoted message. It returns
-	// Meta's message id.
-	Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
-	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
+// Sender talks to the Graph API; delivery.GraphSender implements it.
+type Sender = delivery.Sender
+
+// OutboundStore is the outbound records: delivery begins and settles sends on them, and the
+// inbound task applies statuses to them; *store.Outbound implements it.
+type OutboundStore interface {
+	delivery.Records
+	DeliveryUpdater
 }
 
 // TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
@@ -64,9 +65,8 @@ type HealthChecker interface {
 type Deps struct {
 	Tasks       Enqueuer
 	Payloads    PayloadReader
-	Outbound    OutboundRecords
+	Outbound    OutboundStore
 	Statuses    StatusRecords
-	Deliveries  DeliveryUpdater
 	Traces      TraceRecords
 	DeadLetters DeadLetters
 	Sender      Sender
@@ -77,7 +77,7 @@ type Deps struct {
 	Tenants TenantResolver
 	// Members are the tenants' members who joined by invite, and the invites.
 	Members MemberStore
-	// Tokens opens the tenants' access tokens (cached).
+	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
 	// TenantResponder answers a tenant's served messages when there is no Inbox;
 	// responder.TenantAck when nil.
@@ -90,11 +90,9 @@ type Deps struct {
 	Assistant TurnEngine
 	// Messages reads and adds stored messages; required with Inbox.
 	Messages StoredMessages
-	// Actions records the action calls, Caller makes them and ActionSecrets opens the tenants'
-	// signing secrets; required with Inbox.
-	Actions       ActionRecords
-	Caller        ActionCaller
-	ActionSecrets SecretSource
+	// Actions records the action calls and Caller makes them; required with Inbox.
+	Actions ActionRecords
+	Caller  ActionCaller
 	// Lease is how long a conversation's holder keeps it without committing a turn;
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
@@ -114,10 +112,10 @@ type Deps struct {
 	// MarkReadTimeout bounds the best-effort mark-as-read call; 5 s when zero.
 	MarkReadTimeout time.Duration
 
-	// Sends are the records process_send sends from and parks (apisend.go).
-	Sends SendRecords
+	// Sends are the records process_send sends from, and the parking of a tenant's sends.
+	Sends delivery.Parker
 	// Windows reads contacts' last_inbound_at (the 24-hour window); no window check when nil.
-	Windows WindowReader
+	Windows delivery.Windows
 }
 
 // Server is the worker service.
@@ -126,6 +124,8 @@ type Server struct {
 	deps Deps
 	// runner serialises the turns of each conversation; nil without Deps.Inbox.
 	runner *conversation.Runner
+	// deliver sends every message, exactly once.
+	deliver *delivery.Deliverer
 	// routes are the task routes (task.go).
 	routes []taskRoute
 }
@@ -159,10 +159,20 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.MarkReadTimeout <= 0 {
 		deps.MarkReadTimeout = 5 * time.Second
 	}
-	srv := &Server{cfg: cfg, deps: deps}
+	srv := &Server{cfg: cfg, deps: deps, deliver: &delivery.Deliverer{
+		Records: deps.Outbound, Sender: deps.Sender, Tenants: deps.Tenants, Tokens: deps.Tokens,
+		Hasher: deps.Hasher, Now: deps.Now, MarkReadTimeout: deps.MarkReadTimeout,
+	}}
+	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
+	if deps.Sends != nil {
+		srv.deliver.Sends = deps.Sends
+	}
+	if deps.Windows != nil {
+		srv.deliver.Windows = deps.Windows
+	}
 	if deps.Inbox != nil {
-		if deps.Assistant == nil || deps.Messages == nil || deps.Actions == nil || deps.Caller == nil || deps.ActionSecrets == nil {
-			panic("worker.NewServer: Deps.Inbox needs Assistant, Messages, Actions, Caller and ActionSecrets")
+		if deps.Assistant == nil || deps.Messages == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil {
+			panic("worker.NewServer: Deps.Inbox needs Assistant, Messages, Actions, Caller and Tokens")
 		}
 		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
 	}

@@ -49,9 +49,11 @@ type Decrypter interface {
 	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
 }
 
-// TokenSource gives a tenant's access token in clear; TokenCache implements it.
+// TokenSource gives a tenant's access token and action signing secret in clear; TokenCache
+// implements it.
 type TokenSource interface {
 	Token(ctx context.Context, rec store.TenantRecord) (string, error)
+	SecretSource
 }
 
 // TenantCache is the per-instance TenantResolver: every routed message asks it, so a hit must

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,11 @@ func (f *fakeTenants) Get(ctx context.Context, id string) (store.TenantRecord, e
 
 func (f *fakeTenants) Token(_ context.Context, rec store.TenantRecord) (string, error) {
 	return strings.TrimPrefix(string(rec.AccessToken), "sealed:"), nil
+}
+
+// ActionSecret: the handler tests run no action.
+func (f *fakeTenants) ActionSecret(context.Context, store.TenantRecord) ([]byte, error) {
+	return nil, errors.New("fakeTenants: no action secrets")
 }
 
 func (f *fakeTenants) RuntimeMember(_ context.Context, id, waID string) (tenant.Member, bool, error) {

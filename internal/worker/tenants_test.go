@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/operator"
@@ -307,12 +308,12 @@ func TestTenantWithoutTokenRecordsFailed(t *testing.T) {
 	a := s.applyTenant(ops, tenantFile("acme-bus", numberA, "en", "public", ""), "")
 	id := s.say(numberA, contact, "hello")
 	ctx := context.Background()
-	testenv.Eventually(t, 10*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		rec, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(id))
 		return err == nil && rec.State == store.OutboundFailed
 	}, "the record never became failed")
 	s.idle(tasks.TenantQueueID(a))
-	if rec := s.outbound(id); !strings.Contains(rec.LastError, "no_token") || rec.TenantID != a {
+	if rec := s.outbound(id); rec.FailureReason != delivery.ReasonNoToken || rec.TenantID != a {
 		t.Errorf("record %+v, want failed for no_token", rec)
 	}
 	if !strings.Contains(s.logs.String(), `"event":"outbound_unsendable"`) {
