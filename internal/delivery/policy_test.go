@@ -233,7 +233,10 @@ func TestPolicies(t *testing.T) {
 		},
 		{
 			name: "outcome unknown past the reconcile window", tenantToken: token, tenantID: "acme",
-			setup: func(e *env, key string) { e.sendingSince(key, "acme"); e.clk.add(store.DefaultReconcileWindow + time.Minute) },
+			setup: func(e *env, key string) {
+				e.sendingSince(key, "acme")
+				e.clk.add(store.DefaultReconcileWindow + time.Minute)
+			},
 			want: each(each(map[delivery.Kind]want{}, unknown(true), append(stored, delivery.DefaultReply)...),
 				unknown(false), replies...),
 		},
