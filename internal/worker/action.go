@@ -12,10 +12,12 @@ import (
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -75,7 +77,7 @@ func (s *Server) processAction(ctx context.Context, t *task, a tasks.Action, req
 	if err != nil {
 		return s.fail(ctx, t, fmt.Errorf("read tenant %s: %w", a.TenantID, err))
 	}
-	member, _, err := s.member(ctx, rec.Tenant, a.To)
+	member, _, err := members.Gate{Store: s.deps.Members}.Member(ctx, rec.Tenant, a.To)
 	if err != nil {
 		return s.fail(ctx, t, err)
 	}
@@ -122,7 +124,7 @@ func (s *Server) callAction(ctx context.Context, t *task, rec store.TenantRecord
 	switch {
 	case url == "":
 		err = errors.New("the tenant's assistant has no action_url")
-	case errors.Is(err, errNoActionSecret) || isUnreadableSecret(err):
+	case errors.Is(err, tenantcache.ErrNoActionSecret) || isUnreadableSecret(err):
 	case err != nil:
 		return ar, s.fail(ctx, t, err), false
 	}

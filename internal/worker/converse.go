@@ -11,6 +11,7 @@ import (
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -112,14 +113,14 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 			st, ok = st.HitOnboarding(m.ID, p.ReceivedAt)
 			return ok
 		}
-		adm, err := s.admit(ctx, tn, m, allow)
+		adm, err := members.Gate{Store: s.deps.Members}.Admit(ctx, tn, m, allow)
 		if err != nil {
 			return assistant.Outcome{}, err
 		}
-		if adm.handled {
-			o := assistant.Outcome{State: st, Event: adm.event, Language: tn.EffectiveLanguage(adm.member)}
-			if !adm.reply.IsZero() {
-				o.Replies = []assistant.Reply{{Reply: adm.reply, Key: adm.key}}
+		if adm.Handled {
+			o := assistant.Outcome{State: st, Event: adm.Event, Language: tn.EffectiveLanguage(adm.Member)}
+			if !adm.Reply.IsZero() {
+				o.Replies = []assistant.Reply{{Reply: adm.Reply, Key: adm.Key}}
 			}
 			return o, nil
 		}
@@ -128,7 +129,7 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 			return assistant.Outcome{}, err
 		}
 		return s.deps.Assistant.Turn(ctx, assistant.Input{
-			Tenant: tn, Member: adm.member, IsMember: adm.isMember, ConversationID: p.ConversationID,
+			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
 			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: s.isLastAttempt(t), StaleButton: stale,
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 )
 
 // newActionClient calls the businesses' action URLs: outside dev only https:// to public
@@ -55,7 +56,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
-	tokens := NewTokenCache(keeper, TokenCacheTTL)
+	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
 	guard := store.NewGuard(db, store.Options{})
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
@@ -69,7 +70,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Sender:      delivery.NewGraphSender(gc),
 		Responder:   responder.Ack{Text: cfg.AckText},
 		Hasher:      cfg.Hasher(),
-		Tenants:     NewTenantCache(tenants, TenantCacheTTL),
+		Tenants:     tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
 		Members:     tenants,
 		Tokens:      tokens,
 		Inbox:       conversations,

@@ -23,6 +23,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
@@ -76,7 +77,7 @@ type Deps struct {
 	// single-tenant default's.
 	Tenants TenantResolver
 	// Members are the tenants' members who joined by invite, and the invites.
-	Members MemberStore
+	Members members.Store
 	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
 	// TenantResponder answers a tenant's served messages when there is no Inbox;

@@ -20,6 +20,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -296,7 +297,7 @@ func TestApplySeenWithinSeconds(t *testing.T) {
 	testenv.Eventually(t, 15*time.Second, func() bool {
 		return textOf(s.sendFor(s.say(numberA, contact, "hello"))) == i18n.Text("fr", i18n.Ack)
 	}, "the new language was never used")
-	t.Logf("apply seen by the worker after %v (cache TTL %v)", time.Since(applied).Round(10*time.Millisecond), worker.TenantCacheTTL)
+	t.Logf("apply seen by the worker after %v (cache TTL %v)", time.Since(applied).Round(10*time.Millisecond), tenantcache.TenantCacheTTL)
 }
 
 // TestTenantWithoutTokenRecordsFailed: a reply of a tenant without a token is recorded failed
