@@ -48,35 +48,24 @@ func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o o
 	return t, out, outcome{}, true
 }
 
+// errNoConversations is a tenant's message reaching a worker built without Deps.Inbox.
+var errNoConversations = errors.New("a tenant's message, but this worker has no conversation store (Deps.Inbox)")
+
 // processOutbound answers the message: a tenant's through its conversation (converse), the
-// single-tenant default's (or a tenant's without conversations) with the responder's reply.
+// single-tenant default's with the Responder's reply, sent once (package delivery).
 func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
-	if out.TenantID != "" && s.runner != nil {
+	if out.TenantID != "" {
+		if s.runner == nil {
+			return s.deadLetter(ctx, t, permanentFailure(errNoConversations))
+		}
 		return s.converse(ctx, t, out, start)
 	}
-	req := delivery.Request{
-		Kind: delivery.DefaultReply, Key: out.IdempotencyKey, TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID,
+	return s.deliveryOutcome(ctx, t, s.deliver.Deliver(ctx, delivery.Request{
+		Kind: delivery.DefaultReply, Key: out.IdempotencyKey, Token: s.cfg.AccessToken, PhoneNumberID: out.PhoneNumberID,
 		To: out.To, InboundMessageID: out.Message.ID, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
 		ReceivedAt: out.ReceivedAt, MarkRead: true, LastAttempt: s.isLastAttempt(t),
-		Compose: func(ctx context.Context) (responder.Reply, error) { return s.reply(ctx, out) },
-	}
-	if out.TenantID == "" {
-		req.Token = s.cfg.AccessToken
-	}
-	return s.deliveryOutcome(ctx, t, s.deliver.Deliver(ctx, req))
-}
-
-// reply is the reply to out: the tenant's (membership first, then its responder), or the
-// default Responder's for the single-tenant default.
-func (s *Server) reply(ctx context.Context, out tasks.Outbound) (responder.Reply, error) {
-	if out.TenantID == "" {
-		return s.deps.Responder.Respond(ctx, out.Message)
-	}
-	rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID)
-	if err != nil {
-		return responder.Reply{}, err
-	}
-	return s.tenantReply(ctx, rec.Tenant, out.Message)
+		Compose: func(ctx context.Context) (responder.Reply, error) { return s.deps.Responder.Respond(ctx, out.Message) },
+	}))
 }
 
 func validateOutbound(o tasks.Outbound) error {

@@ -80,12 +80,9 @@ type Deps struct {
 	Members members.Store
 	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
-	// TenantResponder answers a tenant's served messages when there is no Inbox;
-	// responder.TenantAck when nil.
-	TenantResponder responder.TenantResponder
-	// Inbox keeps the tenants' conversations: with it, a tenant's message is stored in its
-	// conversation and answered by Assistant, one turn at a time (package conversation).
-	// Without it, tenants are answered by TenantResponder, one reply per message.
+	// Inbox keeps the tenants' conversations: a tenant's message is stored in its conversation
+	// and answered by Assistant, one turn at a time (package conversation). A worker without it
+	// serves the single-tenant default only (a tenant's message is kept as a dead letter).
 	Inbox conversation.Inbox
 	// Assistant decides the turns; required with Inbox.
 	Assistant TurnEngine
@@ -150,9 +147,6 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	if deps.Tenants == nil {
 		deps.Tenants = noTenants{}
-	}
-	if deps.TenantResponder == nil {
-		deps.TenantResponder = responder.TenantAck{}
 	}
 	if deps.FanOut <= 0 {
 		deps.FanOut = 16
