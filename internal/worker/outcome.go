@@ -9,6 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -107,7 +108,7 @@ const (
 type outcome struct {
 	kind outcomeKind
 	// fanOut is fannedOut's counts.
-	fanOut fanOutCounts
+	fanOut fanout.Counts
 	// messageID is sent's Graph message id.
 	messageID string
 	// record is settled's outbound record.
@@ -124,17 +125,6 @@ type outcome struct {
 	// 0 for none.
 	reason     string
 	retryAfter time.Duration
-}
-
-// fanOutCounts is what an inbound task did.
-type fanOutCounts struct {
-	Status   string `json:"status"`
-	Messages int    `json:"messages"`
-	Statuses int    `json:"statuses"`
-	Created  int    `json:"tasks_created"`
-	Existed  int    `json:"tasks_existed"`
-	// Unrouted counts the messages to a number no tenant owns, with no default to serve them.
-	Unrouted int `json:"unrouted,omitempty"`
 }
 
 func retryLater(reason string, after time.Duration) outcome {

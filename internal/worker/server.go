@@ -19,13 +19,13 @@ import (
 
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
-	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -33,14 +33,7 @@ import (
 const maxTaskBody = 1 << 20
 
 // Enqueuer creates tasks; *taskqueue.Client implements it.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
-}
-
-// PayloadReader reads payloads stored out of band; *store.Payloads implements it.
-type PayloadReader interface {
-	Get(ctx context.Context, ref string) ([]byte, error)
-}
+type Enqueuer = fanout.Enqueuer
 
 // Sender talks to the Graph API; delivery.GraphSender implements it.
 type Sender = delivery.Sender
@@ -49,7 +42,7 @@ type Sender = delivery.Sender
 // inbound task applies statuses to them; *store.Outbound implements it.
 type OutboundStore interface {
 	delivery.Records
-	DeliveryUpdater
+	fanout.DeliveryUpdater
 }
 
 // TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
@@ -65,10 +58,10 @@ type HealthChecker interface {
 // Deps are the worker's dependencies.
 type Deps struct {
 	Tasks       Enqueuer
-	Payloads    PayloadReader
+	Payloads    fanout.PayloadReader
 	Outbound    OutboundStore
-	Statuses    StatusRecords
-	Traces      TraceRecords
+	Statuses    fanout.StatusRecords
+	Traces      fanout.TraceRecords
 	DeadLetters DeadLetters
 	Sender      Sender
 	// Responder answers the single-tenant default's messages.
@@ -124,6 +117,8 @@ type Server struct {
 	runner *conversation.Runner
 	// deliver sends every message, exactly once.
 	deliver *delivery.Deliverer
+	// fanner fans the inbound deliveries out.
+	fanner *fanout.Fanner
 	// routes are the task routes (task.go).
 	routes []taskRoute
 }
@@ -158,6 +153,13 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		Records: deps.Outbound, Sender: deps.Sender, Tenants: deps.Tenants, Tokens: deps.Tokens,
 		Hasher: deps.Hasher, Now: deps.Now, MarkReadTimeout: deps.MarkReadTimeout,
 	}}
+	srv.fanner = &fanout.Fanner{
+		Tasks: deps.Tasks, Payloads: deps.Payloads, Statuses: deps.Statuses, Outbound: deps.Outbound, Traces: deps.Traces,
+		Tenants: deps.Tenants, Hasher: deps.Hasher, Now: deps.Now, Limit: deps.FanOut,
+	}
+	if cfg.AccessToken != "" {
+		srv.fanner.DefaultQueue = cfg.OutboundQueue
+	}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
