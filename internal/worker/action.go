@@ -46,20 +46,16 @@ const actionHold = 30 * time.Second
 // tells the user the result, exactly once (its own idempotency record).
 func (s *Server) handleProcessAction() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a tasks.Action
-		t, o, ok, err := s.readTask(r, tasks.ProcessActionPath, &a)
+		var req action.Request
+		t, a, o, ok := readAs(s, r, tasks.ProcessActionPath, func(t *task, a *tasks.Action) {
+			a.CorrelationID = t.correlate(a.CorrelationID)
+			t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(a.ActionID)
+		}, func(a tasks.Action) (err error) {
+			req, err = validateAction(a)
+			return err
+		})
 		if !ok {
 			respond(w, o)
-			return
-		}
-		a.CorrelationID = t.correlate(a.CorrelationID)
-		t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(a.ActionID)
-		var req action.Request
-		if err == nil {
-			req, err = validateAction(a)
-		}
-		if err != nil {
-			respond(w, s.deadLetter(r.Context(), t, permanentFailure(errors.Join(errors.New("malformed action task"), err))))
 			return
 		}
 		ctx, _ := logging.With(r.Context(), "action_id", a.ActionID, "tenant_id", a.TenantID, "conversation_id", a.ConversationID,

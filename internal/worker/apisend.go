@@ -13,19 +13,12 @@ import (
 // the api service or the console, or a parked send released.
 func (s *Server) handleProcessSend() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body tasks.Send
-		t, o, ok, err := s.readTask(r, tasks.ProcessSendPath, &body)
+		t, body, o, ok := readAs(s, r, tasks.ProcessSendPath, func(t *task, body *tasks.Send) {
+			body.CorrelationID = t.correlate(body.CorrelationID)
+			t.idempotencyKey, t.tenantID = body.IdempotencyKey, body.TenantID
+		}, validateSend)
 		if !ok {
 			respond(w, o)
-			return
-		}
-		body.CorrelationID = t.correlate(body.CorrelationID)
-		t.idempotencyKey, t.tenantID = body.IdempotencyKey, body.TenantID
-		if err == nil && (!tasks.IsIdempotencyKey(body.IdempotencyKey) || body.TenantID == "") {
-			err = errors.New("idempotency_key or tenant_id is missing or malformed")
-		}
-		if err != nil {
-			respond(w, s.deadLetter(r.Context(), t, permanentFailure(errors.Join(errors.New("malformed send task"), err))))
 			return
 		}
 		ctx, _ := logging.With(r.Context(), "correlation_id", body.CorrelationID, "idempotency_key", body.IdempotencyKey,
@@ -34,4 +27,11 @@ func (s *Server) handleProcessSend() http.Handler {
 			ReleaseGen: body.ReleaseGen, LastAttempt: s.isLastAttempt(t)})
 		respond(w, s.deliveryOutcome(ctx, t, res))
 	})
+}
+
+func validateSend(body tasks.Send) error {
+	if !tasks.IsIdempotencyKey(body.IdempotencyKey) || body.TenantID == "" {
+		return errors.New("idempotency_key or tenant_id is missing or malformed")
+	}
+	return nil
 }

@@ -17,7 +17,10 @@ import (
 func (s *Server) handleProcessInbound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.deps.Now()
-		t, in, o, ok := s.readInbound(r)
+		t, in, o, ok := readAs(s, r, tasks.ProcessInboundPath, func(t *task, in *tasks.Inbound) {
+			in.CorrelationID = t.correlate(in.CorrelationID)
+			t.inboundEventID = in.InboundEventID
+		}, validateInbound)
 		if !ok {
 			respond(w, o)
 			return
@@ -38,25 +41,6 @@ func (s *Server) handleProcessInbound() http.Handler {
 			"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
 		respond(w, outcome{kind: fannedOut, fanOut: counts})
 	})
-}
-
-// readInbound decodes and checks an inbound task. When ok is false, o ends the attempt: a retry
-// for a body that could not be read, a dead letter for a malformed one.
-func (s *Server) readInbound(r *http.Request) (t *task, in tasks.Inbound, o outcome, ok bool) {
-	t, o, ok, err := s.readTask(r, tasks.ProcessInboundPath, &in)
-	if !ok {
-		return t, in, o, false
-	}
-	in.CorrelationID = t.correlate(in.CorrelationID)
-	t.inboundEventID = in.InboundEventID
-	if err == nil {
-		err = validateInbound(in)
-	}
-	if err != nil {
-		// Retrying cannot fix a malformed task: keep it as a dead letter instead.
-		return t, in, s.deadLetter(r.Context(), t, permanentFailure(fmt.Errorf("malformed inbound task: %w", err))), false
-	}
-	return t, in, outcome{}, true
 }
 
 // validateInbound checks what the webhook always writes: an event id, and either the payload (a

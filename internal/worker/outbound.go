@@ -17,7 +17,10 @@ import (
 func (s *Server) handleProcessOutbound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.deps.Now()
-		t, out, o, ok := s.readOutbound(r)
+		t, out, o, ok := readAs(s, r, tasks.ProcessOutboundPath, func(t *task, out *tasks.Outbound) {
+			out.CorrelationID = t.correlate(out.CorrelationID)
+			t.inboundEventID, t.idempotencyKey, t.tenantID = out.InboundEventID, out.IdempotencyKey, out.TenantID
+		}, validateOutbound)
 		if !ok {
 			respond(w, o)
 			return
@@ -27,25 +30,6 @@ func (s *Server) handleProcessOutbound() http.Handler {
 			"message_type", out.Message.Type, "tenant_id", out.TenantID)
 		respond(w, s.processOutbound(ctx, t, out, start))
 	})
-}
-
-// readOutbound decodes and checks an outbound task. When ok is false, o ends the attempt: a
-// retry for a body that could not be read, a dead letter for a malformed one.
-func (s *Server) readOutbound(r *http.Request) (t *task, out tasks.Outbound, o outcome, ok bool) {
-	t, o, ok, err := s.readTask(r, tasks.ProcessOutboundPath, &out)
-	if !ok {
-		return t, out, o, false
-	}
-	out.CorrelationID = t.correlate(out.CorrelationID)
-	t.inboundEventID, t.idempotencyKey, t.tenantID = out.InboundEventID, out.IdempotencyKey, out.TenantID
-	if err == nil {
-		err = validateOutbound(out)
-	}
-	if err != nil {
-		// Retrying cannot fix a malformed task: keep it as a dead letter instead.
-		return t, out, s.deadLetter(r.Context(), t, permanentFailure(errors.Join(errors.New("malformed outbound task"), err))), false
-	}
-	return t, out, outcome{}, true
 }
 
 // errNoConversations is a tenant's message reaching a worker built without Deps.Inbox.
