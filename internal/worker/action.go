@@ -178,7 +178,7 @@ func (s *Server) tellAction(ctx context.Context, t *task, a tasks.Action, tn *te
 	if err != nil {
 		return s.fail(ctx, t, err)
 	}
-	if err := s.deps.Messages.AddOutbound(ctx, a.ConversationID, store.Message{
+	if err := s.deps.Conversations.AddOutbound(ctx, a.ConversationID, store.Message{
 		MessageID: key, Type: "text", Text: text, ActionID: a.ActionID, Event: "action_" + ar.State,
 		CorrelationID: a.CorrelationID, InboundEventID: a.InboundEventID,
 		Replies: []store.Reply{{IdempotencyKey: key, Body: text, GraphMessageID: graphID}},

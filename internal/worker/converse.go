@@ -23,10 +23,12 @@ type TurnEngine interface {
 	Turn(ctx context.Context, in assistant.Input) (assistant.Outcome, error)
 }
 
-// StoredMessages reads a conversation's stored messages; *store.ConversationStore implements
-// it. The worker reads the message that asked for a confirmation, to tell a tap on it from a
-// tap on an older one.
-type StoredMessages interface {
+// ConversationStore keeps the conversations: their inboxes (package conversation), their
+// messages (the one that asked for a confirmation, to tell a tap on it from a tap on an older
+// one; an action's result) and their contacts' windows; *store.ConversationStore implements it.
+type ConversationStore interface {
+	conversation.Inbox
+	delivery.Windows
 	GetMessage(ctx context.Context, conversationID, messageID string) (store.Message, error)
 	AddOutbound(ctx context.Context, conversationID string, m store.Message) error
 }
@@ -147,7 +149,7 @@ func (s *Server) staleButton(ctx context.Context, p conversation.Pending, st ass
 	if m.ContextID == "" {
 		return true, nil
 	}
-	prompt, err := s.deps.Messages.GetMessage(ctx, p.ConversationID, st.Pending.MessageID)
+	prompt, err := s.deps.Conversations.GetMessage(ctx, p.ConversationID, st.Pending.MessageID)
 	if errors.Is(err, store.ErrNotFound) {
 		return true, nil
 	}

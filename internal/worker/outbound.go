@@ -32,8 +32,8 @@ func (s *Server) handleProcessOutbound() http.Handler {
 	})
 }
 
-// errNoConversations is a tenant's message reaching a worker built without Deps.Inbox.
-var errNoConversations = errors.New("a tenant's message, but this worker has no conversation store (Deps.Inbox)")
+// errNoConversations is a tenant's message reaching a worker built without Deps.Conversations.
+var errNoConversations = errors.New("a tenant's message, but this worker has no conversation store (Deps.Conversations)")
 
 // processOutbound answers the message: a tenant's through its conversation (converse), the
 // single-tenant default's with the Responder's reply, sent once (package delivery).

@@ -73,15 +73,14 @@ type Deps struct {
 	Members members.Store
 	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
-	// Inbox keeps the tenants' conversations: a tenant's message is stored in its conversation
-	// and answered by Assistant, one turn at a time (package conversation). A worker without it
-	// serves the single-tenant default only (a tenant's message is kept as a dead letter).
-	Inbox conversation.Inbox
-	// Assistant decides the turns; required with Inbox.
+	// Conversations keeps the tenants' conversations: a tenant's message is stored in its
+	// conversation and answered by Assistant, one turn at a time (package conversation), and a
+	// contact's last message opens its 24-hour window. A worker without it serves the
+	// single-tenant default only (a tenant's message is kept as a dead letter).
+	Conversations ConversationStore
+	// Assistant decides the turns; required with Conversations.
 	Assistant TurnEngine
-	// Messages reads and adds stored messages; required with Inbox.
-	Messages StoredMessages
-	// Actions records the action calls and Caller makes them; required with Inbox.
+	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions ActionRecords
 	Caller  ActionCaller
 	// Lease is how long a conversation's holder keeps it without committing a turn;
@@ -105,15 +104,13 @@ type Deps struct {
 
 	// Sends are the records process_send sends from, and the parking of a tenant's sends.
 	Sends delivery.Parker
-	// Windows reads contacts' last_inbound_at (the 24-hour window); no window check when nil.
-	Windows delivery.Windows
 }
 
 // Server is the worker service.
 type Server struct {
 	cfg  *Config
 	deps Deps
-	// runner serialises the turns of each conversation; nil without Deps.Inbox.
+	// runner serialises the turns of each conversation; nil without Deps.Conversations.
 	runner *conversation.Runner
 	// deliver sends every message, exactly once.
 	deliver *delivery.Deliverer
@@ -164,14 +161,12 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
 	}
-	if deps.Windows != nil {
-		srv.deliver.Windows = deps.Windows
-	}
-	if deps.Inbox != nil {
-		if deps.Assistant == nil || deps.Messages == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil {
-			panic("worker.NewServer: Deps.Inbox needs Assistant, Messages, Actions, Caller and Tokens")
+	if deps.Conversations != nil {
+		if deps.Assistant == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil {
+			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
 		}
-		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
+		srv.deliver.Windows = deps.Conversations
+		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv
