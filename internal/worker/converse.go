@@ -190,7 +190,9 @@ var errSendLater = errors.New("an earlier send's outcome is not known yet: retry
 func (s *Server) sendReply(ctx context.Context, req delivery.Request) (string, error) {
 	ctx, _ = logging.With(ctx, "idempotency_key", req.Key)
 	// The runner calls the reply sender from the handler's request: the task is the request's.
-	req.LastAttempt = s.isLastAttempt(taskFrom(ctx, ""))
+	if t, ok := ctx.Value(taskKey{}).(*task); ok {
+		req.LastAttempt = s.isLastAttempt(t)
+	}
 	res := s.deliver.Deliver(ctx, req)
 	switch res.Status {
 	case delivery.Sent:

@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/wapipe/wapipe/internal/actions"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
@@ -81,8 +82,8 @@ type Deps struct {
 	// Assistant decides the turns; required with Conversations.
 	Assistant TurnEngine
 	// Actions records the action calls and Caller makes them; required with Conversations.
-	Actions ActionRecords
-	Caller  ActionCaller
+	Actions actions.Records
+	Caller  actions.Caller
 	// Lease is how long a conversation's holder keeps it without committing a turn;
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
@@ -116,6 +117,8 @@ type Server struct {
 	deliver *delivery.Deliverer
 	// fanner fans the inbound deliveries out.
 	fanner *fanout.Fanner
+	// actions runs the actions of confirmed turns.
+	actions *actions.Runner
 	// routes are the task routes (task.go).
 	routes []taskRoute
 }
@@ -157,6 +160,8 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if cfg.AccessToken != "" {
 		srv.fanner.DefaultQueue = cfg.OutboundQueue
 	}
+	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends

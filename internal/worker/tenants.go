@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 
+	"github.com/wapipe/wapipe/internal/actions"
+
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -21,7 +23,7 @@ type TenantResolver interface {
 // implements it.
 type TokenSource interface {
 	Token(ctx context.Context, rec store.TenantRecord) (string, error)
-	SecretSource
+	actions.SecretSource
 }
 
 // noTenants is the resolver of a worker with no tenant store: every number is the default's.
