@@ -15,7 +15,8 @@ import (
 )
 
 // failureKind says what to do about a failed step. It is the worker's one classification of
-// errors: a Graph API error, a store error and a malformed task all end up as one of these.
+// errors: a store error, a send to retry (package delivery) and a malformed task all end up as
+// one of these.
 type failureKind int
 
 const (
@@ -25,12 +26,6 @@ const (
 	// permanent: no retry can fix the task (it is malformed, or its payload cannot be parsed): it
 	// is kept as a dead letter at once.
 	permanent
-	// refused: WhatsApp refused this message for good (undeliverable, outside the 24-hour
-	// window…): the record says failed and the task ends.
-	refused
-	// refusedAuth: refused because of the access token. It fails every reply, not this one, so
-	// the task is also kept as a dead letter to replay once an operator has fixed the token.
-	refusedAuth
 )
 
 // failure is a failed step, classified.
@@ -41,9 +36,6 @@ type failure struct {
 	code int
 	// retryAfter is when Meta asked to be called again, 0 when it did not say.
 	retryAfter time.Duration
-	// definite: Meta answered, so nothing was sent and a retry may send at once. A timeout or a
-	// network error leaves a send's outcome unknown.
-	definite bool
 	// class names the failure in logs.
 	class string
 }
@@ -56,12 +48,6 @@ func permanentFailure(err error) *failure {
 	return &failure{kind: permanent, err: err, class: "permanent"}
 }
 
-// temporaryFailure marks err as a failure a retry may fix; code is Meta's, when the failure
-// followed one.
-func temporaryFailure(err error, code int) *failure {
-	return &failure{kind: temporary, err: err, code: code, class: "temporary"}
-}
-
 // asFailure returns the failure in err's chain; an error nobody classified (a store call, an
 // enqueue) is temporary.
 func asFailure(err error) *failure {
@@ -69,7 +55,7 @@ func asFailure(err error) *failure {
 	if errors.As(err, &f) {
 		return f
 	}
-	return temporaryFailure(err, 0)
+	return &failure{kind: temporary, err: err, class: "temporary"}
 }
 
 // outcomeKind is how a task attempt ends.
@@ -194,7 +180,7 @@ func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result
 		if r.DeadLetter {
 			// A bad or expired token fails every reply, not this one: keep each as a dead
 			// letter to replay once an operator has fixed the token.
-			s.keepDeadLetter(ctx, t, &failure{kind: refusedAuth, err: r.Err, code: r.Code, class: r.Class})
+			s.keepDeadLetter(ctx, t, &failure{kind: permanent, err: r.Err, code: r.Code, class: r.Class})
 		}
 		return outcome{kind: refusedByMeta, code: r.Code}
 	case delivery.Unsendable, delivery.OutcomeUnknown, delivery.Invalid:
