@@ -202,3 +202,32 @@ func TestReopenOnlyWhatMetaNeverAccepted(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureReason: a failed record keeps its reason as a code beside the detail, and a send
+// that goes out after a replay clears both.
+func TestFailureReason(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, _ := newRecords(t)
+	if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "reply-r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MarkFailed(ctx, "reply-r", 131047, "outside_customer_service_window", "no message in 24 hours"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.GetOutbound(ctx, "reply-r")
+	if err != nil || rec.State != store.OutboundFailed || rec.FailureReason != "outside_customer_service_window" ||
+		rec.LastError != "no message in 24 hours" || rec.LastErrorCode != 131047 {
+		t.Fatalf("failed record %+v (%v)", rec, err)
+	}
+	if err := r.ReopenOutbound(ctx, "reply-r"); err != nil {
+		t.Fatal(err)
+	}
+	if dec, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "reply-r"}); err != nil || dec != store.Send {
+		t.Fatalf("begin after reopen: %v %v", dec, err)
+	}
+	rec, err = r.MarkSent(ctx, "reply-r", "wamid.x", false)
+	if err != nil || rec.FailureReason != "" || rec.LastError != "" || rec.LastErrorCode != 0 {
+		t.Fatalf("sent record %+v (%v), want no failure left", rec, err)
+	}
+}
