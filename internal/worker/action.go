@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/wapipe/wapipe/internal/action"
@@ -30,24 +29,4 @@ func (s *Server) handleProcessAction() http.Handler {
 			"correlation_id", a.CorrelationID, "intent", req.Intent, logging.EventID(a.InboundEventID))
 		respond(w, s.actionOutcome(ctx, t, s.actions.Run(ctx, a, req, s.isLastAttempt(t))))
 	})
-}
-
-// actionOutcome is the outcome of an action's run: its dead letters kept, then its answer.
-func (s *Server) actionOutcome(ctx context.Context, t *task, res actions.Result) outcome {
-	for _, k := range res.Kept {
-		kind := temporary
-		if k.Permanent {
-			kind = permanent
-		}
-		s.keepDeadLetter(ctx, t, &failure{kind: kind, err: k.Err, class: k.Class})
-	}
-	switch res.Status {
-	case actions.Done:
-		return outcome{kind: actionDone, action: res.Record}
-	case actions.Busy:
-		return retryLater("action_in_progress", 0)
-	case actions.Gone:
-		return s.deadLetter(ctx, t, permanentFailure(res.Err))
-	}
-	return s.fail(ctx, t, res.Err)
 }

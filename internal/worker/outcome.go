@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/actions"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
@@ -165,7 +166,7 @@ func respond(w http.ResponseWriter, o outcome) {
 }
 
 // deliveryOutcome is the outcome of a send's delivery.Result: the one place a delivery becomes
-// an answer to Cloud Tasks. The result says whether its policy keeps the task as a dead letter.
+// an answer to Cloud Tasks (actionOutcome below is an action's). The result says whether its policy keeps the task as a dead letter.
 func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result) outcome {
 	switch r.Status {
 	case delivery.Sent:
@@ -195,4 +196,24 @@ func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result
 		return s.fail(ctx, t, &failure{kind: temporary, err: r.Err, code: r.Code, retryAfter: r.RetryAfter, class: r.Class})
 	}
 	return outcome{}
+}
+
+// actionOutcome is the outcome of an action's run: its dead letters kept, then its answer.
+func (s *Server) actionOutcome(ctx context.Context, t *task, res actions.Result) outcome {
+	for _, k := range res.Kept {
+		kind := temporary
+		if k.Permanent {
+			kind = permanent
+		}
+		s.keepDeadLetter(ctx, t, &failure{kind: kind, err: k.Err, class: k.Class})
+	}
+	switch res.Status {
+	case actions.Done:
+		return outcome{kind: actionDone, action: res.Record}
+	case actions.Busy:
+		return retryLater("action_in_progress", 0)
+	case actions.Gone:
+		return s.deadLetter(ctx, t, permanentFailure(res.Err))
+	}
+	return s.fail(ctx, t, res.Err)
 }
