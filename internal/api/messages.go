@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -359,15 +360,24 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 // failed or parked.
 func PublicStatus(rec store.OutboundRecord) string { return outbox.PublicStatus(rec) }
 
-var reasonPattern = regexp.MustCompile(`^[a-z_]{3,64}$`)
-
-// failureReason is the short reason a failed record carries ("outside_customer_service_window",
-// "no_token"), or "whatsapp_permanent_error"; never the raw error text.
+// failureReason is the reason code a failed record carries (failure_reason:
+// "outside_customer_service_window", "no_token"…), or "whatsapp_permanent_error"; never the raw
+// error text. Records failed before failure_reason existed said it as "reason: detail" in
+// last_error: those are read too until they expire (store.DefaultRetention after this version).
 func failureReason(rec store.OutboundRecord) string {
-	if r, _, ok := strings.Cut(rec.LastError, ":"); ok && reasonPattern.MatchString(r) {
+	if rec.FailureReason != "" {
+		return rec.FailureReason
+	}
+	if r, _, ok := strings.Cut(rec.LastError, ":"); ok && legacyReasons[r] {
 		return r
 	}
-	return "whatsapp_permanent_error"
+	return delivery.ReasonRefused
+}
+
+// legacyReasons are the reasons records written before failure_reason carried in last_error.
+var legacyReasons = map[string]bool{
+	delivery.ReasonOutsideWindow: true, delivery.ReasonNoToken: true, delivery.ReasonTenantNotFound: true,
+	delivery.ReasonTokenUnreadable: true, delivery.ReasonMalformedMessage: true, delivery.ReasonOutcomeUnknown: true,
 }
 
 func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, err error) {

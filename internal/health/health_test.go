@@ -116,7 +116,7 @@ func TestHealthSeesProblems(t *testing.T) {
 		if _, _, err := f.records.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: key}); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.records.MarkFailed(ctx, key, 131026, "undeliverable"); err != nil {
+		if err := f.records.MarkFailed(ctx, key, 131026, "whatsapp_permanent_error", "undeliverable"); err != nil {
 			t.Fatal(err)
 		}
 	}

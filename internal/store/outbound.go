@@ -66,6 +66,10 @@ type OutboundRecord struct {
 	SendingSince   time.Time `firestore:"sending_since,omitempty" json:"sending_since,omitempty"`
 	LastErrorCode  int64     `firestore:"last_error_code,omitempty" json:"last_error_code,omitempty"`
 	LastError      string    `firestore:"last_error,omitempty" json:"last_error,omitempty"`
+	// FailureReason is why a failed record failed, as a code (outside_customer_service_window,
+	// no_token, outcome_unknown…; package delivery names them); LastError is the detail, for
+	// operators only. Records failed before it existed have none.
+	FailureReason  string    `firestore:"failure_reason,omitempty" json:"failure_reason,omitempty"`
 	Reconciled     bool      `firestore:"reconciled,omitempty" json:"reconciled,omitempty"`
 	ReadMarked     bool      `firestore:"read_marked,omitempty" json:"read_marked,omitempty"`
 	DeliveryStatus string    `firestore:"delivery_status,omitempty" json:"delivery_status,omitempty"`
@@ -196,7 +200,7 @@ func (r *Outbound) MarkSent(ctx context.Context, key, graphMessageID string, rea
 		}
 		rec.ReadMarked = rec.ReadMarked || readMarked
 		rec.State, rec.GraphMessageID, rec.SentAt = OutboundSent, graphMessageID, now
-		rec.LastError, rec.LastErrorCode = "", 0
+		rec.LastError, rec.LastErrorCode, rec.FailureReason = "", 0, ""
 		rec.setLatency(now)
 		return true
 	})
@@ -211,13 +215,14 @@ func (r *Outbound) MarkSkipped(ctx context.Context, key string) error {
 	return err
 }
 
-// MarkFailed records a permanent failure (or retries exhausted).
-func (r *Outbound) MarkFailed(ctx context.Context, key string, code int, msg string) error {
+// MarkFailed records a permanent failure (or retries exhausted): Meta's code, the reason as a
+// code and the detail msg.
+func (r *Outbound) MarkFailed(ctx context.Context, key string, code int, reason, msg string) error {
 	_, err := r.update(ctx, key, func(rec *OutboundRecord, _ time.Time) bool {
 		if rec.State == OutboundSent {
 			return false
 		}
-		rec.State, rec.LastErrorCode, rec.LastError = OutboundFailed, int64(code), msg
+		rec.State, rec.LastErrorCode, rec.LastError, rec.FailureReason = OutboundFailed, int64(code), msg, reason
 		return true
 	})
 	return err

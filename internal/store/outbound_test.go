@@ -88,9 +88,9 @@ func TestApplyStatus(t *testing.T) {
 		{"failed is terminal", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) }, nil,
 			[]string{"delivered", "failed", "read"}, store.OutboundSent, store.DeliveryFailed, "wamid.out", ""},
 		{"reconciles a send of unknown outcome", func(records) {}, nil, []string{"sent"}, store.OutboundSent, store.DeliverySent, "wamid.out", ""},
-		{"never reopens a record given up as failed, but learns Meta has it", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") }, nil,
+		{"never reopens a record given up as failed, but learns Meta has it", func(r records) { r.MarkFailed(ctx, "k", 0, "retries_exhausted", "retries exhausted") }, nil,
 			[]string{"delivered"}, store.OutboundFailed, store.DeliveryDelivered, "wamid.out", ""},
-		{"a failed record from another number learns nothing", func(r records) { r.MarkFailed(ctx, "k", 0, "retries exhausted") },
+		{"a failed record from another number learns nothing", func(r records) { r.MarkFailed(ctx, "k", 0, "retries_exhausted", "retries exhausted") },
 			func(u *store.StatusUpdate) { u.PhoneNumberID = "999" },
 			[]string{"delivered"}, store.OutboundFailed, "", "", store.MismatchNumber},
 		{"never settles a pending record without its wamid", func(r records) { r.MarkRetry(ctx, "k", true, 130429, "throttled") }, nil,
@@ -182,7 +182,7 @@ func TestReopenOnlyWhatMetaNeverAccepted(t *testing.T) {
 			if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k", PhoneNumberID: "100", TenantID: "acme"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.MarkFailed(ctx, "k", 0, "outcome_unknown"); err != nil {
+			if err := r.MarkFailed(ctx, "k", 0, "outcome_unknown", "outcome unknown"); err != nil {
 				t.Fatal(err)
 			}
 			if tc.status {
@@ -200,5 +200,34 @@ func TestReopenOnlyWhatMetaNeverAccepted(t *testing.T) {
 				t.Errorf("after reopen: %s, %v; want %s", rec.State, err, tc.wantState)
 			}
 		})
+	}
+}
+
+// TestFailureReason: a failed record keeps its reason as a code beside the detail, and a send
+// that goes out after a replay clears both.
+func TestFailureReason(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, _ := newRecords(t)
+	if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "reply-r"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.MarkFailed(ctx, "reply-r", 131047, "outside_customer_service_window", "no message in 24 hours"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.GetOutbound(ctx, "reply-r")
+	if err != nil || rec.State != store.OutboundFailed || rec.FailureReason != "outside_customer_service_window" ||
+		rec.LastError != "no message in 24 hours" || rec.LastErrorCode != 131047 {
+		t.Fatalf("failed record %+v (%v)", rec, err)
+	}
+	if err := r.ReopenOutbound(ctx, "reply-r"); err != nil {
+		t.Fatal(err)
+	}
+	if dec, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "reply-r"}); err != nil || dec != store.Send {
+		t.Fatalf("begin after reopen: %v %v", dec, err)
+	}
+	rec, err = r.MarkSent(ctx, "reply-r", "wamid.x", false)
+	if err != nil || rec.FailureReason != "" || rec.LastError != "" || rec.LastErrorCode != 0 {
+		t.Fatalf("sent record %+v (%v), want no failure left", rec, err)
 	}
 }

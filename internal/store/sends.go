@@ -15,6 +15,9 @@ import (
 // SourceAPI marks an outbound record made by the api service (POST /v1/messages).
 const SourceAPI = "api"
 
+// SourceConsole marks an outbound record made by the console's reply.
+const SourceConsole = "console"
+
 // OutboundParked is the state of a send held back because its tenant needs a new access token
 // (auth_status needs_reauth): it is not sent, retried or dead-lettered, and a release (a new
 // token) makes it pending again, to be sent once.

@@ -60,7 +60,7 @@ func TestActionToANonPublicAddressIsDeadLettered(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("no dead letter for the action among %d", len(dls))
+		t.Errorf("no dead letter for the action among %d: %+v", len(dls), dls)
 	}
 	if n := len(s.sendsTo(contact)); n != 2 {
 		t.Errorf("%d messages to the contact, want 2 (the prompt, the action error)", n)

@@ -17,9 +17,9 @@ import (
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
-	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -139,7 +139,7 @@ func latencyPercentiles(lat []time.Duration) [2]float64 {
 // what every routed message pays (target under 0.2 ms p50).
 func BenchmarkTenantResolveCacheHit(b *testing.B) {
 	tn := newFakeTenants(fakeTenant("acme", "106540352242922", "en", tenant.AudiencePublic, "EAAacme"))
-	c := worker.NewTenantCache(tn, time.Minute)
+	c := tenantcache.NewTenantCache(tn, time.Minute)
 	ctx := context.Background()
 	if _, err := c.ByPhoneNumber(ctx, "106540352242922"); err != nil {
 		b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
@@ -17,6 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 )
 
 // newActionClient calls the businesses' action URLs: outside dev only https:// to public
@@ -54,7 +56,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
-	tokens := NewTokenCache(keeper, TokenCacheTTL)
+	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
 	guard := store.NewGuard(db, store.Options{})
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
@@ -63,24 +65,20 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Payloads:      store.NewPayloads(db, 0),
 		Outbound:      outbound,
 		Statuses:      store.NewStatuses(db, store.Options{}),
-		Deliveries:    outbound,
 		Traces:        store.NewTraces(db, store.Options{}),
 		DeadLetters:   deadLetters,
-		Sender:        NewGraphSender(gc),
+		Sender:        delivery.NewGraphSender(gc),
 		Responder:     responder.Ack{Text: cfg.AckText},
 		Hasher:        cfg.Hasher(),
-		Tenants:       NewTenantCache(tenants, TenantCacheTTL),
+		Tenants:       tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
 		Members:       tenants,
 		Tokens:        tokens,
-		Inbox:         conversations,
-		Messages:      conversations,
+		Conversations: conversations,
 		Assistant:     assistant.New(lc, guard),
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
-		ActionSecrets: tokens,
 		Lease:         cfg.ConversationLease,
 		Sends:         store.NewSends(db, store.Options{}),
-		Windows:       conversations,
 		Logger:        logger,
 		Health: health.New(outbound, deadLetters, admin,
 			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),

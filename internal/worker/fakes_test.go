@@ -81,11 +81,11 @@ func (f *fakeRecords) MarkSkipped(_ context.Context, key string) error {
 	return nil
 }
 
-func (f *fakeRecords) MarkFailed(_ context.Context, key string, code int, msg string) error {
+func (f *fakeRecords) MarkFailed(_ context.Context, key string, code int, reason, msg string) error {
 	if err := f.call("MarkFailed"); err != nil {
 		return err
 	}
-	f.mark(key, fmt.Sprintf("failed %d %s", code, msg))
+	f.mark(key, fmt.Sprintf("failed %d %s: %s", code, reason, msg))
 	return nil
 }
 

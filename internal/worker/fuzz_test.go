@@ -48,7 +48,7 @@ func FuzzInboundTask(f *testing.F) {
 		}
 		for _, s := range statuses {
 			_ = s.DedupeKey()
-			_ = callbackKey(s.BizOpaqueCallbackData)
+			_ = tasks.IsIdempotencyKey(s.BizOpaqueCallbackData)
 		}
 	})
 }

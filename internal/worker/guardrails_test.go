@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/worker"
 )
@@ -110,7 +111,7 @@ func TestGuardrailQuota(t *testing.T) {
 	s.assistantTenant("acme-quota", numberA, quotaLimits+"quota: {llm_calls_per_month: 10}\n")
 	// The worker sees the apply within its tenant cache's TTL: ask once a second until then.
 	var last time.Time
-	testenv.Eventually(t, 4*worker.TenantCacheTTL, func() bool {
+	testenv.Eventually(t, 4*tenantcache.TenantCacheTTL, func() bool {
 		if time.Since(last) >= time.Second {
 			last = time.Now()
 			s.text(numberA, contact, "question again", last)

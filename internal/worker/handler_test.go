@@ -77,7 +77,7 @@ func (hs *harness) serve() http.Handler {
 		}
 		deps := worker.Deps{
 			Tasks: hs.queue, Payloads: hs.payloads,
-			Outbound: hs.records, Statuses: hs.records, Deliveries: hs.records, Traces: hs.records, DeadLetters: hs.records,
+			Outbound: hs.records, Statuses: hs.records, Traces: hs.records, DeadLetters: hs.records,
 			Sender: hs.senderUsed(), Responder: hs.responder, Hasher: hs.hasher,
 			Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: hs.hasher}),
 		}
@@ -576,7 +576,7 @@ func TestOutboundLastAttemptDeadLetters(t *testing.T) {
 	out := outboundTask("wamid.in1")
 	hs.want(hs.run(tasks.ProcessOutboundPath, out, lastAttempt(t, tasks.OutboundQueueID)), 200,
 		map[string]any{"status": "dead_lettered", "dead_letter_id": "dl-1"}, "dead_lettered")
-	if got := hs.records.Mark(out.IdempotencyKey); !strings.HasPrefix(got, "failed 2 retries exhausted: ") {
+	if got := hs.records.Mark(out.IdempotencyKey); !strings.HasPrefix(got, "failed 2 retries_exhausted: ") {
 		t.Errorf("record marked %q, want failed after retries ran out", got)
 	}
 	dls := hs.records.DeadLetters()

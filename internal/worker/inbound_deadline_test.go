@@ -50,7 +50,7 @@ func TestInboundStoreUnreachableAnswersInSeconds(t *testing.T) {
 			cfg.InternalTaskToken = internalToken
 			hs.h = worker.NewServer(cfg, worker.Deps{
 				Tasks: hs.queue, Payloads: hs.payloads,
-				Outbound: hs.records, Statuses: down, Deliveries: hs.records, Traces: down, DeadLetters: hs.records,
+				Outbound: hs.records, Statuses: down, Traces: down, DeadLetters: hs.records,
 				Sender: hs.sender, Responder: hs.responder, Hasher: hs.hasher,
 				Logger: logging.New(hs.logs, logging.Options{Level: slog.LevelDebug, Hasher: hs.hasher}),
 			}).Routes()

@@ -1,18 +1,23 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/actions"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
 // failureKind says what to do about a failed step. It is the worker's one classification of
-// errors: a Graph API error, a store error and a malformed task all end up as one of these.
+// errors: a store error, a send to retry (package delivery) and a malformed task all end up as
+// one of these.
 type failureKind int
 
 const (
@@ -22,17 +27,7 @@ const (
 	// permanent: no retry can fix the task (it is malformed, or its payload cannot be parsed): it
 	// is kept as a dead letter at once.
 	permanent
-	// refused: WhatsApp refused this message for good (undeliverable, outside the 24-hour
-	// window…): the record says failed and the task ends.
-	refused
-	// refusedAuth: refused because of the access token. It fails every reply, not this one, so
-	// the task is also kept as a dead letter to replay once an operator has fixed the token.
-	refusedAuth
 )
-
-// reasonOutcomeUnknown is the dead letter reason of a reply given up because an earlier send's
-// outcome stayed unknown.
-const reasonOutcomeUnknown = "outcome_unknown"
 
 // failure is a failed step, classified.
 type failure struct {
@@ -42,9 +37,6 @@ type failure struct {
 	code int
 	// retryAfter is when Meta asked to be called again, 0 when it did not say.
 	retryAfter time.Duration
-	// definite: Meta answered, so nothing was sent and a retry may send at once. A timeout or a
-	// network error leaves a send's outcome unknown.
-	definite bool
 	// class names the failure in logs.
 	class string
 }
@@ -57,12 +49,6 @@ func permanentFailure(err error) *failure {
 	return &failure{kind: permanent, err: err, class: "permanent"}
 }
 
-// temporaryFailure marks err as a failure a retry may fix; code is Meta's, when the failure
-// followed one.
-func temporaryFailure(err error, code int) *failure {
-	return &failure{kind: temporary, err: err, code: code, class: "temporary"}
-}
-
 // asFailure returns the failure in err's chain; an error nobody classified (a store call, an
 // enqueue) is temporary.
 func asFailure(err error) *failure {
@@ -70,7 +56,7 @@ func asFailure(err error) *failure {
 	if errors.As(err, &f) {
 		return f
 	}
-	return temporaryFailure(err, 0)
+	return &failure{kind: temporary, err: err, class: "temporary"}
 }
 
 // outcomeKind is how a task attempt ends.
@@ -100,6 +86,8 @@ const (
 	conversed
 	// actionDone: the action has its answer and the user was told (or cannot be).
 	actionDone
+	// parked: the send waits for its tenant's new access token.
+	parked
 )
 
 // outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
@@ -107,7 +95,7 @@ const (
 type outcome struct {
 	kind outcomeKind
 	// fanOut is fannedOut's counts.
-	fanOut fanOutCounts
+	fanOut fanout.Counts
 	// messageID is sent's Graph message id.
 	messageID string
 	// record is settled's outbound record.
@@ -124,17 +112,6 @@ type outcome struct {
 	// 0 for none.
 	reason     string
 	retryAfter time.Duration
-}
-
-// fanOutCounts is what an inbound task did.
-type fanOutCounts struct {
-	Status   string `json:"status"`
-	Messages int    `json:"messages"`
-	Statuses int    `json:"statuses"`
-	Created  int    `json:"tasks_created"`
-	Existed  int    `json:"tasks_existed"`
-	// Unrouted counts the messages to a number no tenant owns, with no default to serve them.
-	Unrouted int `json:"unrouted,omitempty"`
 }
 
 func retryLater(reason string, after time.Duration) outcome {
@@ -163,6 +140,8 @@ func response(o outcome) (int, any) {
 		return http.StatusOK, map[string]any{"status": "dead_lettered", "dead_letter_id": o.deadLetterID}
 	case conversed:
 		return http.StatusOK, map[string]any{"status": o.reason, "conversation_id": o.conversation.ConversationID, "turns": o.conversation.Turns}
+	case parked:
+		return http.StatusOK, map[string]any{"status": store.OutboundParked}
 	case actionDone:
 		return http.StatusOK, map[string]any{"status": o.action.State, "action_id": o.action.ActionID, "http_status": o.action.HTTPStatus}
 	case retry:
@@ -184,4 +163,57 @@ func respond(w http.ResponseWriter, o outcome) {
 	}
 	code, body := response(o)
 	httpjson.Write(w, code, body)
+}
+
+// deliveryOutcome is the outcome of a send's delivery.Result: the one place a delivery becomes
+// an answer to Cloud Tasks (actionOutcome below is an action's). The result says whether its policy keeps the task as a dead letter.
+func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result) outcome {
+	switch r.Status {
+	case delivery.Sent:
+		return outcome{kind: sent, messageID: r.MessageID}
+	case delivery.Settled:
+		return outcome{kind: settled, record: r.Record}
+	case delivery.Skipped:
+		return outcome{kind: skipped}
+	case delivery.Parked:
+		return outcome{kind: parked}
+	case delivery.Refused:
+		if r.DeadLetter {
+			// A bad or expired token fails every reply, not this one: keep each as a dead
+			// letter to replay once an operator has fixed the token.
+			s.keepDeadLetter(ctx, t, &failure{kind: permanent, err: r.Err, code: r.Code, class: r.Class})
+		}
+		return outcome{kind: refusedByMeta, code: r.Code}
+	case delivery.Unsendable, delivery.OutcomeUnknown, delivery.Invalid:
+		if r.DeadLetter || r.Status == delivery.Invalid {
+			return s.deadLetter(ctx, t, &failure{kind: permanent, err: r.Err, code: r.Code, class: r.Class})
+		}
+		return outcome{kind: refusedByMeta, code: r.Code}
+	case delivery.Retry:
+		if r.Err == nil {
+			return retryLater(r.Reason, 0)
+		}
+		return s.fail(ctx, t, &failure{kind: temporary, err: r.Err, code: r.Code, retryAfter: r.RetryAfter, class: r.Class})
+	}
+	return outcome{}
+}
+
+// actionOutcome is the outcome of an action's run: its dead letters kept, then its answer.
+func (s *Server) actionOutcome(ctx context.Context, t *task, res actions.Result) outcome {
+	for _, k := range res.Kept {
+		kind := temporary
+		if k.Permanent {
+			kind = permanent
+		}
+		s.keepDeadLetter(ctx, t, &failure{kind: kind, err: k.Err, class: k.Class})
+	}
+	switch res.Status {
+	case actions.Done:
+		return outcome{kind: actionDone, action: res.Record}
+	case actions.Busy:
+		return retryLater("action_in_progress", 0)
+	case actions.Gone:
+		return s.deadLetter(ctx, t, permanentFailure(res.Err))
+	}
+	return s.fail(ctx, t, res.Err)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
@@ -18,7 +19,7 @@ import (
 func TestRefusedTokenIsNotUsedAgain(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{worker: []func(*worker.Deps){func(d *worker.Deps) {
-		d.Tenants = worker.NewTenantCache(d.Members.(worker.TenantReader), time.Minute)
+		d.Tenants = tenantcache.NewTenantCache(d.Members.(tenantcache.TenantReader), time.Minute)
 	}}})
 	const refused = "tenant-token-refused"
 	a := s.applyTenant(s.ops(), tenantFile("acme-bus", numberA, "en", "public", ""), refused)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
@@ -103,7 +104,7 @@ func graphSender(t *testing.T, baseURL string, timeout time.Duration) worker.Sen
 	if err != nil {
 		t.Fatal(err)
 	}
-	return worker.NewGraphSender(c)
+	return delivery.NewGraphSender(c)
 }
 
 // TestOutboundConnectionRefusedRetriesAtOnce: a send whose connection was refused never left, so
@@ -186,12 +187,16 @@ func TestOutboundOutcomeUnknownDeadLettered(t *testing.T) {
 	}
 }
 
-// panicTenants crashes on every tenant lookup; panicSends on every send record read (a nil
-// interface's method).
+// panicTenants crashes on every tenant lookup; panicSends on every send record read;
+// panicSender on every Graph call (a nil interface's method).
 type (
 	panicTenants struct{ worker.TenantResolver }
-	panicSends   struct{ worker.SendRecords }
+	panicSends   struct{ delivery.Parker }
+	panicSender  struct{ delivery.Sender }
 )
+
+// MarkRead does not panic: it runs beside the send, in a goroutine of its own.
+func (panicSender) MarkRead(context.Context, string, string, string) error { return nil }
 
 // TestPanicOnLastAttemptDeadLettersEveryTaskRoute: whatever task route a panic ends, on the
 // task's last attempt it is kept as a dead letter with its body, answered 200, also when Cloud
@@ -201,8 +206,9 @@ func TestPanicOnLastAttemptDeadLettersEveryTaskRoute(t *testing.T) {
 	const tenantID = "acme-bus"
 	inbound := tasks.Inbound{InboundEventID: "evt-1", CorrelationID: "corr-1",
 		Payload: whatsapp.SampleText(whatsapp.SampleOptions{PhoneNumberID: "PNID1", From: customerPhone}, "hello")}
+	// The single-tenant default's reply: a tenant's goes through its conversation, whose panics
+	// the conversation tests cover.
 	outbound := outboundTask("wamid.in1")
-	outbound.TenantID = tenantID
 	req, _ := json.Marshal(map[string]any{"action_id": "act-1", "intent": "create_booking"})
 	act := tasks.Action{ActionID: "act-1", TenantID: tenantID, ConversationID: "conv-1", PhoneNumberID: "PNID1",
 		To: customerPhone, MessageID: "wamid.in1", CorrelationID: "corr-1", Request: req}
@@ -212,7 +218,7 @@ func TestPanicOnLastAttemptDeadLettersEveryTaskRoute(t *testing.T) {
 		body        any
 	}{
 		{tasks.ProcessInboundPath, tasks.InboundQueueID, inbound},
-		{tasks.ProcessOutboundPath, tasks.TenantQueueID(tenantID), outbound},
+		{tasks.ProcessOutboundPath, tasks.OutboundQueueID, outbound},
 		{tasks.ProcessActionPath, tasks.TenantQueueID(tenantID), act},
 		{tasks.ProcessSendPath, tasks.TenantQueueID(tenantID), send},
 	} {
@@ -220,7 +226,7 @@ func TestPanicOnLastAttemptDeadLettersEveryTaskRoute(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/queue_header=%v", tc.path, header), func(t *testing.T) {
 				t.Parallel()
 				hs := newHarness(t)
-				hs.deps = append(hs.deps, func(d *worker.Deps) { d.Tenants, d.Sends = panicTenants{}, panicSends{} })
+				hs.deps = append(hs.deps, func(d *worker.Deps) { d.Tenants, d.Sends, d.Sender = panicTenants{}, panicSends{}, panicSender{} })
 				q, ok := tasks.DefaultQueues().Queue(tc.queue)
 				if !ok {
 					t.Fatalf("no queue %s", tc.queue)

@@ -17,13 +17,16 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/wapipe/wapipe/internal/actions"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
-	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -31,23 +34,16 @@ import (
 const maxTaskBody = 1 << 20
 
 // Enqueuer creates tasks; *taskqueue.Client implements it.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
-}
+type Enqueuer = fanout.Enqueuer
 
-// PayloadReader reads payloads stored out of band; *store.Payloads implements it.
-type PayloadReader interface {
-	Get(ctx context.Context, ref string) ([]byte, error)
-}
+// Sender talks to the Graph API; delivery.GraphSender implements it.
+type Sender = delivery.Sender
 
-// Sender talks to the Graph API; GraphSender adapts the graph client to it. Each call carries
-// the access token of the tenant that owns the business number.
-type Sender interface {
-	// Send sends reply to `to` from the business number, with callbackData as
-	// biz_opaque_callback_data and replyTo (when not empty) as the quoted message. It returns
-	// Meta's message id.
-	Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
-	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
+// OutboundStore is the outbound records: delivery begins and settles sends on them, and the
+// inbound task applies statuses to them; *store.Outbound implements it.
+type OutboundStore interface {
+	delivery.Records
+	fanout.DeliveryUpdater
 }
 
 // TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
@@ -63,11 +59,10 @@ type HealthChecker interface {
 // Deps are the worker's dependencies.
 type Deps struct {
 	Tasks       Enqueuer
-	Payloads    PayloadReader
-	Outbound    OutboundRecords
-	Statuses    StatusRecords
-	Deliveries  DeliveryUpdater
-	Traces      TraceRecords
+	Payloads    fanout.PayloadReader
+	Outbound    OutboundStore
+	Statuses    fanout.StatusRecords
+	Traces      fanout.TraceRecords
 	DeadLetters DeadLetters
 	Sender      Sender
 	// Responder answers the single-tenant default's messages.
@@ -76,25 +71,19 @@ type Deps struct {
 	// single-tenant default's.
 	Tenants TenantResolver
 	// Members are the tenants' members who joined by invite, and the invites.
-	Members MemberStore
-	// Tokens opens the tenants' access tokens (cached).
+	Members members.Store
+	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
-	// TenantResponder answers a tenant's served messages when there is no Inbox;
-	// responder.TenantAck when nil.
-	TenantResponder responder.TenantResponder
-	// Inbox keeps the tenants' conversations: with it, a tenant's message is stored in its
-	// conversation and answered by Assistant, one turn at a time (package conversation).
-	// Without it, tenants are answered by TenantResponder, one reply per message.
-	Inbox conversation.Inbox
-	// Assistant decides the turns; required with Inbox.
+	// Conversations keeps the tenants' conversations: a tenant's message is stored in its
+	// conversation and answered by Assistant, one turn at a time (package conversation), and a
+	// contact's last message opens its 24-hour window. A worker without it serves the
+	// single-tenant default only (a tenant's message is kept as a dead letter).
+	Conversations ConversationStore
+	// Assistant decides the turns; required with Conversations.
 	Assistant TurnEngine
-	// Messages reads and adds stored messages; required with Inbox.
-	Messages StoredMessages
-	// Actions records the action calls, Caller makes them and ActionSecrets opens the tenants'
-	// signing secrets; required with Inbox.
-	Actions       ActionRecords
-	Caller        ActionCaller
-	ActionSecrets SecretSource
+	// Actions records the action calls and Caller makes them; required with Conversations.
+	Actions actions.Records
+	Caller  actions.Caller
 	// Lease is how long a conversation's holder keeps it without committing a turn;
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
@@ -114,18 +103,22 @@ type Deps struct {
 	// MarkReadTimeout bounds the best-effort mark-as-read call; 5 s when zero.
 	MarkReadTimeout time.Duration
 
-	// Sends are the records process_send sends from and parks (apisend.go).
-	Sends SendRecords
-	// Windows reads contacts' last_inbound_at (the 24-hour window); no window check when nil.
-	Windows WindowReader
+	// Sends are the records process_send sends from, and the parking of a tenant's sends.
+	Sends delivery.Parker
 }
 
 // Server is the worker service.
 type Server struct {
 	cfg  *Config
 	deps Deps
-	// runner serialises the turns of each conversation; nil without Deps.Inbox.
+	// runner serialises the turns of each conversation; nil without Deps.Conversations.
 	runner *conversation.Runner
+	// deliver sends every message, exactly once.
+	deliver *delivery.Deliverer
+	// fanner fans the inbound deliveries out.
+	fanner *fanout.Fanner
+	// actions runs the actions of confirmed turns.
+	actions *actions.Runner
 	// routes are the task routes (task.go).
 	routes []taskRoute
 }
@@ -150,21 +143,35 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Tenants == nil {
 		deps.Tenants = noTenants{}
 	}
-	if deps.TenantResponder == nil {
-		deps.TenantResponder = responder.TenantAck{}
-	}
 	if deps.FanOut <= 0 {
 		deps.FanOut = 16
 	}
 	if deps.MarkReadTimeout <= 0 {
 		deps.MarkReadTimeout = 5 * time.Second
 	}
-	srv := &Server{cfg: cfg, deps: deps}
-	if deps.Inbox != nil {
-		if deps.Assistant == nil || deps.Messages == nil || deps.Actions == nil || deps.Caller == nil || deps.ActionSecrets == nil {
-			panic("worker.NewServer: Deps.Inbox needs Assistant, Messages, Actions, Caller and ActionSecrets")
+	srv := &Server{cfg: cfg, deps: deps, deliver: &delivery.Deliverer{
+		Records: deps.Outbound, Sender: deps.Sender, Tenants: deps.Tenants, Tokens: deps.Tokens,
+		Hasher: deps.Hasher, Now: deps.Now, MarkReadTimeout: deps.MarkReadTimeout,
+	}}
+	srv.fanner = &fanout.Fanner{
+		Tasks: deps.Tasks, Payloads: deps.Payloads, Statuses: deps.Statuses, Outbound: deps.Outbound, Traces: deps.Traces,
+		Tenants: deps.Tenants, Hasher: deps.Hasher, Now: deps.Now, Limit: deps.FanOut,
+	}
+	if cfg.AccessToken != "" {
+		srv.fanner.DefaultQueue = cfg.OutboundQueue
+	}
+	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply}
+	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
+	if deps.Sends != nil {
+		srv.deliver.Sends = deps.Sends
+	}
+	if deps.Conversations != nil {
+		if deps.Assistant == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil {
+			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
 		}
-		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
+		srv.deliver.Windows = deps.Conversations
+		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv

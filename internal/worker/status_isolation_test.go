@@ -44,7 +44,7 @@ func TestStatusFromAnotherTenantChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.records.MarkFailed(ctx, failedKey, 131026, "undeliverable"); err != nil {
+	if err := s.records.MarkFailed(ctx, failedKey, 131026, "whatsapp_permanent_error", "undeliverable"); err != nil {
 		t.Fatal(err)
 	}
 	keys := map[string]string{"sent": sentKey, "pending": pendingKey, "sending": sendingKey, "failed": failedKey}

@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
@@ -102,6 +104,26 @@ func (s *Server) queueID(t *task) string {
 func (s *Server) isLastAttempt(t *task) bool {
 	q, ok := s.deps.Queues.Queue(tasks.QueueID(s.queueID(t)))
 	return ok && q.IsLastAttempt(t.retryCount)
+}
+
+// readAs reads the body of a task of path into a T, lets ids record what the task is (its ids,
+// for logs, retries and dead letters; the body's correlation id), and checks it with validate.
+// When ok is false, o ends the attempt: a retry for a body that could not be read, a dead
+// letter for a malformed one (no retry can fix it).
+func readAs[T any](s *Server, r *http.Request, path string, ids func(t *task, v *T), validate func(T) error) (t *task, v T, o outcome, ok bool) {
+	t, o, ok, err := s.readTask(r, path, &v)
+	if !ok {
+		return t, v, o, false
+	}
+	ids(t, &v)
+	if err == nil {
+		err = validate(v)
+	}
+	if err != nil {
+		what := strings.TrimPrefix(path, "/internal/process_")
+		return t, v, s.deadLetter(r.Context(), t, permanentFailure(fmt.Errorf("malformed %s task: %w", what, err))), false
+	}
+	return t, v, outcome{}, true
 }
 
 // deadLetter is the task as a dead letter, failed by f.

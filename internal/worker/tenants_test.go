@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/operator"
@@ -19,6 +20,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -295,7 +297,7 @@ func TestApplySeenWithinSeconds(t *testing.T) {
 	testenv.Eventually(t, 15*time.Second, func() bool {
 		return textOf(s.sendFor(s.say(numberA, contact, "hello"))) == i18n.Text("fr", i18n.Ack)
 	}, "the new language was never used")
-	t.Logf("apply seen by the worker after %v (cache TTL %v)", time.Since(applied).Round(10*time.Millisecond), worker.TenantCacheTTL)
+	t.Logf("apply seen by the worker after %v (cache TTL %v)", time.Since(applied).Round(10*time.Millisecond), tenantcache.TenantCacheTTL)
 }
 
 // TestTenantWithoutTokenRecordsFailed: a reply of a tenant without a token is recorded failed
@@ -307,12 +309,12 @@ func TestTenantWithoutTokenRecordsFailed(t *testing.T) {
 	a := s.applyTenant(ops, tenantFile("acme-bus", numberA, "en", "public", ""), "")
 	id := s.say(numberA, contact, "hello")
 	ctx := context.Background()
-	testenv.Eventually(t, 10*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		rec, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(id))
 		return err == nil && rec.State == store.OutboundFailed
 	}, "the record never became failed")
 	s.idle(tasks.TenantQueueID(a))
-	if rec := s.outbound(id); !strings.Contains(rec.LastError, "no_token") || rec.TenantID != a {
+	if rec := s.outbound(id); rec.FailureReason != delivery.ReasonNoToken || rec.TenantID != a {
 		t.Errorf("record %+v, want failed for no_token", rec)
 	}
 	if !strings.Contains(s.logs.String(), `"event":"outbound_unsendable"`) {

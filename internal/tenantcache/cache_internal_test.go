@@ -1,4 +1,4 @@
-package worker
+package tenantcache
 
 import (
 	"bytes"
@@ -204,8 +204,8 @@ func TestTokenCache(t *testing.T) {
 	}
 
 	// No token, or one sealed for another tenant.
-	if _, err := tc.Token(ctx, store.TenantRecord{Tenant: &tenant.Tenant{ID: "acme"}}); !errors.Is(err, errNoToken) {
-		t.Errorf("no token: %v, want errNoToken", err)
+	if _, err := tc.Token(ctx, store.TenantRecord{Tenant: &tenant.Tenant{ID: "acme"}}); !errors.Is(err, ErrNoToken) {
+		t.Errorf("no token: %v, want ErrNoToken", err)
 	}
 	other := store.TenantRecord{Tenant: &tenant.Tenant{ID: "other"}, AccessToken: []byte("sealed:EAAx"), TokenSetAt: setAt}
 	if _, err := tc.Token(ctx, other); !errors.Is(err, secrets.ErrNotAuthentic) {

@@ -1,4 +1,4 @@
-package worker
+package delivery
 
 import (
 	"context"
@@ -30,9 +30,9 @@ func TestClassify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := classifySend(tc.err)
-			if retryable := f.kind == temporary; retryable != tc.wantRetryable || f.definite != tc.wantDefinite || f.code != tc.wantCode {
-				t.Errorf("classifySend = %+v, want retryable %v definite %v code %d", f, tc.wantRetryable, tc.wantDefinite, tc.wantCode)
+			f := classify(tc.err)
+			if retryable := !f.refused && !f.auth; retryable != tc.wantRetryable || f.definite != tc.wantDefinite || f.code != tc.wantCode {
+				t.Errorf("classify = %+v, want retryable %v definite %v code %d", f, tc.wantRetryable, tc.wantDefinite, tc.wantCode)
 			}
 		})
 	}

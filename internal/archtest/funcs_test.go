@@ -1,0 +1,60 @@
+package archtest
+
+import (
+	"go/ast"
+	"go/token"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines is the longest a function of internal/ may be, in lines from its signature to
+// its closing brace.
+const maxFuncLines = 80
+
+// longFuncsExempt are the packages the rule does not cover: the emulators and fakes, which
+// mirror another service's API, not wapipe's design.
+var longFuncsExempt = []string{
+	"internal/cloudtasksemu/", "internal/firestoreemu/", "internal/graph/graphfake/", "internal/llm/geminifake/",
+	"internal/secrets/kmsfake/", "internal/action/actionfake/",
+}
+
+// longFuncsPending are files with a function over the limit whose split belongs to another
+// change (issue 23 left them to their owners): remove a line when its file passes.
+var longFuncsPending = []string{
+	"internal/api/signup.go", "internal/devstack/devstack.go", "internal/health/health.go", "internal/loadgen/loadgen.go",
+	"internal/operator/inspect.go", "internal/store/tenants.go", "internal/store/usage.go",
+}
+
+// TestFunctionLength fails for a production function of internal/ over maxFuncLines lines.
+func TestFunctionLength(t *testing.T) {
+	t.Parallel()
+	productionFiles(t, "internal", func(rel string, fset *token.FileSet, file *ast.File) {
+		for _, p := range longFuncsExempt {
+			if strings.HasPrefix(rel, p) {
+				return
+			}
+		}
+		if contains(longFuncsPending, rel) {
+			return
+		}
+		ast.Inspect(file, func(node ast.Node) bool {
+			var body *ast.BlockStmt
+			switch fn := node.(type) {
+			case *ast.FuncDecl:
+				body = fn.Body
+			case *ast.FuncLit:
+				body = fn.Body
+			default:
+				return true
+			}
+			if body == nil {
+				return true
+			}
+			start, end := fset.Position(node.Pos()), fset.Position(body.Rbrace)
+			if n := end.Line - start.Line + 1; n > maxFuncLines {
+				t.Errorf("%s: function of %d lines, over %d", start, n, maxFuncLines)
+			}
+			return true
+		})
+	})
+}

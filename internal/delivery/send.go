@@ -1,0 +1,278 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/store"
+)
+
+// CustomerServiceWindow is how long after a contact's last message free-form messages may be
+// sent to them; outside it only templates go out (Meta answers 131047 otherwise).
+const CustomerServiceWindow = 24 * time.Hour
+
+// CodeReengagement is Meta's 131047: more than 24 hours since the contact's last message.
+const CodeReengagement = 131047
+
+// fitWindow checks the message against the contact's 24-hour window, by the policy: a template
+// always goes; a free-form message goes while the window is open (the conversation's
+// last_inbound_at, or req.LastInbound when later, under 24 hours old). Outside it the tenant's
+// templates.reengage replaces it (WindowReengage), or it is refused.
+func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr from, out outgoing) (outgoing, Result, bool) {
+	if pol.Window == WindowUnchecked || fr.tenant == nil || out.isTemplate() || d.Windows == nil {
+		return out, Result{}, true
+	}
+	last := req.LastInbound
+	conv, err := d.Windows.Get(ctx, store.ConversationID(req.TenantID, req.PhoneNumberID, req.To))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return out, d.retry(ctx, req, fmt.Errorf("read the conversation's window: %w", err), 0, true), false
+	case conv.LastInboundAt.After(last):
+		last = conv.LastInboundAt
+	}
+	if !last.IsZero() && d.now().Sub(last) < CustomerServiceWindow {
+		return out, Result{}, true
+	}
+	if tpl, ok := reengage(ctx, pol, fr); ok {
+		return tpl, Result{}, true
+	}
+	return out, d.refuse(ctx, req, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours"), false), false
+}
+
+// reengage is the tenant's reengage template, when the policy sends it and the tenant has one.
+func reengage(ctx context.Context, pol Policy, fr from) (outgoing, bool) {
+	if pol.Window != WindowReengage || fr.tenant == nil || fr.tenant.Tenant.Templates.Reengage == nil {
+		return outgoing{}, false
+	}
+	tpl := fr.tenant.Tenant.Templates.Reengage
+	logging.FromContext(ctx).InfoContext(ctx, "outside the customer service window: sending the reengage template", "event", "send_reengage")
+	m := graph.Message{Type: "template", Template: &graph.Template{Name: tpl.Name, Language: graph.Language{Code: tpl.Language}}}
+	return outgoing{reply: responder.Reply{Message: &m}}, true
+}
+
+// refuse fails the record for good with reason and Meta's code; deadLetter keeps the task.
+func (d *Deliverer) refuse(ctx context.Context, req Request, code int, reason string, err error, deadLetter bool) Result {
+	if merr := d.Records.MarkFailed(ctx, req.Key, code, reason, err.Error()); merr != nil {
+		// Without the failed record a retry would try again; let it.
+		return Result{Status: Retry, Err: merr, Code: code, Class: "temporary"}
+	}
+	logging.FromContext(ctx).ErrorContext(ctx, "not sent, for good", "event", "outbound_failed",
+		"meta_error_code", code, "reason", reason, "error", err)
+	return Result{Status: Refused, Reason: reason, Code: code, Err: err, DeadLetter: deadLetter, Class: reason}
+}
+
+// parkIfNeedsReauth parks the send of a tenant known to need a new token. When the tenant turns
+// out to have a new one (the cache was a few seconds behind), fr takes it and the send goes on.
+func (d *Deliverer) parkIfNeedsReauth(ctx context.Context, req Request, fr *from, out outgoing) (Result, bool) {
+	if d.Sends == nil || fr.tenant == nil || fr.tenant.AuthStatus != store.AuthNeedsReauth {
+		return Result{}, true
+	}
+	res, err := d.park(ctx, req, *fr.tenant, out, nil)
+	if err != nil {
+		return d.retry(ctx, req, err, 0, true), false
+	}
+	if res.Parked {
+		return Result{Status: Parked}, false
+	}
+	token, err := d.Tokens.Token(ctx, res.Tenant)
+	if err != nil {
+		return d.retry(ctx, req, err, 0, true), false
+	}
+	fresh := res.Tenant
+	fr.tenant, fr.token = &fresh, token
+	return Result{}, true
+}
+
+// park parks the send of tenant tn. With authErr (a Graph auth error the send met with tn's
+// token) the tenant is first marked needs_reauth, once: the first send to meet the error logs it
+// at ERROR, the others park quietly. Nothing is parked when the tenant is ok after all (a new
+// token was set since tn was read): res.Tenant is the tenant as now stored. A parked send is
+// released, once, by a new token, which enqueues a process_send task for it.
+func (d *Deliverer) park(ctx context.Context, req Request, tn store.TenantRecord, out outgoing, authErr error) (store.ParkResult, error) {
+	logger := logging.FromContext(ctx)
+	m := out.message()
+	body, err := json.Marshal(m)
+	if err != nil {
+		return store.ParkResult{}, fmt.Errorf("encode the parked message: %w", err)
+	}
+	seed := store.OutboundRecord{IdempotencyKey: req.Key, TenantID: req.TenantID, PhoneNumberID: req.PhoneNumberID, To: req.To,
+		Message: string(body), MessageType: m.Type}
+	p := store.ParkRequest{Seed: seed}
+	if authErr != nil {
+		p.AuthError, p.TokenSetAt = authErr.Error(), tn.TokenSetAt
+		// No further call with this token from this instance, from now on: its cached tenant
+		// may still say ok for a few seconds.
+		d.Tenants.TokenRefused(tn)
+	}
+	res, err := d.Sends.Park(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	if res.Marked {
+		logger.ErrorContext(ctx, "the tenant's access token was refused: its sends are parked until a new token is set (wapipe tenants set-token or connect-link)",
+			"event", "tenant_needs_reauth", "error", authErr)
+	}
+	if res.Parked {
+		logger.WarnContext(ctx, "send parked: the tenant needs a new access token", "event", "send_parked", "message_type", m.Type)
+	}
+	return res, nil
+}
+
+// send sends and settles. A reply beside which the inbound message is marked read waits for the
+// mark (bounded by its timeout), so no goroutine outlives the request.
+func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, out outgoing, rec store.OutboundRecord) (Result, bool) {
+	start := d.now()
+	readDone := make(chan bool, 1)
+	switch {
+	case !req.MarkRead || req.InboundMessageID == "":
+		readDone <- false
+	case rec.ReadMarked:
+		readDone <- true
+	default:
+		go func() {
+			readDone <- d.MarkRead(context.WithoutCancel(ctx), fr.token, req.PhoneNumberID, req.InboundMessageID)
+		}()
+	}
+	graphID, err := d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, out.replyTo)
+	readMarked := <-readDone
+	if err != nil && classify(err).code == CodeReengagement && !out.isTemplate() {
+		// Meta says the window closed: the reengage template instead, once.
+		if tpl, ok := reengage(ctx, pol, fr); ok {
+			out = tpl
+			graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, "")
+		}
+	}
+	if err != nil {
+		return d.settleFailure(ctx, req, pol, fr, out, err)
+	}
+	logger := logging.FromContext(ctx)
+	if _, err := d.Records.MarkSent(ctx, req.Key, graphID, readMarked); err != nil {
+		// Meta has the message; the status webhook that echoes the key will settle the
+		// record. Reporting it sent stops a retry from sending it again.
+		logger.ErrorContext(ctx, "sent but record not updated: the status webhook will reconcile it",
+			"event", "outbound_record_failed", "error", err)
+	}
+	logger.InfoContext(ctx, "message sent", "event", "outbound_sent", logging.MessageID(graphID), "kind", req.Kind.String(),
+		"attempt", rec.Attempts, "duration_ms", d.now().Sub(start).Milliseconds())
+	return Result{Status: Sent, MessageID: graphID}, false
+}
+
+// settleFailure records a failed send by its classification and the policy: a token refusal
+// parks a tenant's send; a closed window or another refusal fails it for good; anything else is
+// retried (failed once the task has no attempt left).
+func (d *Deliverer) settleFailure(ctx context.Context, req Request, pol Policy, fr from, out outgoing, err error) (Result, bool) {
+	f := classify(err)
+	if f.auth && fr.tenant != nil && d.Sends != nil {
+		return d.parkRefused(ctx, req, pol, fr, out, err)
+	}
+	if f.code == CodeReengagement {
+		return d.refuse(ctx, req, f.code, ReasonOutsideWindow, err, false), false
+	}
+	if f.refused || f.auth {
+		res := d.refuse(ctx, req, f.code, ReasonRefused, err, f.auth && pol.AuthDeadLetter)
+		res.Class = f.class
+		return res, false
+	}
+	d.markRetry(ctx, req.Key, f.definite, f.code, err)
+	if req.LastAttempt {
+		// The task will be kept as a dead letter: the record says failed, so a replay reopens it.
+		if merr := d.Records.MarkFailed(ctx, req.Key, f.code, ReasonRetriesExhausted, err.Error()); merr != nil {
+			logging.FromContext(ctx).ErrorContext(ctx, "record not marked failed", "event", "outbound_record_failed", "error", merr)
+		}
+	}
+	logging.FromContext(ctx).WarnContext(ctx, "not sent: will retry", "event", "outbound_retry", "meta_error_code", f.code,
+		"class", f.class, "outcome_known", f.definite, "error", err)
+	return Result{Status: Retry, Err: err, Code: f.code, RetryAfter: f.retryAfter, Class: f.class}, false
+}
+
+// parkRefused parks a tenant's send whose token Meta refused. When the tenant has a newer token
+// already, the policy says whether to send again at once (resend) or retry the task.
+func (d *Deliverer) parkRefused(ctx context.Context, req Request, pol Policy, fr from, out outgoing, err error) (Result, bool) {
+	res, perr := d.park(ctx, req, *fr.tenant, out, err)
+	switch {
+	case perr != nil:
+		return d.retry(ctx, req, perr, 0, true), false
+	case res.Parked:
+		return Result{Status: Parked}, false
+	}
+	d.markRetry(ctx, req.Key, true, 0, errors.New("token refused, but the tenant has a newer one"))
+	if pol.Reauth == ReauthResend {
+		return Result{}, true
+	}
+	return Result{Status: Retry, Reason: RetryTenantReauthorized}, false
+}
+
+// sendFailure is a send error, classified.
+type sendFailure struct {
+	// refused: Meta refused this message for good; auth: refused for the access token.
+	refused, auth bool
+	// definite: Meta answered, so nothing was sent and a retry may send at once. A timeout or a
+	// network error leaves a send's outcome unknown.
+	definite   bool
+	code       int
+	retryAfter time.Duration
+	class      string
+}
+
+// classify reads a send error the way the contract asks: on Meta's error.code first, the HTTP
+// status second (graph.Classify), then on whether Meta's answer proves nothing was sent.
+func classify(err error) sendFailure {
+	f := sendFailure{retryAfter: graph.RetryAfter(err)}
+	k := graph.Classify(err)
+	f.class = k.String()
+	switch k {
+	case graph.Throttled, graph.Temporary:
+	case graph.Auth:
+		f.auth = true
+	default:
+		f.refused = true
+	}
+	var ge *graph.Error
+	if errors.As(err, &ge) {
+		f.code = ge.Code
+		// Only Meta's own error object on an error status proves nothing was sent. A gateway's
+		// 5xx without it, or a 2xx Meta answered but that could not be read, leaves the outcome
+		// unknown: the message may be on its way, so wait for its status webhook, never resend
+		// at once.
+		f.definite = ge.Code != 0 && ge.HTTPStatus >= 300
+		if ge.HTTPStatus >= 200 && ge.HTTPStatus < 300 {
+			f.refused, f.auth, f.class = false, false, "unreadable_success"
+		}
+	}
+	if graph.NotSent(err) {
+		// No connection was ever made (DNS, dial, TLS handshake): nothing reached Meta, so the
+		// retry may send at once instead of waiting out the reconcile window.
+		f.definite, f.class = true, "not_sent"
+	}
+	return f
+}
+
+// GraphSender sends messages with the Graph API client.
+type GraphSender struct{ c *graph.Client }
+
+// NewGraphSender adapts c to Sender.
+func NewGraphSender(c *graph.Client) *GraphSender { return &GraphSender{c: c} }
+
+// Send sends reply to `to` with token.
+func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error) {
+	m := outgoing{reply: reply, replyTo: replyTo}.message()
+	m.To = to
+	m.BizOpaqueCallbackData = callbackData
+	res, err := g.c.WithToken(token).Send(ctx, phoneNumberID, m)
+	if err != nil {
+		return "", err
+	}
+	return res.MessageID, nil
+}
+
+// MarkRead marks an inbound message as read, with token.
+func (g *GraphSender) MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error {
+	return g.c.WithToken(token).MarkRead(ctx, phoneNumberID, messageID)
+}

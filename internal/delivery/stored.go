@@ -1,0 +1,62 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/store"
+)
+
+// Stored names a send that goes out from its record alone: an api send, a console reply, a
+// parked send released (process_send).
+type Stored struct {
+	Key      string
+	TenantID string
+	// ReleaseGen is the release generation of a released parked send, 0 for a first send.
+	ReleaseGen  int64
+	LastAttempt bool
+}
+
+// KindOf is the kind of a send made from its record, by who made the record.
+func KindOf(rec store.OutboundRecord) Kind {
+	switch rec.Source {
+	case store.SourceAPI:
+		return APISend
+	case store.SourceConsole:
+		return ConsoleReply
+	default:
+		return ParkedRelease
+	}
+}
+
+// DeliverStored sends the message of the record s names, once. A key with no record, or a
+// record of another tenant, is Invalid.
+func (d *Deliverer) DeliverStored(ctx context.Context, s Stored) Result {
+	if d.Sends == nil {
+		return Result{Status: Retry, Err: errors.New("no send records configured"), Class: "temporary"}
+	}
+	rec, err := d.Sends.GetSend(ctx, s.Key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Result{Status: Invalid, Err: fmt.Errorf("no send record %s", s.Key), Class: "permanent"}
+	case err != nil:
+		return Result{Status: Retry, Err: err, Class: "temporary"}
+	case rec.TenantID != s.TenantID:
+		return Result{Status: Invalid, Err: fmt.Errorf("send record %s is not tenant %s's", s.Key, s.TenantID), Class: "permanent"}
+	}
+	return d.Deliver(ctx, Request{
+		Kind: KindOf(rec), Key: s.Key, TenantID: rec.TenantID, PhoneNumberID: rec.PhoneNumberID, To: rec.To,
+		CorrelationID: rec.CorrelationID, LastAttempt: s.LastAttempt, ReleaseGen: s.ReleaseGen,
+		Compose: func(context.Context) (responder.Reply, error) {
+			var m graph.Message
+			if err := json.Unmarshal([]byte(rec.Message), &m); err != nil || m.Type == "" {
+				return responder.Reply{}, NotSendable(ReasonMalformedMessage, fmt.Errorf("the record's message is not a Graph message: %v", err))
+			}
+			return responder.Reply{Message: &m}, nil
+		},
+	})
+}

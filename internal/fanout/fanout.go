@@ -1,0 +1,420 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// ErrMalformed marks a delivery no retry can fix (its payload cannot be read or parsed): the
+// caller keeps it as a dead letter.
+var ErrMalformed = errors.New("malformed delivery")
+
+// Enqueuer creates tasks; *taskqueue.Client implements it.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
+}
+
+// PayloadReader reads payloads stored out of band; *store.Payloads implements it.
+type PayloadReader interface {
+	Get(ctx context.Context, ref string) ([]byte, error)
+}
+
+// NumberResolver gives the tenant of a business number (store.ErrNotFound for none); the
+// worker's tenant cache implements it.
+type NumberResolver interface {
+	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
+}
+
+// Fanner fans one inbound delivery out: each message becomes an outbound task on the queue of
+// the tenant its number routes to, each status is applied to its outbound record once, and the
+// attempt leaves one trace.
+type Fanner struct {
+	Tasks    Enqueuer
+	Payloads PayloadReader
+	Statuses StatusRecords
+	Outbound DeliveryUpdater
+	Traces   TraceRecords
+	Tenants  NumberResolver
+	Hasher   *logging.Hasher
+	Now      func() time.Time
+	// Limit bounds the outbound tasks created at once.
+	Limit int
+	// DefaultQueue takes the messages to a number no tenant owns; "" when there is no
+	// single-tenant default (WHATSAPP_ACCESS_TOKEN unset): they are unrouted.
+	DefaultQueue string
+}
+
+// Attempt is what Cloud Tasks says of the attempt, for the trace.
+type Attempt struct {
+	Name       string
+	RetryCount int
+}
+
+// Counts is what an inbound task did.
+type Counts struct {
+	Status   string `json:"status"`
+	Messages int    `json:"messages"`
+	Statuses int    `json:"statuses"`
+	Created  int    `json:"tasks_created"`
+	Existed  int    `json:"tasks_existed"`
+	// Unrouted counts the messages to a number no tenant owns, with no default to serve them.
+	Unrouted int `json:"unrouted,omitempty"`
+}
+
+// TraceRecords keep one trace per inbound event; the store's traces implement it.
+type TraceRecords interface {
+	// WriteTrace writes an attempt's trace once the attempt is over: one write per attempt.
+	WriteTrace(ctx context.Context, t store.Trace) error
+}
+
+// inboundStoreTimeout bounds each store call of process_inbound, so an unreachable Firestore
+// fails the attempt in seconds (503, Cloud Tasks retries) instead of holding it until Cloud
+// Tasks' dispatch deadline.
+const inboundStoreTimeout = 5 * time.Second
+
+// errStoreTimeout marks a store call that ran out of inboundStoreTimeout: the store is not
+// answering, and the attempt makes no further store call that would only wait as long.
+var errStoreTimeout = errors.New("store call timed out")
+
+// storeCall runs f with the store-call timeout.
+func storeCall[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, inboundStoreTimeout)
+	defer cancel()
+	v, err := f(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w after %s: %w", errStoreTimeout, inboundStoreTimeout, err)
+	}
+	return v, err
+}
+
+// StatusRecords remember which statuses were applied; the store's statuses implement it.
+type StatusRecords interface {
+	StatusSeen(ctx context.Context, key string) (bool, error)
+	RecordStatus(ctx context.Context, s store.StatusRecord) (bool, error)
+}
+
+// DeliveryUpdater applies a status to the outbound record it is about; the store's outbound
+// records implement it.
+type DeliveryUpdater interface {
+	ApplyStatus(ctx context.Context, u store.StatusUpdate) (store.ApplyResult, error)
+}
+
+// Process reads the payload of one inbound delivery, fans out its messages and applies its
+// statuses, then writes the trace. A delivery no retry can fix is ErrMalformed.
+func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbound, task Attempt) (Counts, error) {
+	payloadBytes := []byte(in.Payload)
+	if in.PayloadRef != "" {
+		b, err := storeCall(ctx, func(ctx context.Context) ([]byte, error) { return f.Payloads.Get(ctx, in.PayloadRef) })
+		if errors.Is(err, store.ErrBadRef) {
+			return Counts{}, fmt.Errorf("%w: load payload out of band: %w", ErrMalformed, err)
+		}
+		if err != nil {
+			return Counts{}, fmt.Errorf("load payload out of band: %w", err)
+		}
+		payloadBytes = b
+	}
+	payload, err := whatsapp.Parse(payloadBytes)
+	if err != nil {
+		// The webhook parsed it before enqueueing, so this is a defect, not bad luck: retrying
+		// will not help, and the dead letter keeps the payload.
+		return Counts{}, fmt.Errorf("%w: parse payload: %w", ErrMalformed, err)
+	}
+	msgs, statuses := whatsapp.Normalize(payload)
+
+	traceID := ""
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		traceID = sc.TraceID().String()
+	}
+	// The trace is written once, when the attempt is over, whatever its outcome.
+	tr := store.Trace{
+		InboundEventID: in.InboundEventID,
+		EventRef:       f.Hasher.Ref(in.InboundEventID),
+		CorrelationID:  in.CorrelationID,
+		TaskName:       task.Name,
+		TraceID:        traceID,
+		Attempt:        int64(task.RetryCount) + 1,
+		Messages:       int64(len(msgs)),
+		Statuses:       int64(len(statuses)),
+		ReceivedAt:     in.ReceivedAt,
+		StartedAt:      f.Now(),
+	}
+
+	out := Counts{Messages: len(msgs), Statuses: len(statuses)}
+	routes, err := f.routeAll(ctx, logger, msgs, statuses)
+	var targets map[string]store.TraceTarget
+	if err == nil {
+		var fanErr error
+		targets, fanErr = f.fanOut(ctx, in, msgs, routes)
+		for _, target := range targets {
+			switch target.Status {
+			case "created":
+				out.Created++
+			case "existed":
+				out.Existed++
+			case traceUnrouted:
+				out.Unrouted++
+			}
+		}
+		err = errors.Join(fanErr, f.applyStatuses(ctx, logger, in, statuses, routes))
+	}
+
+	if errors.Is(err, errStoreTimeout) {
+		// The store is not answering: the trace write would wait out its timeout too. The retry
+		// writes it.
+		return out, err
+	}
+	tr.State, tr.Outbound = store.TraceFinished, targets
+	if err != nil {
+		tr.State, tr.Error = store.TraceRetrying, err.Error()
+	}
+	if _, terr := storeCall(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f.Traces.WriteTrace(ctx, tr) }); terr != nil {
+		err = errors.Join(err, terr)
+	}
+	return out, err
+}
+
+// fanOut creates one outbound task per message, on the queue of the tenant its number routes to,
+// a bounded number at a time. It returns the outcome of each enqueue by idempotency key; a
+// message no one serves is recorded as unrouted, with no task.
+func (f *Fanner) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.Message, routes map[string]route) (map[string]store.TraceTarget, error) {
+	var mu sync.Mutex
+	targets := make(map[string]store.TraceTarget, len(msgs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.Limit)
+	var errs []error
+	for _, m := range msgs {
+		key := tasks.IdempotencyKey(m.ID)
+		r := routes[m.PhoneNumberID]
+		if r.unrouted {
+			targets[key] = store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}
+			continue
+		}
+		g.Go(func() error {
+			body, err := json.Marshal(tasks.Outbound{
+				IdempotencyKey: key,
+				CorrelationID:  in.CorrelationID,
+				InboundEventID: in.InboundEventID,
+				PhoneNumberID:  m.PhoneNumberID,
+				To:             m.From,
+				Message:        m,
+				ReceivedAt:     in.ReceivedAt,
+				TenantID:       r.tenantID,
+			})
+			t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
+			if err == nil {
+				var res taskqueue.Result
+				res, err = f.Tasks.Enqueue(gctx, taskqueue.Task{
+					Queue:         r.queue,
+					ID:            tasks.OutboundTaskID(m.ID),
+					Path:          tasks.ProcessOutboundPath,
+					Body:          body,
+					CorrelationID: in.CorrelationID,
+				})
+				t.TaskName = res.Name
+				t.Status = "created"
+				if res.Existed {
+					t.Status = "existed"
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Status, t.Error = "failed", err.Error()
+				errs = append(errs, fmt.Errorf("create outbound task %s: %w", tasks.OutboundTaskID(m.ID), err))
+			}
+			targets[key] = t
+			// One failed enqueue does not stop the others: the retry then has less to do.
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return targets, errors.Join(errs...)
+}
+
+// applyStatuses applies each status to the outbound record it is about, once. It applies first
+// and records second: a crash between the two leaves a status unrecorded, and the retry applies it
+// again, which the rank guard makes harmless; the other order could leave a status recorded as
+// seen but never applied, and a send of unknown outcome never reconciled.
+func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in tasks.Inbound, statuses []whatsapp.Status, routes map[string]route) error {
+	var errs []error
+	for _, st := range statuses {
+		code, title := 0, ""
+		if len(st.Errors) > 0 {
+			code, title = st.Errors[0].Code, st.Errors[0].Title
+		}
+		key := st.DedupeKey()
+		seen, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return f.Statuses.StatusSeen(ctx, key) })
+		if err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
+			continue
+		}
+		if seen {
+			logger.DebugContext(ctx, "status already applied", "event", "status_duplicate", "status", st.Status)
+			continue
+		}
+		res, err := storeCall(ctx, func(ctx context.Context) (store.ApplyResult, error) {
+			return f.Outbound.ApplyStatus(ctx, store.StatusUpdate{
+				Key:            callbackKey(st.BizOpaqueCallbackData),
+				GraphMessageID: st.ID,
+				Status:         st.Status,
+				ErrorCode:      code,
+				PhoneNumberID:  st.PhoneNumberID,
+				TenantID:       routes[st.PhoneNumberID].tenantID,
+			})
+		})
+		if err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
+			continue
+		}
+		if res.Mismatch != "" {
+			// Another number echoing a record's key (or a status that may not settle it): the
+			// record stays as it was. The status is still recorded below, under its own number,
+			// so a redelivery is a duplicate.
+			logger.WarnContext(ctx, "status does not belong to the record it names: not applied", "event", "status_mismatch",
+				"reason", res.Mismatch, "status", st.Status, "phone_number_id", st.PhoneNumberID,
+				"tenant_id", routes[st.PhoneNumberID].tenantID, logging.MessageID(st.ID))
+			res.Key = ""
+		}
+		rec := store.StatusRecord{
+			Key:            key,
+			GraphMessageID: st.ID,
+			Status:         st.Status,
+			Timestamp:      st.Timestamp,
+			PhoneNumberID:  st.PhoneNumberID,
+			TenantID:       routes[st.PhoneNumberID].tenantID,
+			RecipientHash:  f.Hasher.Phone(st.RecipientID),
+			IdempotencyKey: res.Key,
+			ErrorCode:      int64(code),
+			ErrorTitle:     title,
+			InboundEventID: in.InboundEventID,
+			CorrelationID:  in.CorrelationID,
+		}
+		if _, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return f.Statuses.RecordStatus(ctx, rec) }); err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
+			continue
+		}
+		logStatusApplied(ctx, logger, st, routes[st.PhoneNumberID].tenantID, res, code, title)
+	}
+	return errors.Join(errs...)
+}
+
+// logStatusApplied logs a status applied to its record (a mismatch was logged already): a failed
+// delivery at ERROR with Meta's code, a reconciled or late-accepted send at WARNING.
+func logStatusApplied(ctx context.Context, logger *slog.Logger, st whatsapp.Status, tenantID string, res store.ApplyResult, code int, title string) {
+	if res.Mismatch != "" {
+		return
+	}
+	event := "status_applied"
+	if res.AcceptedAfterFailure && st.Status != store.DeliveryFailed && !res.Reconciled {
+		event = "status_after_failure"
+	}
+	attrs := []any{"event", event, "status", st.Status, "phone_number_id", st.PhoneNumberID, "tenant_id", tenantID,
+		logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
+		"reconciled", res.Reconciled}
+	switch {
+	case st.Status == store.DeliveryFailed:
+		logger.ErrorContext(ctx, "message delivery failed", append(attrs, "meta_error_code", code, "meta_error_title", title)...)
+	case res.Reconciled:
+		logger.WarnContext(ctx, "status reconciled a send of unknown outcome", attrs...)
+	case res.AcceptedAfterFailure:
+		logger.WarnContext(ctx, "Meta accepted a send given up as failed: it stays failed and is never sent again", attrs...)
+	default:
+		logger.InfoContext(ctx, "status applied", attrs...)
+	}
+}
+
+// callbackKey returns the idempotency key wapipe put in biz_opaque_callback_data, or "" when the
+// data is something else (a message sent by another system on the same number).
+func callbackKey(data string) string {
+	if tasks.IsIdempotencyKey(data) {
+		return data
+	}
+	return ""
+}
+
+// traceUnrouted is the trace status of a message no one serves: no tenant owns its number and
+// the worker has no default token.
+const traceUnrouted = "unrouted"
+
+// route is where the messages to one business number go.
+type route struct {
+	// tenantID owns the number; "" is the single-tenant default.
+	tenantID string
+	// queue takes the outbound tasks: the tenant's own, or OUTBOUND_TASK_QUEUE_NAME.
+	queue string
+	// unrouted: no tenant owns the number and there is no default: nothing is sent.
+	unrouted bool
+}
+
+// routeAll resolves each distinct business number of a delivery (usually one). A lookup that
+// fails fails the delivery, so Cloud Tasks retries it: guessing a route would send with the
+// wrong token or drop a tenant's message.
+func (f *Fanner) routeAll(ctx context.Context, logger *slog.Logger, msgs []whatsapp.Message, statuses []whatsapp.Status) (map[string]route, error) {
+	routes := map[string]route{}
+	resolve := func(phoneNumberID string) error {
+		if _, ok := routes[phoneNumberID]; ok {
+			return nil
+		}
+		r, err := f.route(ctx, phoneNumberID)
+		if err != nil {
+			return err
+		}
+		if r.unrouted {
+			// phone_number_id is the business's number id, not a person's: fine to log.
+			logger.ErrorContext(ctx, "no tenant owns this business number and WHATSAPP_ACCESS_TOKEN is unset: not answering",
+				"event", "unrouted_number", "phone_number_id", phoneNumberID)
+		}
+		routes[phoneNumberID] = r
+		return nil
+	}
+	for _, m := range msgs {
+		if err := resolve(m.PhoneNumberID); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range statuses {
+		if err := resolve(st.PhoneNumberID); err != nil {
+			return nil, err
+		}
+	}
+	return routes, nil
+}
+
+// route resolves one business number to its tenant.
+func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error) {
+	rec, err := f.Tenants.ByPhoneNumber(ctx, phoneNumberID)
+	switch {
+	case err == nil:
+		return route{tenantID: rec.Tenant.ID, queue: tasks.TenantQueueID(rec.Tenant.ID)}, nil
+	case errors.Is(err, store.ErrNotFound):
+		if f.DefaultQueue != "" {
+			return route{queue: f.DefaultQueue}, nil
+		}
+		return route{unrouted: true}, nil
+	default:
+		return route{}, fmt.Errorf("resolve the tenant of business number %s: %w", phoneNumberID, err)
+	}
+}

@@ -1,0 +1,122 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// Store reads the members who joined by invite and redeems invites; *store.Tenants implements
+// it.
+type Store interface {
+	RuntimeMember(ctx context.Context, id, waID string) (tenant.Member, bool, error)
+	RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error)
+}
+
+// Gate decides, before the assistant, what a tenant's audience makes of a message.
+type Gate struct{ Store Store }
+
+// Admission is what membership decides about a message before the assistant sees it.
+type Admission struct {
+	Member   tenant.Member
+	IsMember bool
+	// Handled: membership answered the message (Reply, possibly none); the assistant does not
+	// see it.
+	Handled bool
+	Reply   responder.Reply
+	// Key is the system message Reply is; Event names what happened, for the log.
+	Key   i18n.Key
+	Event string
+}
+
+// Admit applies the tenant's audience to m. With audience members a non-member gets the
+// onboarding prompt and nothing else (a reaction or system notice, nothing at all); a message
+// that is exactly an invite code redeems it (welcome, or "invalid code"), from members too.
+// Before a non-member is answered (the prompt, or a code tried) allow counts the message and
+// says whether it may be (nil allows all): past the limit, silence and no code is tried.
+func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, allow func() bool) (Admission, error) {
+	logger := logging.FromContext(ctx)
+	member, isMember, err := g.Member(ctx, tn, m.From)
+	if err != nil {
+		return Admission{}, err
+	}
+	adm := Admission{Member: member, IsMember: isMember}
+	code, isCode := "", false
+	if m.Type == "text" {
+		code, isCode = tenant.NormalizeInviteCode(m.Text)
+	}
+	switch {
+	case isCode && isMember:
+		// A member who sends a code: most often this very code on a retry, after the attempt
+		// that redeemed it failed to send the welcome. Welcome again, consume nothing.
+		adm.Handled, adm.Event = true, "invite_redeemed"
+		adm.Reply, adm.Key = welcome(tn, member, m)
+	case isCode && allow != nil && !allow():
+		return limitedNonMember(ctx, adm), nil
+	case isCode:
+		joined, err := g.Store.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), m.From, m.ContactName)
+		if errors.Is(err, store.ErrInviteInvalid) {
+			logger.InfoContext(ctx, "invite code refused: unknown, used or expired", "event", "invite_refused")
+			adm.Handled, adm.Event, adm.Key = true, "invite_refused", i18n.InvalidCode
+			adm.Reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.InvalidCode), Quote: true}
+			return adm, nil
+		}
+		if err != nil {
+			return Admission{}, fmt.Errorf("redeem invite: %w", err)
+		}
+		logger.InfoContext(ctx, "invite redeemed: a new member", "event", "invite_redeemed", "role", joined.Role)
+		adm.Member, adm.IsMember, adm.Handled, adm.Event = joined, true, true, "invite_redeemed"
+		adm.Reply, adm.Key = welcome(tn, joined, m)
+	case !isMember && tn.Audience == tenant.AudienceMembers:
+		adm.Handled, adm.Event = true, "onboarding_prompt"
+		if responder.Ignorable(m) {
+			return adm, nil
+		}
+		if allow != nil && !allow() {
+			return limitedNonMember(ctx, adm), nil
+		}
+		logger.InfoContext(ctx, "non-member asked for an invite code", "event", "onboarding_prompt")
+		adm.Key = i18n.OnboardingPrompt
+		adm.Reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}
+	}
+	return adm, nil
+}
+
+// limitedNonMember is the silence of a non-member past its replies of the hour.
+func limitedNonMember(ctx context.Context, adm Admission) Admission {
+	logging.FromContext(ctx).InfoContext(ctx, "non-member over its replies of the hour: no reply", "event", "onboarding_limited")
+	adm.Handled, adm.Event = true, "onboarding_limited"
+	return adm
+}
+
+// Member looks waID up among the tenant's file members, then the members who joined by invite.
+func (g Gate) Member(ctx context.Context, tn *tenant.Tenant, waID string) (tenant.Member, bool, error) {
+	if m, ok := tn.Member(waID); ok {
+		return m, true, nil
+	}
+	m, ok, err := g.Store.RuntimeMember(ctx, tn.ID, waID)
+	if err != nil {
+		return tenant.Member{}, false, fmt.Errorf("look up member of tenant %s: %w", tn.ID, err)
+	}
+	return m, ok, nil
+}
+
+// welcome greets a new member in their language, by name when known.
+func welcome(tn *tenant.Tenant, member tenant.Member, m whatsapp.Message) (responder.Reply, i18n.Key) {
+	lang := tn.EffectiveLanguage(member)
+	name := member.Name
+	if name == "" {
+		name = m.ContactName
+	}
+	if name == "" {
+		return responder.Reply{Text: i18n.Text(lang, i18n.Welcome), Quote: true}, i18n.Welcome
+	}
+	return responder.Reply{Text: i18n.Text(lang, i18n.WelcomeName, "name", name), Quote: true}, i18n.WelcomeName
+}
