@@ -7,31 +7,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
 	_ "github.com/wapipe/wapipe" // registers Webhook and Worker
-	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/service"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	logger := logging.New(os.Stdout, logging.Options{})
-	defer func() {
-		if r := recover(); r != nil {
-			logger.Log(ctx, logging.LevelCritical, "functions panicked", "panic", r)
-			os.Exit(2)
-		}
-	}()
-	err := realMain(ctx)
-	stop()
-	if err != nil {
-		logger.Log(ctx, logging.LevelCritical, "functions: "+err.Error(), "event", "startup_failed")
-		os.Exit(1)
-	}
-}
+func main() { service.Main("functions", realMain) }
 
 func realMain(context.Context) error {
 	if os.Getenv("FUNCTION_TARGET") == "" {

@@ -287,7 +287,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.outbox.Send(ctx, outbox.Request{
 		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Message: req.Message(),
-		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: correlationID(ctx),
+		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: httpserver.CorrelationID(ctx),
 	})
 	refusal, refused := refusalOf(err)
 	switch {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/parked"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -549,7 +550,7 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 	if _, err := s.deps.Tenants.SetAccessToken(ctx, tenantID, sealed); err != nil {
 		return res, fmt.Errorf("store the token: %w", err)
 	}
-	res.released, res.releaseErr = parked.Release(ctx, s.deps.Sends, s.deps.Tasks, tenantID, correlationID(ctx))
+	res.released, res.releaseErr = parked.Release(ctx, s.deps.Sends, s.deps.Tasks, tenantID, httpserver.CorrelationID(ctx))
 	if res.releaseErr != nil {
 		logging.FromContext(ctx).ErrorContext(ctx, "parked sends not all released: run wapipe tenants set-token or connect again",
 			"event", "release_failed", "error", res.releaseErr)

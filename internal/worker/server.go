@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -186,8 +186,7 @@ func (s *Server) Routes() http.Handler {
 		}
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
-	return otelhttp.NewHandler(r, "worker",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger}.Wrap(r)
 }
 
 // withTask reads Cloud Tasks' headers into the context and a logger that names the task.
