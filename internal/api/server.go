@@ -203,7 +203,7 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, d ratelimit
 	}
 	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs))
+	fail(w, r, refuse(CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs)))
 }
 
 // writeJSON encodes into a buffer first, so a failure never leaves half a response.
@@ -218,9 +218,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
-
-// errUnauthenticated is every failed authentication: the answer never says which part failed.
-var errUnauthenticated = errors.New("missing, unknown, revoked or expired API key")
 
 // authenticate returns the tenant of the request's API key (Authorization: Bearer wpk_…): the
 // key's id finds its record, and its hash, compared in constant time, proves it. The record is

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
@@ -164,7 +165,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		if deps.Assistant == nil || deps.Messages == nil || deps.Actions == nil || deps.Caller == nil || deps.ActionSecrets == nil {
 			panic("worker.NewServer: Deps.Inbox needs Assistant, Messages, Actions, Caller and ActionSecrets")
 		}
-		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
+		srv.runner = conversation.NewRunner(deps.Inbox, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv
