@@ -30,6 +30,14 @@ const (
 	codeInternal             = "internal"
 )
 
+// Codes of the Embedded Signup pages' refusals, which a person reads on the page (page).
+const (
+	// codeForbidden: the request did not come from the connection page in this browser.
+	codeForbidden = "forbidden"
+	// codeBadGateway: Meta's side of the connection failed.
+	codeBadGateway = "bad_gateway"
+)
+
 // Messages of the answers whose caller must not learn more than the code.
 const (
 	msgUnauthenticated = "a valid API key is required: Authorization: Bearer wpk_…"
@@ -61,6 +69,8 @@ var answers = map[string]answer{
 	CodeRateLimited:           {http.StatusTooManyRequests, CodeRateLimited, ""},
 	CodeUnavailable:           {http.StatusServiceUnavailable, CodeUnavailable, msgUnavailable},
 	codeInternal:              {http.StatusInternalServerError, codeInternal, ""},
+	codeForbidden:             {http.StatusForbidden, codeForbidden, ""},
+	codeBadGateway:            {http.StatusBadGateway, codeBadGateway, ""},
 }
 
 // errUnauthenticated is every failed authentication: the answer never says which part failed.

@@ -33,6 +33,8 @@ func TestErrorAnswers(t *testing.T) {
 		{refuse(CodeRateLimited, "m"), 429, "rate_limited", "", ""},
 		{refuse(CodeUnavailable, "m"), 503, "unavailable", msgUnavailable, "Retry-After"},
 		{refuse(codeInternal, "m"), 500, "internal", "", ""},
+		{refuse(codeForbidden, "m"), 403, "forbidden", "", ""},
+		{refuse(codeBadGateway, "m"), 502, "bad_gateway", "", ""},
 		{&outbox.Refusal{Code: outbox.CodeInvalidRequest, Message: "m"}, 400, "invalid_request", "", ""},
 		{&outbox.Refusal{Code: outbox.CodeReauthRequired, Message: "m"}, 409, "WHATSAPP_REAUTH_REQUIRED", "", ""},
 		{&outbox.Refusal{Code: outbox.CodeOutsideWindow, Message: "m"}, 422, "outside_customer_service_window", "", ""},

@@ -78,3 +78,12 @@ func (s *Markers) MarkIfNew(ctx context.Context, eventID, correlationID string) 
 func (s *Markers) Get(ctx context.Context, eventID string) (dedupe.Marker, error) {
 	return getDoc[dedupe.Marker](ctx, s.doc(eventID), "marker")
 }
+
+// Lookups by event_ref, the keyed ref of an inbound_event_id that log lines carry instead of the
+// id (CONTRACT.md, Logs): an operator holding a log line finds the event with wapipe inspect.
+// Each is an equality query on one field, which Firestore's automatic single-field index serves.
+
+// MarkerByRef reads the marker whose event_ref is ref; ErrNotFound when none has it.
+func (s *Markers) MarkerByRef(ctx context.Context, ref string) (dedupe.Marker, error) {
+	return firstWhere[dedupe.Marker](ctx, s.fs.Collection(InboundEvents).Where("event_ref", "==", ref), "marker")
+}
