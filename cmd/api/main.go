@@ -7,17 +7,12 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/api"
-	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/service"
 )
 
-func main() { service.Main("api", realMain) }
+func main() { service.Main("api", &api.Config{}, realMain) }
 
-func realMain(ctx context.Context) error {
-	var cfg api.Config
-	if err := config.Load(ctx, nil, &cfg); err != nil {
-		return err
-	}
+func realMain(ctx context.Context, cfg *api.Config) error {
 	// Tenant secrets and connect states have a key each (KMS_KEY_NAME, CONNECT_STATE_KMS_KEY_NAME):
 	// this public service may open states but only seal tokens.
 	c, cleanup, err := service.Start(ctx, service.Options{Name: "api", Base: &cfg.Base, Tasks: true, Keeper: cfg.OpenKeeper})
@@ -25,11 +20,11 @@ func realMain(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	deps, err := api.NewDeps(&cfg, c.DB, c.Tasks, c.Keeper, c.Logger)
+	deps, err := api.NewDeps(cfg, c.DB, c.Tasks, c.Keeper, c.Logger)
 	if err != nil {
 		return err
 	}
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
 	// the clients and flushes the traces.
-	return service.Serve(ctx, cfg.Port, api.NewServer(&cfg, deps).Routes(), c.Logger)
+	return service.Serve(ctx, cfg.Port, api.NewServer(cfg, deps).Routes(), c.Logger)
 }

@@ -8,18 +8,13 @@ package main
 import (
 	"context"
 
-	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/service"
 )
 
-func main() { service.Main("console", realMain) }
+func main() { service.Main("console", &console.Config{}, realMain) }
 
-func realMain(ctx context.Context) error {
-	var cfg console.Config
-	if err := config.Load(ctx, nil, &cfg); err != nil {
-		return err
-	}
+func realMain(ctx context.Context, cfg *console.Config) error {
 	opts := service.Options{Name: "console", Base: &cfg.Base, Tasks: true, Admin: true}
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
 	if cfg.PublicBaseURL != "" {
@@ -31,7 +26,7 @@ func realMain(ctx context.Context) error {
 	}
 	defer cleanup()
 
-	deps := console.NewDeps(&cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
+	deps := console.NewDeps(cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
 	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
 	if err != nil {
 		return err

@@ -5,8 +5,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
+	"fmt"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
@@ -14,19 +13,23 @@ import (
 	"github.com/wapipe/wapipe/internal/service"
 )
 
-func main() { service.Main("functions", realMain) }
+// config is what the Functions Framework reads; the entry point reads its service's own.
+type config struct {
+	Target string `env:"FUNCTION_TARGET"`
+	Port   string `env:"PORT, default=8080"`
+	Host   string `env:"HOST, default=127.0.0.1"`
+}
 
-func realMain(context.Context) error {
-	if os.Getenv("FUNCTION_TARGET") == "" {
-		return errors.New("FUNCTION_TARGET: set it to Webhook or Worker")
+// Validate names the entry points FUNCTION_TARGET may select.
+func (c *config) Validate() error {
+	if c.Target != "Webhook" && c.Target != "Worker" {
+		return fmt.Errorf("FUNCTION_TARGET: set it to Webhook or Worker, got %q", c.Target)
 	}
-	port := os.Getenv("PORT")
-	if port == "" {
-		port = "8080"
-	}
-	host := os.Getenv("HOST")
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return funcframework.StartHostPort(host, port)
+	return nil
+}
+
+func main() { service.Main("functions", &config{}, realMain) }
+
+func realMain(_ context.Context, cfg *config) error {
+	return funcframework.StartHostPort(cfg.Host, cfg.Port)
 }

@@ -4,25 +4,20 @@ package main
 import (
 	"context"
 
-	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/webhook"
 )
 
-func main() { service.Main("webhook", realMain) }
+func main() { service.Main("webhook", &webhook.Config{}, realMain) }
 
-func realMain(ctx context.Context) error {
-	var cfg webhook.Config
-	if err := config.Load(ctx, nil, &cfg); err != nil {
-		return err
-	}
+func realMain(ctx context.Context, cfg *webhook.Config) error {
 	// The webhook keeps markers and payloads only: it opens their database and no other.
 	c, cleanup, err := service.Start(ctx, service.Options{Name: "webhook", Base: &cfg.Base, Database: cfg.InboundDatabase(), Tasks: true})
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	srv := webhook.NewServer(&cfg, webhook.NewDeps(&cfg, c.DB, c.Tasks, c.Logger))
+	srv := webhook.NewServer(cfg, webhook.NewDeps(cfg, c.DB, c.Tasks, c.Logger))
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
 	// the clients and flushes the traces.
 	return service.Serve(ctx, cfg.Port, srv.Routes(), c.Logger)

@@ -5,18 +5,13 @@ package main
 import (
 	"context"
 
-	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/worker"
 )
 
-func main() { service.Main("worker", realMain) }
+func main() { service.Main("worker", &worker.Config{}, realMain) }
 
-func realMain(ctx context.Context) error {
-	var cfg worker.Config
-	if err := config.Load(ctx, nil, &cfg); err != nil {
-		return err
-	}
+func realMain(ctx context.Context, cfg *worker.Config) error {
 	c, cleanup, err := service.Start(ctx, service.Options{Name: "worker", Base: &cfg.Base, Tasks: true, Admin: true,
 		Keeper: service.Keeper(cfg.Secrets())})
 	if err != nil {
@@ -24,7 +19,7 @@ func realMain(ctx context.Context) error {
 	}
 	defer cleanup()
 
-	deps, err := worker.NewDeps(&cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
+	deps, err := worker.NewDeps(cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
 	if err != nil {
 		return err
 	}
@@ -33,7 +28,7 @@ func realMain(ctx context.Context) error {
 		return err
 	}
 	defer closeInbound()
-	srv := worker.NewServer(&cfg, deps)
+	srv := worker.NewServer(cfg, deps)
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
 	// the clients and flushes the traces.
 	return service.Serve(ctx, cfg.Port, srv.Routes(), c.Logger)

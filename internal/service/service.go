@@ -20,10 +20,12 @@ import (
 	"github.com/wapipe/wapipe/internal/telemetry"
 )
 
-// Main runs realMain until SIGINT or SIGTERM ends its context, and exits 1 with one CRITICAL line
-// naming the service when it fails (2 when it panics). The configuration is not loaded yet when a
-// start-up error is logged, so the line goes through a default logger.
-func Main(name string, realMain func(ctx context.Context) error) {
+// Main is a service's main: it loads cfg from the environment (config.Load: defaults, then
+// Validate) and runs realMain with it until SIGINT or SIGTERM ends its context. A configuration
+// or start-up error exits 1 with one CRITICAL line naming the service, a panic exits 2. The
+// configuration is not loaded yet when such a line may be logged, so it goes through a default
+// logger.
+func Main[C config.Validator](name string, cfg C, realMain func(context.Context, C) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	logger := logging.New(os.Stdout, logging.Options{})
 	defer func() {
@@ -32,7 +34,10 @@ func Main(name string, realMain func(ctx context.Context) error) {
 			os.Exit(2)
 		}
 	}()
-	err := realMain(ctx)
+	err := config.Load(ctx, nil, cfg)
+	if err == nil {
+		err = realMain(ctx, cfg)
+	}
 	stop()
 	if err != nil {
 		logger.Log(ctx, logging.LevelCritical, name+": "+err.Error(), "event", "startup_failed")

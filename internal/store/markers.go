@@ -28,7 +28,7 @@ type MarkerOptions struct {
 	// Now is time.Now when nil.
 	Now func() time.Time
 	// EventRef, when set, gives each new marker's event_ref (logging.Hasher.Ref), which
-	// MarkerByRef finds.
+	// GetMarkerByRef finds.
 	EventRef func(eventID string) string
 }
 
@@ -83,7 +83,7 @@ func (s *Markers) Get(ctx context.Context, eventID string) (dedupe.Marker, error
 // id (CONTRACT.md, Logs): an operator holding a log line finds the event with wapipe inspect.
 // Each is an equality query on one field, which Firestore's automatic single-field index serves.
 
-// MarkerByRef reads the marker whose event_ref is ref; ErrNotFound when none has it.
-func (s *Markers) MarkerByRef(ctx context.Context, ref string) (dedupe.Marker, error) {
+// GetMarkerByRef reads the marker whose event_ref is ref; ErrNotFound when none has it.
+func (s *Markers) GetMarkerByRef(ctx context.Context, ref string) (dedupe.Marker, error) {
 	return firstWhere[dedupe.Marker](ctx, s.fs.Collection(InboundEvents).Where("event_ref", "==", ref), "marker")
 }

@@ -148,7 +148,7 @@ func truncate(s string, n int) string {
 	return s[:cut] + mark
 }
 
-// TraceByRef reads the trace whose event_ref is ref; ErrNotFound when none has it.
-func (r *Traces) TraceByRef(ctx context.Context, ref string) (Trace, error) {
+// GetTraceByRef reads the trace whose event_ref is ref; ErrNotFound when none has it.
+func (r *Traces) GetTraceByRef(ctx context.Context, ref string) (Trace, error) {
 	return firstWhere[Trace](ctx, r.fs.Collection(InboundTraces).Where("event_ref", "==", ref), "trace")
 }
