@@ -48,7 +48,7 @@ func buildWebhook(ctx context.Context) (http.Handler, error) {
 }
 
 // buildWorker builds the worker as cmd/worker does, with the same lifetime as buildWebhook's.
-func buildWorker(ctx context.Context) (_ http.Handler, err error) {
+func buildWorker(ctx context.Context) (http.Handler, error) {
 	var cfg worker.Config
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err

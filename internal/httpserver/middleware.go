@@ -47,9 +47,13 @@ type Middleware struct {
 	Service string
 	// Logger is the service's logger; each request's carries correlation_id.
 	Logger *slog.Logger
+	// Request, when set, adds what the service reads from every request (the worker: the Cloud
+	// Tasks headers) to its context, after the correlation id and the logger, so that both the
+	// handler and OnPanic see it.
+	Request func(r *http.Request) *http.Request
 	// OnPanic answers a request whose handler panicked, after the panic is logged; nil answers
-	// 500 "internal error". A service that wants more (the worker dead-letters a task on its
-	// last attempt) recovers inside and answers itself: this is the backstop.
+	// 500 "internal error". The worker's answer depends on the task (a retry, or a dead letter
+	// on its last attempt).
 	OnPanic func(w http.ResponseWriter, r *http.Request)
 }
 
@@ -63,6 +67,9 @@ func (m Middleware) Wrap(h http.Handler) http.Handler {
 		logger := m.Logger.With("correlation_id", id)
 		ctx := context.WithValue(logging.WithLogger(r.Context(), logger), correlationKey{}, id)
 		r = r.WithContext(ctx)
+		if m.Request != nil {
+			r = m.Request(r)
+		}
 		defer m.recover(w, r)
 		w.Header().Set(CorrelationHeader, id)
 		h.ServeHTTP(w, r)

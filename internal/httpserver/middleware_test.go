@@ -2,6 +2,8 @@ package httpserver_test
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -60,6 +62,33 @@ func TestMiddlewareCorrelationID(t *testing.T) {
 				t.Errorf("log line's correlation_id %v, want %q", line["correlation_id"], got)
 			}
 		})
+	}
+}
+
+type taskKey struct{}
+
+// TestMiddlewareRequest: what Request adds to the context reaches the handler and OnPanic.
+func TestMiddlewareRequest(t *testing.T) {
+	t.Parallel()
+	var inHandler, inPanic any
+	h := httpserver.Middleware{Service: "test", Logger: logging.New(io.Discard, logging.Options{}),
+		Request: func(r *http.Request) *http.Request {
+			return r.WithContext(context.WithValue(r.Context(), taskKey{}, r.Header.Get("X-CloudTasks-TaskName")))
+		},
+		OnPanic: func(w http.ResponseWriter, r *http.Request) {
+			inPanic = r.Context().Value(taskKey{})
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
+	}.Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		inHandler = r.Context().Value(taskKey{})
+		panic("boom")
+	}))
+	r := httptest.NewRequest(http.MethodPost, "/internal/process_inbound", nil)
+	r.Header.Set("X-CloudTasks-TaskName", "task-1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if inHandler != "task-1" || inPanic != "task-1" || w.Code != http.StatusServiceUnavailable {
+		t.Errorf("handler saw %v, OnPanic saw %v, answered %d; want task-1, task-1, 503", inHandler, inPanic, w.Code)
 	}
 }
 
