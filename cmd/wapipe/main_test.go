@@ -162,7 +162,7 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"trigger", "--type", "video"},
+		{"trigger", "--type", "hologram"},
 		{"trigger", "--type", "status"}, // no --message-id
 		{"inspect"},
 		{"inspect", "--project", "p", "a", "b"},

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/operator"
 )
 
@@ -29,7 +33,12 @@ Examples:
   wapipe trigger --to-number 123456789012345 --text "hello"   # to another tenant's number
   wapipe trigger --type batch --count 10
   wapipe trigger --repeat 3              # the same delivery three times: one reply
-  wapipe trigger --type status --status read --message-id wamid.XYZ --callback-data reply-…`
+  wapipe trigger --type status --status read --message-id wamid.XYZ --callback-data reply-…
+  wapipe trigger --type audio --file internal/media/mediasample/voice-note.ogg   # a voice note
+  wapipe trigger --type image --file photo.jpg --caption "Bus 03 AC mati"
+
+With --file, the file is first given to the fake Graph API (--graph-url, devstack's), which then
+serves it to the worker like Meta serves a customer's media; the message names its id and sha256.`
 
 func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("trigger", triggerUsage)
@@ -49,6 +58,11 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs.StringVar(&spec.ToNumber, "to-number", "", "the business number's phone_number_id the payload names, which picks the tenant (default: the sample tenant's, 106540352242922)")
 	fs.StringVar(&spec.Text, "text", "", "text of a text message; caption of an image; title of a button or list reply; emoji of a reaction")
 	fs.IntVar(&spec.Count, "count", 3, "number of messages in a --type batch payload")
+	var file, caption, mimeType, graphURL string
+	fs.StringVar(&file, "file", "", "file of an image, audio, video or document message, uploaded to the fake Graph API first")
+	fs.StringVar(&caption, "caption", "", "caption of an image, video or document message (same as --text)")
+	fs.StringVar(&mimeType, "mime", "", "MIME type of --file (default: from its extension or content)")
+	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", defaultGraphURL), "the fake Graph API that --file is uploaded to (env GRAPH_API_BASE_URL)")
 	fs.IntVar(&repeat, "repeat", 1, "post the same payload this many times (Meta's redeliveries)")
 	fs.DurationVar(&timeout, "timeout", 30*time.Second, "timeout of each POST")
 	pos, err := fs.parse(args, stdout)
@@ -64,6 +78,15 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if secret == "" {
 		return usageErrorf("no app secret: set WHATSAPP_APP_SECRET or --secret")
 	}
+	if caption != "" {
+		spec.Text = caption
+	}
+	client := &http.Client{Timeout: timeout}
+	if file != "" {
+		if err := attachFile(ctx, client, &spec, file, mimeType, graphURL); err != nil {
+			return err
+		}
+	}
 	d, err := operator.BuildDelivery(spec)
 	if err != nil {
 		return usageError{err.Error()}
@@ -71,6 +94,9 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "type %s: inbound_event_id %s\n", spec.Type, d.EventID)
+	if spec.Media != nil {
+		fmt.Fprintf(&b, "media id %s (%s)\n", spec.Media.ID, spec.Media.MIMEType)
+	}
 	if len(d.MessageIDs) > 0 {
 		fmt.Fprintf(&b, "message ids: %s\n", strings.Join(d.MessageIDs, " "))
 		fmt.Fprintf(&b, "idempotency keys: %s\n", strings.Join(d.IdempotencyKeys(), " "))
@@ -80,7 +106,6 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	io.WriteString(stdout, b.String())
 
-	client := &http.Client{Timeout: timeout}
 	failed := 0
 	for i := range repeat {
 		res, err := operator.Post(ctx, client, url, secret, d.Body)
@@ -97,4 +122,50 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return fmt.Errorf("the webhook refused %d of %d sends", failed, repeat)
 	}
 	return nil
+}
+
+// defaultGraphURL is the local stack's fake Graph API.
+const defaultGraphURL = "http://127.0.0.1:8090/" + graph.Version
+
+// attachFile uploads file to the fake Graph API and makes spec's media message name it.
+func attachFile(ctx context.Context, hc *http.Client, spec *operator.SampleSpec, file, mimeType, graphURL string) error {
+	switch spec.Type {
+	case "image", "audio", "video", "document":
+	default:
+		return usageErrorf("--file needs --type image, audio, video or document, not %q", spec.Type)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return usageErrorf("--file: %v", err)
+	}
+	if mimeType == "" {
+		mimeType = fileMIME(file, data)
+	}
+	f, err := operator.UploadMedia(ctx, hc, graphURL, data, mimeType)
+	if err != nil {
+		return err
+	}
+	f.Voice = spec.Type == "audio" && strings.HasPrefix(mimeType, "audio/ogg")
+	if spec.Type == "document" {
+		f.Filename = filepath.Base(file)
+	}
+	spec.Media = &f
+	return nil
+}
+
+// fileMIME is the type of a file as WhatsApp would name it: a voice note's is Meta's "audio/ogg;
+// codecs=opus".
+func fileMIME(name string, data []byte) string {
+	ext := strings.ToLower(filepath.Ext(name))
+	switch ext {
+	case ".ogg", ".opus":
+		return "audio/ogg; codecs=opus"
+	case ".heic", ".heif", ".amr", ".aac", ".flac", ".3gp":
+		return map[string]string{".heic": "image/heic", ".heif": "image/heif", ".amr": "audio/amr", ".aac": "audio/aac",
+			".flac": "audio/flac", ".3gp": "video/3gpp"}[ext]
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	return http.DetectContentType(data)
 }

@@ -18,13 +18,23 @@
 //     confirmation (Input.StaleButton), → "expired". These never call the
 //     LLM and are not rate limited: each answers one earlier LLM turn, and dropping it would lose
 //     the user's decision.
-//   - reactions, system notices, request_welcome and blank texts: ignored, nothing sent.
+//   - reactions, stickers, system notices, request_welcome and blank texts: ignored, nothing sent.
 //   - the rate limits: per conversation (counted in the State, exact because the turns of one
 //     conversation are serialised) then per sender across the tenant's numbers (counted by the
 //     Guard). Over a limit: no LLM call, one localized notice for the first message over the
 //     limit in its window, silence for the others.
-//   - a confirm_yes / confirm_no tap with nothing pending → "nothing to confirm"; another
-//     non-text message (image, audio, location…) → "I can only read text".
+//   - a confirm_yes / confirm_no tap with nothing pending → "nothing to confirm"; a message it
+//     cannot read (unsupported, or a media message when Input.Media is nil) → "send it another
+//     way". A location, contact cards and a list choice reach the model as text (see TestTextForms);
+//     an image, audio, video or document of a type Gemini does not take inline →
+//     i18n.MediaUnsupported, before the quota gate.
+//   - media: after the quota gate, Input.Media fetches the file (never before: a limited or
+//     over-quota message downloads nothing); it goes to the model inline beside its caption or
+//     file name, and the history keeps "[photo] caption", never the bytes. A refusal of the
+//     loader (ErrMediaUnsupported, ErrMediaTooLarge → i18n.MediaUnsupported; ErrMediaGone,
+//     ErrMediaMismatch → i18n.MediaResend) ends the turn with EventMediaRefused and keeps a
+//     pending action; another error redoes the turn (ErrRetry), or asks to resend on the last
+//     attempt.
 //   - the quota gate, the only caller of Guard.ReserveCall, before every LLM call: it reserves
 //     against the tenant's monthly quota and the contact's share of it (tenant.Quota.SenderShare)
 //     at once. A conversation that met either caches QuotaBlock and skips the check until the

@@ -10,8 +10,9 @@ import (
 
 // Guard holds the counters that turns of different conversations share: the sender rate limit
 // and the monthly LLM quota. The worker implements it on Firestore (one transaction each); both
-// methods must be exact under concurrency and idempotent per message or call id, so a redone
-// turn gets the answer the first attempt got and is not counted twice.
+// methods must be exact under concurrency (the quota within a documented margin, see
+// ReserveCall) and idempotent per message or call id, so a redone turn gets the answer the
+// first attempt got and is not counted twice.
 type Guard interface {
 	// HitSender counts message h.MessageID of h.Sender against the tenant's sender limit and
 	// says whether it is over. An implementation keeps one Window per (tenant, sender) and
@@ -26,7 +27,10 @@ type Guard interface {
 	// tenants show`).
 	//
 	// Reserving before the call, rather than recording after it, is what keeps the quota
-	// exact: 100 concurrent turns with 50 calls left must make exactly 50 calls.
+	// exact: 100 concurrent turns with 50 calls left must make exactly 50 calls. The contact's
+	// share is exact; the tenant's quota may be exact only for its last calls (store.Guard
+	// spreads the others over shards, and documents its margin), so that a busy tenant's
+	// calls do not all write one document.
 	ReserveCall(ctx context.Context, c CallReservation) (CallDecision, error)
 }
 

@@ -60,6 +60,11 @@ type Input struct {
 	// of the turn of PendingAction.MessageID). Such a tap is answered "expired" and the pending
 	// action stays, so a user scrolling up cannot confirm what they did not see.
 	StaleButton bool
+	// Media fetches the file of an image, audio, video or document message, only after the
+	// guardrails let the message through to the LLM (a limited or over-quota message downloads
+	// nothing). Nil: such messages get the "can't read this message" reply, as before media
+	// were understood.
+	Media MediaLoader
 }
 
 // Outcome is what a turn decided.
@@ -89,6 +94,9 @@ type Outcome struct {
 	Usage llm.Usage
 	// Language is the language of the turn's system messages, and of the action's answer.
 	Language string
+	// Media describes the file Input.Media fetched (type, hash, size), its Data left out: what
+	// the stored message keeps (media.Describe). Nil when nothing was fetched.
+	Media *Attachment
 }
 
 // The events of a turn.
@@ -102,7 +110,7 @@ const (
 	EventRateLimited        = "rate_limited"         // over a rate limit: the notice or silence
 	EventQuotaBlocked       = "quota_blocked"        // the quota check refused or failed
 	EventQuotaBlockedCached = "quota_blocked_cached" // the conversation's cached block: no check
-	EventUnsupported        = "unsupported_message"  // not text: "I can only read text"
+	EventUnsupported        = "unsupported_message"  // a message it cannot read: "send it another way"
 	EventNotUnderstood      = "not_understood"       // two invalid answers, or no usable reply
 	EventUnavailable        = "llm_unavailable"      // the LLM failed for good: "unavailable"
 	EventNotAllowed         = "not_allowed"          // the intent's roles exclude the sender
@@ -199,6 +207,10 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		if err := e.converse(ctx, t, text); err != nil {
 			return Outcome{}, err
 		}
+	case kindMedia:
+		if err := e.converseMedia(ctx, t); err != nil {
+			return Outcome{}, err
+		}
 	case kindOther:
 		t.system(EventUnsupported, i18n.UnsupportedMessage)
 	default:
@@ -239,9 +251,11 @@ const (
 	kindNo                  // the confirm_no button
 	kindIgnored             // nothing to answer
 	kindOther               // a message the assistant cannot read
+	kindMedia               // an image, audio, video or document: its file goes to the model
 )
 
-// classify sorts m and returns its text (the body, or the tapped button's title).
+// classify sorts m and returns its text (the body, the tapped button's title, or what a media
+// message, a location, contact cards or a list choice are to the model and the history).
 func classify(m whatsapp.Message) (kind, string) {
 	switch m.Type {
 	case "text":
@@ -249,6 +263,21 @@ func classify(m whatsapp.Message) (kind, string) {
 			return kindIgnored, ""
 		}
 		return kindText, m.Text
+	case "image", "audio", "video", "document":
+		if m.Media == nil {
+			return kindOther, ""
+		}
+		return kindMedia, mediaSummary(m)
+	case "location":
+		if m.Location == nil {
+			return kindOther, ""
+		}
+		return kindText, locationText(m.Location)
+	case "contacts":
+		if len(m.Contacts) == 0 {
+			return kindOther, ""
+		}
+		return kindText, contactsText(m.Contacts)
 	case "interactive", "button":
 		if m.Reply == nil {
 			return kindOther, ""
@@ -262,10 +291,13 @@ func classify(m whatsapp.Message) (kind, string) {
 		if strings.TrimSpace(m.Reply.Title) == "" {
 			return kindOther, ""
 		}
+		if m.Reply.Kind == "list_reply" {
+			return kindTap, listReplyText(m.Reply)
+		}
 		return kindTap, m.Reply.Title
-	case "reaction", "system", "request_welcome":
-		// A reaction or a number change is not the user asking for something, and
-		// request_welcome (a first opening of the chat) carries no text to answer.
+	case "reaction", "system", "request_welcome", "sticker":
+		// A reaction or a sticker is not the user asking for something, nor is a number
+		// change, and request_welcome (a first opening of the chat) carries no text to answer.
 		return kindIgnored, ""
 	}
 	return kindOther, ""
@@ -285,8 +317,12 @@ type turn struct {
 	cause     error
 	intent    string
 	corrected bool
-	llmCalls  int
-	usage     llm.Usage
+	// dropped is the pending action a correction dropped, kept back if the file of a media
+	// message is refused (the model never saw the correction).
+	dropped  *PendingAction
+	media    *Attachment
+	llmCalls int
+	usage    llm.Usage
 }
 
 func newTurn(in Input) *turn {
@@ -306,7 +342,7 @@ func (t *turn) outcome() Outcome {
 	}
 	return Outcome{
 		Replies: t.replies, Action: t.action, State: t.state, Event: t.event, Reason: t.reason, Cause: t.cause,
-		Intent: t.intent, Corrected: t.corrected, LLMCalls: t.llmCalls, Usage: t.usage, Language: t.lang,
+		Intent: t.intent, Corrected: t.corrected, LLMCalls: t.llmCalls, Usage: t.usage, Language: t.lang, Media: t.media,
 	}
 }
 
@@ -413,12 +449,32 @@ func (t *turn) unavailable(reason string, cause error) {
 	t.system(EventUnavailable, i18n.Unavailable)
 }
 
-// converse handles a text with the LLM, behind the quota gate.
+// converseMedia handles an image, audio, video or document: a type the model cannot take is
+// refused before the quota gate (nothing to download, no call to count); the file is fetched
+// after it.
+func (e *Engine) converseMedia(ctx context.Context, t *turn) error {
+	m := t.in.Message
+	if t.in.Media == nil {
+		t.system(EventUnsupported, i18n.UnsupportedMessage)
+		return nil
+	}
+	if mt := m.Media.MimeType; mt != "" {
+		if _, ok := llm.InlineMIMEType(mt); !ok {
+			t.reason = ReasonMediaUnsupported
+			t.system(EventMediaRefused, i18n.MediaUnsupported)
+			return nil
+		}
+	}
+	return e.converse(ctx, t, mediaText(m))
+}
+
+// converse handles a text (or, for kindMedia, the file and its caption) with the LLM, behind
+// the quota gate.
 func (e *Engine) converse(ctx context.Context, t *turn, text string) error {
 	if t.state.Pending != nil {
 		// Anything but a yes or a no is a correction: the old action is dropped and the model,
 		// which sees the conversation, builds the new one.
-		t.state.Pending = nil
+		t.dropped, t.state.Pending = t.state.Pending, nil
 		t.corrected = true
 	}
 	req := t.request(text)
@@ -426,6 +482,14 @@ func (e *Engine) converse(ctx context.Context, t *turn, text string) error {
 		ok, err := e.gate(ctx, t, attempt)
 		if err != nil || !ok {
 			return err
+		}
+		if attempt == 0 && isMediaType(t.in.Message.Type) && t.in.Media != nil {
+			// After the gate: a message over a limit or the quota downloads nothing.
+			media, done, err := e.loadMedia(ctx, t)
+			if err != nil || done {
+				return err
+			}
+			req.Media = media
 		}
 		t.llmCalls++
 		res, err := e.extractor.Extract(ctx, req)

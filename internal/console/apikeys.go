@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/store"
 )
 
 // apiKeysView is a tenant's API keys page: prefixes and dates, never a key or its hash.
@@ -27,13 +28,8 @@ func (s *Server) apiKeysRoutes() http.Handler {
 }
 
 func (s *Server) handleAPIKeys() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
 		ctx := r.Context()
-		rec, err := s.deps.Tenants.Get(ctx, chi.URLParam(r, "tenant"))
-		if err != nil {
-			s.fail(w, r, "Read the tenant", err)
-			return
-		}
 		if s.deps.APIKeys == nil {
 			s.fail(w, r, "List the API keys", ErrNotAvailable)
 			return

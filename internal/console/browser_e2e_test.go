@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
@@ -109,7 +111,7 @@ assistant:
 		var messages, pending string
 		err := chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/tenants/"+tenantID+"/inbox"),
-			chromedp.Click(fmt.Sprintf(`tr[data-conversation=%q] a`, convID), chromedp.ByQuery),
+			chromedp.Click(fmt.Sprintf(`li[data-conversation=%q] a`, convID), chromedp.ByQuery),
 			chromedp.WaitVisible(`#messages`, chromedp.ByQuery),
 			chromedp.Text(`#messages`, &messages, chromedp.ByQuery),
 			chromedp.Text(`#pending`, &pending, chromedp.ByQuery),
@@ -158,6 +160,28 @@ assistant:
 		if !strings.Contains(messages, "Done: create_booking recorded") {
 			t.Errorf("messages %q lack the action's result", messages)
 		}
+		// The pipeline's own order: the request, its prompt, the "yes", then the result (which
+		// may fall in the yes's second), and the request no longer reads as pending.
+		got := bubbles(t, tab)
+		var order []string
+		for _, b := range got {
+			for _, w := range []string{"contact|book bus 01", "assistant|I'll record", "contact|yes", "action|Done: create_booking recorded"} {
+				if strings.HasPrefix(b, w) {
+					order = append(order, w)
+				}
+			}
+		}
+		if want := []string{"contact|book bus 01", "assistant|I'll record", "contact|yes", "action|Done: create_booking recorded"}; !slices.Equal(order, want) {
+			t.Errorf("bubbles %q: order %q, want %q", got, order, want)
+		}
+		var event string
+		if err := chromedp.Run(tab, chromedp.Text(`#messages li.msg:first-child .event`, &event, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(event, "confirmed") || strings.Contains(event, "pending") {
+			t.Errorf("the confirmed request's label = %q", event)
+		}
+		screenshot(t, tab, "e2e-confirmed-booking")
 	})
 
 	t.Run("an operator reply clicked twice reaches the Graph API once", func(t *testing.T) {
@@ -179,6 +203,20 @@ assistant:
 		if n := sendsWith(text); n != 1 {
 			t.Errorf("the reply reached the Graph API %d times, want once (%d POSTs)", n, posts())
 		}
+		// The conversation shows it as the operator's, not the assistant's.
+		var author string
+		err = chromedp.Run(tab,
+			chromedp.Navigate(st.ConsoleURL+"/conversations/"+convID),
+			chromedp.WaitVisible(`li.msg[data-author=operator]`, chromedp.ByQuery),
+			chromedp.Text(`li.msg[data-author=operator] .author`, &author, chromedp.ByQuery),
+		)
+		if err != nil {
+			t.Fatalf("the operator's reply in the conversation: %v", err)
+		}
+		if author != "Operator "+console.OperatorDev {
+			t.Errorf("operator bubble's author = %q", author)
+		}
+		screenshot(t, tab, "e2e-operator-reply")
 	})
 
 	t.Run("Reconnect's link goes through Embedded Signup and reconnects the tenant", func(t *testing.T) {

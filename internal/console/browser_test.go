@@ -61,7 +61,7 @@ func newBrowser(t *testing.T) context.Context {
 		t.Skip(msg)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1280, 1000))
+		chromedp.Headless, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	if err := chromedp.Run(ctx); err != nil {
@@ -79,7 +79,8 @@ func newTab(t *testing.T, browser context.Context) context.Context {
 	t.Helper()
 	dir := t.TempDir()
 	tab, cancelTab := chromedp.NewContext(browser)
-	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	// Generous: a loaded 2-core CI machine runs several stacks and browsers at once.
+	ctx, cancel := context.WithTimeout(tab, 3*time.Minute)
 	t.Cleanup(func() {
 		defer cancelTab()
 		defer cancel()
@@ -101,6 +102,36 @@ func newTab(t *testing.T, browser context.Context) context.Context {
 		t.Logf("screenshot of the failing page: %s", p)
 	})
 	return ctx
+}
+
+// artifactsDir is where the browser tests save their screenshots: $WAPIPE_ARTIFACTS/console
+// (.ci/run sets it and keeps the folder), else a temporary directory of the test.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("WAPIPE_ARTIFACTS"); d != "" {
+		dir := filepath.Join(d, "console")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("artifacts folder: %v", err)
+		}
+		return dir
+	}
+	return t.TempDir()
+}
+
+// screenshot saves what the tab shows as name.png in the artifacts folder.
+func screenshot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	var png []byte
+	if err := chromedp.Run(tab, chromedp.CaptureScreenshot(&png)); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(artifactsDir(t), name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	t.Logf("screenshot: %s", p)
 }
 
 // countingReplier is the Replier the browser tests give the console: it records each reply,
@@ -270,7 +301,7 @@ func TestBrowser(t *testing.T) {
 		var messages, pendingText, flash string
 		err = chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/tenants/"+tenantID+"/inbox"),
-			chromedp.Click(fmt.Sprintf(`tr[data-conversation=%q] a`, convID), chromedp.ByQuery),
+			chromedp.Click(fmt.Sprintf(`li[data-conversation=%q] a`, convID), chromedp.ByQuery),
 			chromedp.WaitVisible(`#messages`, chromedp.ByQuery),
 			chromedp.Text(`#messages`, &messages, chromedp.ByQuery),
 			chromedp.Text(`#pending`, &pendingText, chromedp.ByQuery),
@@ -324,17 +355,17 @@ func TestBrowser(t *testing.T) {
 		var row, flash string
 		err = chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/failures"),
-			chromedp.Text(fmt.Sprintf(`tr[data-dead-letter=%q]`, dlID), &row, chromedp.ByQuery),
+			chromedp.Text(fmt.Sprintf(`li[data-dead-letter=%q]`, dlID), &row, chromedp.ByQuery),
 		)
 		if err != nil {
 			t.Fatalf("browse: %v", err)
 		}
-		clickTwice(t, tab, fmt.Sprintf(`tr[data-dead-letter=%q] button.replay`, dlID), posts, replayGate)
+		clickTwice(t, tab, fmt.Sprintf(`li[data-dead-letter=%q] button.replay`, dlID), posts, replayGate)
 		if err := chromedp.Run(tab, chromedp.WaitVisible(`#flash`, chromedp.ByQuery), chromedp.Text(`#flash`, &flash, chromedp.ByQuery)); err != nil {
 			t.Fatalf("after the clicks: %v", err)
 		}
-		if !strings.Contains(row, "graph 503") || !strings.Contains(row, "131016") {
-			t.Errorf("dead letter row = %q, want its error and Meta code", row)
+		if !strings.Contains(row, "graph 503") || !strings.Contains(row, "131016") || !strings.Contains(row, dlID) || !strings.Contains(row, "5 attempts") {
+			t.Errorf("dead letter row = %q, want its id, error, Meta code and attempts", row)
 		}
 		if !strings.Contains(flash, "replay: done") && !strings.Contains(flash, "replay: started") {
 			t.Errorf("flash = %q", flash)
@@ -350,7 +381,7 @@ func TestBrowser(t *testing.T) {
 		}
 		var after string
 		if err := chromedp.Run(tab, chromedp.Navigate(st.ConsoleURL+"/failures?all=1"),
-			chromedp.Text(fmt.Sprintf(`tr[data-dead-letter=%q]`, dlID), &after, chromedp.ByQuery)); err != nil {
+			chromedp.Text(fmt.Sprintf(`li[data-dead-letter=%q]`, dlID), &after, chromedp.ByQuery)); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(after, "replayed") {
@@ -461,4 +492,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("after the refresh the backlog is %q", checked)
 		}
 	})
+
+	browseInbox(t, browserEnv{browser: browser, st: st, db: db, replier: replier, tenantID: tenantID})
+
 }

@@ -19,12 +19,14 @@ const (
 )
 
 // chart is the last hour of sends drawn as inline SVG: a bar per five minutes for throughput
-// and a line for each bucket's p95 webhook-to-sent latency.
+// and a line through the p95 webhook-to-sent latency of the buckets that have sends.
 type chart struct {
 	Width, Height float64
 	Bars          []chartBar
-	// Line is the p95 latency polyline's points ("x,y x,y").
-	Line     string
+	// Lines are the p95 latency polylines' points ("x,y x,y"): one per run of buckets that
+	// have sends, so no line crosses a bucket without any; Dots mark a lone bucket's p95.
+	Lines    []string
+	Dots     []chartDot
 	MaxCount int
 	MaxP95MS int64
 	Total    int
@@ -39,6 +41,8 @@ type chartBar struct {
 	P95MS      int64
 	Start      string
 }
+
+type chartDot struct{ X, Y float64 }
 
 type chartLabel struct {
 	X    float64
@@ -69,7 +73,21 @@ func buildChart(now time.Time, pts []store.SentPoint, truncated bool) chart {
 	}
 	plotW, plotH := chartW-chartPadL, chartH-chartPadB
 	bw := plotW / chartBuckets
-	var line []string
+	var run []chartDot
+	flush := func() {
+		switch len(run) {
+		case 0:
+		case 1:
+			c.Dots = append(c.Dots, run[0])
+		default:
+			pts := make([]string, len(run))
+			for j, p := range run {
+				pts[j] = fmt.Sprintf("%.1f,%.1f", p.X, p.Y)
+			}
+			c.Lines = append(c.Lines, strings.Join(pts, " "))
+		}
+		run = nil
+	}
 	for i := range chartBuckets {
 		x := chartPadL + float64(i)*bw
 		h := 0.0
@@ -78,15 +96,16 @@ func buildChart(now time.Time, pts []store.SentPoint, truncated bool) chart {
 		}
 		c.Bars = append(c.Bars, chartBar{X: x + 2, Y: plotH - h, W: bw - 4, H: h, Count: counts[i], P95MS: p95[i],
 			Start: start.Add(time.Duration(i) * chartBucketWidth).UTC().Format("15:04")})
-		if c.MaxP95MS > 0 {
-			y := plotH - plotH*float64(p95[i])/float64(c.MaxP95MS)
-			line = append(line, fmt.Sprintf("%.1f,%.1f", x+bw/2, y))
+		if c.MaxP95MS > 0 && len(lat[i]) > 0 {
+			run = append(run, chartDot{X: x + bw/2, Y: plotH - plotH*float64(p95[i])/float64(c.MaxP95MS)})
+		} else {
+			flush()
 		}
 		if i%3 == 0 {
 			c.Labels = append(c.Labels, chartLabel{X: x, Text: start.Add(time.Duration(i) * chartBucketWidth).UTC().Format("15:04")})
 		}
 	}
-	c.Line = strings.Join(line, " ")
+	flush()
 	return c
 }
 

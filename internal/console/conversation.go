@@ -1,10 +1,16 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,6 +19,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // OutboundReader reads the outbound records of replies (their delivery state); *store.Outbound
@@ -62,16 +69,42 @@ type conversationView struct {
 	Messages []messageView
 	Pending  *pendingView
 	Actions  []actionView
+	// Version changes when anything the thread shows changes: the live refresh sends it back
+	// and gets 204 (nothing to redraw) while it is the same.
+	Version string
+	// LiveURL is what the thread's live refresh reads.
+	LiveURL string
+	// ListFilter is the filter of the list beside it.
+	ListFilter string
 }
 
+// messageView is one bubble of the thread.
 type messageView struct {
 	Direction string
-	At        time.Time
-	Type      string
-	Text      string
+	// Author says who wrote it: the contact, the assistant, an operator (with their email), or
+	// the business's system through an action.
+	Author string
+	// AuthorKind is contact, assistant, operator or action: the bubble's style.
+	AuthorKind string
+	At         time.Time
+	Type       string
+	Text       string
+	Media      *mediaView
 	// Tick is the delivery state of an outgoing message.
-	Tick  tick
-	Event string
+	Tick tick
+	// Event is what the assistant did with an inbound message, for people; RawEvent as stored.
+	Event    string
+	RawEvent string
+	// key orders the thread; recordKey finds an outgoing message's delivery state.
+	key       orderKey
+	recordKey string
+	messageID string
+}
+
+// mediaView is what the console shows of a media message: never its bytes (there is no image
+// proxy yet).
+type mediaView struct {
+	MIMEType, Size, Caption, Filename string
 }
 
 type tick struct {
@@ -127,6 +160,174 @@ func tickOf(rec store.OutboundRecord, ok bool) tick {
 	}
 }
 
+// orderKey orders a conversation's messages: Meta's time (whole seconds), then when wapipe first
+// had the message (the webhook's receipt for an inbound one, the store's arrival for one wapipe
+// sent outside a turn), then the order of a turn's replies. Meta's seconds alone put an action's
+// "Done" above the "yes" that caused it when both fall in the same second.
+type orderKey struct {
+	ts    int64
+	first time.Time
+	sub   int
+}
+
+func (a orderKey) compare(b orderKey) int {
+	if c := cmp.Compare(a.ts, b.ts); c != 0 {
+		return c
+	}
+	if c := a.first.Compare(b.first); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.sub, b.sub)
+}
+
+func messageKey(m store.Message) orderKey {
+	first := m.ReceivedAt
+	if first.IsZero() {
+		first = m.ArrivedAt
+	}
+	ts := m.Timestamp
+	if ts == 0 {
+		ts = first.Unix()
+	}
+	return orderKey{ts: ts, first: first}
+}
+
+// timeline turns stored messages into the thread's bubbles, in order: each inbound message is
+// followed by the replies its turn sent; a message sent outside a turn (an operator's reply, an
+// action's result) is a bubble of its own. Ticks and event labels are filled in by the caller.
+func timeline(msgs []store.Message) []messageView {
+	sorted := slices.Clone(msgs)
+	slices.SortStableFunc(sorted, func(a, b store.Message) int { return messageKey(a).compare(messageKey(b)) })
+	var out []messageView
+	for _, m := range sorted {
+		k := messageKey(m)
+		at := time.Unix(k.ts, 0)
+		if m.Direction == store.DirectionOut {
+			v := messageView{Direction: store.DirectionOut, At: at, Type: m.Type, Text: cleanText(m.Text), Media: mediaOf(m.Media),
+				key: k, recordKey: m.MessageID, messageID: m.MessageID, RawEvent: m.Event}
+			switch {
+			case m.Operator != "" || m.Event == operatorReplyEvent:
+				v.AuthorKind, v.Author = "operator", "Operator"
+				if m.Operator != "" {
+					v.Author += " " + m.Operator
+				}
+			case m.ActionID != "":
+				v.AuthorKind, v.Author = "action", "Assistant · action result"
+			default:
+				v.AuthorKind, v.Author = "assistant", "Assistant"
+			}
+			out = append(out, v)
+			continue
+		}
+		in := messageView{Direction: store.DirectionIn, AuthorKind: "contact", At: at, Type: m.Type,
+			Text: cleanText(m.Text), Media: mediaOf(m.Media), RawEvent: m.Event, key: k, messageID: m.MessageID}
+		if in.Media != nil && in.Text == in.Media.Caption {
+			// A media message's text is its caption (the worker keeps it in both): shown once.
+			in.Text = ""
+		}
+		out = append(out, in)
+		for i, rep := range m.Replies {
+			sub := k
+			sub.sub = i + 1
+			out = append(out, messageView{Direction: store.DirectionOut, AuthorKind: "assistant", Author: "Assistant",
+				At: m.CommittedAt, Type: "text", Text: cleanText(rep.Body), key: sub, recordKey: rep.IdempotencyKey})
+		}
+	}
+	return out
+}
+
+// operatorReplyEvent marks an operator's reply stored by the console (OutboxReplier).
+const operatorReplyEvent = "operator_reply"
+
+// cleanText trims a message and drops blank lines in a row beyond one, so a bubble has no empty
+// space of its own.
+func cleanText(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+	for strings.Contains(s, "\n\n\n") {
+		s = strings.ReplaceAll(s, "\n\n\n", "\n\n")
+	}
+	return s
+}
+
+func mediaOf(m *store.Media) *mediaView {
+	if m == nil {
+		return nil
+	}
+	return &mediaView{MIMEType: m.MIMEType, Size: humanBytes(m.Size), Caption: cleanText(m.Caption), Filename: m.Filename}
+}
+
+// humanBytes writes a size as people read it (MB = 1,000,000 bytes, as Meta's limits say).
+func humanBytes(n int64) string {
+	switch {
+	case n <= 0:
+		return "size unknown"
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1000)
+	default:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+}
+
+// eventLabels are the assistant's events as an operator reads them.
+var eventLabels = map[string]string{
+	"ack": "acknowledged", "ignored": "no reply needed", "confirmed": "confirmed the action",
+	"cancelled": "cancelled the action", "expired": "answered too late", "nothing_to_confirm": "nothing to confirm",
+	"rate_limited": "over the rate limit", "quota_blocked": "over the LLM quota", "quota_blocked_cached": "over the LLM quota",
+	"unsupported_message": "not readable", "not_understood": "not understood", "llm_unavailable": "assistant unavailable",
+	"not_allowed": "not allowed for this member", "clarification": "asked for details", "pending": "asked to confirm",
+	"action_now": "action started", "general_query": "answered",
+}
+
+func eventLabel(e string) string {
+	if l, ok := eventLabels[e]; ok {
+		return l
+	}
+	return strings.ReplaceAll(e, "_", " ")
+}
+
+// labelEvents writes each inbound message's event for people. A request that asked to confirm
+// says what became of it: confirmed, cancelled, expired, still awaiting (the conversation's
+// pending action came from it), or dropped (a correction replaced it) — never "pending" once
+// the booking is confirmed.
+func labelEvents(items []messageView, pending *assistant.PendingAction, now time.Time) {
+	ask := -1
+	outcome := map[int]string{}
+	for i := range items {
+		it := &items[i]
+		if it.Direction != store.DirectionIn || it.RawEvent == "" {
+			continue
+		}
+		it.Event = eventLabel(it.RawEvent)
+		switch it.RawEvent {
+		case "pending":
+			ask = i
+		case "confirmed", "cancelled", "expired":
+			if ask >= 0 {
+				outcome[ask] = map[string]string{"confirmed": "confirmed", "cancelled": "cancelled", "expired": "expired"}[it.RawEvent]
+				ask = -1
+			}
+		}
+	}
+	for i := range items {
+		if items[i].RawEvent != "pending" || items[i].Direction != store.DirectionIn {
+			continue
+		}
+		o, ok := outcome[i]
+		switch {
+		case ok:
+		case pending != nil && pending.MessageID == items[i].messageID && pending.Expired(now):
+			o = "expired"
+		case pending != nil && pending.MessageID == items[i].messageID:
+			o = "awaiting confirmation"
+		default:
+			o = "not confirmed (replaced)"
+		}
+		items[i].Event = "asked to confirm · " + o
+	}
+}
+
 func (s *Server) conversationView(ctx context.Context, id string) (conversationView, error) {
 	c, err := s.deps.Conversations.Get(ctx, id)
 	if err != nil {
@@ -136,19 +337,29 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	if err != nil {
 		return conversationView{}, err
 	}
+	items := timeline(msgs)
 	var keys []string
-	for _, m := range msgs {
-		if m.Direction == store.DirectionOut {
-			keys = append(keys, m.MessageID)
-		}
-		for _, rep := range m.Replies {
-			keys = append(keys, rep.IdempotencyKey)
+	for _, it := range items {
+		if it.recordKey != "" {
+			keys = append(keys, it.recordKey)
 		}
 	}
 	recs, err := s.deps.Outbound.GetOutbounds(ctx, keys)
 	if err != nil {
 		return conversationView{}, err
 	}
+	for i := range items {
+		if items[i].Direction == store.DirectionOut {
+			rec, ok := recs[items[i].recordKey]
+			items[i].Tick = tickOf(rec, ok)
+			// A turn's reply is shown at its send time once it has one.
+			if items[i].messageID == "" && ok && !rec.SentAt.IsZero() {
+				items[i].At = rec.SentAt
+			}
+		}
+	}
+	now := s.deps.Now()
+	labelEvents(items, c.State.Pending, now)
 	runs := map[string]store.ActionRecord{}
 	if s.deps.Actions != nil {
 		recs, err := s.deps.Actions.ByConversation(ctx, id, 100)
@@ -159,54 +370,91 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 			runs[r.ActionID] = r
 		}
 	}
-	v := conversationView{C: c, Contact: contactLabel(c.ContactName, c.Contact)}
+	v := conversationView{C: c, Contact: contactLabel(c.ContactName, c.Contact), Messages: items}
 	for _, m := range msgs {
-		at := m.ReceivedAt
-		if m.Timestamp > 0 {
-			at = time.Unix(m.Timestamp, 0)
-		}
-		if m.Direction == store.DirectionOut {
-			rec, ok := recs[m.MessageID]
-			v.Messages = append(v.Messages, messageView{Direction: store.DirectionOut, At: at, Type: m.Type, Text: m.Text, Tick: tickOf(rec, ok)})
+		if m.ActionID == "" || m.Direction != store.DirectionIn {
 			continue
 		}
-		v.Messages = append(v.Messages, messageView{Direction: store.DirectionIn, At: at, Type: m.Type, Text: m.Text, Event: m.Event})
-		for _, rep := range m.Replies {
-			rec, ok := recs[rep.IdempotencyKey]
-			at := m.CommittedAt
-			if ok && !rec.SentAt.IsZero() {
-				at = rec.SentAt
-			}
-			v.Messages = append(v.Messages, messageView{Direction: store.DirectionOut, At: at, Type: "text", Text: rep.Body, Tick: tickOf(rec, ok)})
+		a := actionView{ActionID: m.ActionID, At: m.CommittedAt, Done: !m.EffectsDoneAt.IsZero()}
+		if r, ok := runs[m.ActionID]; ok {
+			a.State, a.HTTPStatus, a.Reply, a.Attempts = r.State, r.HTTPStatus, r.Reply, r.Attempts
 		}
-		if m.ActionID != "" {
-			a := actionView{ActionID: m.ActionID, At: m.CommittedAt, Done: !m.EffectsDoneAt.IsZero()}
-			if r, ok := runs[m.ActionID]; ok {
-				a.State, a.HTTPStatus, a.Reply, a.Attempts = r.State, r.HTTPStatus, r.Reply, r.Attempts
-			}
-			var req assistant.ActionRequest
-			if json.Unmarshal([]byte(m.Action), &req) == nil {
-				a.Intent = req.Intent
-			}
-			v.Actions = append(v.Actions, a)
+		var req assistant.ActionRequest
+		if json.Unmarshal([]byte(m.Action), &req) == nil {
+			a.Intent = req.Intent
 		}
+		v.Actions = append(v.Actions, a)
 	}
 	if p := c.State.Pending; p != nil {
 		data, _ := json.Marshal(p.Data)
-		v.Pending = &pendingView{Intent: p.Intent, Summary: p.Summary, Data: string(data), ExpiresAt: p.ExpiresAt, Expired: p.Expired(s.deps.Now())}
+		v.Pending = &pendingView{Intent: p.Intent, Summary: p.Summary, Data: string(data), ExpiresAt: p.ExpiresAt, Expired: p.Expired(now)}
 	}
+	v.Version = threadVersion(v)
 	return v, nil
 }
 
+// threadVersion digests what the thread shows.
+func threadVersion(v conversationView) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s|%s|%v|%v", v.C.Status, v.C.AssignedTo, v.Contact, v.Pending, v.Actions)
+	for _, m := range v.Messages {
+		fmt.Fprintf(h, "|%s|%s|%s|%s|%v|%s|%d", m.Direction, m.Author, m.Text, m.Event, m.Media, m.Tick.Label, m.At.Unix())
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// handleConversation shows the split view: the conversation's tenant's inbox on the left, the
+// conversation on the right.
 func (s *Server) handleConversation() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		v, err := s.conversationView(ctx, chi.URLParam(r, "conversation"))
+		if err != nil {
+			s.fail(w, r, "Read the conversation", err)
+			return
+		}
+		list, err := s.listBeside(ctx, v.C, r.URL.Query())
+		if err != nil {
+			s.fail(w, r, "List the conversations", err)
+			return
+		}
+		v.ListFilter = list.Filter
+		v.LiveURL = "/conversations/" + url.PathEscape(v.C.ID) + "/live?" + url.Values{"v": {v.Version}}.Encode()
+		s.render(w, r, http.StatusOK, "inbox", "", view{Title: "Conversation with " + v.Contact, Nav: "tenants",
+			Flash: s.flash(r), Data: splitView{List: list, Conv: &v}})
+	})
+}
+
+// listBeside is the list shown beside conversation c: its tenant's, under the same filter. A
+// conversation outlives a tenant removed since, so one whose tenant is gone is still shown, beside
+// the conversations stored under its tenant id.
+func (s *Server) listBeside(ctx context.Context, c store.Conversation, q url.Values) (inboxView, error) {
+	rec, err := s.deps.Tenants.Get(ctx, c.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		rec, err = store.TenantRecord{Tenant: &tenant.Tenant{ID: c.TenantID, Name: c.TenantID + " (no such tenant now)"}}, nil
+	}
+	if err != nil {
+		return inboxView{}, err
+	}
+	return s.inboxList(ctx, rec, q, c.ID)
+}
+
+// handleConversationLive is the thread fragment the open conversation polls: 204 (htmx keeps
+// the page as it is) while nothing changed since the version the page has.
+func (s *Server) handleConversationLive() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.conversationView(r.Context(), chi.URLParam(r, "conversation"))
 		if err != nil {
 			s.fail(w, r, "Read the conversation", err)
 			return
 		}
-		s.render(w, r, http.StatusOK, "conversation", "", view{Title: "Conversation with " + v.Contact, Nav: "tenants",
-			Flash: s.flash(r), Data: v})
+		if r.URL.Query().Get("v") == v.Version {
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		v.LiveURL = "/conversations/" + url.PathEscape(v.C.ID) + "/live?" + url.Values{"v": {v.Version}}.Encode()
+		s.render(w, r, http.StatusOK, "inbox", "thread-live", view{Data: v})
 	})
 }
 
@@ -224,7 +472,7 @@ func (s *Server) conversationAction(build func(r *http.Request, c store.Conversa
 			s.renderError(w, r, http.StatusBadRequest, userMessage(err))
 			return
 		}
-		a.tenantID, a.target, a.back = c.TenantID, c.ID, "/conversations/"+c.ID
+		a.tenantID, a.target, a.back = c.TenantID, c.ID, "/conversations/"+url.PathEscape(c.ID)
 		s.perform(w, r, a)
 	})
 }

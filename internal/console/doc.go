@@ -9,8 +9,16 @@
 // IAM check accepted (internal/identity); in dev a loopback caller. The verified email is the
 // operator the audit records; a header that merely names a user is never read.
 //
-// Pages are html/template with htmx (vendored under static/, embedded; no CDN, no JavaScript
-// build). Every action is a POST that passes net/http's cross-origin protection and a
+// The inbox is a split view: a tenant's conversations (filters open, assigned to me, needs
+// reply, closed, all; a preview, the messages since the last answer and the status of each) beside
+// the open conversation, whose thread htmx refreshes every few seconds (204 while nothing
+// changed) above a reply box that stays in view. A conversation reads in Meta's time, then in
+// the order wapipe had the messages, and says who wrote each: the contact, the assistant, an
+// operator (by email) or an action's result. Search is a POST, so a number or message text
+// never sits in a URL: a number becomes the conversation ids of the tenant's numbers.
+//
+// Pages are html/template with htmx and a small console.js (local times, Ctrl/Cmd+Enter),
+// vendored under static/ and embedded; no CDN, no JavaScript build. Every action is a POST that passes net/http's cross-origin protection and a
 // double-submit CSRF token, carries a request id made when its form was rendered, and is written
 // once to the audit collection under that id: a double click finds the entry and does not act
 // twice. Tokens and secrets are never rendered; message text appears on the conversation page

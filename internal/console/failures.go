@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 // DeadLetterReader reads the dead letters; *store.DeadLetterStore implements it.
@@ -42,11 +44,143 @@ type failuresView struct {
 	First bool
 }
 
-// deadLetterRow is a dead letter as the list shows it: its error and Meta code, never its body
-// (which holds the customer's message).
+// deadLetterRow is a dead letter as the list shows it: its error (one line per error joined in
+// it), attempts, tenant and conversation, and whether a replay can succeed. Never its body, which
+// holds the customer's message.
 type deadLetterRow struct {
 	store.DeadLetter
-	Route string
+	Route      string
+	ErrorLines []string
+	Attempts   int64
+	// TenantID and ConversationID are read from the task's body where it names them (or its
+	// number and contact); empty when it does not.
+	TenantID, ConversationID string
+	// Replayable says a replay can do something; otherwise WhyNot says why it cannot.
+	Replayable bool
+	WhyNot     string
+}
+
+// deadLetterTarget is what a dead letter's body says about whom it concerns: every task body
+// names some of these fields (tasks.Outbound, tasks.Send, tasks.Action, tasks.Inbound's Meta
+// payload).
+type deadLetterTarget struct {
+	TenantID       string `json:"tenant_id"`
+	ConversationID string `json:"conversation_id"`
+	PhoneNumberID  string `json:"phone_number_id"`
+	To             string `json:"to"`
+	IdempotencyKey string `json:"idempotency_key"`
+	ActionID       string `json:"action_id"`
+	Payload        struct {
+		Entry []struct {
+			Changes []struct {
+				Value struct {
+					Metadata struct {
+						PhoneNumberID string `json:"phone_number_id"`
+					} `json:"metadata"`
+					Messages []struct {
+						From string `json:"from"`
+					} `json:"messages"`
+				} `json:"value"`
+			} `json:"changes"`
+		} `json:"entry"`
+	} `json:"payload"`
+}
+
+// recordKey is the outbound record a replay of d would send, as operator.Replayer finds it.
+func (t deadLetterTarget) recordKey(d store.DeadLetter) string {
+	switch {
+	case d.Path == tasks.ProcessActionPath && t.ActionID != "":
+		return tasks.ActionReplyKey(t.ActionID)
+	case d.IdempotencyKey != "":
+		return d.IdempotencyKey
+	}
+	return t.IdempotencyKey
+}
+
+// deadLetterRows reads what the rows need beyond the dead letters: which tenant owns which
+// number, the tenants' auth status and the outbound records a replay would send.
+func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]deadLetterRow, error) {
+	recs, err := s.deps.Tenants.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owner, auth := map[string]string{}, map[string]string{}
+	for _, rec := range recs {
+		auth[rec.Tenant.ID] = rec.AuthStatus
+		for _, p := range rec.Tenant.PhoneNumbers {
+			owner[p.PhoneNumberID] = rec.Tenant.ID
+		}
+	}
+	rows := make([]deadLetterRow, len(dls))
+	targets := make([]deadLetterTarget, len(dls))
+	var keys []string
+	for i, d := range dls {
+		var t deadLetterTarget
+		_ = json.Unmarshal([]byte(d.Body), &t) // a body that does not parse names nobody
+		if t.PhoneNumberID == "" && len(t.Payload.Entry) > 0 && len(t.Payload.Entry[0].Changes) > 0 {
+			v := t.Payload.Entry[0].Changes[0].Value
+			t.PhoneNumberID = v.Metadata.PhoneNumberID
+			if len(v.Messages) > 0 {
+				t.To = v.Messages[0].From
+			}
+		}
+		if t.TenantID == "" {
+			t.TenantID = owner[t.PhoneNumberID]
+		}
+		if t.ConversationID == "" && t.TenantID != "" && t.PhoneNumberID != "" && t.To != "" {
+			t.ConversationID = store.ConversationID(t.TenantID, t.PhoneNumberID, t.To)
+		}
+		targets[i] = t
+		if k := t.recordKey(d); k != "" && d.Path != tasks.ProcessInboundPath {
+			keys = append(keys, k)
+		}
+	}
+	outs, err := s.deps.Outbound.GetOutbounds(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range dls {
+		t := targets[i]
+		row := deadLetterRow{DeadLetter: d, Route: strings.TrimPrefix(d.Path, "/internal/"), Attempts: d.RetryCount + 1,
+			TenantID: t.TenantID, ConversationID: t.ConversationID}
+		for _, l := range strings.Split(d.LastError, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				row.ErrorLines = append(row.ErrorLines, l)
+			}
+		}
+		rec, hasRec := outs[t.recordKey(d)]
+		row.WhyNot = whyNotReplayable(d, t, auth[t.TenantID], rec, hasRec && d.Path != tasks.ProcessInboundPath)
+		row.Replayable = row.WhyNot == ""
+		row.Body = "" // not shown, and kept out of the page's memory
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// whyNotReplayable says why replaying d cannot succeed, or "" when it can: replayed already, no
+// task to rebuild, an error that would come back as it is, a reply sent already, or a tenant
+// whose sends park until it is reconnected.
+func whyNotReplayable(d store.DeadLetter, t deadLetterTarget, authStatus string, rec store.OutboundRecord, hasRec bool) string {
+	switch d.Path {
+	case tasks.ProcessInboundPath, tasks.ProcessOutboundPath, tasks.ProcessSendPath, tasks.ProcessActionPath:
+	default:
+		return "unknown route: nothing to replay"
+	}
+	switch {
+	case d.Replayed:
+		return ""
+	case d.Body == "":
+		return "no task body kept: nothing to replay"
+	case d.Queue == "" && (d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath) && t.TenantID == "":
+		return "the body names no tenant: its queue is unknown"
+	case d.Reason == "permanent":
+		return "permanent error: a replay fails the same way until its cause is fixed (then wapipe replay " + d.ID + ")"
+	case hasRec && rec.State == store.OutboundSent:
+		return "the reply was sent already: a replay would send nothing"
+	case t.TenantID != "" && authStatus != "" && authStatus != store.AuthOK:
+		return "the tenant's token is " + authStatus + ": reconnect it first (its sends wait, parked)"
+	}
+	return ""
 }
 
 func (s *Server) handleFailures() http.Handler {
@@ -59,11 +193,12 @@ func (s *Server) handleFailures() http.Handler {
 			s.fail(w, r, "List the dead letters", err)
 			return
 		}
-		v := failuresView{All: all, First: after == ""}
-		for _, d := range page.DeadLetters {
-			d.Body = "" // not shown, and kept out of the page's memory
-			v.Rows = append(v.Rows, deadLetterRow{DeadLetter: d, Route: strings.TrimPrefix(d.Path, "/internal/")})
+		rows, err := s.deadLetterRows(r.Context(), page.DeadLetters)
+		if err != nil {
+			s.fail(w, r, "Read the dead letters' tenants and records", err)
+			return
 		}
+		v := failuresView{All: all, First: after == "", Rows: rows}
 		if page.Next != "" {
 			vals := url.Values{"after": {page.Next}}
 			if all {
@@ -81,6 +216,19 @@ func (s *Server) handleReplay() http.Handler {
 		if err != nil {
 			s.fail(w, r, "Read the dead letter", err)
 			return
+		}
+		// The button is shown only where a replay can succeed; a form from an older page is
+		// held to the same rule.
+		if !d.Replayed {
+			rows, err := s.deadLetterRows(r.Context(), []store.DeadLetter{d})
+			if err != nil {
+				s.fail(w, r, "Read the dead letter's tenant and record", err)
+				return
+			}
+			if why := rows[0].WhyNot; why != "" {
+				s.renderError(w, r, http.StatusConflict, "This dead letter cannot be replayed: "+why+".")
+				return
+			}
 		}
 		s.perform(w, r, action{name: "replay", target: d.ID, back: "/failures", run: func(ctx context.Context) (string, error) {
 			res, err := s.deps.Replayer.Replay(ctx, d, false)

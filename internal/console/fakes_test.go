@@ -84,10 +84,10 @@ type fakeConversations struct {
 	msgs  map[string][]store.Message
 	err   error
 	// listed records the last query.
-	listed store.ConversationQuery
+	listed store.InboxQuery
 }
 
-func (f *fakeConversations) ListConversations(_ context.Context, q store.ConversationQuery) (store.ConversationPage, error) {
+func (f *fakeConversations) ListInbox(_ context.Context, q store.InboxQuery) (store.ConversationPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listed = q
@@ -99,7 +99,7 @@ func (f *fakeConversations) ListConversations(_ context.Context, q store.Convers
 	}
 	var p store.ConversationPage
 	for _, c := range f.convs {
-		if c.TenantID == q.TenantID && (q.Status == "" || c.Status == q.Status) {
+		if c.TenantID == q.TenantID && (q.Status == "" || c.Status == q.Status) && (q.AssignedTo == "" || c.AssignedTo == q.AssignedTo) {
 			p.Conversations = append(p.Conversations, c)
 		}
 	}
@@ -107,6 +107,47 @@ func (f *fakeConversations) ListConversations(_ context.Context, q store.Convers
 		p.Conversations, p.Next = p.Conversations[:q.Limit], "NEXTTOKEN"
 	}
 	return p, nil
+}
+
+func (f *fakeConversations) GetConversations(_ context.Context, ids []string) ([]store.Conversation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []store.Conversation
+	for _, id := range ids {
+		if c, err := f.find(id); err == nil {
+			out = append(out, *c)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeConversations) ConversationsByNamePrefix(_ context.Context, tenantID, prefix string, _ int) ([]store.Conversation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []store.Conversation
+	for _, c := range f.convs {
+		if c.TenantID == tenantID && strings.HasPrefix(c.ContactName, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out, f.err
+}
+
+func (f *fakeConversations) ConversationIDsByTextPrefix(_ context.Context, prefix string, _ int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for id, msgs := range f.msgs {
+		for _, m := range msgs {
+			if strings.HasPrefix(m.Text, prefix) {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	return ids, f.err
 }
 
 func (f *fakeConversations) find(id string) (*store.Conversation, error) {

@@ -38,17 +38,23 @@ func runPages(t *testing.T, cases []pageCase) {
 			if code != tc.code {
 				t.Errorf("GET %s = %d, want %d; body:\n%s", tc.path, code, tc.code, body)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(body, w) {
-					t.Errorf("GET %s: body lacks %q:\n%s", tc.path, w, body)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(body, n) {
-					t.Errorf("GET %s: body shows %q", tc.path, n)
-				}
-			}
+			checkBody(t, "GET "+tc.path, body, tc.want, tc.not)
 		})
+	}
+}
+
+// checkBody fails t when body lacks one of want or shows one of not; what names the request.
+func checkBody(t *testing.T, what, body string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s: body lacks %q:\n%s", what, w, body)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(body, n) {
+			t.Errorf("%s: body shows %q", what, n)
+		}
 	}
 }
 
@@ -61,7 +67,7 @@ func TestOverviewPage(t *testing.T) {
 			want: []string{`id="health-status">failing<`, "queue wa-inbound is paused", `data-queue="wa-inbound"`,
 				`<td class="num backlog">7</td>`, "1m35s", "paused", `<rect `, `<polyline points=`,
 				`href="/tenants/acme-01"`, "needs_reauth", "over quota", "100/100"},
-			not: []string{`href="/tenants/acme-02"`}},
+			not: []string{`<li data-tenant="acme-02">`, "max 2150 ms"}},
 		{name: "health error", path: "/", code: http.StatusOK,
 			setup: func(f *fixture) {
 				f.health.err = errBoom
@@ -133,10 +139,10 @@ func TestInboxPaginates(t *testing.T) {
 	if got := strings.Count(body, "data-conversation="); got != InboxPageSize {
 		t.Errorf("rows = %d, want a page of %d", got, InboxPageSize)
 	}
-	if !strings.Contains(body, `href="/tenants/acme-02/inbox?after=NEXTTOKEN&amp;status=open" id="next-page"`) {
+	if !strings.Contains(body, `href="/tenants/acme-02/inbox?after=NEXTTOKEN&amp;filter=open" id="next-page"`) {
 		t.Errorf("no next page link:\n%s", body)
 	}
-	if diff := cmp.Diff(store.ConversationQuery{TenantID: "acme-02", Status: "open", Limit: InboxPageSize}, f.convs.listed); diff != "" {
+	if diff := cmp.Diff(store.InboxQuery{TenantID: "acme-02", Status: "open", Limit: InboxPageSize}, f.convs.listed); diff != "" {
 		t.Errorf("query (-want, +got):\n%s", diff)
 	}
 }
@@ -162,7 +168,7 @@ func TestFailuresAndSearchPages(t *testing.T) {
 	runPages(t, []pageCase{
 		{name: "failures empty", path: "/failures", empty: true, code: http.StatusOK, want: []string{"No dead letters waiting."}},
 		{name: "failures normal", path: "/failures", code: http.StatusOK,
-			want: []string{`data-dead-letter="dl1"`, "whatsapp permanent error", "131026", "process_outbound", `class="replay"`,
+			want: []string{`data-dead-letter="dl1"`, "whatsapp permanent error", "131026", "process_outbound", `class="btn primary replay"`, "5 attempts",
 				`href="/search?q=reply-k9"`},
 			not: []string{"dl2", "PRIVATE CUSTOMER TEXT"}},
 		{name: "failures all", path: "/failures?all=1", code: http.StatusOK, want: []string{"dl1", `data-dead-letter="dl2"`, "replayed "}},

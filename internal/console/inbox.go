@@ -4,10 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
-
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -15,7 +19,10 @@ import (
 // Conversations reads a tenant's conversations and takes the operator's actions on one;
 // *store.ConversationStore implements it.
 type Conversations interface {
-	ListConversations(ctx context.Context, q store.ConversationQuery) (store.ConversationPage, error)
+	ListInbox(ctx context.Context, q store.InboxQuery) (store.ConversationPage, error)
+	GetConversations(ctx context.Context, ids []string) ([]store.Conversation, error)
+	ConversationsByNamePrefix(ctx context.Context, tenantID, prefix string, limit int) ([]store.Conversation, error)
+	ConversationIDsByTextPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
 	LatestMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 	AssignConversation(ctx context.Context, conversationID, operator string) error
@@ -25,14 +32,58 @@ type Conversations interface {
 // InboxPageSize is how many conversations an inbox page shows.
 const InboxPageSize = 50
 
+// needsReplyScan is how many of the latest open conversations the "needs reply" filter looks
+// at: whether one needs a reply is read from its messages, not from an indexed field.
+const needsReplyScan = 100
+
+// summaryWindow is how many of a conversation's latest messages its row reads: the preview and
+// the unread count (shown as "5+" beyond it).
+const summaryWindow = 5
+
+// summaryConcurrency bounds the message reads of one list.
+const summaryConcurrency = 8
+
+// searchLimit caps each search's results.
+const searchLimit = 50
+
+// The inbox filters.
+const (
+	filterOpen       = "open"
+	filterMine       = "mine"
+	filterNeedsReply = "needs_reply"
+	filterClosed     = "closed"
+	filterAll        = "all"
+)
+
+var filterNames = []struct{ ID, Label string }{
+	{filterOpen, "Open"}, {filterMine, "Assigned to me"}, {filterNeedsReply, "Needs reply"},
+	{filterClosed, "Closed"}, {filterAll, "All"},
+}
+
+// inboxView is the conversation list of the split view: its filter, its rows and its pages.
 type inboxView struct {
 	TenantID, TenantName string
-	Status               string
+	Filter               string
+	Filters              []filterLink
 	Rows                 []inboxRow
-	// Next is the next page's URL; "" on the last page.
-	Next string
-	// First says this is the first page (a link back to it is shown otherwise).
+	// Selected is the conversation open on the right ("" on the inbox page itself).
+	Selected string
+	// Next is the next page's URL; "" on the last page. First says this is the first page.
+	Next  string
 	First bool
+	// Search is the search this list answers ("" for a filter's list); SearchNote explains it.
+	Search, SearchNote string
+	// Note explains an empty list that is not a filter's (a conversation with no tenant).
+	Note string
+	// Scanned says the needs-reply filter looked at the latest needsReplyScan conversations only.
+	Scanned int
+	// ListURL is what the list's live refresh reads.
+	ListURL string
+}
+
+type filterLink struct {
+	ID, Label, URL string
+	Current        bool
 }
 
 type inboxRow struct {
@@ -42,6 +93,9 @@ type inboxRow struct {
 	AssignedTo    string
 	LastMessageAt time.Time
 	Pending       bool
+	summary
+	// URL opens the conversation in the split view, keeping the list's filter.
+	URL string
 }
 
 // contactLabel shows a contact as an operator may see them: the profile name and the last digits
@@ -50,51 +104,316 @@ func contactLabel(name, waID string) string {
 	return tenant.MemberLabel(tenant.Member{Name: name, WaID: waID})
 }
 
-func (s *Server) handleInbox() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		id := chi.URLParam(r, "tenant")
-		rec, err := s.deps.Tenants.Get(ctx, id)
-		if err != nil {
-			s.fail(w, r, "Read the tenant", err)
-			return
+// inboxFilter reads the list's filter from a query (the older ?status= included); open when
+// unknown.
+func inboxFilter(q url.Values) string {
+	f := q.Get("filter")
+	if f == "" {
+		f = q.Get("status")
+	}
+	for _, n := range filterNames {
+		if n.ID == f {
+			return f
 		}
-		v, err := s.inbox(ctx, rec, r.URL.Query())
+	}
+	return filterOpen
+}
+
+// handleInbox shows a tenant's inbox: the list, and a prompt to pick a conversation beside it.
+func (s *Server) handleInbox() http.Handler {
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
+		list, err := s.inboxList(r.Context(), rec, r.URL.Query(), "")
 		if err != nil {
 			s.fail(w, r, "List the conversations", err)
 			return
 		}
-		s.render(w, r, http.StatusOK, "inbox", "", view{Title: "Inbox of " + rec.Tenant.Name, Nav: "tenants", Data: v})
+		s.render(w, r, http.StatusOK, "inbox", "", view{Title: "Inbox of " + rec.Tenant.Name, Nav: "tenants",
+			Flash: s.flash(r), Data: splitView{List: list}})
 	})
 }
 
-func (s *Server) inbox(ctx context.Context, rec store.TenantRecord, q url.Values) (inboxView, error) {
-	status := q.Get("status")
-	switch status {
-	case store.ConversationOpen, store.ConversationClosed:
-	case "all":
-	default:
-		status = store.ConversationOpen
+// handleInboxList is the list fragment that the split view's live refresh reads.
+func (s *Server) handleInboxList() http.Handler {
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
+		list, err := s.inboxList(r.Context(), rec, r.URL.Query(), r.URL.Query().Get("c"))
+		if err != nil {
+			s.fail(w, r, "List the conversations", err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "inbox", "conv-list", view{Data: splitView{List: list}})
+	})
+}
+
+// splitView is the inbox page: the list on the left, and on the right the conversation when one
+// is open.
+type splitView struct {
+	List inboxView
+	Conv *conversationView
+}
+
+func inboxURL(tenantID, filter string, extra url.Values) string {
+	v := url.Values{"filter": {filter}}
+	for k, vs := range extra {
+		v[k] = vs
 	}
-	filter := status
-	if filter == "all" {
-		filter = ""
-	}
+	return "/tenants/" + url.PathEscape(tenantID) + "/inbox?" + v.Encode()
+}
+
+// inboxList reads the list of a filter; selected is the conversation open beside it.
+func (s *Server) inboxList(ctx context.Context, rec store.TenantRecord, q url.Values, selected string) (inboxView, error) {
+	filter := inboxFilter(q)
+	id := rec.Tenant.ID
 	after := q.Get("after")
-	page, err := s.deps.Conversations.ListConversations(ctx, store.ConversationQuery{TenantID: rec.Tenant.ID, Status: filter,
-		Limit: InboxPageSize, After: after})
+	v := inboxView{TenantID: id, TenantName: rec.Tenant.Name, Filter: filter, Selected: selected, First: after == ""}
+	for _, n := range filterNames {
+		v.Filters = append(v.Filters, filterLink{ID: n.ID, Label: n.Label, URL: inboxURL(id, n.ID, nil), Current: n.ID == filter})
+	}
+	v.ListURL = "/tenants/" + url.PathEscape(id) + "/inbox/list?" + url.Values{"filter": {filter}, "c": {selected}}.Encode()
+	if id == "" {
+		// The single-tenant default number's conversations belong to no tenant: no inbox lists them.
+		v.Note, v.Filters = "This conversation belongs to no tenant (the default number): no inbox lists it.", nil
+		return v, nil
+	}
+	iq := store.InboxQuery{TenantID: id, Status: store.ConversationOpen, Limit: InboxPageSize, After: after}
+	switch filter {
+	case filterMine:
+		iq.AssignedTo = OperatorFrom(ctx)
+	case filterNeedsReply:
+		iq.Limit, iq.After, v.First = needsReplyScan, "", true
+	case filterClosed:
+		iq.Status = store.ConversationClosed
+	case filterAll:
+		iq.Status = ""
+	}
+	page, err := s.deps.Conversations.ListInbox(ctx, iq)
 	if err != nil {
 		return inboxView{}, err
 	}
-	v := inboxView{TenantID: rec.Tenant.ID, TenantName: rec.Tenant.Name, Status: status, First: after == ""}
-	now := s.deps.Now()
-	for _, c := range page.Conversations {
-		v.Rows = append(v.Rows, inboxRow{ID: c.ID, Contact: contactLabel(c.ContactName, c.Contact), Status: c.Status,
-			AssignedTo: c.AssignedTo, LastMessageAt: c.LastMessageAt,
-			Pending: c.State.Pending != nil && !c.State.Pending.Expired(now)})
-	}
-	if page.Next != "" {
-		v.Next = "/tenants/" + url.PathEscape(rec.Tenant.ID) + "/inbox?" + url.Values{"status": {status}, "after": {page.Next}}.Encode()
+	v.Rows = s.inboxRows(ctx, page.Conversations, filter)
+	if filter == filterNeedsReply {
+		v.Rows = slices.DeleteFunc(v.Rows, func(r inboxRow) bool { return !r.NeedsReply })
+		if len(page.Conversations) >= needsReplyScan {
+			v.Scanned = needsReplyScan
+		}
+	} else if page.Next != "" {
+		v.Next = inboxURL(id, filter, url.Values{"after": {page.Next}})
 	}
 	return v, nil
+}
+
+// inboxRows summarises convs from their latest messages, read concurrently; a conversation whose
+// messages cannot be read is listed without its preview.
+func (s *Server) inboxRows(ctx context.Context, convs []store.Conversation, filter string) []inboxRow {
+	now := s.deps.Now()
+	rows := make([]inboxRow, len(convs))
+	sem := make(chan struct{}, summaryConcurrency)
+	var wg sync.WaitGroup
+	for i, c := range convs {
+		rows[i] = inboxRow{ID: c.ID, Contact: contactLabel(c.ContactName, c.Contact), Status: c.Status,
+			AssignedTo: c.AssignedTo, LastMessageAt: c.LastMessageAt,
+			Pending: c.State.Pending != nil && !c.State.Pending.Expired(now),
+			URL:     "/conversations/" + url.PathEscape(c.ID) + "?" + url.Values{"filter": {filter}}.Encode()}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			msgs, err := s.deps.Conversations.LatestMessages(ctx, c.ID, summaryWindow)
+			if err != nil {
+				s.logger(ctx).Warn("read a conversation's latest messages", "event", "console_summary_failed",
+					"conversation_id", c.ID, "error", err)
+				rows[i].Preview = "(messages unavailable)"
+				return
+			}
+			rows[i].summary = summarize(msgs)
+		})
+	}
+	wg.Wait()
+	return rows
+}
+
+// summary is what a row says of a conversation's latest messages.
+type summary struct {
+	// Preview is the last message's first line, cut short; PreviewOut says the business sent it.
+	Preview    string
+	PreviewOut bool
+	// Unread counts the contact's messages since the business last answered (bot, operator or
+	// action result); UnreadMore says there may be more than summaryWindow. A message the
+	// assistant ignores on purpose (a reaction, a system notice) needs no answer and is not
+	// counted.
+	Unread     int
+	UnreadMore bool
+	// NeedsReply: the last message is the contact's and nothing answered it.
+	NeedsReply bool
+}
+
+// previewRunes is how much of a message the list shows.
+const previewRunes = 80
+
+func summarize(msgs []store.Message) summary {
+	items := timeline(msgs)
+	var s summary
+	if len(items) == 0 {
+		return s
+	}
+	last := items[len(items)-1]
+	s.Preview, s.PreviewOut = preview(last), last.Direction == store.DirectionOut
+	for i := len(items) - 1; i >= 0 && items[i].Direction == store.DirectionIn; i-- {
+		if items[i].RawEvent == eventIgnored {
+			continue
+		}
+		s.Unread++
+	}
+	s.UnreadMore = s.Unread >= summaryWindow
+	s.NeedsReply = s.Unread > 0
+	return s
+}
+
+// eventIgnored is assistant.EventIgnored: a message the assistant leaves unanswered on purpose.
+const eventIgnored = "ignored"
+
+func preview(it messageView) string {
+	text := it.Text
+	if text == "" && it.Media != nil {
+		text = it.Media.Caption
+		if text == "" {
+			text = it.Media.Filename
+		}
+	}
+	if text == "" {
+		return "(" + it.Type + ")"
+	}
+	text, _, _ = strings.Cut(text, "\n")
+	text = strings.TrimSpace(text)
+	if utf8.RuneCountInString(text) > previewRunes {
+		r := []rune(text)
+		text = strings.TrimRightFunc(string(r[:previewRunes]), unicode.IsSpace) + "…"
+	}
+	return text
+}
+
+// handleInboxSearch finds a tenant's conversations by the contact's number, name or the
+// beginning of a message's text. It is a POST so that a number or message text never sits in a
+// URL (Cloud Run's request logs keep URLs); a number is turned into the conversation ids of the
+// tenant's numbers, hashes of the number, and looked up directly. Nothing is changed, nothing
+// audited.
+func (s *Server) handleInboxSearch() http.Handler {
+	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
+		ctx := r.Context()
+		q := strings.TrimSpace(r.PostForm.Get("q"))
+		list, err := s.inboxList(ctx, rec, url.Values{"filter": {filterAll}}, "")
+		if err != nil {
+			s.fail(w, r, "List the conversations", err)
+			return
+		}
+		list.Search, list.Next, list.First = q, "", true
+		if q == "" {
+			list.SearchNote = "Type a phone number, a name or the beginning of a message."
+			list.Rows = nil
+		} else {
+			convs, note, err := s.search(ctx, rec, q)
+			if err != nil {
+				s.fail(w, r, "Search the conversations", err)
+				return
+			}
+			list.SearchNote, list.Rows = note, s.inboxRows(ctx, convs, filterAll)
+		}
+		s.render(w, r, http.StatusOK, "inbox", "", view{Title: "Inbox of " + rec.Tenant.Name, Nav: "tenants",
+			Data: splitView{List: list}})
+	})
+}
+
+// search returns the tenant's conversations that q finds, newest first, and a line saying how
+// they were found.
+func (s *Server) search(ctx context.Context, rec store.TenantRecord, q string) ([]store.Conversation, string, error) {
+	t := rec.Tenant
+	if digits, ok := phoneQuery(q); ok {
+		var ids []string
+		for _, p := range t.PhoneNumbers {
+			ids = append(ids, store.ConversationID(t.ID, p.PhoneNumberID, digits))
+		}
+		convs, err := s.deps.Conversations.GetConversations(ctx, ids)
+		if err != nil {
+			return nil, "", err
+		}
+		s.logger(ctx).Info("inbox searched by number", "event", "console_search_number", "tenant_id", t.ID,
+			logging.Phone("contact", digits), "found", len(convs))
+		return newestFirst(convs), "Conversations with the number ending " + lastDigits(digits) + ".", nil
+	}
+	if strings.HasPrefix(q, logging.PhonePrefix) {
+		return nil, "A ph_ reference is one-way: search with the number itself.", nil
+	}
+	found := map[string]store.Conversation{}
+	for _, prefix := range namePrefixes(q) {
+		convs, err := s.deps.Conversations.ConversationsByNamePrefix(ctx, t.ID, prefix, searchLimit)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, c := range convs {
+			found[c.ID] = c
+		}
+	}
+	ids, err := s.deps.Conversations.ConversationIDsByTextPrefix(ctx, q, searchLimit*4)
+	if err != nil {
+		return nil, "", err
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := found[id]; return ok })
+	byText, err := s.deps.Conversations.GetConversations(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, c := range byText {
+		// Messages carry no tenant: the conversation says whose it is.
+		if c.TenantID == t.ID {
+			found[c.ID] = c
+		}
+	}
+	convs := make([]store.Conversation, 0, len(found))
+	for _, c := range found {
+		convs = append(convs, c)
+	}
+	if len(convs) > searchLimit {
+		convs = newestFirst(convs)[:searchLimit]
+	}
+	return newestFirst(convs), "Contacts whose name, or conversations with a message that, begins with what you typed.", nil
+}
+
+// phoneQuery reports whether q is a phone number (digits with +, spaces, dashes, dots or
+// parentheses, at least 6 digits) and returns its digits, Meta's wa_id form.
+func phoneQuery(q string) (string, bool) {
+	digits := 0
+	for _, r := range q {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case strings.ContainsRune("+ -.()", r):
+		default:
+			return "", false
+		}
+	}
+	if digits < 6 {
+		return "", false
+	}
+	return logging.NormalizePhone(q), true
+}
+
+func lastDigits(d string) string {
+	if len(d) > 4 {
+		return d[len(d)-4:]
+	}
+	return d
+}
+
+// namePrefixes are the prefixes a name search tries: as typed, and with a capital first letter
+// (names are stored as the contacts wrote them, and Firestore compares case).
+func namePrefixes(q string) []string {
+	r, n := utf8.DecodeRuneInString(q)
+	title := string(unicode.ToUpper(r)) + q[n:]
+	if title == q {
+		return []string{q}
+	}
+	return []string{q, title}
+}
+
+func newestFirst(convs []store.Conversation) []store.Conversation {
+	slices.SortStableFunc(convs, func(a, b store.Conversation) int { return b.LastMessageAt.Compare(a.LastMessageAt) })
+	return convs
 }

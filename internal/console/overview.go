@@ -34,12 +34,15 @@ type overviewData struct {
 	ChartError  string
 	Attention   []tenantAttention
 	TenantError string
+	// Tenants are the tenants' send queues: backlog and pause, per tenant.
+	Tenants []tenantRow
 }
 
-// tenantAttention is a tenant an operator must look at: its token needs renewing, or its quota is
-// used up.
+// tenantAttention is a tenant an operator must look at: it has no working token (none set yet,
+// or one that needs renewing), or its quota is used up.
 type tenantAttention struct {
 	ID, Name    string
+	AuthStatus  string
 	NeedsReauth bool
 	AuthError   string
 	OverQuota   bool
@@ -90,16 +93,18 @@ func (s *Server) overview(ctx context.Context) overviewData {
 		d.Chart = buildChart(now, pts, len(pts) >= maxChartPoints)
 	})
 	wg.Go(func() {
-		rows, err := s.tenantRows(ctx, now, false)
+		rows, err := s.tenantRows(ctx, now, true)
 		if err != nil {
 			s.logger(ctx).Warn("list tenants", "event", "console_tenants_failed", "error", err)
 			d.TenantError = userMessage(err)
 			return
 		}
+		d.Tenants = rows
 		for _, t := range rows {
 			over := t.Limited && t.UsageErr == "" && t.Used >= t.Quota
-			if t.AuthStatus == store.AuthNeedsReauth || over {
-				d.Attention = append(d.Attention, tenantAttention{ID: t.ID, Name: t.Name,
+			// Whatever the Tenants page shows in red (needs_reauth, no_token) needs attention.
+			if t.AuthStatus != store.AuthOK || over {
+				d.Attention = append(d.Attention, tenantAttention{ID: t.ID, Name: t.Name, AuthStatus: t.AuthStatus,
 					NeedsReauth: t.AuthStatus == store.AuthNeedsReauth, AuthError: t.AuthLastError,
 					OverQuota: over, Used: t.Used, Quota: t.Quota})
 			}

@@ -45,7 +45,14 @@ var funcs = template.FuncMap{
 	"ms":   func(ms float64) string { return fmt.Sprintf("%.0f ms", ms) },
 	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 	"join": strings.Join,
+	// rfc3339 is a time for <time datetime>, which console.js shows in the reader's zone.
+	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// pair passes two values to a template: the page's view and a part of it.
+	"pair": func(a, b any) pairOf { return pairOf{a, b} },
 }
+
+// pairOf is what pair makes.
+type pairOf struct{ A, B any }
 
 func mustParsePages() *pages {
 	p := &pages{byName: map[string]*template.Template{}}

@@ -32,7 +32,7 @@ func (r OutboxReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult
 		return ReplyResult{}, err
 	}
 	if err := r.Messages.AddOutbound(ctx, req.ConversationID, store.Message{
-		MessageID: res.IdempotencyKey, Type: "text", Text: req.Text, Event: "operator_reply",
+		MessageID: res.IdempotencyKey, Type: "text", Text: req.Text, Event: operatorReplyEvent, Operator: req.Operator,
 		Replies: []store.Reply{{IdempotencyKey: res.IdempotencyKey, Body: req.Text}},
 	}); err != nil {
 		// The reply is queued and will go; only the inbox misses it until the page is reloaded

@@ -52,7 +52,9 @@ type tenantRow struct {
 	UsageErr      string
 	QueueDepth    int64
 	QueuePaused   bool
-	QueueErr      string
+	// QueueOldest is when the oldest waiting task arrived; zero when none waits.
+	QueueOldest time.Time
+	QueueErr    string
 }
 
 // tenantRows lists the tenants with their usage this month and, with queues, their send queue's
@@ -88,12 +90,25 @@ func (s *Server) tenantRows(ctx context.Context, now time.Time, queues bool) ([]
 					s.logger(ctx).Warn("read queue stats", "event", "console_queue_failed", "tenant_id", t.ID, "error", err)
 					row.QueueErr = "unavailable"
 				}
-				row.QueueDepth, row.QueuePaused = st.Tasks, st.Paused
+				row.QueueDepth, row.QueuePaused, row.QueueOldest = st.Tasks, st.Paused, st.OldestArrival
 			})
 		}
 	}
 	wg.Wait()
 	return rows, nil
+}
+
+// withTenant reads the tenant the path names ({tenant}) and serves h with it; a tenant that
+// cannot be read is the page's answer (404 when there is none).
+func (s *Server) withTenant(h func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec, err := s.deps.Tenants.Get(r.Context(), chi.URLParam(r, "tenant"))
+		if err != nil {
+			s.fail(w, r, "Read the tenant", err)
+			return
+		}
+		h(w, r, rec)
+	})
 }
 
 func (s *Server) handleTenants() http.Handler {

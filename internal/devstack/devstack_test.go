@@ -141,7 +141,7 @@ func TestOneTracePerMessage(t *testing.T) {
 	}
 }
 
-func post(t *testing.T, st *devstack.Stack, body []byte) {
+func post(t testing.TB, st *devstack.Stack, body []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, st.WebhookURL, bytes.NewReader(body))
 	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, st.AppSecret))

@@ -43,8 +43,15 @@ const (
 	ActionError Key = "action_error"
 	// NotAllowed answers an intent whose roles exclude the sender.
 	NotAllowed Key = "not_allowed"
-	// UnsupportedMessage answers a message the assistant cannot read (image, audio, sticker…).
+	// UnsupportedMessage answers a message the assistant cannot read (a type Meta could not
+	// deliver, or one wapipe does not handle): please send it another way.
 	UnsupportedMessage Key = "unsupported_message"
+	// MediaUnsupported answers a file the assistant cannot read: a type it does not take, or
+	// larger than MEDIA_MAX_BYTES.
+	MediaUnsupported Key = "media_unsupported"
+	// MediaResend asks the user to send a file again: Meta no longer has it, it did not match
+	// its checksum, or it could not be fetched.
+	MediaResend Key = "media_resend"
 	// Unavailable is sent when the assistant (the LLM) keeps failing for a message.
 	Unavailable Key = "unavailable"
 	// Ack is the reply of assistant mode ack when the tenant has no ack_text.
@@ -56,7 +63,7 @@ func Keys() []Key {
 	return []Key{
 		OnboardingPrompt, Welcome, WelcomeName, InvalidCode, RateLimited, QuotaExceeded,
 		NotUnderstood, ButtonConfirm, ButtonCancel, ConfirmPrompt, Cancelled, Expired,
-		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, Unavailable, Ack,
+		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack,
 	}
 }
 
@@ -115,7 +122,9 @@ var catalog = map[string]map[Key]string{
 		Done:               "Done. Thank you!",
 		ActionError:        "Sorry, something went wrong and we could not complete your request. Please try again later.",
 		NotAllowed:         "Sorry, you are not allowed to make this request.",
-		UnsupportedMessage: "Sorry, I can only read text messages for now.",
+		UnsupportedMessage: "Sorry, I can't read this kind of message. Could you send it another way?",
+		MediaUnsupported:   "Sorry, I can't read this kind of file. Please send a photo, a voice note, a PDF or a text message instead.",
+		MediaResend:        "Sorry, I couldn't get your file. Please send it again.",
 		Unavailable:        "Sorry, the assistant is unavailable right now. Please try again in a few minutes.",
 		Ack:                "Thanks, we got your message. We will get back to you soon.",
 	},
@@ -136,7 +145,9 @@ var catalog = map[string]map[Key]string{
 		Done:               "C'est fait. Merci !",
 		ActionError:        "Désolé, un problème est survenu et votre demande n'a pas pu aboutir. Merci de réessayer plus tard.",
 		NotAllowed:         "Désolé, vous n'êtes pas autorisé à faire cette demande.",
-		UnsupportedMessage: "Désolé, je ne peux lire que les messages texte pour le moment.",
+		UnsupportedMessage: "Désolé, je ne peux pas lire ce type de message. Pourriez-vous l'envoyer autrement ?",
+		MediaUnsupported:   "Désolé, je ne peux pas lire ce type de fichier. Envoyez plutôt une photo, un message vocal, un PDF ou un message texte.",
+		MediaResend:        "Désolé, je n'ai pas pu récupérer votre fichier. Merci de le renvoyer.",
 		Unavailable:        "Désolé, l'assistant n'est pas disponible pour le moment. Merci de réessayer dans quelques minutes.",
 		Ack:                "Merci, nous avons bien reçu votre message. Nous vous répondrons rapidement.",
 	},
@@ -157,7 +168,9 @@ var catalog = map[string]map[Key]string{
 		Done:               "تم. شكرًا لك!",
 		ActionError:        "عذرًا، حدث خطأ ولم نتمكن من إكمال طلبك. يرجى المحاولة لاحقًا.",
 		NotAllowed:         "عذرًا، ليست لديك صلاحية لتقديم هذا الطلب.",
-		UnsupportedMessage: "عذرًا، يمكنني قراءة الرسائل النصية فقط حاليًا.",
+		UnsupportedMessage: "عذرًا، لا يمكنني قراءة هذا النوع من الرسائل. هل يمكنك إرسالها بطريقة أخرى؟",
+		MediaUnsupported:   "عذرًا، لا يمكنني قراءة هذا النوع من الملفات. يرجى إرسال صورة أو رسالة صوتية أو ملف بصيغة بي دي إف أو رسالة نصية بدلًا من ذلك.",
+		MediaResend:        "عذرًا، لم أتمكن من الحصول على ملفك. يرجى إرساله مرة أخرى.",
 		Unavailable:        "عذرًا، المساعد غير متاح حاليًا. يرجى المحاولة بعد بضع دقائق.",
 		Ack:                "شكرًا، لقد استلمنا رسالتك. سنرد عليك قريبًا.",
 	},
@@ -178,7 +191,9 @@ var catalog = map[string]map[Key]string{
 		Done:               "Hecho. ¡Gracias!",
 		ActionError:        "Lo sentimos, algo salió mal y no pudimos completar tu solicitud. Inténtalo de nuevo más tarde.",
 		NotAllowed:         "Lo sentimos, no tienes permiso para hacer esta solicitud.",
-		UnsupportedMessage: "Lo siento, por ahora solo puedo leer mensajes de texto.",
+		UnsupportedMessage: "Lo siento, no puedo leer este tipo de mensaje. ¿Podrías enviarlo de otra forma?",
+		MediaUnsupported:   "Lo siento, no puedo leer este tipo de archivo. Envía mejor una foto, una nota de voz, un PDF o un mensaje de texto.",
+		MediaResend:        "Lo siento, no pude obtener tu archivo. Por favor, envíalo de nuevo.",
 		Unavailable:        "Lo sentimos, el asistente no está disponible en este momento. Inténtalo de nuevo en unos minutos.",
 		Ack:                "Gracias, hemos recibido tu mensaje. Te responderemos pronto.",
 	},
@@ -199,7 +214,9 @@ var catalog = map[string]map[Key]string{
 		Done:               "Pronto. Obrigado!",
 		ActionError:        "Desculpe, algo deu errado e não conseguimos concluir seu pedido. Tente novamente mais tarde.",
 		NotAllowed:         "Desculpe, você não tem permissão para fazer este pedido.",
-		UnsupportedMessage: "Desculpe, por enquanto só consigo ler mensagens de texto.",
+		UnsupportedMessage: "Desculpe, não consigo ler este tipo de mensagem. Você pode enviá-la de outra forma?",
+		MediaUnsupported:   "Desculpe, não consigo ler este tipo de arquivo. Envie uma foto, uma mensagem de voz, um PDF ou uma mensagem de texto.",
+		MediaResend:        "Desculpe, não consegui obter o seu arquivo. Por favor, envie-o novamente.",
 		Unavailable:        "Desculpe, o assistente não está disponível no momento. Tente novamente em alguns minutos.",
 		Ack:                "Obrigado, recebemos sua mensagem. Responderemos em breve.",
 	},
@@ -220,7 +237,9 @@ var catalog = map[string]map[Key]string{
 		Done:               "Selesai. Terima kasih!",
 		ActionError:        "Maaf, terjadi kesalahan dan permintaan Anda tidak dapat diselesaikan. Silakan coba lagi nanti.",
 		NotAllowed:         "Maaf, Anda tidak memiliki izin untuk permintaan ini.",
-		UnsupportedMessage: "Maaf, untuk saat ini saya hanya bisa membaca pesan teks.",
+		UnsupportedMessage: "Maaf, saya tidak bisa membaca jenis pesan ini. Bisakah Anda mengirimnya dengan cara lain?",
+		MediaUnsupported:   "Maaf, saya tidak bisa membaca jenis file ini. Silakan kirim foto, pesan suara, PDF, atau pesan teks.",
+		MediaResend:        "Maaf, file Anda tidak dapat saya ambil. Silakan kirim ulang.",
 		Unavailable:        "Maaf, asisten sedang tidak tersedia. Silakan coba lagi dalam beberapa menit.",
 		Ack:                "Terima kasih, pesan Anda sudah kami terima. Kami akan segera membalas.",
 	},

@@ -66,8 +66,10 @@ type Request struct {
 	Intents  []Intent
 	// History holds the earlier turns, oldest first.
 	History []Turn
-	// Text is the new message.
+	// Text is the new message; with Media, its caption or file name (may be empty).
 	Text string
+	// Media, when set, is the new message's attachment, sent inline beside Text.
+	Media *Media
 	// Now tells the model today's date, in Now's location, so it can resolve "tomorrow" or
 	// "1 March" into dates. Zero means the current time in UTC.
 	Now time.Time
@@ -108,7 +110,14 @@ func (r *Request) validate() error {
 	if strings.TrimSpace(r.Model) == "" || strings.ContainsAny(r.Model, " \t\r\n?#") {
 		return permanentf("invalid request: model %q", r.Model)
 	}
-	if strings.TrimSpace(r.Text) == "" {
+	if m := r.Media; m != nil {
+		if _, ok := InlineMIMEType(m.MIMEType); !ok || m.MIMEType != NormalizeMIMEType(m.MIMEType) {
+			return permanentf("invalid request: media type %q is not sent inline", m.MIMEType)
+		}
+		if len(m.Data) == 0 {
+			return permanentf("invalid request: empty media")
+		}
+	} else if strings.TrimSpace(r.Text) == "" {
 		return permanentf("invalid request: empty text")
 	}
 	seen := map[string]bool{GeneralQuery: true}
@@ -169,17 +178,25 @@ func (r *Request) build() (*call, error) {
 // content, empty turns and leading model turns (left over when the history was trimmed) are
 // dropped.
 func (r *Request) contents() []*genai.Content {
-	turns := append(slices.Clip(r.History), Turn{Role: RoleUser, Text: r.Text})
-	out := make([]*genai.Content, 0, len(turns))
-	for _, t := range turns {
+	out := make([]*genai.Content, 0, len(r.History)+1)
+	add := func(role string, parts []*genai.Part) {
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Parts = append(out[n-1].Parts, parts...)
+			return
+		}
+		out = append(out, &genai.Content{Role: role, Parts: parts})
+	}
+	for _, t := range r.History {
 		if strings.TrimSpace(t.Text) == "" || (len(out) == 0 && t.Role != RoleUser) {
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].Role == t.Role {
-			out[n-1].Parts = append(out[n-1].Parts, &genai.Part{Text: t.Text})
-			continue
-		}
-		out = append(out, &genai.Content{Role: t.Role, Parts: []*genai.Part{{Text: t.Text}}})
+		add(t.Role, []*genai.Part{{Text: t.Text}})
+	}
+	switch {
+	case r.Media != nil:
+		add(RoleUser, r.Media.parts(r.Text))
+	case strings.TrimSpace(r.Text) != "":
+		add(RoleUser, []*genai.Part{{Text: r.Text}})
 	}
 	return out
 }
@@ -253,6 +270,9 @@ func (r *Request) systemInstruction() string {
 	b.WriteString("- Integers and numbers are plain JSON numbers without separators or currency " +
 		"(\"15 million\" or \"15 juta\" is 15000000).\n")
 	b.WriteString("- If the user corrects an earlier value, use the corrected one.\n")
+	if r.Media != nil {
+		b.WriteString(mediaRules)
+	}
 	return b.String()
 }
 

@@ -322,7 +322,7 @@ func TestBuildDelivery(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []SampleSpec{{Type: "video"}, {Type: "status"}, {Type: "status", MessageID: "x", Status: "lost"}, {Type: "batch"}} {
+	for _, bad := range []SampleSpec{{Type: "hologram"}, {Type: "status"}, {Type: "status", MessageID: "x", Status: "lost"}, {Type: "batch"}} {
 		if _, err := BuildDelivery(bad); err == nil {
 			t.Errorf("BuildDelivery(%+v) succeeded", bad)
 		}

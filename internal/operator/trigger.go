@@ -3,9 +3,11 @@ package operator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 )
 
 // Sample types Build knows.
-var SampleTypes = []string{"text", "button", "list", "image", "location", "reaction", "status", "batch"}
+var SampleTypes = []string{"text", "button", "list", "image", "audio", "video", "document", "location", "contacts", "reaction", "status", "batch"}
 
 // Statuses a status sample can carry.
 var SampleStatuses = []string{"sent", "delivered", "read", "failed"}
@@ -40,6 +42,9 @@ type SampleSpec struct {
 	// ToNumber is the business number's phone_number_id the payload names (value.metadata), which
 	// picks the tenant; the sample default (the sample tenant's) when empty.
 	ToNumber string
+	// Media is the file an image, audio, video or document message names (see UploadMedia);
+	// nil names a made-up media id, which only an ack-mode tenant can answer.
+	Media *whatsapp.SampleMediaFile
 }
 
 // Delivery is a built webhook body and the ids it carries.
@@ -79,9 +84,20 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 	case "list":
 		o.MessageID = s.MessageID
 		body = whatsapp.SampleListReply(o, "row-1", or(s.Text, "First option"), "Chosen from the list")
-	case "image":
+	case "image", "audio", "video", "document":
 		o.MessageID = s.MessageID
-		body = whatsapp.SampleImage(o, "1234567890123456", "image/jpeg", s.Text)
+		f := whatsapp.SampleMediaFile{ID: "1234567890123456", MIMEType: sampleMIME[s.Type], SHA256: "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}
+		if s.Media != nil {
+			f = *s.Media
+		}
+		f.Caption = s.Text
+		if s.Type == "document" && f.Filename == "" {
+			f.Filename = "document.pdf"
+		}
+		body = whatsapp.SampleMedia(o, s.Type, f)
+	case "contacts":
+		o.MessageID = s.MessageID
+		body = whatsapp.SampleContacts(o, or(s.Text, "Budi Santoso"), "+62 812-0000-0000")
 	case "location":
 		o.MessageID = s.MessageID
 		body = whatsapp.SampleLocation(o, 37.4839, -122.1475, "Meta HQ", "1 Hacker Way, Menlo Park, CA")
@@ -113,6 +129,38 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("type %q: want one of %s", s.Type, strings.Join(SampleTypes, ", "))
 	}
 	return Describe(body)
+}
+
+// sampleMIME is the type a media sample without a file names.
+var sampleMIME = map[string]string{"image": "image/jpeg", "audio": "audio/ogg; codecs=opus", "video": "video/mp4", "document": "application/pdf"}
+
+// UploadMedia gives data to the fake Graph API at graphURL (POST /_fake/media on its host), as if
+// a customer had sent it, and returns how a webhook names it. Only the fake has this route: with
+// a real Graph API the media a webhook names come from WhatsApp users.
+func UploadMedia(ctx context.Context, hc *http.Client, graphURL string, data []byte, mimeType string) (whatsapp.SampleMediaFile, error) {
+	u, err := url.Parse(graphURL)
+	if err != nil || u.Host == "" {
+		return whatsapp.SampleMediaFile{}, fmt.Errorf("graph URL %q is not an absolute URL", graphURL)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.Scheme+"://"+u.Host+"/_fake/media", bytes.NewReader(data))
+	if err != nil {
+		return whatsapp.SampleMediaFile{}, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", mimeType)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return whatsapp.SampleMediaFile{}, fmt.Errorf("upload to the fake Graph API: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ID       string `json:"id"`
+		MIMEType string `json:"mime_type"`
+		SHA256   string `json:"sha256"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated || out.ID == "" {
+		return whatsapp.SampleMediaFile{}, fmt.Errorf("upload to the fake Graph API at %s: HTTP %d (is devstack running?)", u.Host, resp.StatusCode)
+	}
+	return whatsapp.SampleMediaFile{ID: out.ID, MIMEType: out.MIMEType, SHA256: out.SHA256}, nil
 }
 
 // Describe parses a webhook body and returns the ids the pipeline will know it by.

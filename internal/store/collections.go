@@ -31,6 +31,10 @@ const ConversationMessages = "messages"
 // so a call is counted once however often its turn is redone.
 const UsageCalls = "calls"
 
+// UsageShards is the subcollection, under a usage counter, of the shards that take most of its
+// calls, so a busy tenant's calls do not all write one document; they do not expire.
+const UsageShards = "shards"
+
 // PayloadChunks is the subcollection, under an inbound_events document, that holds a payload too
 // large for one task (Cloud Tasks caps a task at 1 MB, Firestore a document at 1 MiB). It has its
 // own TTL policy, as TTL policies apply per collection group.
@@ -44,10 +48,10 @@ func Collections() []string {
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index, the members who joined by invite, the monthly usage counters, the API
-// keys (revoked, not deleted) and the console's audit entries.
+// their routing index, the members who joined by invite, the monthly usage counters and their
+// shards, the API keys (revoked, not deleted) and the console's audit entries.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, APIKeysCollection, AuditCollection}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, UsageShards, APIKeysCollection, AuditCollection}
 }
 
 // ExpireAtField is the TTL field of every document.

@@ -106,6 +106,8 @@ type Message struct {
 	InboundEventID string `firestore:"inbound_event_id" json:"inbound_event_id"`
 	CorrelationID  string `firestore:"correlation_id" json:"correlation_id"`
 	ContactName    string `firestore:"contact_name" json:"contact_name"`
+	// Media describes a media message (never its bytes): what the console shows.
+	Media *Media `firestore:"media,omitempty" json:"media,omitempty"`
 
 	Turn    string `firestore:"turn" json:"turn"`
 	InInbox bool   `firestore:"inbox" json:"inbox"`
@@ -119,6 +121,9 @@ type Message struct {
 	CommittedAt time.Time `firestore:"committed_at" json:"committed_at"`
 	// EffectsDoneAt is when the replies were sent and the action enqueued.
 	EffectsDoneAt time.Time `firestore:"effects_done_at" json:"effects_done_at"`
+	// Operator is who sent an outbound message that a person wrote: the console's verified
+	// operator (its email) for a reply from the console; empty for the assistant's messages.
+	Operator string `firestore:"operator,omitempty" json:"operator,omitempty"`
 	// QuotaExceeded marks a message answered with the quota notice.
 	QuotaExceeded bool      `firestore:"quota_exceeded" json:"quota_exceeded"`
 	ExpireAt      time.Time `firestore:"expire_at" json:"expire_at"`
@@ -545,4 +550,13 @@ func (c *ConversationStore) LatestMessages(ctx context.Context, conversationID s
 	}
 	slices.Reverse(msgs)
 	return msgs, nil
+}
+
+// Media is what is kept of a media message: never its bytes.
+type Media struct {
+	MIMEType string `firestore:"mime_type" json:"mime_type"`
+	SHA256   string `firestore:"sha256" json:"sha256"`
+	Size     int64  `firestore:"size" json:"size"`
+	Caption  string `firestore:"caption,omitempty" json:"caption,omitempty"`
+	Filename string `firestore:"filename,omitempty" json:"filename,omitempty"`
 }

@@ -9,6 +9,6 @@
 // their stored messages and inbox, and the lease that serialises their turns) and Guard (usage
 // and sender_windows: the assistant's shared counters). Every document of an expiring collection
 // (Collections) carries the expire_at field its TTL policy deletes on; tenants and the usage
-// counters do not expire (DurableCollections). Keys Firestore could not take as ids are hashed
+// counters (with their shards) do not expire (DurableCollections). Keys Firestore could not take as ids are hashed
 // (DocID).
 package store

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -14,13 +16,16 @@ import (
 	"github.com/wapipe/wapipe/internal/assistant"
 )
 
-// UsageCounter is a tenant's LLM calls in one quota period (usage/{tenant}_{period}).
+// UsageCounter is a tenant's LLM calls in one quota period (usage/{tenant}_{period}), and also
+// the shape of each of its shards (usage/{tenant}_{period}/shards/{nn}, see usageShards): the
+// tenant's usage is the document's count plus its shards'.
 type UsageCounter struct {
 	TenantID string `firestore:"tenant_id" json:"tenant_id"`
 	// Period is assistant.Period's "2026-11".
 	Period string `firestore:"period" json:"period"`
 	Count  int    `firestore:"count" json:"count"`
-	// Limit is the quota the last reservation was checked against (0: unlimited).
+	// Limit is the quota the last reservation that wrote this document was checked against
+	// (0: unlimited).
 	Limit     int       `firestore:"limit" json:"limit"`
 	UpdatedAt time.Time `firestore:"updated_at" json:"updated_at"`
 }
@@ -53,10 +58,14 @@ type senderWindow struct {
 }
 
 // Guard is assistant.Guard on Firestore: the sender rate windows and the monthly LLM usage, each
-// updated in one transaction, so both are exact under concurrent turns.
+// updated in one transaction. The windows and the contacts' shares are exact under concurrent
+// turns; the tenant's quota is exact for its last ExactTail calls and kept within the margin
+// ExactTail documents before them, where its calls are spread over shards.
 type Guard struct {
 	fs   *firestore.Client
 	opts Options
+	// shard turns over the usage shards (nextShard).
+	shard *atomic.Uint64
 }
 
 var _ assistant.Guard = (*Guard)(nil)
@@ -64,7 +73,9 @@ var _ assistant.Guard = (*Guard)(nil)
 // NewGuard returns the Guard. opts.Retention is how long a call marker and an idle sender window
 // are kept (DefaultRetention when zero): longer than a turn can be redone.
 func NewGuard(db *DB, opts Options) *Guard {
-	return &Guard{fs: db.fs, opts: opts.withDefaults()}
+	shard := new(atomic.Uint64)
+	shard.Store(rand.Uint64())
+	return &Guard{fs: db.fs, opts: opts.withDefaults(), shard: shard}
 }
 
 // UsageID is the id of a tenant's usage counter for a period.
@@ -120,12 +131,36 @@ func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant
 	return assistant.RateDecision{}, fmt.Errorf("hit sender window: %d attempts lost to concurrent hits", maxCASAttempts)
 }
 
+// usageShards is how many shard documents take a tenant's monthly LLM calls
+// (usage/{tenant}_{period}/shards/{00…31}). Firestore sustains about one write a second on a
+// document: spread over 32 shards, a tenant making 20 calls a second writes each about 0.6
+// times a second, and up to 32 calls a second stay under one write a second a shard.
+const usageShards = 32
+
+// ExactTail is how many of a tenant's last calls before its monthly quota are counted exactly:
+// while its usage is below quota − ExactTail, a call is counted on a shard (no contention, the
+// quota checked against the sum of the shards as read before the write); from there on, on the
+// tenant's one usage document with a compare-and-set, one grant after another, so the last
+// calls of the quota are serialised as before sharding. A quota of ExactTail or less is exact
+// throughout.
+//
+// The margin: the quota can be passed only by calls that were in flight (read the usage below
+// quota − ExactTail, not yet written) when the usage entered the tail, and are written after
+// the tail's last grant, so at most the tenant's reservations in flight at that moment, and
+// none unless one of them outlasts the tail's serialised grants (ExactTail of them), or more
+// than ExactTail are in flight at once. The cost of exactness is confined to the tail: its
+// calls contend on one document again (about one a second), as the quota runs out.
+const ExactTail = 50
+
 // ReserveCall counts one LLM call of c.Period unless the tenant's quota or the contact's share
 // is used up; a call id counted already is granted again without counting. It reads the
-// tenant's counter, the call's marker and the contact's counter, then writes all three
-// atomically with the counters' update times as preconditions (a compare-and-set, redone at
-// once when another call came first). Three reads; three writes when granted, none otherwise.
-// Without c.Sender there is no contact's counter (two of each).
+// call's marker, the contact's counter, the tenant's usage document and (for a limited quota)
+// the sum of the tenant's usage shards, then writes atomically the marker, the contact's
+// counter (compare-and-set on its update time: the share is exact) and one count: an
+// increment of one shard, or, within ExactTail of the quota, the usage document
+// (compare-and-set). A lost compare-and-set is redone at once. Four reads (three for an
+// unlimited quota); three writes when granted, none otherwise. Without c.Sender there is no
+// contact's counter.
 func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (assistant.CallDecision, error) {
 	refused := assistant.CallDecision{}
 	if c.TenantID == "" || c.Period == "" || c.CallID == "" {
@@ -140,9 +175,9 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		refs = append(refs, shareRef)
 	}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
-		snaps, err := g.fs.GetAll(ctx, refs)
+		snaps, sharded, err := g.readUsage(ctx, refs, c.Limited)
 		if err != nil {
-			return refused, fmt.Errorf("read usage: %w", err)
+			return refused, err
 		}
 		if snaps[1].Exists() {
 			return assistant.CallDecision{Granted: true}, nil
@@ -156,7 +191,7 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		limit := 0
 		if c.Limited {
 			limit = c.Limit
-			if u.Count >= c.Limit {
+			if u.Count+sharded >= c.Limit {
 				return refused, nil
 			}
 		}
@@ -173,6 +208,7 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 				return assistant.CallDecision{SenderShare: true}, nil
 			}
 		}
+		tail := c.Limited && u.Count+sharded >= c.Limit-ExactTail
 		now := g.opts.Now()
 		u.Count++
 		u.Limit, u.UpdatedAt = limit, now
@@ -180,11 +216,17 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		share.UpdatedAt, share.ExpireAt = now, shareExpiry(c.Period, now.Add(g.opts.Retention))
 		// A transaction without reads takes no locks: it only makes the writes atomic.
 		err = g.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			if err := casWrite(tx, ref, snaps[0], u, []firestore.Update{
-				{Path: "count", Value: u.Count},
-				{Path: "limit", Value: u.Limit},
-				{Path: "updated_at", Value: now},
-			}); err != nil {
+			if tail {
+				if err := casWrite(tx, ref, snaps[0], u, []firestore.Update{
+					{Path: "count", Value: u.Count},
+					{Path: "limit", Value: u.Limit},
+					{Path: "updated_at", Value: now},
+				}); err != nil {
+					return err
+				}
+			} else if err := tx.Set(g.nextShard(ref), map[string]any{
+				"tenant_id": c.TenantID, "period": c.Period, "count": firestore.Increment(1), "limit": limit, "updated_at": now,
+			}, firestore.MergeAll); err != nil {
 				return err
 			}
 			if shareRef != nil {
@@ -208,6 +250,65 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		return assistant.CallDecision{Granted: true}, nil
 	}
 	return refused, fmt.Errorf("reserve llm call: %d attempts lost to concurrent calls", maxCASAttempts)
+}
+
+// readUsage reads refs (the usage document first) and, when sum is set, the sum of the usage
+// document's shards, at the same time.
+func (g *Guard) readUsage(ctx context.Context, refs []*firestore.DocumentRef, sum bool) ([]*firestore.DocumentSnapshot, int, error) {
+	type result struct {
+		n   int
+		err error
+	}
+	sharded := make(chan result, 1)
+	if sum {
+		go func() {
+			n, err := shardSum(ctx, refs[0])
+			sharded <- result{n, err}
+		}()
+	} else {
+		sharded <- result{}
+	}
+	snaps, err := g.fs.GetAll(ctx, refs)
+	s := <-sharded
+	if err != nil {
+		return nil, 0, fmt.Errorf("read usage: %w", err)
+	}
+	if s.err != nil {
+		return nil, 0, s.err
+	}
+	return snaps, s.n, nil
+}
+
+// nextShard is the shard of usage document ref that takes the next call. The shards are taken
+// in turn from a random start, rather than at random: one instance's calls spread evenly (a
+// shard takes no more than its share however the dice fall) and its concurrent calls land on
+// different shards; instances starting at random places spread the same way between them.
+func (g *Guard) nextShard(ref *firestore.DocumentRef) *firestore.DocumentRef {
+	return ref.Collection(UsageShards).Doc(fmt.Sprintf("%02d", g.shard.Add(1)%usageShards))
+}
+
+// shardSum is the sum of the counts of usage document ref's shards: one aggregation query,
+// billed one read.
+func shardSum(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
+	res, err := ref.Collection(UsageShards).NewAggregationQuery().WithSum("count", "n").Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sum usage shards: %w", err)
+	}
+	switch v := res["n"].(type) {
+	case int64:
+		return int(v), nil
+	case nil:
+		return 0, nil
+	default:
+		// The client returns a protobuf Value; a sum over no document is 0 or null.
+		if pv, ok := v.(interface {
+			GetIntegerValue() int64
+			GetDoubleValue() float64
+		}); ok {
+			return int(pv.GetIntegerValue()) + int(pv.GetDoubleValue()), nil
+		}
+		return 0, fmt.Errorf("sum usage shards: unexpected result type %T", v)
+	}
 }
 
 // casWrite writes a counter read as snap in tx: the updates when it existed, on condition that it
@@ -246,33 +347,42 @@ func lostRace(err error) bool {
 // succeeded, so a burst of n writers needs at most n attempts.
 const maxCASAttempts = 200
 
-// Usage is a tenant's counted LLM calls in period (0 when none). One read.
+// Usage is a tenant's counted LLM calls in period (0 when none): its usage document's count
+// and the sum of its shards. Two reads.
 func (g *Guard) Usage(ctx context.Context, tenantID, period string) (int, error) {
-	u, err := getDoc[UsageCounter](ctx, g.usageDoc(tenantID, period), "usage "+UsageID(tenantID, period))
-	if errors.Is(err, ErrNotFound) {
-		return 0, nil
-	}
+	ref := g.usageDoc(tenantID, period)
+	snaps, sharded, err := g.readUsage(ctx, []*firestore.DocumentRef{ref}, true)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("usage %s: %w", UsageID(tenantID, period), err)
 	}
-	return u.Count, nil
+	return usageCount(snaps[0], sharded)
+}
+
+// usageCount adds a usage document's own count to the sum of its shards.
+func usageCount(snap *firestore.DocumentSnapshot, sharded int) (int, error) {
+	if !snap.Exists() {
+		return sharded, nil
+	}
+	var u UsageCounter
+	if err := snap.DataTo(&u); err != nil {
+		return 0, fmt.Errorf("decode usage %s: %w", snap.Ref.ID, err)
+	}
+	return u.Count + sharded, nil
 }
 
 // OverQuota lists, sorted, the tenants whose usage of period has reached their quota; quotas
-// maps a tenant id to its monthly quota (tenants with an unlimited quota are left out). It reads
-// the period's counters, one per tenant that made a call.
+// maps a tenant id to its monthly quota (tenants with an unlimited quota are left out). It
+// reads two documents' worth per tenant of quotas: its usage document and the sum of its
+// shards.
 func (g *Guard) OverQuota(ctx context.Context, period string, quotas map[string]int) ([]string, error) {
-	if len(quotas) == 0 {
-		return nil, nil
-	}
-	counters, err := queryAll[UsageCounter](ctx, g.fs.Collection(Usage).Where("period", "==", period), "usage of "+period)
-	if err != nil {
-		return nil, err
-	}
 	var ids []string
-	for _, u := range counters {
-		if q, ok := quotas[u.TenantID]; ok && u.Count >= q {
-			ids = append(ids, u.TenantID)
+	for id, q := range quotas {
+		n, err := g.Usage(ctx, id, period)
+		if err != nil {
+			return nil, err
+		}
+		if n >= q {
+			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)

@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
@@ -246,5 +251,162 @@ func TestSenderWindowIsExactUnderConcurrency(t *testing.T) {
 	// Another sender has a window of its own.
 	if d, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "628999", MessageID: "wamid.x", At: at, Limit: limit}); err != nil || d.Limited {
 		t.Errorf("another sender's first message = %+v, %v; want not limited", d, err)
+	}
+}
+
+// newGuardFS returns a guard and a client on the same project, to read the usage documents.
+func newGuardFS(t *testing.T) (*store.Guard, *firestore.Client) {
+	t.Helper()
+	fs, _ := testenv.Firestore(t)
+	return store.NewGuard(store.NewDB(fs), store.Options{}), fs
+}
+
+// usageDocs reads a tenant's usage document's own count and its shards' counts.
+func usageDocs(t *testing.T, fs *firestore.Client, tenantID, period string) (own int, shards map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	ref := fs.Collection(store.Usage).Doc(store.UsageID(tenantID, period))
+	if snap, err := ref.Get(ctx); err == nil {
+		n, _ := snap.DataAt("count")
+		own = int(n.(int64))
+	} else if status.Code(err) != codes.NotFound {
+		t.Fatalf("read usage document: %v", err)
+	}
+	shards = map[string]int{}
+	snaps, err := ref.Collection(store.UsageShards).Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatalf("read usage shards: %v", err)
+	}
+	for _, s := range snaps {
+		n, _ := s.DataAt("count")
+		shards[s.Ref.ID] = int(n.(int64))
+	}
+	return own, shards
+}
+
+// TestReserveCallSpreadsOverShards: a busy tenant's calls do not all write one document. Far
+// from the quota each call increments one of 32 shards, taken in turn, so 96 calls write each
+// shard 3 times and the usage document not at all; the usage is the sum.
+func TestReserveCallSpreadsOverShards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		quota int
+	}{
+		{"unlimited", 0},
+		{"far from the quota", 1000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, fs := newGuardFS(t)
+			const calls = 96
+			// One after another: concurrent calls spread the same way, but a lost
+			// compare-and-set (which a redo follows) moves the next call one shard on.
+			for i := range calls {
+				dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+					CallID: fmt.Sprintf("call-%d", i), Limit: tc.quota, Limited: tc.quota > 0, Sender: fmt.Sprint("62811", i)})
+				if err != nil || !dec.Granted {
+					t.Fatalf("ReserveCall %d = %+v, %v; want granted", i, dec, err)
+				}
+			}
+			own, shards := usageDocs(t, fs, "acme-bus", "2026-11")
+			if own != 0 || len(shards) != 32 {
+				t.Errorf("usage document %d, %d shards; want 0 and 32", own, len(shards))
+			}
+			for id, n := range shards {
+				if n != calls/32 {
+					t.Errorf("shard %s took %d calls, want %d", id, n, calls/32)
+				}
+			}
+			if u, err := g.Usage(ctx, "acme-bus", "2026-11"); err != nil || u != calls {
+				t.Errorf("Usage = %d, %v; want %d", u, err, calls)
+			}
+		})
+	}
+}
+
+// TestReserveCallCountsTheTailExactly: the last store.ExactTail calls of a quota are counted on
+// the tenant's one usage document, so a quota is met exactly: the calls before the tail go to
+// the shards, the tail's to the document, and nothing past the quota. A usage document written
+// before the shards existed (last month's deployment) still counts.
+func TestReserveCallCountsTheTailExactly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g, fs := newGuardFS(t)
+	const quota, before = store.ExactTail + 30, 5
+	if _, err := fs.Collection(store.Usage).Doc(store.UsageID("acme-bus", "2026-11")).Set(ctx,
+		map[string]any{"tenant_id": "acme-bus", "period": "2026-11", "count": before}); err != nil {
+		t.Fatal(err)
+	}
+	granted := 0
+	for i := range quota + 10 {
+		dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+			CallID: fmt.Sprintf("call-%d", i), Limit: quota, Limited: true})
+		if err != nil {
+			t.Fatalf("ReserveCall %d: %v", i, err)
+		}
+		if dec.Granted {
+			granted++
+		}
+	}
+	if granted != quota-before {
+		t.Errorf("%d calls granted, want %d", granted, quota-before)
+	}
+	own, shards := usageDocs(t, fs, "acme-bus", "2026-11")
+	sharded := 0
+	for _, n := range shards {
+		sharded += n
+	}
+	if want := quota - store.ExactTail - before; sharded != want || own != before+store.ExactTail {
+		t.Errorf("shards took %d calls and the usage document counts %d; want %d and %d", sharded, own, want, before+store.ExactTail)
+	}
+	if u, err := g.Usage(ctx, "acme-bus", "2026-11"); err != nil || u != quota {
+		t.Errorf("Usage = %d, %v; want %d", u, err, quota)
+	}
+	if ids, err := g.OverQuota(ctx, "2026-11", map[string]int{"acme-bus": quota}); err != nil || !slices.Equal(ids, []string{"acme-bus"}) {
+		t.Errorf("OverQuota = %v, %v; want [acme-bus]", ids, err)
+	}
+}
+
+// TestReserveCallQuotaMarginUnderConcurrency: with the shards, a quota past store.ExactTail is
+// kept within its documented margin under concurrency: every call refused was refused at the
+// quota (no call lost below it), and at most the reservations in flight at once (here 20) pass
+// it. The usage counts exactly the calls granted.
+func TestReserveCallQuotaMarginUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGuard(t)
+	const quota, calls, inFlight = store.ExactTail + 150, 300, 20
+	var granted atomic.Int64
+	ids := make(chan int)
+	var wg sync.WaitGroup
+	for range inFlight {
+		wg.Go(func() {
+			for i := range ids {
+				dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+					CallID: fmt.Sprintf("call-%d", i), Limit: quota, Limited: true, Sender: fmt.Sprint("62811", i)})
+				if err != nil {
+					t.Errorf("ReserveCall %d: %v", i, err)
+				}
+				if dec.Granted {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	for i := range calls {
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	n := int(granted.Load())
+	t.Logf("figure: %d granted of a quota of %d, %d in flight", n, quota, inFlight)
+	if n < quota || n > quota+inFlight {
+		t.Errorf("%d calls granted, want %d to %d", n, quota, quota+inFlight)
+	}
+	if u, err := g.Usage(ctx, "acme-bus", "2026-11"); err != nil || u != n {
+		t.Errorf("Usage = %d, %v; want the %d granted", u, err, n)
 	}
 }

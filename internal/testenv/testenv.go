@@ -1,6 +1,8 @@
 // Package testenv gives integration tests their real dependencies: one Firestore emulator per test
 // binary (started from TestMain, or reused from FIRESTORE_EMULATOR_HOST), and a fresh, isolated
-// project id per test so tests never see each other's documents.
+// project id per test so tests never see each other's documents. OpCounter, a proxy in front of
+// the emulator, counts what the code under test costs in Firestore operations and finds its hot
+// documents.
 //
 // When the emulator cannot be had, tests skip locally but fail under CI=true, so a CI run can
 // never pass by skipping what it was meant to prove. Integration tests skip under -short.

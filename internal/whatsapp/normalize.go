@@ -1,5 +1,7 @@
 package whatsapp
 
+import "strings"
+
 // Normalize flattens every message and every status of a payload into wapipe's Message and
 // Status shapes.
 //
@@ -71,6 +73,9 @@ func normalizeMessage(v *Value, in *InboundMessage) Message {
 	if l := in.Location; l != nil {
 		m.Location = &Location{Latitude: l.Latitude, Longitude: l.Longitude, Name: l.Name, Address: l.Address, URL: l.URL}
 	}
+	for _, c := range in.Contacts {
+		m.Contacts = append(m.Contacts, contactCard(c))
+	}
 	if r := in.Reaction; r != nil {
 		m.Reaction = &Reaction{MessageID: r.MessageID, Emoji: r.Emoji}
 	}
@@ -97,6 +102,33 @@ func reply(in *InboundMessage) *Reply {
 		return &Reply{Kind: "button", ID: b.Payload, Title: b.Text}
 	}
 	return nil
+}
+
+// contactCard flattens a shared contact to its name, organisation, numbers and e-mails.
+func contactCard(c SharedContact) ContactCard {
+	n := c.Name
+	name := n.FormattedName
+	if name == "" {
+		name = strings.Join(strings.Fields(strings.Join([]string{n.Prefix, n.FirstName, n.MiddleName, n.LastName, n.Suffix}, " ")), " ")
+	}
+	card := ContactCard{Name: name}
+	if c.Org != nil {
+		card.Org = c.Org.Company
+	}
+	for _, p := range c.Phones {
+		switch {
+		case p.Phone != "":
+			card.Phones = append(card.Phones, p.Phone)
+		case p.WaID != "":
+			card.Phones = append(card.Phones, p.WaID)
+		}
+	}
+	for _, e := range c.Emails {
+		if e.Email != "" {
+			card.Emails = append(card.Emails, e.Email)
+		}
+	}
+	return card
 }
 
 // contactName returns the profile name of the contact whose wa_id is the sender. Meta sends

@@ -29,6 +29,9 @@ type Message struct {
 	Media *Media `json:"media,omitempty"`
 	// Location is set for location messages.
 	Location *Location `json:"location,omitempty"`
+	// Contacts is set for contacts messages: the shared contact cards (message content: never
+	// logged).
+	Contacts []ContactCard `json:"contacts,omitempty"`
 	// Reaction is set for reaction messages.
 	Reaction *Reaction `json:"reaction,omitempty"`
 	// Reply is set when the user tapped a reply button, a list row or a template quick reply.
@@ -60,6 +63,15 @@ type Location struct {
 	Name      string  `json:"name,omitempty"`
 	Address   string  `json:"address,omitempty"`
 	URL       string  `json:"url,omitempty"`
+}
+
+// ContactCard is a shared contact: its name and how to reach it.
+type ContactCard struct {
+	Name string `json:"name"`
+	Org  string `json:"org,omitempty"`
+	// Phones are the card's numbers as written (the WhatsApp id when a number has no text).
+	Phones []string `json:"phones,omitempty"`
+	Emails []string `json:"emails,omitempty"`
 }
 
 // Reaction is an emoji reaction to an earlier message; an empty Emoji removes the reaction.

@@ -160,6 +160,45 @@ func SampleImage(o SampleOptions, mediaID, mimeType, caption string) []byte {
 	})
 }
 
+// SampleMediaFile names a media file in a sample message, as the webhook does.
+type SampleMediaFile struct {
+	// ID is the media id to fetch the file by; SHA256 is its base64 SHA-256.
+	ID, MIMEType, SHA256 string
+	// Caption (image, video, document) and Filename (document) are optional.
+	Caption, Filename string
+	// Voice marks an audio recorded as a voice note.
+	Voice bool
+}
+
+// SampleMedia is an image, audio, video or document message naming f.
+func SampleMedia(o SampleOptions, typ string, f SampleMediaFile) []byte {
+	o = o.withDefaults()
+	mo := &MediaObject{ID: f.ID, MimeType: f.MIMEType, SHA256: f.SHA256, Caption: f.Caption, Filename: f.Filename, Voice: f.Voice}
+	m := InboundMessage{Type: typ}
+	switch typ {
+	case "audio":
+		// Meta sends no caption with audio.
+		mo.Caption = ""
+		m.Audio = mo
+	case "video":
+		m.Video = mo
+	case "document":
+		m.Document = mo
+	default:
+		m.Type, m.Image = "image", mo
+	}
+	return o.inbound(m)
+}
+
+// SampleContacts is a contacts message sharing one card.
+func SampleContacts(o SampleOptions, name, phone string) []byte {
+	o = o.withDefaults()
+	return o.inbound(InboundMessage{Type: "contacts", Contacts: []SharedContact{{
+		Name:   ContactName{FormattedName: name, FirstName: name},
+		Phones: []ContactPhone{{Phone: phone, Type: "CELL"}},
+	}}})
+}
+
 // SampleLocation is a shared location pin.
 func SampleLocation(o SampleOptions, lat, lng float64, name, address string) []byte {
 	o = o.withDefaults()

@@ -12,6 +12,14 @@
 //	POST /_fake/reset
 //	POST /_fake/fail      {"n":2,"http_status":400,"code":130429,"retry_after":"3"}
 //	POST /_fake/revoke_token {"token":"…"}
+//	POST /_fake/media     the file as the body, its type as Content-Type → 201 MediaFile
+//	POST /_fake/media/expire {"id":"…"}
+//
+// Media files (AddMedia, or POST /_fake/media) are served like Meta serves a customer's media:
+// GET /{version}/{media-id} answers {"url","mime_type","sha256","file_size","id"}, and the url
+// (on the fake's own host) answers the bytes; both refuse a wrong token (401, code 190). An
+// expired id (ExpireMedia) gets Meta's unknown-object error on lookup and a 404 on download;
+// FailWith with Kind KindMedia or KindDownload scripts an error (such as a 5xx) on either.
 //
 // GET /debug_token?input_token=… answers Meta's token description: every token is valid, with
 // the WhatsApp scopes, unless revoked.
@@ -62,6 +70,13 @@ type Request struct {
 	// Token is the Bearer token the call carried, so a test can tell whose token a send used.
 	// Never served by the admin endpoints.
 	Token string `json:"-"`
+	// MediaID is the id a media lookup or download asked for (media.go).
+	MediaID string `json:"media_id,omitempty"`
+	// BytesSent is how much of the file a download wrote before it ended or the client left;
+	// set once Ended.
+	BytesSent int64 `json:"bytes_sent,omitempty"`
+	// Ended says a media call's answer is complete (a download's bytes all written or refused).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Failure is a scripted error answer. Zero fields take Meta's usual values for Code.
@@ -74,7 +89,8 @@ type Failure struct {
 	Details    string `json:"details,omitempty"`
 	// RetryAfter, when set, is sent as the Retry-After header (seconds or an HTTP date).
 	RetryAfter string `json:"retry_after,omitempty"`
-	// Kind, when set (KindSend or KindRead), limits the failure to calls of that kind; other
+	// Kind, when set (KindSend, KindRead, KindMedia or KindDownload), limits the failure to calls
+	// of that kind; other
 	// calls pass it by. Empty fails the next call of any kind.
 	Kind string `json:"kind,omitempty"`
 }
@@ -96,6 +112,8 @@ type Fake struct {
 	accepted map[string]bool
 	// signup is the Embedded Signup and send-rule state (signup.go).
 	signup *signupState
+	// media are the media files by id (media.go).
+	media map[string]*mediaFile
 }
 
 // Option configures a Fake.
@@ -235,11 +253,13 @@ func (f *Fake) notifyLocked() {
 	f.changed = make(chan struct{})
 }
 
-func (f *Fake) record(r Request) {
+// record appends r and returns its index.
+func (f *Fake) record(r Request) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r)
 	f.notifyLocked()
+	return len(f.requests) - 1
 }
 
 // nextFailure takes the first queued failure that applies to a call of this kind.
@@ -264,7 +284,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
-	if f.serveDebugToken(w, r) || f.serveSignup(w, r) {
+	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveMedia(w, r) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
@@ -453,6 +473,8 @@ func (f *Fake) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		f.FailWith(in.N, in.Failure)
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	case r.URL.Path == "/_fake/media" || r.URL.Path == "/_fake/media/expire":
+		f.serveMediaAdmin(w, r)
 	case r.URL.Path == "/_fake/revoke_token":
 		f.serveRevoke(w, r)
 	default:

@@ -19,11 +19,20 @@
 //	POST /_fake/rules     {"rules":[{"contains":"book","response":{"intent":"create_booking",…}}]}
 //	POST /_fake/reset
 //	POST /_fake/fail      {"n":2,"status":429,"retry_after":"3","delay":"2s"}
+//	POST /_fake/transcripts {"transcripts":[{"sha256":"<hex>","text":"book bus 01 …"}]}
+//
+// A request's inlineData parts (images, voice notes, documents) are decoded and recorded as
+// Media (type, size, SHA-256), never kept: a test compares the hash with its file's. Rules can
+// match on them (Rule.MIMEType, Rule.SHA256), and a transcript set for a file's hash is what the
+// fake "hears" or "reads" in it: it is added to the text rules match, so a voice note saying
+// "book bus 01 for Pak Agus on 1 March" books like the same text would.
 package geminifake
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,6 +43,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,8 +66,11 @@ type Answer struct {
 // Call is what a rule sees of one generateContent request.
 type Call struct {
 	Model string
-	// Text is the last user message (its text parts joined by newlines).
+	// Text is the last user message (its text parts joined by newlines), followed by the
+	// transcripts of its media.
 	Text string
+	// Media are the last user message's inline attachments.
+	Media []Media
 	// Intents is the enum of the response schema's "intent" property: the intents the
 	// caller offered, general_query included. Nil when the request has no such schema.
 	Intents []string
@@ -89,6 +102,11 @@ type Rule struct {
 	Contains string `json:"contains,omitempty"`
 	// Regexp (RE2 syntax) matches when it matches the message; add (?i) to ignore case.
 	Regexp string `json:"regexp,omitempty"`
+	// MIMEType, when set, matches only a message with an attachment of this type, or of this
+	// type's prefix when it ends with "/" ("audio/").
+	MIMEType string `json:"mime_type,omitempty"`
+	// SHA256, when set, matches only a message with an attachment of this hash (hex).
+	SHA256 string `json:"sha256,omitempty"`
 	// Response is the answer, marshalled as the model's text.
 	Response *Answer `json:"response,omitempty"`
 	// RawText, when set, is sent verbatim as the model's text.
@@ -116,7 +134,15 @@ func (r Rule) compile() (Rule, error) {
 	return r, nil
 }
 
-func (r *Rule) matches(text string) bool {
+func (r *Rule) matches(text string, media []Media) bool {
+	if r.MIMEType != "" && !slices.ContainsFunc(media, func(m Media) bool {
+		return m.MIMEType == r.MIMEType || strings.HasSuffix(r.MIMEType, "/") && strings.HasPrefix(m.MIMEType, r.MIMEType)
+	}) {
+		return false
+	}
+	if r.SHA256 != "" && !slices.ContainsFunc(media, func(m Media) bool { return strings.EqualFold(m.SHA256, r.SHA256) }) {
+		return false
+	}
 	if r.Contains != "" && !strings.Contains(strings.ToLower(text), strings.ToLower(r.Contains)) {
 		return false
 	}
@@ -141,6 +167,19 @@ type Failure struct {
 type Content struct {
 	Role string `json:"role"`
 	Text string `json:"text"`
+	// Media are the content's inlineData parts, in order.
+	Media []Media `json:"media,omitempty"`
+}
+
+// Media is one inlineData part as the fake received it: its declared type and what its bytes
+// were (the bytes themselves are not kept).
+type Media struct {
+	MIMEType string `json:"mime_type"`
+	// SHA256 is the hex SHA-256 of the decoded bytes.
+	SHA256 string `json:"sha256"`
+	Size   int    `json:"size"`
+	// Valid is false when the data was not valid base64.
+	Valid bool `json:"valid"`
 }
 
 // Request is one call the fake answered.
@@ -155,8 +194,10 @@ type Request struct {
 	// SystemInstruction is the system instruction's text parts, joined by newlines.
 	SystemInstruction string    `json:"system_instruction,omitempty"`
 	Contents          []Content `json:"contents,omitempty"`
-	// Text is the last user message, the one rules match.
+	// Text is the last user message, the one rules match (without transcripts).
 	Text string `json:"text,omitempty"`
+	// Media are the last user message's inlineData parts.
+	Media []Media `json:"media,omitempty"`
 	// GenerationConfig is the request's generationConfig as sent.
 	GenerationConfig map[string]any `json:"generation_config,omitempty"`
 	// ResponseSchema is generationConfig.responseSchema (or responseJsonSchema), nil when absent.
@@ -180,6 +221,8 @@ type Server struct {
 	rules    []Rule // added by AddRule, checked before base
 	failures []Failure
 	requests []Request
+	// transcripts are what the fake finds in a media file, by hex SHA-256 (SetTranscript).
+	transcripts map[string]string
 	// changed is closed and replaced whenever requests change, waking every waiter.
 	changed chan struct{}
 }
@@ -197,6 +240,16 @@ func WithRules(rules ...Rule) Option {
 				panic(err)
 			}
 			s.base = append(s.base, r)
+		}
+	}
+}
+
+// WithTranscripts sets transcripts by hex SHA-256 (see SetTranscript), for example
+// mediasample.Transcripts().
+func WithTranscripts(transcripts map[string]string) Option {
+	return func(s *Server) {
+		for sum, text := range transcripts {
+			s.SetTranscript(sum, text)
 		}
 	}
 }
@@ -253,6 +306,30 @@ func (s *Server) AddRule(r Rule) error {
 	defer s.mu.Unlock()
 	s.rules = append(s.rules, r)
 	return nil
+}
+
+// SetTranscript makes the fake find text in the media file whose hex SHA-256 is sha256Hex: a
+// call carrying it is matched (and answered by Respond rules) as if text followed the message.
+// Reset keeps transcripts.
+func (s *Server) SetTranscript(sha256Hex, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.transcripts == nil {
+		s.transcripts = map[string]string{}
+	}
+	s.transcripts[strings.ToLower(sha256Hex)] = text
+}
+
+// heard is text followed by the transcripts of media.
+func (s *Server) heard(text string, media []Media) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range media {
+		if tr, ok := s.transcripts[m.SHA256]; ok {
+			text = strings.TrimSpace(text + "\n" + tr)
+		}
+	}
+	return text
 }
 
 // Rules returns the rules in match order.
@@ -329,13 +406,13 @@ func (s *Server) nextFailure() (Failure, bool) {
 	return f, true
 }
 
-// choose returns the first rule that matches text, or nil.
-func (s *Server) choose(text string) *Rule {
+// choose returns the first rule that matches text and media, or nil.
+func (s *Server) choose(text string, media []Media) *Rule {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, list := range [][]Rule{s.rules, s.base} {
 		for i := range list {
-			if list[i].matches(text) {
+			if list[i].matches(text, media) {
 				r := list[i]
 				return &r
 			}
@@ -379,8 +456,28 @@ type wireContent struct {
 }
 
 type wirePart struct {
-	Text    string `json:"text"`
-	Thought bool   `json:"thought"`
+	Text       string    `json:"text"`
+	Thought    bool      `json:"thought"`
+	InlineData *wireBlob `json:"inlineData"`
+}
+
+type wireBlob struct {
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+// media describes c's inlineData parts.
+func (c *wireContent) media() []Media {
+	var out []Media
+	for _, p := range c.Parts {
+		if p.InlineData == nil {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(p.InlineData.Data)
+		sum := sha256.Sum256(b)
+		out = append(out, Media{MIMEType: p.InlineData.MIMEType, SHA256: hex.EncodeToString(sum[:]), Size: len(b), Valid: err == nil})
+	}
+	return out
 }
 
 func (c *wireContent) text() string {
@@ -408,7 +505,8 @@ func (s *Server) answer(r *http.Request, rec *Request) (int, any, map[string]str
 			"Publisher Model `projects/%s/locations/%s/publishers/google/models/%s` was not found or your project does not have access to it.",
 			rec.Project, rec.Location, rec.Model)), nil
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	// Room for a 15 MiB attachment, base64-encoded (Vertex AI takes requests up to about 30 MB).
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	if err != nil {
 		return http.StatusBadRequest, googleError(http.StatusBadRequest, "Could not read the request body."), nil
 	}
@@ -418,9 +516,9 @@ func (s *Server) answer(r *http.Request, rec *Request) (int, any, map[string]str
 	}
 	for i := range req.Contents {
 		c := &req.Contents[i]
-		rec.Contents = append(rec.Contents, Content{Role: c.Role, Text: c.text()})
+		rec.Contents = append(rec.Contents, Content{Role: c.Role, Text: c.text(), Media: c.media()})
 		if c.Role == "user" || c.Role == "" {
-			rec.Text = c.text()
+			rec.Text, rec.Media = c.text(), c.media()
 		}
 	}
 	if req.SystemInstruction != nil {
@@ -461,10 +559,17 @@ func (s *Server) answer(r *http.Request, rec *Request) (int, any, map[string]str
 		}
 	}
 
-	call := Call{Model: rec.Model, Text: rec.Text, Intents: schemaIntents(rec.ResponseSchema), Now: s.now()}
+	for _, m := range rec.Media {
+		if !m.Valid || m.MIMEType == "" {
+			return http.StatusBadRequest, googleError(http.StatusBadRequest,
+				"Invalid value at 'contents.parts.inline_data': the data must be base64 with a mime type."), nil
+		}
+	}
+	heard := s.heard(rec.Text, rec.Media)
+	call := Call{Model: rec.Model, Text: heard, Media: rec.Media, Intents: schemaIntents(rec.ResponseSchema), Now: s.now()}
 	text, finish := "", "STOP"
 	rec.Rule = "default"
-	rule := s.choose(rec.Text)
+	rule := s.choose(heard, rec.Media)
 	switch {
 	case rule == nil:
 		text = marshalAnswer(defaultAnswer())
@@ -624,6 +729,27 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.rules = append(s.rules, compiled...) // all or nothing
 		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	case r.URL.Path == "/_fake/transcripts" && r.Method == http.MethodPost:
+		var in struct {
+			Transcripts []struct {
+				SHA256 string `json:"sha256"`
+				Text   string `json:"text"`
+			} `json:"transcripts"`
+		}
+		if err := decodeStrict(r, &in); err != nil || len(in.Transcripts) == 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": `want {"transcripts":[{"sha256":"<hex>","text":"…"}]}`})
+			return
+		}
+		for _, tr := range in.Transcripts {
+			if b, err := hex.DecodeString(tr.SHA256); err != nil || len(b) != sha256.Size {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "sha256 must be 64 hex digits"})
+				return
+			}
+		}
+		for _, tr := range in.Transcripts {
+			s.SetTranscript(tr.SHA256, tr.Text)
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	case r.URL.Path == "/_fake/reset" && r.Method == http.MethodPost:
 		s.Reset()
