@@ -14,8 +14,6 @@ package wapipe
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -24,10 +22,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/secrets"
-	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/telemetry"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 )
@@ -45,94 +40,34 @@ func buildWebhook(ctx context.Context) (http.Handler, error) {
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err
 	}
-	c, err := open(ctx, &cfg.Base, "webhook", cfg.InboundDatabase())
+	c, _, err := service.Start(ctx, service.Options{Name: "webhook", Base: &cfg.Base, Database: cfg.InboundDatabase(), Tasks: true})
 	if err != nil {
 		return nil, err
 	}
-	return webhook.NewServer(&cfg, webhook.NewDeps(&cfg, c.db, c.tq, c.logger)).Routes(), nil
+	return webhook.NewServer(&cfg, webhook.NewDeps(&cfg, c.DB, c.Tasks, c.Logger)).Routes(), nil
 }
 
 // buildWorker builds the worker as cmd/worker does, with the same lifetime as buildWebhook's.
-func buildWorker(ctx context.Context) (_ http.Handler, err error) {
+func buildWorker(ctx context.Context) (http.Handler, error) {
 	var cfg worker.Config
 	if err := config.Load(ctx, nil, &cfg); err != nil {
 		return nil, err
 	}
-	c, err := open(ctx, &cfg.Base, "worker", cfg.FirestoreDatabase)
+	c, cleanup, err := service.Start(ctx, service.Options{Name: "worker", Base: &cfg.Base, Tasks: true, Admin: true,
+		Keeper: service.Keeper(cfg.Secrets())})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			c.undo.run()
-		}
-	}()
-	admin, err := taskqueue.NewAdmin(ctx, cfg.ProjectID, cfg.TasksLocation, cfg.TasksEmulatorHost)
+	deps, err := worker.NewDeps(&cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
 	if err != nil {
-		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
-	}
-	c.undo.add(func() { admin.Close() })
-	keeper, err := secrets.New(ctx, cfg.Secrets())
-	if err != nil {
-		return nil, fmt.Errorf("secrets.New: %w", err)
-	}
-	c.undo.add(func() { keeper.Close() })
-	deps, err := worker.NewDeps(&cfg, c.db, c.tq, admin, keeper, c.logger)
-	if err != nil {
+		cleanup()
 		return nil, err
 	}
-	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
-	if err != nil {
+	if _, err := cfg.UseInboundDatabase(ctx, &deps); err != nil {
+		cleanup()
 		return nil, err
 	}
-	c.undo.add(closeInbound)
 	return worker.NewServer(&cfg, deps).Routes(), nil
-}
-
-// clients are what both entry points set up: tracing, the store and the task producer.
-type clients struct {
-	logger *slog.Logger
-	db     *store.DB
-	tq     *taskqueue.Client
-	// undo closes them, last first.
-	undo cleanup
-}
-
-// open sets up the clients of the named service, its store on database, and closes what it
-// opened when one fails.
-func open(ctx context.Context, cfg *config.Base, service, database string) (_ *clients, err error) {
-	c := &clients{logger: cfg.Logger()}
-	defer func() {
-		if err != nil {
-			c.undo.run()
-		}
-	}()
-	// The propagator carries the trace from the task's traceparent on to the next hop.
-	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry(service, c.logger))
-	if err != nil {
-		return nil, fmt.Errorf("telemetry.Setup: %w", err)
-	}
-	c.undo.add(func() { telemetry.Flush(ctx, shutdownTracing, c.logger) })
-	if c.db, err = store.Open(ctx, cfg.ProjectID, database); err != nil {
-		return nil, err
-	}
-	c.undo.add(func() { c.db.Close() })
-	if c.tq, err = taskqueue.New(ctx, cfg.TaskQueue()); err != nil {
-		return nil, fmt.Errorf("taskqueue.New: %w", err)
-	}
-	c.undo.add(func() { c.tq.Close() })
-	return c, nil
-}
-
-// cleanup runs what a failed build opened, last first.
-type cleanup []func()
-
-func (c *cleanup) add(f func()) { *c = append(*c, f) }
-
-func (c cleanup) run() {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i]()
-	}
 }
 
 // lazy builds the handler on the first request and serves every request with it. A build that

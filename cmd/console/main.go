@@ -7,94 +7,34 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/console"
-	"github.com/wapipe/wapipe/internal/httpserver"
-	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/memlimit"
-	"github.com/wapipe/wapipe/internal/secrets"
-	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/telemetry"
+	"github.com/wapipe/wapipe/internal/service"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	logger := logging.New(os.Stdout, logging.Options{})
-	defer func() {
-		if r := recover(); r != nil {
-			logger.Log(ctx, logging.LevelCritical, "console panicked", "panic", r)
-			os.Exit(2)
-		}
-	}()
-	err := realMain(ctx)
-	stop()
-	if err != nil {
-		logger.Log(ctx, logging.LevelCritical, "console: "+err.Error(), "event", "startup_failed")
-		os.Exit(1)
-	}
-}
+func main() { service.Main("console", &console.Config{}, realMain) }
 
-func realMain(ctx context.Context) error {
-	var cfg console.Config
-	if err := config.Load(ctx, nil, &cfg); err != nil {
-		return err
-	}
-	logger := cfg.Logger()
-	memlimit.Apply(logger)
-
-	shutdownTracing, err := telemetry.Setup(ctx, cfg.Telemetry("console", logger))
-	if err != nil {
-		return fmt.Errorf("telemetry.Setup: %w", err)
-	}
-	defer telemetry.Flush(ctx, shutdownTracing, logger)
-
-	db, err := store.Open(ctx, cfg.ProjectID, cfg.FirestoreDatabase)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tq, err := taskqueue.New(ctx, cfg.TaskQueue())
-	if err != nil {
-		return fmt.Errorf("taskqueue.New: %w", err)
-	}
-	defer tq.Close()
-	admin, err := taskqueue.NewAdmin(ctx, cfg.ProjectID, cfg.TasksLocation, cfg.TasksEmulatorHost)
-	if err != nil {
-		return fmt.Errorf("taskqueue.NewAdmin: %w", err)
-	}
-	defer admin.Close()
-
+func realMain(ctx context.Context, cfg *console.Config) error {
+	opts := service.Options{Name: "console", Base: &cfg.Base, Tasks: true, Admin: true}
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
-	var keeper *secrets.Keeper
 	if cfg.PublicBaseURL != "" {
-		if keeper, err = cfg.OpenKeeper(ctx); err != nil {
-			return err
-		}
-		defer keeper.Close()
+		opts.Keeper = cfg.OpenKeeper
 	}
+	c, cleanup, err := service.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 
-	deps := console.NewDeps(&cfg, db, tq, admin, keeper, logger)
+	deps := console.NewDeps(cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
 	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
 	if err != nil {
 		return err
 	}
 	defer closeInbound()
-	srv := console.NewServer(deps)
-	logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
+	c.Logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
 		"oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform, "cloud_run_service", cfg.Service, "hosts", cfg.Hosts)
-
-	ln, err := net.Listen("tcp", ":"+cfg.Port)
-	if err != nil {
-		return fmt.Errorf("listen on :%s: %w", cfg.Port, err)
-	}
-	// Serve returns once ctx has ended and in-flight requests have drained; the deferred calls
-	// then close the clients and flush the traces.
-	return httpserver.Serve(ctx, ln, srv.Routes(), logger)
+	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
+	// the clients and flushes the traces.
+	return service.Serve(ctx, cfg.Port, console.NewServer(deps).Routes(), c.Logger)
 }

@@ -272,11 +272,19 @@ func TestDevstackBinary(t *testing.T) {
 		ready.ActionURL != "http://"+addrs[7]+"/wapipe/actions" {
 		t.Errorf("ready file = %+v, want the addresses given", ready)
 	}
-	banner := stdout.String()
-	for _, want := range []string{ready.WebhookURL, "verify token  dev-verify-token", "app secret    dev-app-secret",
+	wants := []string{ready.WebhookURL, "verify token  dev-verify-token", "app secret    dev-app-secret",
 		ready.FakeRequestsURL, "export CLOUD_TASKS_EMULATOR_HOST=" + addrs[2], "export FIRESTORE_EMULATOR_HOST=" + fsHost,
 		"export GOOGLE_CLOUD_PROJECT=" + ready.Project, "export TASKS_LOCATION=us-central1",
-		"export INTERNAL_TASK_TOKEN=dev-internal-token", filepath.Join(logDir, "webhook.log"), filepath.Join(logDir, "worker.log")} {
+		"export INTERNAL_TASK_TOKEN=dev-internal-token", filepath.Join(logDir, "webhook.log"), filepath.Join(logDir, "worker.log")}
+	// devstack prints the banner before it writes the ready file, but the banner reaches stdout
+	// through exec's copying goroutine, which may not have run yet: wait for all of it.
+	deadline := time.Now().Add(30 * time.Second)
+	banner := stdout.String()
+	for !containsAll(banner, wants) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		banner = stdout.String()
+	}
+	for _, want := range wants {
 		if !strings.Contains(banner, want) {
 			t.Errorf("the banner lacks %q:\n%s", want, banner)
 		}
@@ -417,4 +425,14 @@ func runWithoutGcloud(t *testing.T, devstackBin string, args ...string) (stdout,
 		t.Fatalf("devstack %v: %v, want exit 1\nstderr:\n%s", args, err, errOut.String())
 	}
 	return out.String(), errOut.String()
+}
+
+// containsAll reports whether s contains every one of subs.
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -5,45 +5,31 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
-	"os/signal"
-	"syscall"
+	"fmt"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
 	_ "github.com/wapipe/wapipe" // registers Webhook and Worker
-	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/service"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	logger := logging.New(os.Stdout, logging.Options{})
-	defer func() {
-		if r := recover(); r != nil {
-			logger.Log(ctx, logging.LevelCritical, "functions panicked", "panic", r)
-			os.Exit(2)
-		}
-	}()
-	err := realMain(ctx)
-	stop()
-	if err != nil {
-		logger.Log(ctx, logging.LevelCritical, "functions: "+err.Error(), "event", "startup_failed")
-		os.Exit(1)
-	}
+// config is what the Functions Framework reads; the entry point reads its service's own.
+type config struct {
+	Target string `env:"FUNCTION_TARGET"`
+	Port   string `env:"PORT, default=8080"`
+	Host   string `env:"HOST, default=127.0.0.1"`
 }
 
-func realMain(context.Context) error {
-	if os.Getenv("FUNCTION_TARGET") == "" {
-		return errors.New("FUNCTION_TARGET: set it to Webhook or Worker")
+// Validate names the entry points FUNCTION_TARGET may select.
+func (c *config) Validate() error {
+	if c.Target != "Webhook" && c.Target != "Worker" {
+		return fmt.Errorf("FUNCTION_TARGET: set it to Webhook or Worker, got %q", c.Target)
 	}
-	port := os.Getenv("PORT")
-	if port == "" {
-		port = "8080"
-	}
-	host := os.Getenv("HOST")
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return funcframework.StartHostPort(host, port)
+	return nil
+}
+
+func main() { service.Main("functions", &config{}, realMain) }
+
+func realMain(_ context.Context, cfg *config) error {
+	return funcframework.StartHostPort(cfg.Host, cfg.Port)
 }

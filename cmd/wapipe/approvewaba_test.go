@@ -60,7 +60,7 @@ func TestTenantsApproveWABA(t *testing.T) {
 	if rec, err := e.tenants.ByPhoneNumber(ctx, grantedNumber); err != nil || rec.Tenant.ID != "sunrise-bus" {
 		t.Errorf("the approved account's number routes to %v (%v)", rec.Tenant, err)
 	}
-	if g, err := e.tenants.WABAGrant(ctx, "sunrise-bus", granted); err != nil || g.Status != store.GrantApproved {
+	if g, err := e.tenants.GetWABAGrant(ctx, "sunrise-bus", granted); err != nil || g.Status != store.GrantApproved {
 		t.Errorf("grant after approval: %+v %v", g, err)
 	}
 	if !fake.Subscribed(granted) {
@@ -92,7 +92,7 @@ func TestTenantsApproveWABA(t *testing.T) {
 	if rec, err := e.tenants.ByPhoneNumber(ctx, takenNumber); err != nil || rec.Tenant.ID != "other" {
 		t.Errorf("the other tenant's number moved: %v %v", rec.Tenant, err)
 	}
-	if _, err := e.tenants.WABAGrant(ctx, "sunrise-bus", taken); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.tenants.GetWABAGrant(ctx, "sunrise-bus", taken); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a refused approval recorded a grant: %v", err)
 	}
 

@@ -2,11 +2,12 @@ package action
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wapipe/wapipe/internal/fault"
 )
 
 // Kind is what the worker should do after a call.
@@ -64,12 +65,12 @@ type Result struct {
 	Note string
 }
 
-// The kinds of Call errors, for errors.Is. The error itself is an *Error.
+// The kinds of Call errors (fault.Kind), for errors.Is. The error itself is an *Error.
 var (
 	// ErrRetryable: the call may succeed later (Kind Retry).
-	ErrRetryable = errors.New("action call retryable")
+	ErrRetryable = fault.NewKind(fault.Retryable, "action_retryable", "action call retryable")
 	// ErrPermanent: the call cannot succeed as it is (Kind Failed).
-	ErrPermanent = errors.New("action call failed")
+	ErrPermanent = fault.NewKind(fault.Permanent, "action_failed", "action call failed")
 )
 
 // The causes of permanent failures, also for errors.Is.
@@ -88,44 +89,11 @@ var (
 	// resolves to, an address that is not public. No connection was made.
 )
 
-// Error is a call that ended in Retry or Failed.
-type Error struct {
-	// Kind is ErrRetryable or ErrPermanent.
-	Kind error
-	// HTTPStatus is the answer's status, 0 when no answer arrived.
-	HTTPStatus int
-	// RetryAfter is the answer's Retry-After, 0 when absent.
-	RetryAfter time.Duration
-	// Reason says what failed, without the secret, the body or the URL's query.
-	Reason string
-	// Err is the cause, for errors.Is and errors.As: one of the sentinels above,
-	// context.DeadlineExceeded, a net.Error… Its text may quote the URL, so Error() leaves it
-	// out.
-	Err error
-}
-
-// Error describes the failure for logs.
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Kind.Error())
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.HTTPStatus)
-	}
-	if e.Reason != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Reason)
-	}
-	if e.RetryAfter > 0 {
-		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
-	}
-	return b.String()
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether target is e's kind, so errors.Is(err, action.ErrRetryable) works.
-func (e *Error) Is(target error) bool { return target == e.Kind }
+// Error is a call that ended in Retry or Failed: its Kind (ErrRetryable or ErrPermanent), the
+// answer's status (0 when no answer arrived) and Retry-After, a Reason without the secret, the
+// body or the URL's query, and the cause (one of the sentinels above, context.DeadlineExceeded,
+// a net.Error…).
+type Error = fault.Error
 
 // classifyStatus returns the Kind of an answer with this HTTP status.
 func classifyStatus(status int) Kind {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 )
 
@@ -29,28 +30,51 @@ const (
 	codeInternal             = "internal"
 )
 
-// answer is how one code is answered: the HTTP status, and the code the caller reads.
+// Codes of the Embedded Signup pages' refusals, which a person reads on the page (page).
+const (
+	// codeForbidden: the request did not come from the connection page in this browser.
+	codeForbidden = "forbidden"
+	// codeBadGateway: Meta's side of the connection failed.
+	codeBadGateway = "bad_gateway"
+)
+
+// Messages of the answers whose caller must not learn more than the code.
+const (
+	msgUnauthenticated = "a valid API key is required: Authorization: Bearer wpk_…"
+	msgUnavailable     = "temporarily unavailable, retry with the same Idempotency-Key"
+)
+
+// answer is how one code is answered: the HTTP status, the code the caller reads and, when set,
+// the message that replaces the error's own.
 type answer struct {
-	status int
-	code   string
+	status  int
+	code    string
+	message string
 }
 
 // answers is the one table of the api's error answers, by the code of the error (a refusal's,
 // or the code of the api's own answer). Every status the api answers with an error is here.
 var answers = map[string]answer{
-	CodeInvalidRequest:       {http.StatusBadRequest, CodeInvalidRequest},
-	codeUnsupportedMediaType: {http.StatusUnsupportedMediaType, CodeInvalidRequest},
-	codeBodyTooLarge:         {http.StatusRequestEntityTooLarge, CodeInvalidRequest},
-	codeBodyTimeout:          {http.StatusRequestTimeout, CodeInvalidRequest},
-	CodeUnauthenticated:      {http.StatusUnauthorized, CodeUnauthenticated},
-	CodeNotFound:             {http.StatusNotFound, CodeNotFound},
-	CodeReauthRequired:       {http.StatusConflict, CodeReauthRequired},
-	CodeOutsideWindow:        {http.StatusUnprocessableEntity, CodeOutsideWindow},
-	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, CodeIdempotencyKeyReused},
-	CodeRateLimited:          {http.StatusTooManyRequests, CodeRateLimited},
-	CodeUnavailable:          {http.StatusServiceUnavailable, CodeUnavailable},
-	codeInternal:             {http.StatusInternalServerError, codeInternal},
+	CodeInvalidRequest:       {http.StatusBadRequest, CodeInvalidRequest, ""},
+	codeUnsupportedMediaType: {http.StatusUnsupportedMediaType, CodeInvalidRequest, ""},
+	codeBodyTooLarge:         {http.StatusRequestEntityTooLarge, CodeInvalidRequest, ""},
+	codeBodyTimeout:          {http.StatusRequestTimeout, CodeInvalidRequest, ""},
+	CodeUnauthenticated:      {http.StatusUnauthorized, CodeUnauthenticated, msgUnauthenticated},
+	// A key whose tenant is gone is a key that no longer opens anything.
+	outbox.CodeTenantNotFound: {http.StatusUnauthorized, CodeUnauthenticated, msgUnauthenticated},
+	CodeNotFound:              {http.StatusNotFound, CodeNotFound, ""},
+	CodeReauthRequired:        {http.StatusConflict, CodeReauthRequired, ""},
+	CodeOutsideWindow:         {http.StatusUnprocessableEntity, CodeOutsideWindow, ""},
+	CodeIdempotencyKeyReused:  {http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, ""},
+	CodeRateLimited:           {http.StatusTooManyRequests, CodeRateLimited, ""},
+	CodeUnavailable:           {http.StatusServiceUnavailable, CodeUnavailable, msgUnavailable},
+	codeInternal:              {http.StatusInternalServerError, codeInternal, ""},
+	codeForbidden:             {http.StatusForbidden, codeForbidden, ""},
+	codeBadGateway:            {http.StatusBadGateway, codeBadGateway, ""},
 }
+
+// errUnauthenticated is every failed authentication: the answer never says which part failed.
+var errUnauthenticated = refuse(CodeUnauthenticated, "missing, unknown, revoked or expired API key")
 
 // refusalOf returns the refusal in err's chain: the outbox's, or the api's own refusal of a
 // request it cannot read (refuse).
@@ -60,20 +84,41 @@ func refusalOf(err error) (*outbox.Refusal, bool) {
 	return r, ok
 }
 
-// refuse is the api's own refusal of a send request, before the outbox's rules.
+// refuse is the api's own refusal of a request, before the outbox's rules.
 func refuse(code, message string) *outbox.Refusal {
 	return &outbox.Refusal{Code: code, Message: message}
 }
 
-// writeRefusal answers r as {"error":{"code","message"}} with its code's status.
-func writeRefusal(w http.ResponseWriter, r *outbox.Refusal) { writeError(w, r.Code, r.Message) }
+// fail answers err, the one way a handler answers an error: a refusal in err's chain (the
+// outbox's or the api's own) with its code's row of answers, anything else as a dependency that
+// failed (503 unavailable; the error is logged, never shown).
+func fail(w http.ResponseWriter, r *http.Request, err error) {
+	ctx := r.Context()
+	logger := logging.FromContext(ctx)
+	code, message := CodeUnavailable, ""
+	if ref, ok := refusalOf(err); ok {
+		code, message = ref.Code, ref.Message
+	}
+	switch answers[code].status {
+	case http.StatusUnauthorized:
+		logger.InfoContext(ctx, "request refused: not authenticated", "event", "api_unauthenticated")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="wapipe"`)
+	case http.StatusServiceUnavailable:
+		logger.ErrorContext(ctx, "request failed: a dependency is unavailable", "event", "api_unavailable", "error", err)
+		w.Header().Set("Retry-After", "5")
+	}
+	writeError(w, code, message)
+}
 
 // writeError answers {"error":{"code","message"}} with the status answers gives code; a code
 // missing from the table is an internal error (500), shown under its own code.
 func writeError(w http.ResponseWriter, code, message string) {
 	a, ok := answers[code]
 	if !ok {
-		a = answer{answers[codeInternal].status, code}
+		a = answer{answers[codeInternal].status, code, ""}
+	}
+	if a.message != "" {
+		message = a.message
 	}
 	writeJSON(w, a.status, map[string]any{"error": map[string]string{"code": a.code, "message": message}})
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,45 +11,55 @@ import (
 	"github.com/wapipe/wapipe/internal/outbox"
 )
 
-// TestErrorAnswers: every refusal, the api's own and the outbox's, wrapped or not,
-// is answered from the one table with the status and code the contract names.
+// TestErrorAnswers: every error a handler answers, the api's own refusals, the outbox's, wrapped
+// or not, and a dependency's failure, is answered by fail from the one table with the status,
+// code, message and headers the contract names.
 func TestErrorAnswers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		err        error
-		wantStatus int
-		wantCode   string
+		err         error
+		wantStatus  int
+		wantCode    string
+		wantMessage string // "m" when empty
+		wantHeader  string // a header the answer must carry
 	}{
-		{refuse(CodeInvalidRequest, "m"), 400, "invalid_request"},
-		{refuse(codeUnsupportedMediaType, "m"), 415, "invalid_request"},
-		{refuse(codeBodyTooLarge, "m"), 413, "invalid_request"},
-		{refuse(codeBodyTimeout, "m"), 408, "invalid_request"},
-		{refuse(CodeUnauthenticated, "m"), 401, "unauthenticated"},
-		{refuse(CodeNotFound, "m"), 404, "not_found"},
-		{refuse(CodeRateLimited, "m"), 429, "rate_limited"},
-		{refuse(CodeUnavailable, "m"), 503, "unavailable"},
-		{refuse(codeInternal, "m"), 500, "internal"},
-		{&outbox.Refusal{Code: outbox.CodeInvalidRequest, Message: "m"}, 400, "invalid_request"},
-		{&outbox.Refusal{Code: outbox.CodeReauthRequired, Message: "m"}, 409, "WHATSAPP_REAUTH_REQUIRED"},
-		{&outbox.Refusal{Code: outbox.CodeOutsideWindow, Message: "m"}, 422, "outside_customer_service_window"},
-		{fmt.Errorf("send: %w", &outbox.Refusal{Code: outbox.CodeIdempotencyKeyReused, Message: "m"}), 422, "idempotency_key_reused"},
+		{refuse(CodeInvalidRequest, "m"), 400, "invalid_request", "", ""},
+		{refuse(codeUnsupportedMediaType, "m"), 415, "invalid_request", "", ""},
+		{refuse(codeBodyTooLarge, "m"), 413, "invalid_request", "", ""},
+		{refuse(codeBodyTimeout, "m"), 408, "invalid_request", "", ""},
+		{refuse(CodeUnauthenticated, "m"), 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
+		{errUnauthenticated, 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
+		{refuse(CodeNotFound, "m"), 404, "not_found", "", ""},
+		{refuse(CodeRateLimited, "m"), 429, "rate_limited", "", ""},
+		{refuse(CodeUnavailable, "m"), 503, "unavailable", msgUnavailable, "Retry-After"},
+		{refuse(codeInternal, "m"), 500, "internal", "", ""},
+		{refuse(codeForbidden, "m"), 403, "forbidden", "", ""},
+		{refuse(codeBadGateway, "m"), 502, "bad_gateway", "", ""},
+		{&outbox.Refusal{Code: outbox.CodeInvalidRequest, Message: "m"}, 400, "invalid_request", "", ""},
+		{&outbox.Refusal{Code: outbox.CodeReauthRequired, Message: "m"}, 409, "WHATSAPP_REAUTH_REQUIRED", "", ""},
+		{&outbox.Refusal{Code: outbox.CodeOutsideWindow, Message: "m"}, 422, "outside_customer_service_window", "", ""},
+		{fmt.Errorf("send: %w", &outbox.Refusal{Code: outbox.CodeIdempotencyKeyReused, Message: "m"}), 422, "idempotency_key_reused", "", ""},
+		{&outbox.Refusal{Code: outbox.CodeTenantNotFound, Message: "m"}, 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
+		{fmt.Errorf("firestore: %w", errors.New("connection refused")), 503, "unavailable", msgUnavailable, "Retry-After"},
 	}
 	for _, tc := range tests {
-		refusal, ok := refusalOf(tc.err)
-		if !ok {
-			t.Errorf("refusalOf(%v): not a refusal", tc.err)
-			continue
-		}
 		w := httptest.NewRecorder()
-		writeRefusal(w, refusal)
+		fail(w, httptest.NewRequest(http.MethodGet, "/v1/messages", nil), tc.err)
 		var body struct {
 			Error struct{ Code, Message string }
 		}
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 			t.Fatalf("%v: body %q: %v", tc.err, w.Body, err)
 		}
-		if w.Code != tc.wantStatus || body.Error.Code != tc.wantCode || body.Error.Message != "m" {
-			t.Errorf("%v: answered %d %+v, want %d %s with message m", tc.err, w.Code, body.Error, tc.wantStatus, tc.wantCode)
+		wantMessage := tc.wantMessage
+		if wantMessage == "" {
+			wantMessage = "m"
+		}
+		if w.Code != tc.wantStatus || body.Error.Code != tc.wantCode || body.Error.Message != wantMessage {
+			t.Errorf("%v: answered %d %+v, want %d %s with message %q", tc.err, w.Code, body.Error, tc.wantStatus, tc.wantCode, wantMessage)
+		}
+		if tc.wantHeader != "" && w.Header().Get(tc.wantHeader) == "" {
+			t.Errorf("%v: no %s header", tc.err, tc.wantHeader)
 		}
 	}
 	if _, ok := refusalOf(fmt.Errorf("firestore: %w", http.ErrHandlerTimeout)); ok {

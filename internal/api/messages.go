@@ -263,7 +263,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	logger := logging.FromContext(ctx)
 	tenantID, err := s.authenticate(r)
 	if err != nil {
-		s.authFailed(w, r, err)
+		fail(w, r, err)
 		return
 	}
 	if !s.allowKey(w, r) {
@@ -272,7 +272,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	ctx, logger = logging.With(ctx, "tenant_id", tenantID)
 	idem := r.Header.Get("Idempotency-Key")
 	if len(idem) > MaxIdempotencyKeyLen || strings.ContainsFunc(idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		writeError(w, CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen))
+		fail(w, r, refuse(CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen)))
 		return
 	}
 	req, err := decodeRequest(w, r)
@@ -283,24 +283,18 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	}
 	if refusal, ok := refusalOf(err); ok {
 		logger.InfoContext(ctx, "send refused: invalid request", "event", "api_invalid_request", "problem", refusal.Message)
-		writeRefusal(w, refusal)
+		fail(w, r, refusal)
 		return
 	}
 	res, err := s.outbox.Send(ctx, outbox.Request{
 		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Message: req.Message(),
-		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: correlationID(ctx),
+		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: httpserver.CorrelationID(ctx),
 	})
-	refusal, refused := refusalOf(err)
-	switch {
-	case refused && refusal.Code == outbox.CodeTenantNotFound:
-		s.authFailed(w, r, errors.New("the key's tenant no longer exists"))
-		return
-	case refused:
-		logger.InfoContext(ctx, "send refused", "event", "api_send_refused", "code", refusal.Code)
-		writeRefusal(w, refusal)
-		return
-	case err != nil:
-		s.unavailable(w, r, err)
+	if err != nil {
+		if refusal, ok := refusalOf(err); ok {
+			logger.InfoContext(ctx, "send refused", "event", "api_send_refused", "code", refusal.Code)
+		}
+		fail(w, r, err)
 		return
 	}
 	logger.InfoContext(ctx, "message accepted", "event", "api_message_accepted", "api_message_id", res.ID, "message_type", req.Type,
@@ -322,28 +316,30 @@ type MessageError struct {
 	Message string `json:"message"`
 }
 
+// errNoSuchMessage answers an id that is not one of the tenant's messages, whether it exists
+// for another tenant or not at all.
+var errNoSuchMessage = refuse(CodeNotFound, "no such message")
+
 // handleGet answers GET /v1/messages/{id}.
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	tenantID, err := s.authenticate(r)
 	if err != nil {
-		s.authFailed(w, r, err)
+		fail(w, r, err)
 		return
 	}
 	if !s.allowKey(w, r) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if !messageIDRe.MatchString(id) {
-		writeError(w, CodeNotFound, "no such message")
-		return
+	rec, err := store.OutboundRecord{}, errNoSuchMessage
+	if messageIDRe.MatchString(id) {
+		rec, err = s.deps.Sends.GetSend(r.Context(), tasks.SendKey(id))
 	}
-	rec, err := s.deps.Sends.GetSend(r.Context(), tasks.SendKey(id))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.TenantID != tenantID) {
-		writeError(w, CodeNotFound, "no such message")
-		return
+		err = errNoSuchMessage
 	}
 	if err != nil {
-		s.unavailable(w, r, err)
+		fail(w, r, err)
 		return
 	}
 	st := MessageState{ID: id, Status: PublicStatus(rec), GraphMessageID: rec.GraphMessageID}
@@ -378,21 +374,4 @@ func failureReason(rec store.OutboundRecord) string {
 var legacyReasons = map[string]bool{
 	delivery.ReasonOutsideWindow: true, delivery.ReasonNoToken: true, delivery.ReasonTenantNotFound: true,
 	delivery.ReasonTokenUnreadable: true, delivery.ReasonMalformedMessage: true, delivery.ReasonOutcomeUnknown: true,
-}
-
-func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, err error) {
-	if !errors.Is(err, errUnauthenticated) && !strings.Contains(err.Error(), "tenant no longer exists") {
-		s.unavailable(w, r, err)
-		return
-	}
-	logging.FromContext(r.Context()).InfoContext(r.Context(), "request refused: not authenticated", "event", "api_unauthenticated")
-	w.Header().Set("WWW-Authenticate", `Bearer realm="wapipe"`)
-	writeError(w, CodeUnauthenticated, "a valid API key is required: Authorization: Bearer wpk_…")
-}
-
-// unavailable answers 503 for a dependency failure; the error is logged, never shown.
-func (s *Server) unavailable(w http.ResponseWriter, r *http.Request, err error) {
-	logging.FromContext(r.Context()).ErrorContext(r.Context(), "request failed: a dependency is unavailable", "event", "api_unavailable", "error", err)
-	w.Header().Set("Retry-After", "5")
-	writeError(w, CodeUnavailable, "temporarily unavailable, retry with the same Idempotency-Key")
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -150,7 +149,6 @@ func NewServer(cfg *Config, deps Deps) *Server {
 // Routes returns the service's handler with its middleware.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.withRequest)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -166,34 +164,10 @@ func (s *Server) Routes() http.Handler {
 		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
 		r.Get(CallbackPath, s.handleCallback)
 	})
-	return hideSignupSecrets(otelhttp.NewHandler(r, "api",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path })))
-}
-
-var correlationPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-type correlationKey struct{}
-
-// withRequest gives each request a correlation id (the caller's X-Correlation-ID when well
-// formed), a logger carrying it, and a recovery that answers 500 instead of dropping the
-// connection.
-func (s *Server) withRequest(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Correlation-ID")
-		if !correlationPattern.MatchString(id) {
-			id = randomHex(16)
-		}
-		logger := s.deps.Logger.With("correlation_id", id, "path", r.URL.Path)
-		ctx := context.WithValue(logging.WithLogger(r.Context(), logger), correlationKey{}, id)
-		defer func() {
-			if v := recover(); v != nil {
-				logger.Log(ctx, logging.LevelCritical, "api handler panicked", "event", "panic", "panic", fmt.Sprint(v))
-				writeError(w, codeInternal, "internal error")
-			}
-		}()
-		w.Header().Set("X-Correlation-ID", id)
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
+	// The signup routes' secrets leave the URL before the span or a log line can see it.
+	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, codeInternal, "internal error")
+	}}.Wrap(r))
 }
 
 // withAddressLimit answers 429 to a client address over API_RATE_PER_ADDRESS. Behind Google's
@@ -229,12 +203,7 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, d ratelimit
 	}
 	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeError(w, CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs))
-}
-
-func correlationID(ctx context.Context) string {
-	id, _ := ctx.Value(correlationKey{}).(string)
-	return id
+	fail(w, r, refuse(CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs)))
 }
 
 // writeJSON encodes into a buffer first, so a failure never leaves half a response.
@@ -249,9 +218,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
-
-// errUnauthenticated is every failed authentication: the answer never says which part failed.
-var errUnauthenticated = errors.New("missing, unknown, revoked or expired API key")
 
 // authenticate returns the tenant of the request's API key (Authorization: Bearer wpk_…): the
 // key's id finds its record, and its hash, compared in constant time, proves it. The record is

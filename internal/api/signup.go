@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/parked"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -166,7 +167,7 @@ func signupSecretsFrom(ctx context.Context) signupSecrets {
 func (s *Server) handleConnectPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !s.cfg.SignupEnabled() {
-		page(w, http.StatusNotFound, "Not available", "WhatsApp connection is not configured on this service.")
+		page(w, CodeNotFound, "Not available", "WhatsApp connection is not configured on this service.")
 		return
 	}
 	raw := signupSecretsFrom(ctx).state
@@ -180,7 +181,7 @@ func (s *Server) handleConnectPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if used {
-		page(w, http.StatusBadRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
+		page(w, CodeInvalidRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
 		return
 	}
 	browser := randomHex(32)
@@ -222,7 +223,7 @@ func (s *Server) linkTenant(w http.ResponseWriter, r *http.Request, raw string) 
 	}
 	rec, err := s.deps.Tenants.Get(ctx, st.TenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		page(w, http.StatusBadRequest, "Not connected", "This link is for a business that no longer exists. Nothing was changed.")
+		page(w, CodeInvalidRequest, "Not connected", "This link is for a business that no longer exists. Nothing was changed.")
 		return st, rec, false
 	}
 	if err != nil {
@@ -242,23 +243,23 @@ func (s *Server) handleConnectStart() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logging.FromContext(r.Context()).WarnContext(r.Context(), "embedded signup refused: cross-origin post", "event", "signup_refused", "reason", "cross_origin")
-		page(w, http.StatusForbidden, "Not started", "This request did not come from the connection page. Nothing was changed; open your link again.")
+		page(w, codeForbidden, "Not started", "This request did not come from the connection page. Nothing was changed; open your link again.")
 	}))
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if !s.cfg.SignupEnabled() {
-			page(w, http.StatusNotFound, "Not available", "WhatsApp connection is not configured on this service.")
+			page(w, CodeNotFound, "Not available", "WhatsApp connection is not configured on this service.")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxConnectForm)
 		if err := r.ParseForm(); err != nil {
-			page(w, http.StatusBadRequest, "Not started", "The form could not be read. Nothing was changed; open your link again.")
+			page(w, CodeInvalidRequest, "Not started", "The form could not be read. Nothing was changed; open your link again.")
 			return
 		}
 		c, err := r.Cookie(connectCookie)
 		if err != nil || !validBrowserToken(c.Value) || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostForm.Get("csrf"))) != 1 {
 			logging.FromContext(ctx).WarnContext(ctx, "embedded signup refused: no page token", "event", "signup_refused", "reason", "csrf")
-			page(w, http.StatusForbidden, "Not started", "This request did not come from the connection page in this browser. Nothing was changed; open your link again.")
+			page(w, codeForbidden, "Not started", "This request did not come from the connection page in this browser. Nothing was changed; open your link again.")
 			return
 		}
 		st, _, ok := s.linkTenant(w, r, r.PostForm.Get("link"))
@@ -300,7 +301,7 @@ func (s *Server) useState(w http.ResponseWriter, r *http.Request, st connectStat
 	switch {
 	case errors.Is(err, store.ErrStateUsed):
 		logging.FromContext(ctx).WarnContext(ctx, "embedded signup refused: the link was used already", "event", "signup_refused", "reason", "state_reused")
-		page(w, http.StatusBadRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
+		page(w, CodeInvalidRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
 		return false
 	case err != nil:
 		s.failPage(w, r, "record the link's use", err)
@@ -339,7 +340,7 @@ func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	logger := logging.FromContext(ctx)
 	if !s.cfg.SignupEnabled() {
-		page(w, http.StatusNotFound, "Not available", "WhatsApp connection is not configured on this service.")
+		page(w, CodeNotFound, "Not available", "WhatsApp connection is not configured on this service.")
 		return
 	}
 	sec := signupSecretsFrom(ctx)
@@ -351,7 +352,7 @@ func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
 	ctx, logger = logging.With(ctx, "tenant_id", st.TenantID)
 	if c, err := r.Cookie(connectCookie); err != nil || subtle.ConstantTimeCompare([]byte(hashHex(c.Value)), []byte(st.Browser)) != 1 {
 		logger.WarnContext(ctx, "embedded signup refused: callback in another browser", "event", "signup_refused", "reason", "browser_mismatch")
-		page(w, http.StatusForbidden, "Not connected", "This connection was started in another browser. Nothing was changed; open your link in the browser you use for Facebook.")
+		page(w, codeForbidden, "Not connected", "This connection was started in another browser. Nothing was changed; open your link in the browser you use for Facebook.")
 		return
 	}
 	http.SetCookie(w, s.browserCookie("", -1))
@@ -360,12 +361,12 @@ func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	if sec.code == "" {
 		logger.InfoContext(ctx, "embedded signup cancelled or refused at Meta", "event", "signup_cancelled")
-		page(w, http.StatusBadRequest, "Not connected", "Meta did not complete the connection (cancelled or refused). Nothing was changed; ask for a new link to try again.")
+		page(w, CodeInvalidRequest, "Not connected", "Meta did not complete the connection (cancelled or refused). Nothing was changed; ask for a new link to try again.")
 		return
 	}
 	rec, err := s.deps.Tenants.Get(ctx, st.TenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		page(w, http.StatusBadRequest, "Not connected", "This link is for a business that no longer exists. Nothing was changed.")
+		page(w, CodeInvalidRequest, "Not connected", "This link is for a business that no longer exists. Nothing was changed.")
 		return
 	}
 	if err != nil {
@@ -378,11 +379,11 @@ func (s *Server) handleCallback(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &ref):
 		logger.WarnContext(ctx, "embedded signup refused", "event", "signup_refused", "reason", ref.reason,
 			"granted", res.granted, "missing", res.missing)
-		page(w, http.StatusForbidden, "Not connected", ref.message+" Nothing was changed: no number, no token, no subscription.")
+		page(w, codeForbidden, "Not connected", ref.message+" Nothing was changed: no number, no token, no subscription.")
 		return
 	case err != nil:
 		logger.ErrorContext(ctx, "embedded signup failed", "event", "signup_failed", "error", err)
-		page(w, http.StatusBadGateway, "Not connected", "The connection with Meta failed: "+userReason(err)+". Nothing was changed; ask for a new link to try again.")
+		page(w, codeBadGateway, "Not connected", "The connection with Meta failed: "+userReason(err)+". Nothing was changed; ask for a new link to try again.")
 		return
 	}
 	logger.InfoContext(ctx, "embedded signup completed", "event", "signup_completed", "numbers", len(res.numbers),
@@ -549,7 +550,7 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 	if _, err := s.deps.Tenants.SetAccessToken(ctx, tenantID, sealed); err != nil {
 		return res, fmt.Errorf("store the token: %w", err)
 	}
-	res.released, res.releaseErr = parked.Release(ctx, s.deps.Sends, s.deps.Tasks, tenantID, correlationID(ctx))
+	res.released, res.releaseErr = parked.Release(ctx, s.deps.Sends, s.deps.Tasks, tenantID, httpserver.CorrelationID(ctx))
 	if res.releaseErr != nil {
 		logging.FromContext(ctx).ErrorContext(ctx, "parked sends not all released: run wapipe tenants set-token or connect again",
 			"event", "release_failed", "error", res.releaseErr)
@@ -591,10 +592,10 @@ func (s *Server) statePage(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, errBadState):
 		logging.FromContext(ctx).WarnContext(ctx, "embedded signup refused: invalid state", "event", "signup_refused", "reason", "state_invalid")
-		page(w, http.StatusBadRequest, "Invalid link", "This connection link is not valid. Nothing was changed; ask for a new link.")
+		page(w, CodeInvalidRequest, "Invalid link", "This connection link is not valid. Nothing was changed; ask for a new link.")
 	case errors.Is(err, errExpiredState):
 		logging.FromContext(ctx).InfoContext(ctx, "embedded signup refused: expired state", "event", "signup_refused", "reason", "state_expired")
-		page(w, http.StatusBadRequest, "Link expired", "This connection link has expired (links are valid one hour, Meta's dialog ten minutes). Nothing was changed; ask for a new link.")
+		page(w, CodeInvalidRequest, "Link expired", "This connection link has expired (links are valid one hour, Meta's dialog ten minutes). Nothing was changed; ask for a new link.")
 	default:
 		s.failPage(w, r, "open the link", err)
 	}
@@ -602,5 +603,5 @@ func (s *Server) statePage(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) failPage(w http.ResponseWriter, r *http.Request, what string, err error) {
 	logging.FromContext(r.Context()).ErrorContext(r.Context(), "embedded signup: could not "+what, "event", "signup_unavailable", "error", err)
-	page(w, http.StatusServiceUnavailable, "Try again", "The service could not complete this step. Nothing was changed; try the link again in a minute.")
+	page(w, CodeUnavailable, "Try again", "The service could not complete this step. Nothing was changed; try the link again in a minute.")
 }

@@ -41,8 +41,13 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 </body></html>
 `))
 
-// page answers a plain HTML page.
-func page(w http.ResponseWriter, status int, title, message string) {
+// page answers a plain HTML page for a person in a browser, with the status the one table of
+// answers gives code (the page says what happened; the code only picks the status).
+func page(w http.ResponseWriter, code, title, message string) {
+	status := answers[codeInternal].status
+	if a, ok := answers[code]; ok {
+		status = a.status
+	}
 	render(w, status, pageData{Title: title, Message: message})
 }
 

@@ -123,9 +123,7 @@ func (c *Config) UseInboundDatabase(ctx context.Context, deps *Deps) (func(), er
 func (c *Config) Validate() error {
 	errs := []error{c.Base.Validate()}
 	if c.PublicBaseURL != "" {
-		if u, err := url.Parse(c.PublicBaseURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(c.IsDev() && u.Scheme == "http")) {
-			errs = append(errs, errors.New("PUBLIC_BASE_URL: must be the api service's absolute https URL (http allowed in dev)"))
-		}
+		errs = append(errs, c.CheckServiceURL("PUBLIC_BASE_URL", c.PublicBaseURL))
 		errs = append(errs, c.Secrets().Validate())
 	}
 	errs = append(errs, c.validateIdentity())

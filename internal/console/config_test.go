@@ -46,6 +46,8 @@ func TestConfig(t *testing.T) {
 		{"no project", with("GOOGLE_CLOUD_PROJECT", ""), "GOOGLE_CLOUD_PROJECT"},
 		{"prod off Cloud Run without hosts", with("K_SERVICE", ""), "CONSOLE_HOSTS"},
 		{"prod off Cloud Run with hosts", with("K_SERVICE", "", "CONSOLE_HOSTS", "console.example.com,ops.example.com:8443"), ""},
+		{"http public base URL in prod", with("PUBLIC_BASE_URL", "http://api.example.com"), "PUBLIC_BASE_URL: must be https"},
+		{"public base URL not absolute", with("PUBLIC_BASE_URL", "api.example.com"), "PUBLIC_BASE_URL: must be an absolute http(s) URL"},
 		{"a URL for a host", with("CONSOLE_HOSTS", "https://console.example.com"), "CONSOLE_HOSTS"},
 		{"prod with no way to verify operators", with("OIDC_VERIFIED_BY_PLATFORM", ""), "OIDC_VERIFIED_BY_PLATFORM or IAP_AUDIENCE"},
 		{"prod behind IAP", with("OIDC_VERIFIED_BY_PLATFORM", "", "IAP_AUDIENCE", "/projects/123/global/backendServices/456"), ""},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 )
@@ -73,7 +74,7 @@ func NewServer(deps Deps) *Server {
 // protection and the CSRF token.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverPanic, s.withHost, s.withOperator, s.withCSRFCookie)
+	r.Use(s.withHost, s.withOperator, s.withCSRFCookie)
 	r.Get(healthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -101,24 +102,7 @@ func (s *Server) Routes() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "No such page.")
 	})
-	return r
-}
-
-// recoverPanic answers 500 to a request whose handler panicked, and logs it.
-func (s *Server) recoverPanic(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.deps.Logger.Log(r.Context(), logging.LevelCritical, "console handler panicked", "event", "console_panic",
-					"panic", v, "path", r.URL.Path)
-				http.Error(w, "internal error", http.StatusInternalServerError)
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
+	return httpserver.Middleware{Service: "console", Logger: s.deps.Logger}.Wrap(r)
 }
 
 // cacheStatic lets browsers keep the embedded assets: they change only with a new binary.

@@ -106,6 +106,13 @@ type Options struct {
 	// arrives and runs first (its earlier Meta timestamp sorts it ahead). Other messages never
 	// wait. DefaultAnswerGrace when zero; negative turns it off.
 	AnswerGrace time.Duration
+	// IsConfirmTap reports a tap on a confirmation prompt's buttons: its turn checks the prompt's
+	// Graph id, so it waits until the running effects have recorded the prompt's send. The worker
+	// passes the assistant's (assistant.IsConfirmTap); nil: no message is such a tap.
+	IsConfirmTap func(whatsapp.Message) bool
+	// IsAnswerWord reports a text that is only a confirming or rejecting word, which AnswerGrace
+	// holds. The worker passes the assistant's (assistant.IsAnswerWord); nil: no text is held.
+	IsAnswerWord func(text string) bool
 }
 
 // Runner serialises the turns of each conversation (see the package comment). Safe for
@@ -117,6 +124,10 @@ type Runner struct {
 	lease   time.Duration
 	grace   time.Duration
 	now     func() time.Time
+	// isConfirmTap and isAnswerWord are Options' (never nil): the assistant's words, not the
+	// runner's.
+	isConfirmTap func(whatsapp.Message) bool
+	isAnswerWord func(string) bool
 }
 
 // NewRunner returns a runner on inbox that sends replies with sender and enqueues actions with
@@ -131,7 +142,14 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	if opts.AnswerGrace == 0 {
 		opts.AnswerGrace = DefaultAnswerGrace
 	}
-	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now}
+	if opts.IsConfirmTap == nil {
+		opts.IsConfirmTap = func(whatsapp.Message) bool { return false }
+	}
+	if opts.IsAnswerWord == nil {
+		opts.IsAnswerWord = func(string) bool { return false }
+	}
+	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now,
+		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord}
 }
 
 // ErrHeld is returned by Handle for a message in the inbox while another holder has the
@@ -302,7 +320,7 @@ func (d *drain) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if isConfirmTap(p.Message) {
+		if d.r.isConfirmTap(p.Message) {
 			// The tap's turn checks that it answers the pending action's prompt by the
 			// prompt's Graph id, which the running effects record when they have sent it.
 			if err := d.wait(); err != nil {
@@ -315,17 +333,12 @@ func (d *drain) run(ctx context.Context) error {
 	}
 }
 
-// isConfirmTap reports a tap on a confirmation's confirm_yes or confirm_no button.
-func isConfirmTap(m whatsapp.Message) bool {
-	return m.Reply != nil && (m.Reply.ID == assistant.ButtonYes || m.Reply.ID == assistant.ButtonNo)
-}
-
 // holdAnswer is how long p's turn should still wait (see Options.AnswerGrace): 0 but for a text
 // that is only a confirming or rejecting word, with nothing pending in a conversation that may
 // have something pending, received under the grace ago.
 func (r *Runner) holdAnswer(p Pending, st assistant.State) time.Duration {
 	m := p.Message
-	if r.grace <= 0 || !p.MayConfirm || st.Pending != nil || m.Type != "text" || !(i18n.IsConfirm(m.Text) || i18n.IsReject(m.Text)) {
+	if r.grace <= 0 || !p.MayConfirm || st.Pending != nil || m.Type != "text" || !r.isAnswerWord(m.Text) {
 		return 0
 	}
 	return p.ReceivedAt.Add(r.grace).Sub(r.now())

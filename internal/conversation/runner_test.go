@@ -25,7 +25,7 @@ func TestRedeliveredMessageIsHandledOnce(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t, nil)
 	snd, rec := newSender(), newRecorder()
-	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	in := inbound("wamid.A", 1, "hello")
 
 	first, err := r.Handle(ctx, in, rec.turn)
@@ -73,7 +73,7 @@ func TestConcurrentMessagesRunInTimestampOrderOneAtATime(t *testing.T) {
 	const n = 20
 	inbox := newCountingInbox(newStore(t, nil))
 	snd, rec := newSender(), newRecorder()
-	r := conversation.NewRunner(inbox, snd, newActions(), conversation.Options{})
+	r := conversation.NewRunner(inbox, snd, newActions(), withAnswers(conversation.Options{}))
 
 	// Meta timestamps shuffled against the order the goroutines start in.
 	stamps := rand.Perm(n)
@@ -168,7 +168,7 @@ func TestSecondMessageRunsInTheHoldersDrain(t *testing.T) {
 	ctx := context.Background()
 	inbox := newCountingInbox(newStore(t, nil))
 	snd, acts, rec := newSender(), newActions(), newRecorder()
-	r := conversation.NewRunner(inbox, snd, acts, conversation.Options{})
+	r := conversation.NewRunner(inbox, snd, acts, withAnswers(conversation.Options{}))
 	book, yes := inbound("wamid.book", 1, "act"), inbound("wamid.yes", 2, "yes")
 
 	second := make(chan conversation.Result, 1)
@@ -216,7 +216,7 @@ func TestStaleHolderCannotCommit(t *testing.T) {
 	clk := &clock{now: base}
 	st := newStore(t, clk)
 	snd, rec := newSender(), newRecorder()
-	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{Lease: time.Minute})
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{Lease: time.Minute}))
 
 	started, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -281,7 +281,7 @@ func TestKilledAfterCommitRetryPerformsEffectsOnce(t *testing.T) {
 	// The first instance commits the turn and dies before sending anything.
 	dying := newCountingInbox(st)
 	dying.killAfterCommit = true
-	if _, err := conversation.NewRunner(dying, snd, acts, conversation.Options{}).Handle(ctx, in, rec.turn); !errors.Is(err, errKilled) {
+	if _, err := conversation.NewRunner(dying, snd, acts, withAnswers(conversation.Options{})).Handle(ctx, in, rec.turn); !errors.Is(err, errKilled) {
 		t.Fatalf("Handle on the dying instance = %v, want it killed", err)
 	}
 	if sent, _ := snd.counts(); len(sent) != 0 {
@@ -291,7 +291,7 @@ func TestKilledAfterCommitRetryPerformsEffectsOnce(t *testing.T) {
 	// Cloud Tasks retries the unacknowledged task on another instance. Within the dead holder's
 	// lease the retry is not acknowledged either (it cannot tell a dead holder from a live one),
 	// so Cloud Tasks retries again; once the lease is over, the retry takes the conversation.
-	r := conversation.NewRunner(st, snd, acts, conversation.Options{})
+	r := conversation.NewRunner(st, snd, acts, withAnswers(conversation.Options{}))
 	early, err := r.Handle(ctx, in, rec.turn)
 	if !errors.Is(err, conversation.ErrHeld) || !early.Duplicate {
 		t.Fatalf("retry within the dead holder's lease = %+v, %v; want ErrHeld", early, err)
@@ -341,7 +341,7 @@ func TestKilledHoldersConversationIsTakenOverAfterItsLease(t *testing.T) {
 	clk := &clock{now: base}
 	st := newStore(t, clk)
 	snd, rec := newSender(), newRecorder()
-	live := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	live := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
 
 	// The holder dies in the middle of its turn (during the LLM call): nothing is committed,
@@ -357,7 +357,7 @@ func TestKilledHoldersConversationIsTakenOverAfterItsLease(t *testing.T) {
 			}
 		})
 	}
-	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
+	if _, err := conversation.NewRunner(dying, snd, newActions(), withAnswers(conversation.Options{})).Handle(ctx, first, rec.turn); err == nil {
 		t.Fatal("Handle on the killed instance succeeded")
 	}
 
@@ -439,7 +439,7 @@ func TestKilledHoldersRetryDrainsMessagesQueuedBehindIt(t *testing.T) {
 	clk := &clock{now: base}
 	st := newStore(t, clk)
 	snd, rec := newSender(), newRecorder()
-	live := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	live := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
 
 	var once sync.Once
@@ -451,7 +451,7 @@ func TestKilledHoldersRetryDrainsMessagesQueuedBehindIt(t *testing.T) {
 			}
 		})
 	})
-	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
+	if _, err := conversation.NewRunner(dying, snd, newActions(), withAnswers(conversation.Options{})).Handle(ctx, first, rec.turn); err == nil {
 		t.Fatal("Handle on the killed instance succeeded")
 	}
 
@@ -487,11 +487,11 @@ func TestMessageQueuedBehindADeadLeaseIsRunByItsOwnRetry(t *testing.T) {
 	clk := &clock{now: base}
 	st := newStore(t, clk)
 	snd, rec := newSender(), newRecorder()
-	live := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	live := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	first, second := inbound("wamid.1", 1, "one"), inbound("wamid.2", 2, "two")
 
 	dying := newDieAfterEffects(st, func() {})
-	if _, err := conversation.NewRunner(dying, snd, newActions(), conversation.Options{}).Handle(ctx, first, rec.turn); err == nil {
+	if _, err := conversation.NewRunner(dying, snd, newActions(), withAnswers(conversation.Options{})).Handle(ctx, first, rec.turn); err == nil {
 		t.Fatal("Handle on the killed instance succeeded")
 	}
 	if res, err := live.Handle(ctx, first, rec.turn); err != nil || !res.Duplicate {
@@ -523,7 +523,7 @@ func TestFailedTurnIsRetriedWithItsState(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t, nil)
 	snd, rec := newSender(), newRecorder()
-	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	errLLM := errors.New("vertex unavailable")
 	fail := true
 	in := inbound("wamid.1", 1, "hi")
@@ -551,7 +551,7 @@ func TestFirestoreOpsPerTurn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	inbox := newCountingInbox(newStore(t, nil))
-	r := conversation.NewRunner(inbox, newSender(), newActions(), conversation.Options{})
+	r := conversation.NewRunner(inbox, newSender(), newActions(), withAnswers(conversation.Options{}))
 	rec := newRecorder()
 	const n = 5
 	for i := range n {
@@ -577,7 +577,7 @@ func BenchmarkSecondMessageStart(b *testing.B) {
 	ctx := context.Background()
 	db, _ := testenv.Store(b)
 	inbox := newCountingInbox(store.NewConversationStore(db, store.Options{}))
-	r := conversation.NewRunner(inbox, newSender(), newActions(), conversation.Options{})
+	r := conversation.NewRunner(inbox, newSender(), newActions(), withAnswers(conversation.Options{}))
 	var delays []time.Duration
 	for i := 0; b.Loop(); i++ {
 		rec := newRecorder()
@@ -619,7 +619,7 @@ func TestUnsentRepliesGoBeforeTheNextTurn(t *testing.T) {
 		}
 		return nil
 	}
-	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	if _, err := r.Handle(ctx, inbound("wamid.1", 1, "one"), rec.turn); !errors.Is(err, errGraph) {
 		t.Fatalf("Handle while Graph is down = %v, want its error (the task is retried)", err)
 	}
@@ -659,7 +659,7 @@ func TestBareAnswerWaitsForTheMessageItAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			r := conversation.NewRunner(newStore(t, nil), newSender(), newActions(), conversation.Options{AnswerGrace: tc.grace})
+			r := conversation.NewRunner(newStore(t, nil), newSender(), newActions(), withAnswers(conversation.Options{AnswerGrace: tc.grace}))
 			rec := newRecorder()
 			now := time.Now()
 			msg := func(id string, ts time.Time, received time.Time, text string) conversation.Inbound {
@@ -703,7 +703,7 @@ func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t, nil)
 	snd, rec := newSender(), newRecorder()
-	r := conversation.NewRunner(st, snd, newActions(), conversation.Options{})
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
 	book := inbound("wamid.book", 1, "book bus 01")
 	tap := inbound("wamid.tap", 2, "")
 	tap.Message.Type, tap.Message.Text = "interactive", ""
@@ -752,4 +752,10 @@ func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
 	if len(seen) != 1 || seen[0].GraphMessageID == "" {
 		t.Errorf("the tap's turn saw the prompt's replies %+v, want its Graph message id", seen)
 	}
+}
+
+// withAnswers gives the runner the assistant's answers, as the worker does.
+func withAnswers(o conversation.Options) conversation.Options {
+	o.IsConfirmTap, o.IsAnswerWord = assistant.IsConfirmTap, assistant.IsAnswerWord
+	return o
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -199,12 +200,6 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		s.firestor = emu
 		s.FirestoreHost = emu.Host
 	}
-	db, err := store.OpenEmulator(ctx, s.FirestoreHost, o.Project, "")
-	if err != nil {
-		return nil, err
-	}
-	s.closers = append(s.closers, func() { db.Close() })
-
 	tasksEmu, err := cloudtasksemu.Start(runCtx, cloudtasksemu.Options{
 		Addr: orFree(o.TasksAddr), Project: o.Project, Location: o.Location, Queues: o.Queues,
 		Logger: logging.New(logs("tasks-emulator"), logging.Options{Level: o.LogLevel}),
@@ -274,34 +269,23 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	// Both services read the same Cloud Tasks settings, so they share one producer.
-	tq, err := taskqueue.New(ctx, base.TaskQueue())
+	// The services read the same Firestore and Cloud Tasks settings, so they share one set of
+	// clients.
+	c, cleanup, err := service.Start(ctx, service.Options{Name: "devstack", Base: &base, InProcess: true,
+		Logger: logging.New(logs("webhook"), logging.Options{}), FirestoreEmulatorHost: s.FirestoreHost,
+		Tasks: true, Admin: true, Keeper: service.Keeper(wcfg.Secrets())})
 	if err != nil {
 		workerLn.Close()
 		webhookLn.Close()
-		return nil, fmt.Errorf("taskqueue.New: %w", err)
+		return nil, err
 	}
-	s.closers = append(s.closers, func() { tq.Close() })
-	admin, err := taskqueue.NewAdmin(ctx, o.Project, o.Location, s.TasksAddr)
-	if err != nil {
-		workerLn.Close()
-		webhookLn.Close()
-		return nil, fmt.Errorf("taskqueue.NewAdmin: %w", err)
-	}
-	s.closers = append(s.closers, func() { admin.Close() })
+	s.closers = append(s.closers, cleanup)
+	db, tq, admin, keeper := c.DB, c.Tasks, c.Admin, c.Keeper
 	if err := s.applyTenants(ctx, o, db, admin); err != nil {
 		workerLn.Close()
 		webhookLn.Close()
 		return nil, err
 	}
-
-	keeper, err := secrets.New(ctx, wcfg.Secrets())
-	if err != nil {
-		workerLn.Close()
-		webhookLn.Close()
-		return nil, fmt.Errorf("secrets.New: %w", err)
-	}
-	s.closers = append(s.closers, func() { keeper.Close() })
 
 	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
 	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, keeper, wlog)

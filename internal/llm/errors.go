@@ -14,72 +14,32 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/wapipe/wapipe/internal/fault"
 )
 
-// The kinds of Extract failures. Test with errors.Is; the error itself is an *Error.
+// The kinds of Extract failures (fault.Kind). Test with errors.Is; the error itself is an *Error.
 var (
 	// ErrUnavailable: Vertex AI could not answer now (timeout, network error, HTTP 5xx, 429).
 	// Retry the turn later, no sooner than Error.RetryAfter when it is set.
-	ErrUnavailable = errors.New("llm unavailable")
+	ErrUnavailable = fault.NewKind(fault.Retryable, "llm_unavailable", "llm unavailable")
 	// ErrInvalidResponse: Vertex AI answered, but the answer is not a valid assistant object
 	// (not JSON, intent not offered, a value of the wrong type, no reply, blocked or truncated).
 	// Asking again may give a valid answer.
-	ErrInvalidResponse = errors.New("llm invalid response")
+	ErrInvalidResponse = fault.NewKind(fault.Invalid, "llm_invalid_response", "llm invalid response")
 	// ErrPermanent: the request cannot succeed as it is (HTTP 4xx other than 408 and 429, such as
 	// an unknown model, or a request that fails local validation). Do not retry.
-	ErrPermanent = errors.New("llm permanent error")
+	ErrPermanent = fault.NewKind(fault.Permanent, "llm_permanent", "llm permanent error")
 )
 
 // Error is an Extract failure: its Kind (one of ErrUnavailable, ErrInvalidResponse,
-// ErrPermanent) and what caused it.
-type Error struct {
-	// Kind is ErrUnavailable, ErrInvalidResponse or ErrPermanent.
-	Kind error
-	// HTTPStatus is the status Vertex AI answered, 0 when there was no HTTP answer (timeout,
-	// network error) or the answer was a 2xx.
-	HTTPStatus int
-	// RetryAfter is how long Vertex AI asked us to wait (the Retry-After header or a
-	// google.rpc.RetryInfo detail); 0 when it did not say.
-	RetryAfter time.Duration
-	// Reason says what failed without quoting the message or the model's answer.
-	Reason string
-	// Err is the underlying error, if any, for errors.Is and errors.As (for example
-	// context.DeadlineExceeded or genai.APIError). Its text may quote the HTTP body, so
-	// Error() leaves it out.
-	Err error
-}
-
-// Error describes the failure; it never includes the user's text or the model's answer.
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Kind.Error())
-	if e.HTTPStatus != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.HTTPStatus)
-	}
-	if e.Reason != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Reason)
-	}
-	if e.RetryAfter > 0 {
-		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
-	}
-	return b.String()
-}
-
-// Unwrap returns the underlying error.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether target is e's kind, so errors.Is(err, llm.ErrUnavailable) works.
-func (e *Error) Is(target error) bool { return target == e.Kind }
+// ErrPermanent), the HTTP status and Retry-After of Vertex AI's answer (a Retry-After header or a
+// google.rpc.RetryInfo detail), and what caused it. Its text never includes the user's text or
+// the model's answer.
+type Error = fault.Error
 
 // RetryAfter returns the wait Vertex AI asked for, if err carries one.
-func RetryAfter(err error) (time.Duration, bool) {
-	var e *Error
-	if errors.As(err, &e) && e.RetryAfter > 0 {
-		return e.RetryAfter, true
-	}
-	return 0, false
-}
+func RetryAfter(err error) (time.Duration, bool) { return fault.RetryAfter(err) }
 
 func invalidf(format string, args ...any) *Error {
 	return &Error{Kind: ErrInvalidResponse, Reason: fmt.Sprintf(format, args...)}

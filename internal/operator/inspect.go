@@ -408,14 +408,14 @@ func (in *Inspector) resolveRef(ctx context.Context, query string) (string, erro
 	if !logging.IsRef(query) {
 		return query, nil
 	}
-	m, err := in.Markers.MarkerByRef(ctx, query)
+	m, err := in.Markers.GetMarkerByRef(ctx, query)
 	if err == nil {
 		return m.EventID, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	t, err := in.Traces.TraceByRef(ctx, query)
+	t, err := in.Traces.GetTraceByRef(ctx, query)
 	if err == nil {
 		return t.InboundEventID, nil
 	}

@@ -347,7 +347,7 @@ type WABAStore interface {
 	Get(ctx context.Context, id string) (store.TenantRecord, error)
 	CheckPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) error
 	AddPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) ([]string, error)
-	WABAGrant(ctx context.Context, id, waba string) (store.WABAGrant, error)
+	GetWABAGrant(ctx context.Context, id, waba string) (store.WABAGrant, error)
 	ApproveWABAGrant(ctx context.Context, id, waba string) error
 }
 
@@ -411,7 +411,7 @@ func (a *WABAApprover) Approve(ctx context.Context, id, waba string) (ApproveRep
 	if err != nil {
 		return rep, fmt.Errorf("decrypt the tenant's token: %w", err)
 	}
-	g, err := a.Store.WABAGrant(ctx, id, waba)
+	g, err := a.Store.GetWABAGrant(ctx, id, waba)
 	switch {
 	case err == nil:
 		rep.Granted = g.GrantedAt

@@ -103,10 +103,10 @@ func TestWABAGrants(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].WABAID != "w2" {
 		t.Fatalf("pending after approvals: %+v %v", got, err)
 	}
-	if g, err := s.WABAGrant(ctx, "acme", "w1"); err != nil || g.Status != store.GrantApproved || !g.GrantedAt.Equal(first) {
+	if g, err := s.GetWABAGrant(ctx, "acme", "w1"); err != nil || g.Status != store.GrantApproved || !g.GrantedAt.Equal(first) {
 		t.Fatalf("w1 after approval: %+v %v", g, err)
 	}
-	if _, err := s.WABAGrant(ctx, "acme", "w9"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetWABAGrant(ctx, "acme", "w9"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("never granted: %v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -471,6 +473,84 @@ func (c *ConversationStore) Messages(ctx context.Context, conversationID string,
 // maxTxAttempts bounds a transaction's attempts under contention: the client's default (5) is too
 // few for a counter that a burst of turns updates at once.
 const maxTxAttempts = 50
+
+// ConversationQuery selects a page of a tenant's conversations.
+type ConversationQuery struct {
+	TenantID string
+	// Status is ConversationOpen, ConversationClosed, or "" for both.
+	Status string
+	// Limit is the page size; 50 when zero.
+	Limit int
+	// After is the page token a previous page returned; "" for the first page.
+	After string
+}
+
+// ConversationPage is a page of conversations, latest message first.
+type ConversationPage struct {
+	Conversations []Conversation
+	// Next is the token of the next page; "" on the last one.
+	Next string
+}
+
+// ListConversations returns a page of a tenant's conversations by last_message_at, newest first.
+// One query returning at most Limit+1 documents; a composite index (terraform/firestore.tf) serves
+// it.
+func (c *ConversationStore) ListConversations(ctx context.Context, q ConversationQuery) (ConversationPage, error) {
+	if q.TenantID == "" {
+		return ConversationPage{}, errors.New("list conversations: no tenant")
+	}
+	fq := c.fs.Collection(Conversations).Where("tenant_id", "==", q.TenantID)
+	if q.Status != "" {
+		fq = fq.Where("status", "==", q.Status)
+	}
+	convs, next, err := page(ctx, fq, "last_message_at", q.After, q.Limit, "conversations",
+		func(c Conversation) string { return c.ID }, func(c Conversation) time.Time { return c.LastMessageAt })
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	return ConversationPage{Conversations: convs, Next: next}, nil
+}
+
+// AssignConversation makes operator the conversation's assignee; ErrNotFound when there is no
+// such conversation. One write.
+func (c *ConversationStore) AssignConversation(ctx context.Context, conversationID, operator string) error {
+	return c.consoleUpdate(ctx, conversationID, "assign", []firestore.Update{{Path: "assigned_to", Value: operator}})
+}
+
+// CloseConversation marks the conversation closed; its next inbound message opens it again.
+// ErrNotFound when there is no such conversation. One write.
+func (c *ConversationStore) CloseConversation(ctx context.Context, conversationID string) error {
+	return c.consoleUpdate(ctx, conversationID, "close", []firestore.Update{{Path: "status", Value: ConversationClosed}})
+}
+
+func (c *ConversationStore) consoleUpdate(ctx context.Context, id, what string, ups []firestore.Update) error {
+	if id == "" || strings.Contains(id, "/") {
+		return ErrNotFound
+	}
+	ups = append(ups, firestore.Update{Path: "updated_at", Value: c.opts.Now()})
+	_, err := c.conversationDoc(id).Update(ctx, ups)
+	if status.Code(err) == codes.NotFound {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%s conversation: %w", what, err)
+	}
+	return nil
+}
+
+// LatestMessages reads a conversation's last limit stored messages, oldest first (by Meta
+// timestamp, then arrival, as Messages orders them): a long conversation's page shows its end.
+func (c *ConversationStore) LatestMessages(ctx context.Context, conversationID string, limit int) ([]Message, error) {
+	q := c.conversationDoc(conversationID).Collection(ConversationMessages).
+		OrderBy("timestamp", firestore.Desc).OrderBy("received_at", firestore.Desc).OrderBy("arrived_at", firestore.Desc).
+		Limit(limit)
+	msgs, err := queryAll[Message](ctx, q, "messages")
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
 
 // Media is what is kept of a media message: never its bytes.
 type Media struct {

@@ -120,3 +120,33 @@ func (r *DeadLetterStore) CountPending(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// DeadLetterQuery selects a page of dead letters.
+type DeadLetterQuery struct {
+	// OnlyPending leaves out the dead letters replayed already.
+	OnlyPending bool
+	// Limit is the page size; 50 when zero.
+	Limit int
+	// After is the page token a previous page returned; "" for the first page.
+	After string
+}
+
+// DeadLetterPage is a page of dead letters, newest first.
+type DeadLetterPage struct {
+	DeadLetters []DeadLetter
+	Next        string
+}
+
+// PageDeadLetters returns a page of dead letters by created_at, newest first.
+func (r *DeadLetterStore) PageDeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error) {
+	fq := r.fs.Collection(DeadLetters).Query
+	if q.OnlyPending {
+		fq = fq.Where("replayed", "==", false)
+	}
+	ds, next, err := page(ctx, fq, "created_at", q.After, q.Limit, "dead letters",
+		func(d DeadLetter) string { return d.ID }, func(d DeadLetter) time.Time { return d.CreatedAt })
+	if err != nil {
+		return DeadLetterPage{}, err
+	}
+	return DeadLetterPage{DeadLetters: ds, Next: next}, nil
+}

@@ -28,7 +28,7 @@ type MarkerOptions struct {
 	// Now is time.Now when nil.
 	Now func() time.Time
 	// EventRef, when set, gives each new marker's event_ref (logging.Hasher.Ref), which
-	// MarkerByRef finds.
+	// GetMarkerByRef finds.
 	EventRef func(eventID string) string
 }
 
@@ -77,4 +77,13 @@ func (s *Markers) MarkIfNew(ctx context.Context, eventID, correlationID string) 
 // Get reads one marker.
 func (s *Markers) Get(ctx context.Context, eventID string) (dedupe.Marker, error) {
 	return getDoc[dedupe.Marker](ctx, s.doc(eventID), "marker")
+}
+
+// Lookups by event_ref, the keyed ref of an inbound_event_id that log lines carry instead of the
+// id (CONTRACT.md, Logs): an operator holding a log line finds the event with wapipe inspect.
+// Each is an equality query on one field, which Firestore's automatic single-field index serves.
+
+// GetMarkerByRef reads the marker whose event_ref is ref; ErrNotFound when none has it.
+func (s *Markers) GetMarkerByRef(ctx context.Context, ref string) (dedupe.Marker, error) {
+	return firstWhere[dedupe.Marker](ctx, s.fs.Collection(InboundEvents).Where("event_ref", "==", ref), "marker")
 }

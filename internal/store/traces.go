@@ -147,3 +147,8 @@ func truncate(s string, n int) string {
 	}
 	return s[:cut] + mark
 }
+
+// GetTraceByRef reads the trace whose event_ref is ref; ErrNotFound when none has it.
+func (r *Traces) GetTraceByRef(ctx context.Context, ref string) (Trace, error) {
+	return firstWhere[Trace](ctx, r.fs.Collection(InboundTraces).Where("event_ref", "==", ref), "trace")
+}

@@ -54,8 +54,8 @@ func (s *Tenants) RecordWABAGrants(ctx context.Context, id string, wabas []strin
 	return nil
 }
 
-// WABAGrant returns tenant id's grant of waba; ErrNotFound when no login granted it.
-func (s *Tenants) WABAGrant(ctx context.Context, id, waba string) (WABAGrant, error) {
+// GetWABAGrant returns tenant id's grant of waba; ErrNotFound when no login granted it.
+func (s *Tenants) GetWABAGrant(ctx context.Context, id, waba string) (WABAGrant, error) {
 	if !validGrantIDs(id, waba) {
 		return WABAGrant{}, ErrNotFound
 	}

@@ -18,8 +18,6 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
 // signaturePattern is the only form of X-Hub-Signature-256 Meta sends. A request without it is
 // refused before a byte of its body is read, so unsigned uploads cost no memory.
 var signaturePattern = regexp.MustCompile(`^sha256=[0-9a-fA-F]{64}$`)
@@ -37,12 +35,10 @@ type delivery struct {
 func (s *Server) handleEvent() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		received := s.deps.Now().UTC()
-		correlationID := r.Header.Get(tasks.HeaderCorrelationID)
-		if !correlationIDPattern.MatchString(correlationID) {
-			correlationID = newID()
-		}
-		ctx, _ := logging.With(r.Context(), "correlation_id", correlationID)
-		w.Header().Set(tasks.HeaderCorrelationID, correlationID)
+		// Middleware has checked the caller's correlation id (or made one), answered it in
+		// X-Correlation-ID and put it in the context's logger.
+		ctx := r.Context()
+		correlationID := httpserver.CorrelationID(ctx)
 
 		d, o, release := s.readDelivery(ctx, w, r)
 		// The body's bytes stay charged to the budget until the delivery is done with them.

@@ -2,17 +2,13 @@ package webhook
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -107,19 +103,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 // Routes returns the service's handler with its middleware.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
-	r.Use(s.withLogger)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
 	r.Method(http.MethodGet, Path, s.handleVerify())
 	r.Method(http.MethodPost, Path, s.bodies.Handler(s.handleEvent()))
-	return otelhttp.NewHandler(r, "webhook",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
-}
-
-func (s *Server) withLogger(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(logging.WithLogger(r.Context(), s.deps.Logger)))
-	})
+	return httpserver.Middleware{Service: "webhook", Logger: s.deps.Logger}.Wrap(r)
 }
 
 // handleVerify answers Meta's subscription handshake.
@@ -137,12 +124,6 @@ func (s *Server) handleVerify() http.Handler {
 		logger.InfoContext(r.Context(), "subscription handshake accepted", "event", "verify_accepted")
 		writeText(w, http.StatusOK, q.Get("hub.challenge"))
 	})
-}
-
-func newID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func writeText(w http.ResponseWriter, code int, s string) {

@@ -606,9 +606,9 @@ func TestLogsKeepSecrets(t *testing.T) {
 	if !strings.Contains(logs, `"event_ref":"`+ref+`"`) {
 		t.Errorf("no line carries event_ref %s:\n%s", ref, logs)
 	}
-	m, err := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{}).MarkerByRef(context.Background(), ref)
+	m, err := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{}).GetMarkerByRef(context.Background(), ref)
 	if err != nil || m.EventID != eventID {
-		t.Errorf("MarkerByRef(%s) = %+v, %v; want the marker of %s", ref, m, err, eventID)
+		t.Errorf("GetMarkerByRef(%s) = %+v, %v; want the marker of %s", ref, m, err, eventID)
 	}
 	for _, secret := range []string{senderPhone, messageText, appSecret, taskToken, verifyToken} {
 		if strings.Contains(logs, secret) {

@@ -15,14 +15,15 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/actions"
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/members"
@@ -171,7 +172,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
 		}
 		srv.deliver.Windows = deps.Conversations
-		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease})
+		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv
@@ -193,8 +194,7 @@ func (s *Server) Routes() http.Handler {
 		}
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
-	return otelhttp.NewHandler(r, "worker",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger}.Wrap(r)
 }
 
 // withTask reads Cloud Tasks' headers into the context and a logger that names the task.
