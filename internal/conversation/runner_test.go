@@ -72,8 +72,9 @@ func TestConcurrentMessagesRunInTimestampOrderOneAtATime(t *testing.T) {
 	ctx := context.Background()
 	const n = 20
 	inbox := newCountingInbox(newStore(t, nil))
+	gated := &storedGate{countingInbox: inbox, want: n, all: make(chan struct{})}
 	snd, rec := newSender(), newRecorder()
-	r := conversation.NewRunner(inbox, snd, newActions(), withAnswers(conversation.Options{}))
+	r := conversation.NewRunner(gated, snd, newActions(), withAnswers(conversation.Options{}))
 
 	// Meta timestamps shuffled against the order the goroutines start in.
 	stamps := rand.Perm(n)
@@ -81,17 +82,8 @@ func TestConcurrentMessagesRunInTimestampOrderOneAtATime(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = inbound(fmt.Sprintf("wamid.%02d", i), int64(stamps[i]), "hi")
 	}
-	// The first turn waits until every message is in the inbox, so the order to check is the
-	// inbox's, not the goroutines' start order.
-	var once sync.Once
-	rec.before = func(conversation.Pending) {
-		once.Do(func() {
-			testenv.Eventually(t, 30*time.Second, func() bool {
-				calls, _ := inbox.snapshot()
-				return calls["AddInbound"] == n
-			}, "not every message was stored")
-		})
-	}
+	// The holder looks at the inbox only once every message is stored (storedGate), so the order
+	// to check is the inbox's, not the goroutines' start order.
 
 	start := make(chan struct{})
 	results := make([]conversation.Result, n)
@@ -426,6 +418,40 @@ func (d *dieAfterEffects) NextInbox(ctx context.Context, id, skip string) (store
 		<-d.killed
 	}
 	return d.countingInbox.NextInbox(ctx, id, skip)
+}
+
+// storedGate holds every NextInbox until want messages have been stored (their AddInbound
+// returned): the holder then picks from the whole inbox, whatever the scheduling.
+type storedGate struct {
+	*countingInbox
+	want int
+	mu   sync.Mutex
+	done int
+	all  chan struct{}
+}
+
+func (g *storedGate) AddInbound(ctx context.Context, id string, m store.Message) (bool, store.Message, error) {
+	created, stored, err := g.countingInbox.AddInbound(ctx, id, m)
+	if err == nil {
+		g.mu.Lock()
+		g.done++
+		if g.done == g.want {
+			close(g.all)
+		}
+		g.mu.Unlock()
+	}
+	return created, stored, err
+}
+
+func (g *storedGate) NextInbox(ctx context.Context, id, skip string) (store.Message, bool, error) {
+	select {
+	case <-g.all:
+	case <-ctx.Done():
+		return store.Message{}, false, ctx.Err()
+	case <-time.After(60 * time.Second):
+		return store.Message{}, false, errors.New("not every message was stored within 60 s")
+	}
+	return g.countingInbox.NextInbox(ctx, id, skip)
 }
 
 // TestKilledHoldersRetryDrainsMessagesQueuedBehindIt: the holder finishes its own message (turn
