@@ -18,6 +18,9 @@ const (
 	CodeUnavailable          = "unavailable"
 	// CodeRateLimited answers 429 (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
 	CodeRateLimited = "rate_limited"
+	// CodeContactOptedOut answers 422: a MARKETING template to a contact who stopped marketing
+	// messages (Meta would answer 131050).
+	CodeContactOptedOut = "contact_opted_out"
 )
 
 // Codes of the body's transport problems, which HTTP names with statuses of their own; the
@@ -48,6 +51,7 @@ var answers = map[string]answer{
 	CodeOutsideWindow:        {http.StatusUnprocessableEntity, CodeOutsideWindow},
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, CodeIdempotencyKeyReused},
 	CodeRateLimited:          {http.StatusTooManyRequests, CodeRateLimited},
+	CodeContactOptedOut:      {http.StatusUnprocessableEntity, CodeContactOptedOut},
 	CodeUnavailable:          {http.StatusServiceUnavailable, CodeUnavailable},
 	codeInternal:             {http.StatusInternalServerError, codeInternal},
 }
