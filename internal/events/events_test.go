@@ -1,12 +1,10 @@
 package events_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,18 +25,6 @@ const (
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // fixture is an Applier over the real stores on the emulator, with the acme tenant (number,
 // WABA) applied, and a context whose logger writes to logs.
 type fixture struct {
@@ -47,14 +33,14 @@ type fixture struct {
 	tenants *store.Tenants
 	prefs   *store.ContactPrefs
 	ctx     context.Context
-	logs    *syncBuffer
+	logs    *testenv.LogBuffer
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	db, _ := testenv.Store(t)
 	opts := store.Options{Now: func() time.Time { return time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) }}
-	f := fixture{convs: store.NewConversationStore(db, opts), tenants: store.NewTenants(db, opts), prefs: store.NewContactPrefs(db, opts), logs: &syncBuffer{}}
+	f := fixture{convs: store.NewConversationStore(db, opts), tenants: store.NewTenants(db, opts), prefs: store.NewContactPrefs(db, opts), logs: &testenv.LogBuffer{}}
 	f.a = events.New(f.convs, f.tenants, f.prefs)
 	f.ctx = logging.WithLogger(context.Background(), logging.New(f.logs, logging.Options{}))
 	tn, err := tenant.Parse([]byte("id: acme\nname: Acme\nlanguage: en\naudience: members\nphone_numbers:\n  - {phone_number_id: \"" + number +
