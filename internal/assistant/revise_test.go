@@ -136,6 +136,10 @@ func TestOtherKindsReachTheModelOrNothing(t *testing.T) {
 	if ack.Event != assistant.EventAck {
 		t.Errorf("order in mode ack: event %q, want %q", ack.Event, assistant.EventAck)
 	}
+	unsupported := otherMsg("m-uns-ack", "unsupported", func(*whatsapp.Message) {})
+	if out := run(t, assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard()), input(newTenant(t, ackMode("")), unsupported, t0, assistant.State{})); out.Event != assistant.EventUnsupported {
+		t.Errorf("unsupported in mode ack: event %q, want %q", out.Event, assistant.EventUnsupported)
+	}
 	for _, tc := range []struct {
 		msg  whatsapp.Message
 		want string

@@ -198,6 +198,11 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		return t.outcome(), nil
 	}
 	if !llmMode {
+		if in.Message.Type == "unsupported" {
+			// What Meta could not deliver is not acknowledged as received, in any mode.
+			t.system(EventUnsupported, i18n.UnsupportedMessage)
+			return t.outcome(), nil
+		}
 		t.ack()
 		return t.outcome(), nil
 	}
