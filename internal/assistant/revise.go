@@ -3,6 +3,7 @@ package assistant
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -84,4 +85,21 @@ func orOne(q string) string {
 		return "1"
 	}
 	return q
+}
+
+// EventBusinessApp is the Event of a history turn that holds what the business sent from the
+// WhatsApp Business app (smb_message_echoes): the model sees it as the business's own reply.
+const EventBusinessApp = "business_app"
+
+// WithBusinessMessage returns s with what the business sent from the WhatsApp Business app
+// (message id, text, at) in the history, as a turn with no user text; once only per id.
+func (s State) WithBusinessMessage(id, text string, at time.Time) State {
+	out := s.clone()
+	for _, t := range out.Turns {
+		if t.MessageID == id {
+			return out
+		}
+	}
+	out.addTurn(Turn{MessageID: id, At: at, Reply: text, Event: EventBusinessApp})
+	return out
 }

@@ -16,7 +16,7 @@ import (
 type conversationStore interface {
 	EraseMessage(ctx context.Context, conversationID, messageID string) (bool, error)
 	EditMessage(ctx context.Context, conversationID, messageID, text string) (bool, error)
-	AddOutbound(ctx context.Context, conversationID string, m store.Message) error
+	AddBusinessMessage(ctx context.Context, conversationID string, m store.Message) error
 }
 
 // tenantStore is what the events change on the tenants.
@@ -164,12 +164,12 @@ func (a *Applier) preference(ctx context.Context, logger *slog.Logger, tenantID 
 func (a *Applier) echo(ctx context.Context, logger *slog.Logger, tenantID string, ev whatsapp.Event) (Outcome, error) {
 	e := ev.Echo
 	ts, _ := strconv.ParseInt(e.Timestamp, 10, 64)
-	m := store.Message{MessageID: e.ID, Type: e.Type, Text: e.Text, Timestamp: ts, Operator: store.OperatorApp}
+	m := store.Message{MessageID: e.ID, Type: e.Type, Text: e.Text, Timestamp: ts}
 	if e.Media != nil {
 		m.Media = &store.Media{MIMEType: e.Media.MimeType, SHA256: e.Media.SHA256, Caption: e.Text, Filename: e.Media.Filename}
 	}
 	conv := store.ConversationID(tenantID, ev.PhoneNumberID, ev.Contact)
-	if err := a.conversations.AddOutbound(ctx, conv, m); err != nil {
+	if err := a.conversations.AddBusinessMessage(ctx, conv, m); err != nil {
 		return Outcome{}, err
 	}
 	logger.InfoContext(ctx, "business app message stored in the conversation", "event", EventEcho, "tenant_id", tenantID,

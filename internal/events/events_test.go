@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -166,11 +167,23 @@ func TestApplyOtherFields(t *testing.T) {
 		t.Error("a MARKETING template to a stopped contact is not refused")
 	}
 
-	apply("acme", whatsapp.SampleEcho(opts("wamid.ECHO"), "We open at 9"))
 	conv := store.ConversationID("acme", number, contact)
+	c, _, err := f.convs.Acquire(f.ctx, conv, "h", time.Minute, &store.Touch{TenantID: "acme", PhoneNumberID: number, Contact: contact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.convs.Release(f.ctx, conv, c.Lease); err != nil {
+		t.Fatal(err)
+	}
+	apply("acme", whatsapp.SampleEcho(opts("wamid.ECHO"), "We open at 9"))
+	apply("acme", whatsapp.SampleEcho(opts("wamid.ECHO"), "We open at 9")) // a redelivery
 	echo, err := f.convs.GetMessage(f.ctx, conv, "wamid.ECHO")
 	if err != nil || echo.Direction != store.DirectionOut || echo.Operator != store.OperatorApp || echo.Text != "We open at 9" {
 		t.Errorf("echo in Firestore = %+v, %v; want an outbound message of operator app", echo, err)
+	}
+	got, _ := f.convs.Get(f.ctx, conv)
+	if n := len(got.State.Turns); n != 1 || got.State.Turns[0].Reply != "We open at 9" || got.State.Turns[0].Event != assistant.EventBusinessApp {
+		t.Errorf("history after the echo = %+v; want the business's message once", got.State.Turns)
 	}
 
 	apply("", whatsapp.SampleAccountUpdate(opts(""), "ACCOUNT_RESTRICTION"))

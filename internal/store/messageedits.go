@@ -105,3 +105,40 @@ func (c *ConversationStore) changeMessage(ctx context.Context, conversationID, m
 
 // errNoContact is returned for an empty or malformed contact id.
 var errNoContact = errors.New("no contact")
+
+// AddBusinessMessage stores what the business sent from the WhatsApp Business app on the
+// conversation's number (an smb_message_echoes message, Operator OperatorApp), and adds it to the
+// assistant's history when the conversation exists, so the model sees what the business said.
+// The history is written outside the conversation's lease: a turn committed at the same moment
+// writes its own state over it, which loses the echo from the history only (the stored message
+// stays). Storing it twice changes nothing. One write, then one transaction: one read, at most
+// one write.
+func (c *ConversationStore) AddBusinessMessage(ctx context.Context, conversationID string, m Message) error {
+	m.Operator = OperatorApp
+	if err := c.AddOutbound(ctx, conversationID, m); err != nil {
+		return err
+	}
+	ref := c.conversationDoc(conversationID)
+	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return nil // no conversation yet: the message is its first, the history is empty
+		}
+		if err != nil {
+			return err
+		}
+		var conv Conversation
+		if err := snap.DataTo(&conv); err != nil {
+			return err
+		}
+		st := conv.State.WithBusinessMessage(m.MessageID, m.Text, time.Unix(m.Timestamp, 0).UTC())
+		if len(st.Turns) == len(conv.State.Turns) {
+			return nil
+		}
+		return tx.Update(ref, []firestore.Update{{Path: "state.turns", Value: st.Turns}})
+	}, firestore.MaxAttempts(maxTxAttempts))
+	if err != nil {
+		return fmt.Errorf("add business message to the history: %w", err)
+	}
+	return nil
+}
