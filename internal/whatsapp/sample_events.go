@@ -83,14 +83,14 @@ func SampleAccountUpdate(o SampleOptions, event string) []byte {
 	case "DISABLED_UPDATE":
 		v.BanInfo = &BanInfo{WABABanState: "DISABLE", WABABanDate: "2026-11-24"}
 	}
-	return o.envelopeField(FieldAccountUpdate, v)
+	return o.envelopeBare(FieldAccountUpdate, v)
 }
 
 // SampleTemplateStatus is field message_template_status_update for template name (language
 // en_US, category when not empty).
 func SampleTemplateStatus(o SampleOptions, name, event, category string) []byte {
 	o = o.withDefaults()
-	return o.envelopeField(FieldTemplateStatus, Value{OtherValue: OtherValue{Event: event, MessageTemplateID: "594425479261596",
+	return o.envelopeBare(FieldTemplateStatus, Value{OtherValue: OtherValue{Event: event, MessageTemplateID: "594425479261596",
 		MessageTemplateName: name, MessageTemplateLanguage: "en_US", MessageTemplateCategory: category, Reason: "NONE"}})
 }
 
