@@ -169,7 +169,17 @@ func (a *Applier) echo(ctx context.Context, logger *slog.Logger, tenantID string
 		m.Media = &store.Media{MIMEType: e.Media.MimeType, SHA256: e.Media.SHA256, Caption: e.Text, Filename: e.Media.Filename}
 	}
 	conv := store.ConversationID(tenantID, ev.PhoneNumberID, ev.Contact)
-	if err := a.conversations.AddBusinessMessage(ctx, conv, m); err != nil {
+	var err error
+	switch e.Type {
+	case "revoke":
+		// The business deleted or edited, in the app, a message it had sent.
+		_, err = a.conversations.EraseMessage(ctx, conv, e.OriginalID)
+	case "edit":
+		_, err = a.conversations.EditMessage(ctx, conv, e.OriginalID, e.Text)
+	default:
+		err = a.conversations.AddBusinessMessage(ctx, conv, m)
+	}
+	if err != nil {
 		return Outcome{}, err
 	}
 	logger.InfoContext(ctx, "business app message stored in the conversation", "event", EventEcho, "tenant_id", tenantID,

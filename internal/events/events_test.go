@@ -181,8 +181,21 @@ func TestApplyOtherFields(t *testing.T) {
 	if err != nil || echo.Direction != store.DirectionOut || echo.Operator != store.OperatorApp || echo.Text != "We open at 9" {
 		t.Errorf("echo in Firestore = %+v, %v; want an outbound message of operator app", echo, err)
 	}
+	// The business deletes it in the app: the echo of its revoke erases it.
+	_, evs := parsed(t, whatsapp.SampleEcho(opts("wamid.ECHO2"), "Closed tomorrow"))
+	if _, err := f.a.Apply(f.ctx, "acme", evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	revoke := evs[0]
+	revoke.Echo = &whatsapp.Message{ID: "wamid.ECHO3", Type: "revoke", OriginalID: "wamid.ECHO2", PhoneNumberID: number}
+	if _, err := f.a.Apply(f.ctx, "acme", revoke); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.convs.GetMessage(f.ctx, conv, "wamid.ECHO2"); m.Text != "" || m.DeletedAt.IsZero() {
+		t.Errorf("echo revoked in the app = text %q deleted_at %v; want erased", m.Text, m.DeletedAt)
+	}
 	got, _ := f.convs.Get(f.ctx, conv)
-	if n := len(got.State.Turns); n != 1 || got.State.Turns[0].Reply != "We open at 9" || got.State.Turns[0].Event != assistant.EventBusinessApp {
+	if n := len(got.State.Turns); n != 2 || got.State.Turns[0].Reply != "We open at 9" || got.State.Turns[0].Event != assistant.EventBusinessApp {
 		t.Errorf("history after the echo = %+v; want the business's message once", got.State.Turns)
 	}
 
@@ -200,7 +213,7 @@ func TestApplyOtherFields(t *testing.T) {
 	if refused, _ := f.prefs.OptedOutOfMarketing(f.ctx, "acme", contact, "spring_sale", "en_US"); refused {
 		t.Error("resume did not lift the stop")
 	}
-	if strings.Contains(f.logs.String(), contact) || strings.Contains(f.logs.String(), "We open at 9") {
+	if strings.Contains(f.logs.String(), contact) || strings.Contains(f.logs.String(), "We open at 9") || strings.Contains(f.logs.String(), "Closed tomorrow") {
 		t.Errorf("a phone number or message text is in the logs:\n%s", f.logs.String())
 	}
 }
