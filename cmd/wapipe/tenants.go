@@ -349,6 +349,12 @@ func describeTenant(r store.TenantRecord) string {
 	if r.AuthLastError != "" {
 		line("auth_last_error", "%s", oneLine(r.AuthLastError))
 	}
+	if r.Account.Event != "" {
+		line("account_status", "%s", r.Account)
+		if r.Account.Restricted {
+			line("action", "Meta restricted the WhatsApp Business Account %s: the tenant's messaging is stopped; see Business Manager", r.Account.WABAID)
+		}
+	}
 	if len(r.AccessToken) > 0 {
 		line("access_token", "set (%s)", stamp(r.TokenSetAt))
 	} else {

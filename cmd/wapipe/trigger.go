@@ -36,6 +36,12 @@ Examples:
   wapipe trigger --type status --status read --message-id wamid.XYZ --callback-data reply-…
   wapipe trigger --type audio --file internal/media/mediasample/voice-note.ogg   # a voice note
   wapipe trigger --type image --file photo.jpg --caption "Bus 03 AC mati"
+  wapipe trigger --type revoke --message-id wamid.XYZ            # the contact deletes wamid.XYZ
+  wapipe trigger --type edit --message-id wamid.XYZ --text "Bus 02, not 01"
+  wapipe trigger --type system --text 16505559999                # the contact's new number
+  wapipe trigger --type preferences --text stop                  # stop marketing messages
+  wapipe trigger --type account_update --text ACCOUNT_RESTRICTION
+  wapipe trigger --type order | call_permission | unsupported | echo | calls | template_status
 
 With --file, the file is first given to the fake Graph API (--graph-url, devstack's), which then
 serves it to the worker like Meta serves a customer's media; the message names its id and sha256.`

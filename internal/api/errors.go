@@ -19,6 +19,9 @@ const (
 	CodeUnavailable          = "unavailable"
 	// CodeRateLimited answers 429 (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
 	CodeRateLimited = "rate_limited"
+	// CodeContactOptedOut answers 422: a MARKETING template to a contact who stopped marketing
+	// messages (Meta would answer 131050).
+	CodeContactOptedOut = "contact_opted_out"
 )
 
 // Codes of the body's transport problems, which HTTP names with statuses of their own; the
@@ -68,6 +71,7 @@ var answers = map[string]answer{
 	CodeIdempotencyKeyReused:  {http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, ""},
 	CodeRateLimited:           {http.StatusTooManyRequests, CodeRateLimited, ""},
 	CodeUnavailable:           {http.StatusServiceUnavailable, CodeUnavailable, msgUnavailable},
+	CodeContactOptedOut:       {http.StatusUnprocessableEntity, CodeContactOptedOut, ""},
 	codeInternal:              {http.StatusInternalServerError, codeInternal, ""},
 	codeForbidden:             {http.StatusForbidden, codeForbidden, ""},
 	codeBadGateway:            {http.StatusBadGateway, codeBadGateway, ""},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -286,6 +287,14 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, refusal)
 		return
 	}
+	if optedOut, err := s.optedOut(ctx, tenantID, req); err != nil {
+		fail(w, r, err)
+		return
+	} else if optedOut {
+		logger.InfoContext(ctx, "send refused: the contact stopped marketing messages", "event", "api_send_refused", "code", CodeContactOptedOut)
+		fail(w, r, refuse(CodeContactOptedOut, "the contact stopped marketing messages from this business: a MARKETING template is not sent (Meta would refuse it with 131050)"))
+		return
+	}
 	res, err := s.outbox.Send(ctx, outbox.Request{
 		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Message: req.Message(),
 		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: httpserver.CorrelationID(ctx),
@@ -300,6 +309,17 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	logger.InfoContext(ctx, "message accepted", "event", "api_message_accepted", "api_message_id", res.ID, "message_type", req.Type,
 		"phone_number_id", res.PhoneNumberID, logging.Phone("to", req.To), "replay", res.Replay)
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": res.ID, "status": PublicStatus(res.Record)})
+}
+
+// optedOut reports whether req is a template wapipe knows to be MARKETING, to a contact who
+// stopped marketing messages (field user_preferences). The category comes from the template
+// webhooks (message_template_status_update, template_category_update); a template wapipe has no
+// category for is sent, and Meta decides.
+func (s *Server) optedOut(ctx context.Context, tenantID string, req SendRequest) (bool, error) {
+	if req.Type != "template" || req.Template == nil || s.deps.OptOuts == nil {
+		return false, nil
+	}
+	return s.deps.OptOuts.OptedOutOfMarketing(ctx, tenantID, req.To, req.Template.Name, req.Template.Language.Code)
 }
 
 // MessageState is the answer of GET /v1/messages/{id}.

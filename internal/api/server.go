@@ -61,6 +61,12 @@ type WindowReader interface {
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
 }
 
+// OptOutReader says whether a template must not go to a contact who stopped marketing messages;
+// *store.ContactPrefs implements it.
+type OptOutReader interface {
+	OptedOutOfMarketing(ctx context.Context, tenantID, contact, name, language string) (bool, error)
+}
+
 // Enqueuer creates tasks; *taskqueue.Client implements it.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
@@ -78,6 +84,8 @@ type Deps struct {
 	Tenants TenantStore
 	Sends   SendStore
 	Windows WindowReader
+	// OptOuts refuses MARKETING templates to contacts who stopped them; no check when nil.
+	OptOuts OptOutReader
 	Tasks   Enqueuer
 	// Graph calls Meta for Embedded Signup; it has no token of its own.
 	Graph  *graph.Client
@@ -106,6 +114,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 		Tenants: store.NewTenants(db, store.Options{}),
 		Sends:   store.NewSends(db, store.Options{}),
 		Windows: store.NewConversationStore(db, store.Options{}),
+		OptOuts: store.NewContactPrefs(db, store.Options{}),
 		Tasks:   tq,
 		Graph:   gc,
 		Keeper:  keeper,

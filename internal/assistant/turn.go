@@ -168,6 +168,9 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		// A pending action left from mode llm: nothing can confirm it now.
 		t.state.Pending = nil
 	}
+	if (in.Message.Type == "revoke" || in.Message.Type == "edit") && t.revise(llmMode) {
+		return t.outcome(), nil
+	}
 	if t.state.Pending != nil {
 		switch {
 		case (kind == kindYes || kind == kindNo) && in.StaleButton:
@@ -195,6 +198,11 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		return t.outcome(), nil
 	}
 	if !llmMode {
+		if in.Message.Type == "unsupported" {
+			// What Meta could not deliver is not acknowledged as received, in any mode.
+			t.system(EventUnsupported, i18n.UnsupportedMessage)
+			return t.outcome(), nil
+		}
 		t.ack()
 		return t.outcome(), nil
 	}
@@ -288,6 +296,11 @@ func classify(m whatsapp.Message) (kind, string) {
 		case ButtonNo:
 			return kindNo, m.Reply.Title
 		}
+		switch m.Reply.Kind {
+		case whatsapp.InteractiveCallPermission, "nfm_reply":
+			// A call permission answer, or a Flow wapipe did not send: recorded, nothing to say.
+			return kindIgnored, ""
+		}
 		if strings.TrimSpace(m.Reply.Title) == "" {
 			return kindOther, ""
 		}
@@ -295,7 +308,18 @@ func classify(m whatsapp.Message) (kind, string) {
 			return kindTap, listReplyText(m.Reply)
 		}
 		return kindTap, m.Reply.Title
-	case "reaction", "system", "request_welcome", "sticker":
+	case "order":
+		if m.Order == nil || len(m.Order.Items) == 0 {
+			return kindOther, ""
+		}
+		return kindText, orderText(m.Order)
+	case "edit":
+		// Only a correction of a pending action reaches the model (see revise).
+		if strings.TrimSpace(m.Text) == "" {
+			return kindIgnored, ""
+		}
+		return kindText, m.Text
+	case "revoke", "reaction", "system", "request_welcome", "sticker":
 		// A reaction or a sticker is not the user asking for something, nor is a number
 		// change, and request_welcome (a first opening of the chat) carries no text to answer.
 		return kindIgnored, ""
@@ -336,7 +360,7 @@ func newTurn(in Input) *turn {
 }
 
 func (t *turn) outcome() Outcome {
-	if t.event != EventIgnored {
+	if t.event != EventIgnored && t.event != EventRevoked && t.event != EventEdited {
 		t.state.addTurn(Turn{MessageID: t.in.Message.ID, At: t.in.Now, User: t.user, Reply: t.replies.transcript(),
 			Intent: t.intent, Event: t.event})
 	}

@@ -31,6 +31,9 @@ type Report struct {
 	LastHour    LastHour              `json:"last_hour"`
 	// NeedsReauth are the tenants whose token was refused: their sends are parked.
 	NeedsReauth []string `json:"tenants_needing_reauth,omitempty"`
+	// RestrictedAccounts are the tenants whose WhatsApp Business Account Meta restricted,
+	// disabled or removed wapipe from (account_update), each "id: what Meta said".
+	RestrictedAccounts []string `json:"restricted_accounts,omitempty"`
 	// TenantsOverQuota counts the tenants whose monthly LLM quota is used up (their assistants
 	// answer with the quota notice); OverQuota names them.
 	TenantsOverQuota int      `json:"tenants_over_quota"`
@@ -106,6 +109,7 @@ type Checker struct {
 	now         func() time.Time
 	reauth      ReauthLister
 	quota       QuotaLister
+	accounts    AccountLister
 }
 
 // Options adjust a Checker; zero values take the defaults.
@@ -117,6 +121,14 @@ type Options struct {
 	// Quota lists the tenants over their monthly LLM quota (store.QuotaReport); not reported
 	// when nil.
 	Quota QuotaLister
+	// Accounts lists the tenants whose WhatsApp Business Account is restricted (*store.Tenants);
+	// not reported when nil.
+	Accounts AccountLister
+}
+
+// AccountLister names the tenants whose account Meta restricted; *store.Tenants implements it.
+type AccountLister interface {
+	RestrictedAccounts(ctx context.Context) ([]string, error)
 }
 
 // QuotaLister lists the tenants whose monthly LLM quota is used up at now.
@@ -144,6 +156,9 @@ func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatse
 		}
 		if o.Quota != nil {
 			c.quota = o.Quota
+		}
+		if o.Accounts != nil {
+			c.accounts = o.Accounts
 		}
 	}
 	return c
@@ -212,6 +227,15 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 			ids, err := c.reauth.NeedsReauth(ctx)
 			mu.Lock()
 			r.NeedsReauth = ids
+			mu.Unlock()
+			return err
+		})
+	}
+	if c.accounts != nil {
+		run(func() error {
+			names, err := c.accounts.RestrictedAccounts(ctx)
+			mu.Lock()
+			r.RestrictedAccounts = names
 			mu.Unlock()
 			return err
 		})
@@ -308,6 +332,9 @@ func (c *Checker) judge(r *Report, errs []error) {
 		failing = append(failing, fmt.Sprintf("send success rate %.0f%% in the last hour", 100*lh.SuccessRate))
 	case lh.Failed > 0 && lh.SuccessRate < c.thresholds.MinSuccessRate:
 		degraded = append(degraded, fmt.Sprintf("send success rate %.0f%% in the last hour (%d failed)", 100*lh.SuccessRate, lh.Failed))
+	}
+	if len(r.RestrictedAccounts) > 0 {
+		degraded = append(degraded, fmt.Sprintf("WhatsApp accounts restricted by Meta (messaging stopped): %s", strings.Join(r.RestrictedAccounts, "; ")))
 	}
 	if len(r.NeedsReauth) > 0 {
 		degraded = append(degraded, fmt.Sprintf("tenants needing a new token (sends parked): %s", strings.Join(r.NeedsReauth, ", ")))

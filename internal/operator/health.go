@@ -85,7 +85,7 @@ func ComputeHealth(ctx context.Context, c Conn, inboundQueue, outboundQueue stri
 	tenants := store.NewTenants(db, store.Options{})
 	checker := health.New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues,
 		[]string{queues.QueuePath(inboundQueue), queues.QueuePath(outboundQueue)},
-		health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}})
+		health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants})
 	// A part that could not be read is in the verdict already (failing, with the reason).
 	rep, _ := checker.Check(ctx)
 	raw, err := json.Marshal(rep)

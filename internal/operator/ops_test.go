@@ -299,7 +299,7 @@ func TestBuildDelivery(t *testing.T) {
 	t.Parallel()
 	for _, typ := range SampleTypes {
 		spec := SampleSpec{Type: typ, Count: 4, Status: "read", MessageID: "wamid.target"}
-		if typ != "status" && typ != "reaction" {
+		if typ != "status" && typ != "reaction" && typ != "revoke" && typ != "edit" {
 			spec.MessageID = ""
 		}
 		d, err := BuildDelivery(spec)
@@ -316,13 +316,20 @@ func TestBuildDelivery(t *testing.T) {
 			if len(d.MessageIDs) != 4 || d.EventID != d.MessageIDs[0] {
 				t.Errorf("batch: event %s, messages %v", d.EventID, d.MessageIDs)
 			}
+		case "preferences", "echo", "account_update", "calls", "template_status":
+			// Other fields: no message; the event id is the body's hash.
+			p, _ := whatsapp.Parse(d.Body)
+			if len(d.MessageIDs) != 0 || len(d.EventID) != 64 || len(whatsapp.Events(p)) != 1 {
+				t.Errorf("%s: event %s, messages %v, events %+v", typ, d.EventID, d.MessageIDs, whatsapp.Events(p))
+			}
 		default:
 			if len(d.MessageIDs) != 1 || d.EventID != d.MessageIDs[0] {
 				t.Errorf("%s: event %s, messages %v", typ, d.EventID, d.MessageIDs)
 			}
 		}
 	}
-	for _, bad := range []SampleSpec{{Type: "hologram"}, {Type: "status"}, {Type: "status", MessageID: "x", Status: "lost"}, {Type: "batch"}} {
+	for _, bad := range []SampleSpec{{Type: "hologram"}, {Type: "status"}, {Type: "status", MessageID: "x", Status: "lost"}, {Type: "batch"},
+		{Type: "revoke"}, {Type: "edit"}, {Type: "preferences", Text: "maybe"}, {Type: "system", Text: "+62 812"}} {
 		if _, err := BuildDelivery(bad); err == nil {
 			t.Errorf("BuildDelivery(%+v) succeeded", bad)
 		}

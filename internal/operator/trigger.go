@@ -16,7 +16,8 @@ import (
 )
 
 // Sample types Build knows.
-var SampleTypes = []string{"text", "button", "list", "image", "audio", "video", "document", "location", "contacts", "reaction", "status", "batch"}
+var SampleTypes = []string{"text", "button", "list", "image", "audio", "video", "document", "location", "contacts", "reaction", "status", "batch",
+	"revoke", "edit", "order", "system", "call_permission", "unsupported", "preferences", "echo", "account_update", "calls", "template_status"}
 
 // Statuses a status sample can carry.
 var SampleStatuses = []string{"sent", "delivered", "read", "failed"}
@@ -120,6 +121,12 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 		default:
 			return Delivery{}, fmt.Errorf("status %q: want one of %s", s.Status, strings.Join(SampleStatuses, ", "))
 		}
+	case "revoke", "edit", "order", "system", "call_permission", "unsupported", "preferences", "echo", "account_update", "calls", "template_status":
+		b, err := otherEvent(o, s)
+		if err != nil {
+			return Delivery{}, err
+		}
+		body = b
 	case "batch":
 		if s.Count < 1 || s.Count > 1000 {
 			return Delivery{}, fmt.Errorf("batch count %d: want 1 to 1000", s.Count)
@@ -129,6 +136,56 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("type %q: want one of %s", s.Type, strings.Join(SampleTypes, ", "))
 	}
 	return Describe(body)
+}
+
+// otherEvent builds the samples of Meta's other events (whatsapp/sample_events.go). For revoke and
+// edit, MessageID is the message deleted or changed (required); Text is an edit's new text, a
+// system notice's new number, a preference (stop, resume), an account event, a call permission
+// answer (accept, reject), an echo's text or a template's category.
+func otherEvent(o whatsapp.SampleOptions, s SampleSpec) ([]byte, error) {
+	switch s.Type {
+	case "revoke", "edit":
+		if s.MessageID == "" {
+			return nil, fmt.Errorf("a %s needs --message-id: the id of the message the contact %s", s.Type, map[string]string{"revoke": "deleted", "edit": "changed"}[s.Type])
+		}
+		if s.Type == "revoke" {
+			return whatsapp.SampleRevoke(o, s.MessageID), nil
+		}
+		return whatsapp.SampleEdit(o, s.MessageID, or(s.Text, "Bus 02 on 2 March, not bus 01")), nil
+	case "order":
+		o.MessageID = s.MessageID
+		return whatsapp.SampleOrder(o, "194836987003835", or(s.Text, "Please deliver after 5pm"), []whatsapp.ProductItem{
+			{ProductRetailerID: "burger", Quantity: "3", ItemPrice: "25000", Currency: "IDR"},
+			{ProductRetailerID: "fries", Quantity: "2", ItemPrice: "12000", Currency: "IDR"}}), nil
+	case "system":
+		newNo := or(s.Text, "16505559999")
+		if strings.Trim(newNo, "0123456789") != "" {
+			return nil, fmt.Errorf("--text %q: a system notice's new number is digits only", newNo)
+		}
+		o.MessageID = s.MessageID
+		return whatsapp.SampleUserChangedNumber(o, newNo), nil
+	case "call_permission":
+		o.MessageID = s.MessageID
+		return whatsapp.SampleCallPermissionReply(o, or(s.Text, "accept")), nil
+	case "unsupported":
+		o.MessageID = s.MessageID
+		return whatsapp.SampleUnsupported(o), nil
+	case "preferences":
+		v := or(s.Text, "stop")
+		if v != "stop" && v != "resume" && v != "signup" {
+			return nil, fmt.Errorf("--text %q: a preference is stop, resume or signup", v)
+		}
+		return whatsapp.SamplePreference(o, v), nil
+	case "echo":
+		o.MessageID = s.MessageID
+		return whatsapp.SampleEcho(o, or(s.Text, "We open at 9 tomorrow")), nil
+	case "account_update":
+		return whatsapp.SampleAccountUpdate(o, or(s.Text, "ACCOUNT_RESTRICTION")), nil
+	case "calls":
+		return whatsapp.SampleCall(o), nil
+	default: // template_status
+		return whatsapp.SampleTemplateStatus(o, "spring_sale", "APPROVED", or(s.Text, "MARKETING")), nil
+	}
 }
 
 // sampleMIME is the type a media sample without a file names.

@@ -67,7 +67,15 @@ func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
 			return Reply{}, nil
 		}
 		return Reply{Text: "Thanks for your reaction " + m.Reaction.Emoji}, nil
+	case "order":
+		return Reply{Text: "Thanks, we received your order.", Quote: true}, nil
+	case "revoke", "edit":
+		// A deleted or edited message is recorded (package events), not answered.
+		return Reply{}, nil
 	case "interactive", "button":
+		if Ignorable(m) {
+			return Reply{}, nil
+		}
 		if m.Reply != nil && m.Reply.Title != "" {
 			return Reply{Text: "You chose: " + m.Reply.Title + ". " + text, Quote: true}, nil
 		}
@@ -78,7 +86,7 @@ func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
 		// Number changes and similar notices are not the customer talking to us.
 		return Reply{}, nil
 	default:
-		// unsupported, order and types Meta adds later.
+		// unsupported and types Meta adds later.
 		return Reply{Text: "Sorry, we can't read this kind of message yet. Could you send it as text?", Quote: true}, nil
 	}
 }

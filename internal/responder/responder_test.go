@@ -27,6 +27,11 @@ func TestAck(t *testing.T) {
 		{"unsupported", whatsapp.Message{Type: "unsupported"}, "can't read", true},
 		{"a type Meta adds later", whatsapp.Message{Type: "hologram"}, "can't read", true},
 		{"system notice", whatsapp.Message{Type: "system"}, "", false},
+		{"order", whatsapp.Message{Type: "order", Order: &whatsapp.OrderInfo{CatalogID: "c"}}, "order", true},
+		{"revoke", whatsapp.Message{Type: "revoke", OriginalID: "m"}, "", false},
+		{"edit", whatsapp.Message{Type: "edit", OriginalID: "m", Text: "new"}, "", false},
+		{"call permission", whatsapp.Message{Type: "interactive", Reply: &whatsapp.Reply{Kind: "call_permission_reply", ID: "accept"}}, "", false},
+		{"flow answer", whatsapp.Message{Type: "interactive", Reply: &whatsapp.Reply{Kind: "nfm_reply", ID: "flow", Title: "Sent"}}, "", false},
 		{"first contact", whatsapp.Message{Type: "request_welcome"}, "Hello", false},
 	}
 	for _, tc := range tests {

@@ -50,8 +50,13 @@ func (TenantAck) RespondTo(_ context.Context, t Turn) (Reply, error) {
 // a removed reaction is not the customer talking to the business.
 func Ignorable(m whatsapp.Message) bool {
 	switch m.Type {
-	case "system":
+	case "system", "revoke", "edit":
+		// A number change, a deleted or an edited message are recorded (package events); an edit
+		// that corrects a pending action is the assistant's, in its conversation.
 		return true
+	case "interactive":
+		// A call permission answer or a Flow wapipe did not send: recorded, nothing to say.
+		return m.Reply != nil && (m.Reply.Kind == whatsapp.InteractiveCallPermission || m.Reply.Kind == "nfm_reply")
 	case "reaction":
 		return m.Reaction == nil || m.Reaction.Emoji == ""
 	}

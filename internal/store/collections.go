@@ -49,9 +49,11 @@ func Collections() []string {
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
 // their routing index, the members who joined by invite, the monthly usage counters and their
-// shards, the API keys (revoked, not deleted) and the console's audit entries.
+// shards, the API keys (revoked, not deleted), the console's audit entries, the contacts'
+// marketing preferences and what the template webhooks said.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, UsageShards, APIKeysCollection, AuditCollection}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, UsageShards, APIKeysCollection, AuditCollection,
+		ContactPreferences, TemplatesCollection}
 }
 
 // ExpireAtField is the TTL field of every document.

@@ -60,12 +60,16 @@ type Conversation struct {
 	LastInboundAt time.Time `firestore:"last_inbound_at" json:"last_inbound_at"`
 	// AssignedTo is the operator who took the conversation in the console (AssignConversation).
 	// It is a field of the struct so that CommitTurn, which writes the whole document, keeps it.
-	AssignedTo string          `firestore:"assigned_to" json:"assigned_to"`
-	State      assistant.State `firestore:"state" json:"state"`
-	Lease      Lease           `firestore:"lease" json:"lease"`
-	CreatedAt  time.Time       `firestore:"created_at" json:"created_at"`
-	UpdatedAt  time.Time       `firestore:"updated_at" json:"updated_at"`
-	ExpireAt   time.Time       `firestore:"expire_at" json:"expire_at"`
+	AssignedTo string `firestore:"assigned_to" json:"assigned_to"`
+	// MovedTo is the conversation this one continues in after the contact changed number
+	// (MoveContact); MovedFrom the one it continues.
+	MovedTo   string          `firestore:"moved_to,omitempty" json:"moved_to,omitempty"`
+	MovedFrom string          `firestore:"moved_from,omitempty" json:"moved_from,omitempty"`
+	State     assistant.State `firestore:"state" json:"state"`
+	Lease     Lease           `firestore:"lease" json:"lease"`
+	CreatedAt time.Time       `firestore:"created_at" json:"created_at"`
+	UpdatedAt time.Time       `firestore:"updated_at" json:"updated_at"`
+	ExpireAt  time.Time       `firestore:"expire_at" json:"expire_at"`
 }
 
 // Lease says which task runs the conversation's turns. Fence grows by one each time the lease is
@@ -122,11 +126,16 @@ type Message struct {
 	// EffectsDoneAt is when the replies were sent and the action enqueued.
 	EffectsDoneAt time.Time `firestore:"effects_done_at" json:"effects_done_at"`
 	// Operator is who sent an outbound message that a person wrote: the console's verified
-	// operator (its email) for a reply from the console; empty for the assistant's messages.
+	// operator (its email) for a reply from the console, OperatorApp for what the business sent
+	// from the WhatsApp Business app (smb_message_echoes); empty for the assistant's messages.
 	Operator string `firestore:"operator,omitempty" json:"operator,omitempty"`
 	// QuotaExceeded marks a message answered with the quota notice.
-	QuotaExceeded bool      `firestore:"quota_exceeded" json:"quota_exceeded"`
-	ExpireAt      time.Time `firestore:"expire_at" json:"expire_at"`
+	QuotaExceeded bool `firestore:"quota_exceeded" json:"quota_exceeded"`
+	// DeletedAt is set when the contact deleted the message (a revoke): its text, caption and
+	// filename are erased. EditedAt is set when the contact edited it: it holds the new content.
+	DeletedAt time.Time `firestore:"deleted_at,omitempty" json:"deleted_at,omitempty"`
+	EditedAt  time.Time `firestore:"edited_at,omitempty" json:"edited_at,omitempty"`
+	ExpireAt  time.Time `firestore:"expire_at" json:"expire_at"`
 }
 
 // Reply is one reply a turn sends, recorded with the turn before it is sent.

@@ -60,6 +60,8 @@ type TenantRecord struct {
 	Version   int64
 	AppliedAt time.Time
 	UpdatedAt time.Time
+	// Account is what Meta's last account_update about the tenant's WABA said (accounts.go).
+	Account AccountStatus
 }
 
 // tenantDoc is a tenants document: the tenant's file fields at the top level (the embedded
@@ -71,11 +73,12 @@ type tenantDoc struct {
 	AccessToken   []byte    `firestore:"access_token"`
 	TokenSetAt    time.Time `firestore:"token_set_at"`
 	// ActionSecret is sealed like AccessToken, for secrets.PurposeActionSecret.
-	ActionSecret      []byte    `firestore:"action_secret"`
-	ActionSecretSetAt time.Time `firestore:"action_secret_set_at"`
-	Version           int64     `firestore:"version"`
-	AppliedAt         time.Time `firestore:"applied_at"`
-	UpdatedAt         time.Time `firestore:"updated_at"`
+	ActionSecret      []byte        `firestore:"action_secret"`
+	ActionSecretSetAt time.Time     `firestore:"action_secret_set_at"`
+	Version           int64         `firestore:"version"`
+	AppliedAt         time.Time     `firestore:"applied_at"`
+	UpdatedAt         time.Time     `firestore:"updated_at"`
+	Account           AccountStatus `firestore:"account_status"`
 }
 
 func (d *tenantDoc) record() TenantRecord {
@@ -89,6 +92,7 @@ func (d *tenantDoc) record() TenantRecord {
 	return TenantRecord{
 		Tenant: &t, AuthStatus: d.AuthStatus, AuthLastError: d.AuthLastError, AccessToken: d.AccessToken,
 		TokenSetAt: d.TokenSetAt, ActionSecret: d.ActionSecret, ActionSecretSetAt: d.ActionSecretSetAt, Version: d.Version, AppliedAt: d.AppliedAt, UpdatedAt: d.UpdatedAt,
+		Account: d.Account,
 	}
 }
 

@@ -80,7 +80,38 @@ func normalizeMessage(v *Value, in *InboundMessage) Message {
 		m.Reaction = &Reaction{MessageID: r.MessageID, Emoji: r.Emoji}
 	}
 	m.Reply = reply(in)
+	otherKinds(&m, v, in)
 	return m
+}
+
+// otherKinds fills what a revoke, an edit, an order or a system message carries.
+func otherKinds(m *Message, v *Value, in *InboundMessage) {
+	if r := in.Revoke; r != nil {
+		m.OriginalID = r.OriginalMessageID
+	}
+	if e := in.Edit; e != nil {
+		m.OriginalID = e.OriginalMessageID
+		if e.Message != nil {
+			// The new content in the flat fields, as if it had come as a message of its own.
+			inner := normalizeMessage(v, e.Message)
+			m.Text, m.Media, m.Location = inner.Text, inner.Media, inner.Location
+		}
+	}
+	if o := in.Order; o != nil {
+		m.Order = &OrderInfo{CatalogID: o.CatalogID, Text: o.Text}
+		for _, it := range o.ProductItems {
+			m.Order.Items = append(m.Order.Items, OrderItem{ProductRetailerID: it.ProductRetailerID,
+				Quantity: string(it.Quantity), ItemPrice: string(it.ItemPrice), Currency: it.Currency})
+		}
+	}
+	if sy := in.System; sy != nil {
+		// Older API versions named the new id new_wa_id; current ones wa_id.
+		id := sy.WaID
+		if id == "" {
+			id = sy.NewWaID
+		}
+		m.System = &SystemNotice{Type: sy.Type, NewWaID: id}
+	}
 }
 
 // reply extracts the user's choice from an interactive answer or a template button.
@@ -96,6 +127,8 @@ func reply(in *InboundMessage) *Reply {
 			// "address_message") and the body is the text shown in the chat. The answers
 			// themselves (response_json) stay in Raw.
 			return &Reply{Kind: "nfm_reply", ID: it.NFMReply.Name, Title: it.NFMReply.Body}
+		case it.CallPermissionReply != nil:
+			return &Reply{Kind: InteractiveCallPermission, ID: it.CallPermissionReply.Response}
 		}
 	}
 	if b := in.Button; b != nil {

@@ -76,8 +76,11 @@ func TestNormalizeMessages(t *testing.T) {
 			Message{Reply: &Reply{Kind: "button", ID: "STOP_PROMOTIONS", Title: "Stop promotions"}, ContextID: "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBJDNzE3NUI0MkFCRDI1REFFMUYA"})}},
 		{"reaction.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTEyNkZBNDY2QjIxQkNBQjc1RAA=", "reaction",
 			Message{Reaction: &Reaction{MessageID: "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA", Emoji: "\U0001F44D"}})}},
-		{"order.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQUYyQUM5OTM4RkVBMzJENUQ4NQA=", "order", Message{})}},
-		{"system.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTk3RjQzNUJFNkRGNjY2NDZBMQA=", "system", Message{})}},
+		{"order.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQUYyQUM5OTM4RkVBMzJENUQ4NQA=", "order", Message{Order: &OrderInfo{
+			CatalogID: "194836987003835", Text: "Please deliver after 5pm", Items: []OrderItem{
+				{ProductRetailerID: "di9ozbzfi4", Quantity: "2", ItemPrice: "30.00", Currency: "USD"},
+				{ProductRetailerID: "nqryix03ez", Quantity: "1", ItemPrice: "25.5", Currency: "USD"}}}})}},
+		{"system.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTk3RjQzNUJFNkRGNjY2NDZBMQA=", "system", Message{System: &SystemNotice{Type: "user_changed_number", NewWaID: "16505551299"}})}},
 		{"unsupported.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQkQ2NjU4QjYwOTMxQjlEQzAxNwA=", "unsupported",
 			Message{Errors: []Error{{Code: 131051, Title: "Message type unknown", Message: "Message type unknown", Details: "Message type is currently not supported."}}})}},
 		{"request_welcome.json", []Message{inboundMsg("wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQjlCNjZDMkQ3NjZBNTA5NkE1NQA=", "request_welcome", Message{})}},

@@ -38,6 +38,13 @@ type Message struct {
 	Reply *Reply `json:"reply,omitempty"`
 	// ContextID is the id of the message this one replies to, when it quotes one.
 	ContextID string `json:"context_id,omitempty"`
+	// OriginalID is, for a revoke or an edit, the id of the message deleted or changed; an
+	// edit's new content is in Text and Media.
+	OriginalID string `json:"original_id,omitempty"`
+	// Order is set for order messages (a catalogue cart).
+	Order *OrderInfo `json:"order,omitempty"`
+	// System is set for system messages.
+	System *SystemNotice `json:"system,omitempty"`
 	// Errors are set for unsupported messages: Meta explains there why it could not deliver
 	// the content.
 	Errors []Error `json:"errors,omitempty"`
@@ -87,6 +94,29 @@ type Reply struct {
 	ID          string `json:"id,omitempty"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
+}
+
+// OrderInfo is a catalogue cart: its items and the note the contact wrote (message content:
+// never logged).
+type OrderInfo struct {
+	CatalogID string      `json:"catalog_id"`
+	Text      string      `json:"text,omitempty"`
+	Items     []OrderItem `json:"items,omitempty"`
+}
+
+// OrderItem is one line of an order; quantity and price are kept as Meta wrote them.
+type OrderItem struct {
+	ProductRetailerID string `json:"product_retailer_id"`
+	Quantity          string `json:"quantity,omitempty"`
+	ItemPrice         string `json:"item_price,omitempty"`
+	Currency          string `json:"currency,omitempty"`
+}
+
+// SystemNotice is a system message: Type user_changed_number carries the contact's new wa_id
+// (a phone number: never log it in clear).
+type SystemNotice struct {
+	Type    string `json:"type,omitempty"`
+	NewWaID string `json:"new_wa_id,omitempty"`
 }
 
 // Status is one delivery status update for a message the business sent.

@@ -41,6 +41,13 @@ type Value struct {
 	Statuses         []StatusUpdate   `json:"statuses,omitempty"`
 	// Errors are errors about the whole change (not one message), e.g. 131000.
 	Errors []MetaError `json:"errors,omitempty"`
+
+	// The fields below belong to the other subscribed fields (see events.go): field
+	// smb_message_echoes, user_preferences, calls, account_update and the template updates.
+	MessageEchoes   []MessageEcho    `json:"message_echoes,omitempty"`
+	UserPreferences []UserPreference `json:"user_preferences,omitempty"`
+	Calls           []CallEvent      `json:"calls,omitempty"`
+	OtherValue
 }
 
 // Metadata names the business phone number the change is about.
@@ -85,6 +92,8 @@ type InboundMessage struct {
 	Referral    *Referral        `json:"referral,omitempty"`
 	Identity    *Identity        `json:"identity,omitempty"`
 	Unsupported *UnsupportedInfo `json:"unsupported,omitempty"`
+	Revoke      *Revoke          `json:"revoke,omitempty"`
+	Edit        *Edit            `json:"edit,omitempty"`
 	// Errors explain, for type "unsupported", why Meta could not deliver the content.
 	Errors []MetaError `json:"errors,omitempty"`
 
@@ -205,6 +214,17 @@ type Interactive struct {
 	ButtonReply *ButtonReply `json:"button_reply,omitempty"`
 	ListReply   *ListReply   `json:"list_reply,omitempty"`
 	NFMReply    *NFMReply    `json:"nfm_reply,omitempty"`
+	// CallPermissionReply is the contact's answer to a call permission request.
+	CallPermissionReply *CallPermissionReply `json:"call_permission_reply,omitempty"`
+}
+
+// CallPermissionReply is the answer to a call permission request: Response is accept or
+// reject.
+type CallPermissionReply struct {
+	Response            string `json:"response,omitempty"`
+	IsPermanent         bool   `json:"is_permanent,omitempty"`
+	ExpirationTimestamp Number `json:"expiration_timestamp,omitempty"`
+	ResponseSource      string `json:"response_source,omitempty"`
 }
 
 // ButtonReply is a tapped reply button.

@@ -82,12 +82,21 @@ func (o SampleOptions) withDefaults() SampleOptions {
 func (o SampleOptions) unix() string { return strconv.FormatInt(o.Timestamp.Unix(), 10) }
 
 // envelope wraps one value in Meta's object/entry/changes envelope and encodes it.
-func (o SampleOptions) envelope(v Value) []byte {
+func (o SampleOptions) envelope(v Value) []byte { return o.envelopeField(FieldMessages, v) }
+
+// envelopeField is envelope for a change of another subscribed field about a phone number.
+func (o SampleOptions) envelopeField(field string, v Value) []byte {
 	v.MessagingProduct = "whatsapp"
 	v.Metadata = Metadata{DisplayPhoneNumber: o.DisplayPhoneNumber, PhoneNumberID: o.PhoneNumberID}
+	return o.envelopeBare(field, v)
+}
+
+// envelopeBare wraps a value as it is: the changes about the whole account (account_update, the
+// template updates) carry no messaging_product or metadata.
+func (o SampleOptions) envelopeBare(field string, v Value) []byte {
 	p := Payload{
 		Object: "whatsapp_business_account",
-		Entry:  []Entry{{ID: o.WABAID, Changes: []Change{{Field: "messages", Value: v}}}},
+		Entry:  []Entry{{ID: o.WABAID, Changes: []Change{{Field: field, Value: v}}}},
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
