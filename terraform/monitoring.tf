@@ -41,7 +41,7 @@ resource "google_monitoring_alert_policy" "account_restricted" {
 
       aggregations {
         alignment_period   = "300s"
-        per_series_aligner = "ALIGN_COUNT"
+        per_series_aligner = "ALIGN_SUM"
       }
 
       trigger {
