@@ -311,3 +311,83 @@ func (e *eventsStack) health(t *testing.T) healthReport {
 	}
 	return rep
 }
+
+// TestOtherEventsDefaultPathEndToEnd posts Meta's other events for a business number no
+// tenant owns: the single-tenant default answers what it acknowledges, says "send it another
+// way" to an unsupported message only, and answers nothing else; the business app's messages
+// are stored, never answered.
+func TestOtherEventsDefaultPathEndToEnd(t *testing.T) {
+	t.Parallel()
+	e := startEventsStack(t)
+	ctx := context.Background()
+	const contact = "447700900555"
+	outbound := store.NewOutbound(e.db, store.Options{})
+	opts := func() whatsapp.SampleOptions {
+		return whatsapp.SampleOptions{WABAID: "199000000000000", PhoneNumberID: defaultPathNumber, From: contact, MessageID: whatsapp.NewMessageID()}
+	}
+	// answered waits for the default path to settle message id's reply and returns the text
+	// sent, "" when the send was skipped.
+	answered := func(id string) string {
+		t.Helper()
+		var rec store.OutboundRecord
+		testenv.Eventually(t, eventsWait, func() bool {
+			var err error
+			rec, err = outbound.GetOutbound(ctx, tasks.IdempotencyKey(id))
+			return err == nil && (rec.State == store.OutboundSent || rec.State == store.OutboundSkipped)
+		}, "the default path never settled the reply to %s", id)
+		if rec.State == store.OutboundSkipped {
+			return ""
+		}
+		for _, s := range e.st.Graph.Sends() {
+			if s.MessageID == rec.GraphMessageID {
+				text, _ := s.Body["text"].(map[string]any)
+				body, _ := text["body"].(string)
+				return body
+			}
+		}
+		t.Fatalf("the reply to %s (%s) is not among the fake Graph API's sends", id, rec.GraphMessageID)
+		return ""
+	}
+
+	o := opts()
+	post(t, e.st, whatsapp.SampleText(o, "hello"))
+	if got := answered(o.MessageID); got == "" {
+		t.Fatal("the default path did not acknowledge a text")
+	}
+	first := o.MessageID
+	unsupported := i18n.Text(i18n.Default, i18n.UnsupportedMessage)
+	for _, c := range []struct {
+		name string
+		body func(o whatsapp.SampleOptions) []byte
+		want string // "" for no reply
+	}{
+		{"revoke", func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleRevoke(o, first) }, ""},
+		{"edit", func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleEdit(o, first, "hello again") }, ""},
+		{"order", func(o whatsapp.SampleOptions) []byte {
+			return whatsapp.SampleOrder(o, "cat-1", "", []whatsapp.ProductItem{{ProductRetailerID: "burger-01", Quantity: "3"}})
+		}, "Thanks, we received your order."},
+		{"system", func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleUserChangedNumber(o, "447700900556") }, ""},
+		{"call_permission", func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleCallPermissionReply(o, "reject") }, ""},
+		{"unsupported", whatsapp.SampleUnsupported, unsupported},
+	} {
+		o := opts()
+		post(t, e.st, c.body(o))
+		if got := answered(o.MessageID); got != c.want {
+			t.Errorf("%s: the default path answered %q, want %q", c.name, got, c.want)
+		}
+	}
+
+	// The business app's message: stored as the business's in the default path's conversation.
+	o = opts()
+	post(t, e.st, whatsapp.SampleEcho(o, "see you soon"))
+	e.message(t, store.ConversationID("", defaultPathNumber, contact), o.MessageID,
+		func(m store.Message) bool { return m.Operator == store.OperatorApp && m.Text == "see you soon" }, "the echo was not stored")
+	// A preference on the default path: recorded in the log only (no tenant sends templates).
+	post(t, e.st, whatsapp.SamplePreference(opts(), "stop"))
+	testenv.Eventually(t, eventsWait, func() bool {
+		return strings.Contains(e.logs.String(), `"event":"contact_preference_default_path"`)
+	}, "the default path's preference was not handled")
+	if _, err := outbound.GetOutbound(ctx, tasks.IdempotencyKey(o.MessageID)); err == nil {
+		t.Error("the echo got an outbound record: it must never be answered")
+	}
+}
