@@ -36,6 +36,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Queues:        admin,
 		Conversations: conversations,
 		Actions:       store.NewActionStore(db, store.Options{}),
+		Preferences:   store.NewContactPrefs(db, store.Options{}),
 		Outbound:      outbound,
 		DeadLetters:   deadLetters,
 		Replayer:      &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq},
