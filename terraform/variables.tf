@@ -310,3 +310,9 @@ variable "conversation_retention" {
   type        = string
   default     = "2160h"
 }
+
+variable "alert_notification_channels" {
+  description = "Cloud Monitoring notification channels (projects/PROJECT/notificationChannels/ID) the alert policies notify; empty: the incidents open in Cloud Monitoring without notifying anyone."
+  type        = list(string)
+  default     = []
+}

@@ -76,6 +76,9 @@ type conversationView struct {
 	LiveURL string
 	// ListFilter is the filter of the list beside it.
 	ListFilter string
+	// MarketingStopped: the contact asked Meta to stop the tenant's marketing messages
+	// (user_preferences); MARKETING templates to it are refused.
+	MarketingStopped bool
 }
 
 // messageView is one bubble of the thread.
@@ -130,6 +133,11 @@ type actionView struct {
 	HTTPStatus int64
 	Reply      string
 	Attempts   int64
+}
+
+// PreferenceReader reads a contact's marketing preference; *store.ContactPrefs implements it.
+type PreferenceReader interface {
+	Preference(ctx context.Context, tenantID, contact string) (store.ContactPreference, error)
 }
 
 // ActionReader reads a conversation's actions; *store.ActionStore implements it.
@@ -371,6 +379,13 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 		}
 	}
 	v := conversationView{C: c, Contact: contactLabel(c.ContactName, c.Contact), Messages: items}
+	if s.deps.Preferences != nil {
+		p, err := s.deps.Preferences.Preference(ctx, c.TenantID, c.Contact)
+		if err != nil {
+			return conversationView{}, err
+		}
+		v.MarketingStopped = p.MarketingStopped
+	}
 	for _, m := range msgs {
 		if m.ActionID == "" || m.Direction != store.DirectionIn {
 			continue
@@ -396,7 +411,7 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 // threadVersion digests what the thread shows.
 func threadVersion(v conversationView) string {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%s|%s|%s|%v|%v", v.C.Status, v.C.AssignedTo, v.Contact, v.Pending, v.Actions)
+	fmt.Fprintf(h, "%s|%s|%s|%v|%v|%t", v.C.Status, v.C.AssignedTo, v.Contact, v.Pending, v.Actions, v.MarketingStopped)
 	for _, m := range v.Messages {
 		fmt.Fprintf(h, "|%s|%s|%s|%s|%v|%s|%d", m.Direction, m.Author, m.Text, m.Event, m.Media, m.Tick.Label, m.At.Unix())
 	}

@@ -26,16 +26,17 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		links = SignupLinks{Sealer: keeper, PublicBaseURL: cfg.PublicBaseURL}
 	}
 	return Deps{
-		// The report the worker serves: queues, sends, dead letters, reauth and quota.
+		// The report the worker serves: queues, sends, dead letters, reauth, quota and restricted accounts.
 		Health: health.New(outbound, deadLetters, admin,
 			[]string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)},
-			health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
+			health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}, Accounts: tenants}),
 		Sends:         outbound,
 		Tenants:       tenants,
 		Usage:         guard,
 		Queues:        admin,
 		Conversations: conversations,
 		Actions:       store.NewActionStore(db, store.Options{}),
+		Preferences:   store.NewContactPrefs(db, store.Options{}),
 		Outbound:      outbound,
 		DeadLetters:   deadLetters,
 		Replayer:      &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq},

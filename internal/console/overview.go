@@ -39,7 +39,7 @@ type overviewData struct {
 }
 
 // tenantAttention is a tenant an operator must look at: it has no working token (none set yet,
-// or one that needs renewing), or its quota is used up.
+// or one that needs renewing), its quota is used up, or Meta restricted its account.
 type tenantAttention struct {
 	ID, Name    string
 	AuthStatus  string
@@ -47,6 +47,8 @@ type tenantAttention struct {
 	AuthError   string
 	OverQuota   bool
 	Used, Quota int
+	// Restricted is what Meta said when it restricted the tenant's account; "" when it did not.
+	Restricted string
 }
 
 func (s *Server) handleOverview() http.Handler {
@@ -103,10 +105,14 @@ func (s *Server) overview(ctx context.Context) overviewData {
 		for _, t := range rows {
 			over := t.Limited && t.UsageErr == "" && t.Used >= t.Quota
 			// Whatever the Tenants page shows in red (needs_reauth, no_token) needs attention.
-			if t.AuthStatus != store.AuthOK || over {
-				d.Attention = append(d.Attention, tenantAttention{ID: t.ID, Name: t.Name, AuthStatus: t.AuthStatus,
+			if t.AuthStatus != store.AuthOK || over || t.Account.Restricted {
+				a := tenantAttention{ID: t.ID, Name: t.Name, AuthStatus: t.AuthStatus,
 					NeedsReauth: t.AuthStatus == store.AuthNeedsReauth, AuthError: t.AuthLastError,
-					OverQuota: over, Used: t.Used, Quota: t.Quota})
+					OverQuota: over, Used: t.Used, Quota: t.Quota}
+				if t.Account.Restricted {
+					a.Restricted = t.Account.String()
+				}
+				d.Attention = append(d.Attention, a)
 			}
 		}
 	})

@@ -24,7 +24,9 @@ type Deps struct {
 	Queues        QueueStatser
 	Conversations Conversations
 	// Actions reads the actions a conversation ran and their answers; the page shows none when nil.
-	Actions     ActionReader
+	Actions ActionReader
+	// Preferences reads the contacts' marketing preferences; the page shows none when nil.
+	Preferences PreferenceReader
 	Outbound    OutboundReader
 	DeadLetters DeadLetterReader
 	Replayer    Replayer

@@ -55,6 +55,9 @@ type tenantRow struct {
 	// QueueOldest is when the oldest waiting task arrived; zero when none waits.
 	QueueOldest time.Time
 	QueueErr    string
+	// Account is what Meta's account_update webhooks last said of the tenant's WhatsApp
+	// Business Account; Account.Restricted stops its messaging.
+	Account store.AccountStatus
 }
 
 // tenantRows lists the tenants with their usage this month and, with queues, their send queue's
@@ -70,7 +73,8 @@ func (s *Server) tenantRows(ctx context.Context, now time.Time, queues bool) ([]
 	for i, rec := range recs {
 		t := rec.Tenant
 		row := &rows[i]
-		*row = tenantRow{ID: t.ID, Name: t.Name, AuthStatus: rec.AuthStatus, AuthLastError: rec.AuthLastError, Period: period}
+		*row = tenantRow{ID: t.ID, Name: t.Name, AuthStatus: rec.AuthStatus, AuthLastError: rec.AuthLastError, Period: period,
+			Account: rec.Account}
 		for _, p := range t.PhoneNumbers {
 			row.Numbers = append(row.Numbers, p.PhoneNumberID)
 		}
@@ -141,6 +145,8 @@ type tenantView struct {
 	// Link is the Embedded Signup link just made by Reconnect; LinkError why it could not be.
 	Link      string
 	LinkError string
+	// Account is what Meta last said of the tenant's WhatsApp Business Account (account_update).
+	Account store.AccountStatus
 }
 
 type memberView struct{ Label, Role, Language string }
@@ -152,7 +158,8 @@ func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) 
 	}
 	t := rec.Tenant
 	v := tenantView{T: t, AuthStatus: rec.AuthStatus, AuthLastError: rec.AuthLastError, HasToken: len(rec.AccessToken) > 0,
-		TokenSetAt: rec.TokenSetAt, Version: rec.Version, AppliedAt: rec.AppliedAt, Period: assistant.Period(s.deps.Now())}
+		TokenSetAt: rec.TokenSetAt, Version: rec.Version, AppliedAt: rec.AppliedAt, Period: assistant.Period(s.deps.Now()),
+		Account: rec.Account}
 	for _, m := range t.Members {
 		v.Members = append(v.Members, memberView{Label: tenant.MemberLabel(m), Role: string(m.Role), Language: m.Language})
 	}

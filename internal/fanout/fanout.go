@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -49,8 +50,11 @@ type Fanner struct {
 	Outbound DeliveryUpdater
 	Traces   TraceRecords
 	Tenants  NumberResolver
-	Hasher   *logging.Hasher
-	Now      func() time.Time
+	// Events applies the changes of fields other than messages (preferences, echoes, account
+	// and template updates, calls); with none they are traced only.
+	Events EventApplier
+	Hasher *logging.Hasher
+	Now    func() time.Time
 	// Limit bounds the outbound tasks created at once.
 	Limit int
 	// DefaultQueue takes the messages to a number no tenant owns; "" when there is no
@@ -73,6 +77,14 @@ type Counts struct {
 	Existed  int    `json:"tasks_existed"`
 	// Unrouted counts the messages to a number no tenant owns, with no default to serve them.
 	Unrouted int `json:"unrouted,omitempty"`
+	// Events counts the changes of other fields applied (package events).
+	Events int `json:"events,omitempty"`
+}
+
+// EventApplier applies one change of a field other than messages for the tenant its number
+// routes to ("" for the default path, or a change with no number); *events.Applier implements it.
+type EventApplier interface {
+	Apply(ctx context.Context, tenantID string, ev whatsapp.Event) (events.Outcome, error)
 }
 
 // TraceRecords keep one trace per inbound event; the store's traces implement it.
@@ -170,6 +182,11 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 			}
 		}
 		err = errors.Join(fanErr, f.applyStatuses(ctx, logger, in, statuses, routes))
+		if !errors.Is(err, errStoreTimeout) {
+			var evErr error
+			out.Events, evErr = f.applyEvents(ctx, payload)
+			err = errors.Join(err, evErr)
+		}
 	}
 
 	if errors.Is(err, errStoreTimeout) {
@@ -319,6 +336,31 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 		logStatusApplied(ctx, logger, st, routes[st.PhoneNumberID].tenantID, res, code, title)
 	}
 	return errors.Join(errs...)
+}
+
+// applyEvents applies each change of a field other than messages, for the tenant its number
+// routes to. Every effect is idempotent, so a failure fails the delivery and the retry applies
+// them all again. It returns how many were applied.
+func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload) (int, error) {
+	if f.Events == nil {
+		return 0, nil
+	}
+	applied := 0
+	for _, ev := range whatsapp.Events(payload) {
+		tenantID := ""
+		if ev.PhoneNumberID != "" {
+			r, err := storeCall(ctx, func(ctx context.Context) (route, error) { return f.route(ctx, ev.PhoneNumberID) })
+			if err != nil {
+				return applied, err
+			}
+			tenantID = r.tenantID
+		}
+		if _, err := storeCall(ctx, func(ctx context.Context) (events.Outcome, error) { return f.Events.Apply(ctx, tenantID, ev) }); err != nil {
+			return applied, fmt.Errorf("apply %s event: %w", ev.Field, err)
+		}
+		applied++
+	}
+	return applied, nil
 }
 
 // logStatusApplied logs a status applied to its record (a mismatch was logged already): a failed

@@ -97,6 +97,11 @@ func (s *Server) markReadAsync(ctx context.Context, out tasks.Outbound) <-chan s
 // (onboarding, invite codes), then the tenant's assistant.
 func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 	return func(ctx context.Context, p conversation.Pending, st assistant.State) (assistant.Outcome, error) {
+		// The stored records first (a revoke erases, an edit changes, a number change moves);
+		// the turn then decides the state and replies, as for any message.
+		if _, err := s.applyMessageEvent(ctx, p.ConversationID, p.Message); err != nil {
+			return assistant.Outcome{}, err
+		}
 		rec, err := s.deps.Tenants.Tenant(ctx, p.TenantID)
 		if errors.Is(err, store.ErrNotFound) {
 			// The tenant was deleted after the message was routed: nobody to answer for.

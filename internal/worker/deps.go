@@ -11,6 +11,7 @@ import (
 	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
@@ -79,9 +80,10 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Caller:        newActionClient(cfg.IsDev()),
 		Lease:         cfg.ConversationLease,
 		Sends:         store.NewSends(db, store.Options{}),
+		Events:        events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{})),
 		Logger:        logger,
 		Health: health.New(outbound, deadLetters, admin,
-			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}}),
+			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}, Accounts: tenants}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v

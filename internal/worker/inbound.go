@@ -38,7 +38,7 @@ func (s *Server) handleProcessInbound() http.Handler {
 		}
 		logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
 			"messages", counts.Messages, "statuses", counts.Statuses, "tasks_created", counts.Created,
-			"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+			"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "events", counts.Events, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
 		respond(w, outcome{kind: fannedOut, fanOut: counts})
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/tasks"
@@ -44,11 +45,25 @@ func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outboun
 		}
 		return s.converse(ctx, t, out, start)
 	}
+	ev, err := s.applyMessageEvent(ctx, "", out.Message)
+	if err != nil {
+		return s.fail(ctx, t, err)
+	}
 	return s.deliveryOutcome(ctx, t, s.deliver.Deliver(ctx, delivery.Request{
 		Kind: delivery.DefaultReply, Key: out.IdempotencyKey, Token: s.cfg.AccessToken, PhoneNumberID: out.PhoneNumberID,
 		To: out.To, InboundMessageID: out.Message.ID, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
 		ReceivedAt: out.ReceivedAt, MarkRead: true, LastAttempt: s.isLastAttempt(t),
-		Compose: func(ctx context.Context) (responder.Reply, error) { return s.deps.Responder.Respond(ctx, out.Message) },
+		Compose: func(ctx context.Context) (responder.Reply, error) {
+			switch {
+			case ev.Answer:
+				return s.deps.Responder.Respond(ctx, out.Message)
+			case ev.Reply != "":
+				// The default path has no language of its own: the catalogue's default.
+				return responder.Reply{Text: i18n.Text(i18n.Default, ev.Reply), Quote: true}, nil
+			}
+			// Recorded, not answered: the send is skipped.
+			return responder.Reply{}, nil
+		},
 	}))
 }
 

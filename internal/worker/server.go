@@ -106,6 +106,10 @@ type Deps struct {
 
 	// Sends are the records process_send sends from, and the parking of a tenant's sends.
 	Sends delivery.Parker
+
+	// Events applies Meta's events other than ordinary messages (revokes, edits, number
+	// changes, preferences, echoes, account updates); with none they are only answered or traced.
+	Events EventApplier
 }
 
 // Server is the worker service.
@@ -160,6 +164,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	if cfg.AccessToken != "" {
 		srv.fanner.DefaultQueue = cfg.OutboundQueue
+	}
+	if deps.Events != nil {
+		// A nil interface stays nil: the fanner tells "no events" by it.
+		srv.fanner.Events = deps.Events
 	}
 	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
 		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply}

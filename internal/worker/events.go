@@ -1,0 +1,38 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wapipe/wapipe/internal/events"
+	"github.com/wapipe/wapipe/internal/fanout"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// EventApplier applies what Meta's events other than an ordinary message do to wapipe's
+// records: a message's (revoke, edit, number change, ...) before it is answered, another
+// field's (preferences, echoes, account updates, ...) when its delivery is fanned out;
+// *events.Applier implements it.
+type EventApplier interface {
+	fanout.EventApplier
+	ApplyMessage(ctx context.Context, conversationID string, m whatsapp.Message) (events.Outcome, error)
+}
+
+// applyMessageEvent applies message m of conversation conversationID ("" on the default path)
+// before it is answered. Its effects are idempotent: an error is retried with the task. Without
+// Deps.Events every message is answered like any other.
+func (s *Server) applyMessageEvent(ctx context.Context, conversationID string, m whatsapp.Message) (events.Outcome, error) {
+	if s.deps.Events == nil {
+		return events.Outcome{Answer: true, Event: events.EventMessage}, nil
+	}
+	o, err := s.deps.Events.ApplyMessage(ctx, conversationID, m)
+	if err != nil {
+		return o, fmt.Errorf("apply the %s message's event: %w", m.Type, err)
+	}
+	if o.Event != events.EventMessage {
+		logging.FromContext(ctx).InfoContext(ctx, "message event applied", "event", o.Event, "message_type", m.Type,
+			"answer", o.Answer, "reply", string(o.Reply))
+	}
+	return o, nil
+}
