@@ -175,6 +175,9 @@ type TurnCommit struct {
 	ActionID      string
 	Action        string
 	QuotaExceeded bool
+	// Media, when set, replaces the message's Media: the turn fetched the file (its size and
+	// checked hash).
+	Media *Media
 }
 
 // ConversationStore keeps conversations and their messages. Each method's comment gives its Firestore
@@ -396,7 +399,7 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 		if replies == nil {
 			replies = []Reply{}
 		}
-		return tx.Update(mref, []firestore.Update{
+		updates := []firestore.Update{
 			{Path: "turn", Value: TurnDone},
 			{Path: "inbox", Value: len(t.Replies) > 0 || t.Action != ""},
 			{Path: "fence", Value: lease.Fence},
@@ -407,7 +410,11 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 			{Path: "action", Value: t.Action},
 			{Path: "quota_exceeded", Value: t.QuotaExceeded},
 			{Path: "committed_at", Value: now},
-		})
+		}
+		if t.Media != nil {
+			updates = append(updates, firestore.Update{Path: "media", Value: t.Media})
+		}
+		return tx.Update(mref, updates)
 	}, firestore.MaxAttempts(maxTxAttempts))
 	if err != nil {
 		return Conversation{}, fmt.Errorf("commit turn: %w", err)
