@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/devstack"
+	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/worker"
@@ -85,16 +85,12 @@ func (mb *mediaBench) post(text string) error {
 	if text != "" {
 		payload = whatsapp.SampleText(o, text)
 	}
-	req, _ := http.NewRequest(http.MethodPost, mb.st.WebhookURL, bytes.NewReader(payload))
-	req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(payload, mb.st.AppSecret))
-	resp, err := http.DefaultClient.Do(req)
+	res, err := operator.Post(context.Background(), http.DefaultClient, mb.st.WebhookURL, mb.st.AppSecret, payload)
 	if err != nil {
 		return err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("webhook answered %d", resp.StatusCode)
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("webhook answered %d", res.StatusCode)
 	}
 	return nil
 }
@@ -154,25 +150,7 @@ func BenchmarkMediaTurns20AtOnce(b *testing.B) {
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	stop, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-			}
-		}
-	}()
+	stop := testenv.HeapPeak(5 * time.Millisecond)
 	for b.Loop() {
 		var wg sync.WaitGroup
 		errs := make(chan error, 20)
@@ -188,8 +166,6 @@ func BenchmarkMediaTurns20AtOnce(b *testing.B) {
 		}
 		mb.waitTurns(b, "image", 20)
 	}
-	close(stop)
-	<-sampled
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(stop())/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(base.HeapInuse)/(1<<20), "base-heap-MiB")
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/action/actionfake"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
@@ -74,6 +75,19 @@ func (s *stack) storedMessage(tenantID, number, from, id string, ok func(store.M
 	return m
 }
 
+// confirmYes taps Yes on the confirmation prompt and waits for the action call it makes.
+func (s *stack) confirmYes(number, from string, prompt graphfake.Request) []actionfake.Call {
+	s.t.Helper()
+	s.tap(number, from, assistant.ButtonYes, prompt.MessageID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	calls, err := s.Action.WaitForCalls(ctx, 1)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return calls
+}
+
 // noMediaInLogs checks that no log line carries a caption, a file name or a file's bytes.
 func (s *stack) noMediaInLogs(files ...[]byte) {
 	s.t.Helper()
@@ -114,13 +128,7 @@ func TestMediaVoiceNoteBooks(t *testing.T) {
 	if got := reqs[0].Media[0]; got.SHA256 != v.SHA256Hex() || got.MIMEType != "audio/ogg" || !got.Valid {
 		t.Errorf("the model received %+v, want the voice note's bytes (sha256 %s) as audio/ogg", got, v.SHA256Hex())
 	}
-	s.tap(numberA, contact, assistant.ButtonYes, prompt.MessageID)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	calls, err := s.Action.WaitForCalls(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	calls := s.confirmYes(numberA, contact, prompt)
 	if c := calls[0]; c.Intent != "create_booking" || c.Request.Data["bus"] != "01" || c.Request.Data["client"] != "Pak Agus" {
 		t.Errorf("action %s %v, want create_booking of bus 01 for Pak Agus", c.Intent, c.Request.Data)
 	}
