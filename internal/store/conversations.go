@@ -175,8 +175,9 @@ type TurnCommit struct {
 	ActionID      string
 	Action        string
 	QuotaExceeded bool
-	// Media, when set, replaces the message's Media: the turn fetched the file (its size and
-	// checked hash).
+	// Media, when set, is the file the turn fetched: its MIME type, checked hash and size
+	// replace the stored ones. The caption and file name stay as stored: an edit or a deletion
+	// may have changed them while the turn ran.
 	Media *Media
 }
 
@@ -411,8 +412,9 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 			{Path: "quota_exceeded", Value: t.QuotaExceeded},
 			{Path: "committed_at", Value: now},
 		}
-		if t.Media != nil {
-			updates = append(updates, firestore.Update{Path: "media", Value: t.Media})
+		if m := t.Media; m != nil {
+			updates = append(updates, firestore.Update{Path: "media.mime_type", Value: m.MIMEType},
+				firestore.Update{Path: "media.sha256", Value: m.SHA256}, firestore.Update{Path: "media.size", Value: m.Size})
 		}
 		return tx.Update(mref, updates)
 	}, firestore.MaxAttempts(maxTxAttempts))

@@ -238,8 +238,9 @@ func TestMediaRefusals(t *testing.T) {
 	oversize := s.holdMedia(big, "image/jpeg", false)
 	// A lookup that understates the size and a download without a length: the cap holds while
 	// reading.
-	huge := bytes.Repeat([]byte{0xfe}, 2*media.DefaultMaxBytes)
-	lying := s.holdMedia(huge, "image/jpeg", false, graphfake.WithLookupFileSize(1000), graphfake.WithoutContentLength())
+	const hugeSize = 3 * media.DefaultMaxBytes
+	lying := s.holdMedia(bytes.Repeat([]byte{0xfe}, hugeSize), "image/jpeg", false, graphfake.WithLookupFileSize(1000),
+		graphfake.WithoutContentLength())
 	zip := s.holdMedia([]byte("PK\x03\x04 not a file the model reads"), "application/zip", false)
 	zip.Filename = formFilename
 
@@ -276,10 +277,10 @@ func TestMediaRefusals(t *testing.T) {
 				tc.wantLookups, tc.wantDownload)
 		}
 		for _, d := range downloads {
-			// What the worker read is at most the cap; what left the fake adds the connection's
-			// buffers, far under the file's 30 MiB.
-			if d.BytesSent > media.DefaultMaxBytes+(4<<20) {
-				t.Errorf("%s: the download sent %d bytes, over the cap %d", tc.name, d.BytesSent, media.DefaultMaxBytes)
+			// The worker reads at most the cap and hangs up; what left the fake adds the
+			// connection's buffers (a few MiB each way), far under the file's 45 MiB.
+			if d.BytesSent >= hugeSize {
+				t.Errorf("%s: the download sent the whole file (%d bytes), want it cut near the cap %d", tc.name, d.BytesSent, media.DefaultMaxBytes)
 			}
 		}
 	}
@@ -304,7 +305,7 @@ func TestMediaRefusals(t *testing.T) {
 		t.Errorf("LLM calls %+v, want the photo's", reqs)
 	}
 	s.settled(tid)
-	s.noMediaInLogs(photo.Data, big, huge)
+	s.noMediaInLogs(photo.Data, big)
 }
 
 // TestMediaNotFetchedOverTheGuardrails: a voice note from a contact over its rate limit, or to
