@@ -113,6 +113,10 @@ type Options struct {
 	// IsAnswerWord reports a text that is only a confirming or rejecting word, which AnswerGrace
 	// holds. The worker passes the assistant's (assistant.IsAnswerWord); nil: no text is held.
 	IsAnswerWord func(text string) bool
+	// DescribeMedia is what the stored message keeps of a media message (never its bytes): from
+	// the message alone when it is stored, then with the file its turn fetched (att, never nil
+	// then). The worker passes media.Describe; nil: nothing is kept.
+	DescribeMedia func(m whatsapp.Message, att *assistant.Attachment) *store.Media
 }
 
 // Runner serialises the turns of each conversation (see the package comment). Safe for
@@ -128,6 +132,8 @@ type Runner struct {
 	// runner's.
 	isConfirmTap func(whatsapp.Message) bool
 	isAnswerWord func(string) bool
+	// describeMedia is Options.DescribeMedia (never nil).
+	describeMedia func(whatsapp.Message, *assistant.Attachment) *store.Media
 }
 
 // NewRunner returns a runner on inbox that sends replies with sender and enqueues actions with
@@ -148,8 +154,11 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	if opts.IsAnswerWord == nil {
 		opts.IsAnswerWord = func(string) bool { return false }
 	}
+	if opts.DescribeMedia == nil {
+		opts.DescribeMedia = func(whatsapp.Message, *assistant.Attachment) *store.Media { return nil }
+	}
 	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now,
-		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord}
+		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord, describeMedia: opts.DescribeMedia}
 }
 
 // ErrHeld is returned by Handle for a message in the inbox while another holder has the
@@ -202,7 +211,7 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	created, stored, err := r.inbox.AddInbound(ctx, convID, store.Message{
 		MessageID: in.MessageID, Type: in.Message.Type, Text: messageText(in.Message), Timestamp: in.Timestamp,
 		ReceivedAt: in.ReceivedAt, Payload: string(payload), InboundEventID: in.InboundEventID,
-		CorrelationID: in.CorrelationID, ContactName: in.ContactName,
+		CorrelationID: in.CorrelationID, ContactName: in.ContactName, Media: r.describeMedia(in.Message, nil),
 	})
 	if err != nil {
 		return res, err
@@ -403,6 +412,10 @@ func (d *drain) stop(ctx context.Context, err error, release bool) error {
 // performed.
 func (r *Runner) record(p Pending, out assistant.Outcome) (store.TurnCommit, error) {
 	c := store.TurnCommit{Touch: touchOf(p.Inbound), State: out.State, Event: out.Event, Reason: out.Reason}
+	if out.Media != nil {
+		// The file the turn read: its checked hash and size join what was stored on arrival.
+		c.Media = r.describeMedia(p.Message, out.Media)
+	}
 	for i, rep := range out.Replies {
 		rep.Index = i
 		b, err := json.Marshal(rep)

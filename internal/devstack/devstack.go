@@ -32,6 +32,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/media/mediasample"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/service"
@@ -218,7 +219,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.GraphURL = "http://" + graphLn.Addr().String() + "/" + graph.Version
 	s.serve(runCtx, "graph", graphLn, s.Graph, logging.New(logs("graph"), logging.Options{Hasher: logging.DevHasher()}))
 
-	s.Gemini = geminifake.New(geminifake.WithRules(geminifake.DefaultRules()...))
+	// The sample media files read as the default rules' words: the voice note books bus 01.
+	s.Gemini = geminifake.New(geminifake.WithRules(geminifake.DefaultRules()...), geminifake.WithTranscripts(mediasample.Transcripts()))
 	geminiLn, err := net.Listen("tcp", orFree(o.GeminiAddr))
 	if err != nil {
 		return nil, fmt.Errorf("listen for the fake Gemini: %w", err)

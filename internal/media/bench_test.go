@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/media"
+	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -80,26 +80,7 @@ func BenchmarkFetch20AtOnce(b *testing.B) {
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-			}
-		}
-	}()
+	stop := testenv.HeapPeak(time.Millisecond)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -120,8 +101,6 @@ func BenchmarkFetch20AtOnce(b *testing.B) {
 		s.fake.Reset()
 	}
 	b.StopTimer()
-	close(stop)
-	<-sampled
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(stop())/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(base.HeapInuse)/(1<<20), "base-heap-MiB")
 }

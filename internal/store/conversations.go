@@ -175,6 +175,10 @@ type TurnCommit struct {
 	ActionID      string
 	Action        string
 	QuotaExceeded bool
+	// Media, when set, is the file the turn fetched: its MIME type, checked hash and size
+	// replace the stored ones. The caption and file name stay as stored: an edit or a deletion
+	// may have changed them while the turn ran.
+	Media *Media
 }
 
 // ConversationStore keeps conversations and their messages. Each method's comment gives its Firestore
@@ -396,7 +400,7 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 		if replies == nil {
 			replies = []Reply{}
 		}
-		return tx.Update(mref, []firestore.Update{
+		updates := []firestore.Update{
 			{Path: "turn", Value: TurnDone},
 			{Path: "inbox", Value: len(t.Replies) > 0 || t.Action != ""},
 			{Path: "fence", Value: lease.Fence},
@@ -407,7 +411,12 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 			{Path: "action", Value: t.Action},
 			{Path: "quota_exceeded", Value: t.QuotaExceeded},
 			{Path: "committed_at", Value: now},
-		})
+		}
+		if m := t.Media; m != nil {
+			updates = append(updates, firestore.Update{Path: "media.mime_type", Value: m.MIMEType},
+				firestore.Update{Path: "media.sha256", Value: m.SHA256}, firestore.Update{Path: "media.size", Value: m.Size})
+		}
+		return tx.Update(mref, updates)
 	}, firestore.MaxAttempts(maxTxAttempts))
 	if err != nil {
 		return Conversation{}, fmt.Errorf("commit turn: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -53,6 +54,9 @@ type Config struct {
 	// committing a turn: longer than one turn (an LLM call and its retry), and as short as that
 	// allows, since a killed holder's conversation waits that long for its task's retry.
 	ConversationLease time.Duration `env:"CONVERSATION_LEASE, default=60s"`
+	// MediaMaxBytes caps the media files the assistant fetches for Gemini (read inline: base64
+	// makes them a third larger, and Vertex AI refuses inline data past about 20 MB).
+	MediaMaxBytes int64 `env:"MEDIA_MAX_BYTES, default=15728640"`
 }
 
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
@@ -69,6 +73,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ConversationLease == 0 {
 		c.ConversationLease = conversation.DefaultLease
+	}
+	if c.MediaMaxBytes == 0 {
+		c.MediaMaxBytes = media.DefaultMaxBytes
 	}
 }
 
@@ -96,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ConversationLease < 2*time.Second || c.ConversationLease > 10*time.Minute {
 		errs = append(errs, errors.New("CONVERSATION_LEASE: must be between 2s and 10m (default 60s)"))
+	}
+	if c.MediaMaxBytes < 1 || c.MediaMaxBytes > media.MaxAllowedBytes {
+		errs = append(errs, fmt.Errorf("MEDIA_MAX_BYTES: must be 1 to %d bytes (default %d, 15 MiB)", media.MaxAllowedBytes, media.DefaultMaxBytes))
 	}
 	if err := c.Secrets().Validate(); err != nil {
 		errs = append(errs, err)

@@ -40,6 +40,10 @@ func TestConfig(t *testing.T) {
 		{"no KMS key in dev", map[string]string{"APP_ENV": "dev", "KMS_KEY_NAME": ""}, ""},
 		{"graph not a URL", map[string]string{"GRAPH_API_BASE_URL": "graph"}, "GRAPH_API_BASE_URL"},
 		{"worker over http in prod", map[string]string{"INTERNAL_TASK_BASE_URL": "http://worker"}, "INTERNAL_TASK_BASE_URL"},
+		{"media cap of 20 MiB", map[string]string{"MEDIA_MAX_BYTES": "20971520"}, ""},
+		{"media cap over 20 MiB", map[string]string{"MEDIA_MAX_BYTES": "20971521"}, "MEDIA_MAX_BYTES"},
+		{"negative media cap", map[string]string{"MEDIA_MAX_BYTES": "-1"}, "MEDIA_MAX_BYTES"},
+		{"media cap not a number", map[string]string{"MEDIA_MAX_BYTES": "15MiB"}, "MEDIA_MAX_BYTES"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +63,8 @@ func TestConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.change == nil && (cfg.GraphAPIBaseURL != worker.DefaultGraphAPIBaseURL || cfg.OutboundQueue != "wa-outbound") {
+			if tc.change == nil && (cfg.GraphAPIBaseURL != worker.DefaultGraphAPIBaseURL || cfg.OutboundQueue != "wa-outbound" ||
+				cfg.MediaMaxBytes != 15<<20) {
 				t.Errorf("defaults = %+v", cfg)
 			}
 		})

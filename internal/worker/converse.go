@@ -138,6 +138,7 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 		return s.deps.Assistant.Turn(ctx, assistant.Input{
 			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
 			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: s.isLastAttempt(t), StaleButton: stale,
+			Media: s.mediaLoader(p.TenantID),
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -55,6 +56,12 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, fmt.Errorf("llm.NewLazy: %w", err)
 	}
+	// The assistant's media files, fetched with each turn's tenant token; plain http only to
+	// the fake Graph API in dev.
+	mf, err := media.New(gc, media.Config{MaxBytes: cfg.MediaMaxBytes, AllowInsecureURL: cfg.IsDev()})
+	if err != nil {
+		return Deps{}, fmt.Errorf("media.New: %w", err)
+	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
@@ -76,6 +83,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Tokens:        tokens,
 		Conversations: conversations,
 		Assistant:     assistant.New(lc, guard),
+		Media:         mf,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Lease:         cfg.ConversationLease,
@@ -92,6 +100,6 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
 		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform,
 		"default_token", cfg.AccessToken != "", "secrets_dev_key", keeper.Dev(),
-		"llm_location", cfg.LLMLocation, "llm_fake", cfg.LLMBaseURL != "")
+		"llm_location", cfg.LLMLocation, "llm_fake", cfg.LLMBaseURL != "", "media_max_bytes", mf.MaxBytes())
 	return deps, nil
 }

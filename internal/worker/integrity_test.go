@@ -41,13 +41,7 @@ func TestAssistantConfirmationShowsTheDataSent(t *testing.T) {
 	if got := body(prompt); got != wantBody || len(buttons(prompt)) != 2 {
 		t.Fatalf("confirmation %q with buttons %v, want %q with the two buttons", got, buttons(prompt), wantBody)
 	}
-	s.tap(numberA, contact, assistant.ButtonYes, prompt.MessageID)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	calls, err := s.Action.WaitForCalls(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	calls := s.confirmYes(numberA, contact, prompt)
 	s.settled(tid)
 	want := map[string]any{"client": "Pak Agus", "date": "2027-03-02", "bus": "02", "price": float64(99000000)}
 	if diff := cmp.Diff(want, calls[0].Request.Data); diff != "" || !calls[0].Verified {

@@ -26,6 +26,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/tasks"
@@ -82,6 +83,9 @@ type Deps struct {
 	Conversations ConversationStore
 	// Assistant decides the turns; required with Conversations.
 	Assistant TurnEngine
+	// Media fetches the files of media messages for the assistant (media.Fetcher). Nil: the
+	// assistant answers them "can't read this message", as before media were understood.
+	Media MediaFetcher
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller
@@ -180,7 +184,8 @@ func NewServer(cfg *Config, deps Deps) *Server {
 			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
 		}
 		srv.deliver.Windows = deps.Conversations
-		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord})
+		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
+			DescribeMedia: media.Describe})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv
