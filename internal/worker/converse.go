@@ -55,6 +55,9 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 	}
 	readDone := s.markReadAsync(ctx, out)
 	res, err := s.runner.Handle(ctx, in, s.turnFunc(t))
+	if errors.Is(err, conversation.ErrHeld) && s.isLastAttempt(t) {
+		res, err = s.waitForHolder(ctx, t, in)
+	}
 	<-readDone
 	if errors.Is(err, conversation.ErrHeld) && !s.isLastAttempt(t) {
 		// Quietly: the usual reason is the conversation's live holder, which is handling the
@@ -75,6 +78,37 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 		"conversation_id", res.ConversationID, "status", status, "turns", res.Turns,
 		"duration_ms", s.deps.Now().Sub(start).Milliseconds())
 	return outcome{kind: conversed, conversation: res, reason: status}
+}
+
+// heldPoll is how often the last attempt of a message queued behind a holder looks again.
+const heldPoll = 250 * time.Millisecond
+
+// waitForHolder is the last attempt of a message whose conversation another task holds. No retry
+// would look again, so this attempt waits here: until the holder has run the message (Handle
+// finds it handled) or the holder's lease has expired (Handle takes the conversation and runs
+// it), at most one lease and a margin. A busy conversation then never dead-letters a message its
+// live holder is about to answer; a dead holder's message is still run, or dead-lettered when
+// the wait ends with the conversation still held.
+func (s *Server) waitForHolder(ctx context.Context, t *task, in conversation.Inbound) (conversation.Result, error) {
+	lease := s.deps.Lease
+	if lease <= 0 {
+		lease = conversation.DefaultLease
+	}
+	ctx, cancel := context.WithTimeout(ctx, lease+10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(heldPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return conversation.Result{}, fmt.Errorf("last attempt: %w (waited %s for its holder)", conversation.ErrHeld, lease+10*time.Second)
+		case <-tick.C:
+		}
+		res, err := s.runner.Handle(ctx, in, s.turnFunc(t))
+		if !errors.Is(err, conversation.ErrHeld) {
+			return res, err
+		}
+	}
 }
 
 // markReadAsync marks the inbound message read with its tenant's token, beside the turn; the
