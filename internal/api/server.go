@@ -174,7 +174,7 @@ func (s *Server) Routes() http.Handler {
 		r.Get(CallbackPath, s.handleCallback)
 	})
 	// The signup routes' secrets leave the URL before the span or a log line can see it.
-	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request) {
+	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request, _ any) {
 		writeError(w, codeInternal, "internal error")
 	}}.Wrap(r))
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -181,8 +180,6 @@ func NewServer(cfg *Config, deps Deps) *Server {
 // Routes returns the service's handler with its middleware.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.withTask)
-	r.Use(s.recoverPanic)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -194,24 +191,8 @@ func (s *Server) Routes() http.Handler {
 		}
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
-	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger}.Wrap(r)
-}
-
-// withTask reads Cloud Tasks' headers into the context and a logger that names the task.
-func (s *Server) withTask(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := &task{
-			queue:         r.Header.Get(tasks.HeaderQueueName),
-			name:          r.Header.Get(tasks.HeaderTaskName),
-			correlationID: r.Header.Get(tasks.HeaderCorrelationID),
-			path:          r.URL.Path,
-		}
-		t.retryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
-		// correlation_id is attached by each handler, from the body (see task.correlate).
-		logger := s.deps.Logger.With("task_name", t.name, "queue", t.queue, "retry_count", t.retryCount)
-		ctx := context.WithValue(r.Context(), taskKey{}, t)
-		next.ServeHTTP(w, r.WithContext(logging.WithLogger(ctx, logger)))
-	})
+	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger,
+		Request: s.withTask, OnPanic: s.answerPanic, PanicAttrs: panicAttrs}.Wrap(r)
 }
 
 // authenticate checks X-Internal-Token in constant time and, when a service account is
