@@ -211,7 +211,7 @@ func (x *inspection) addDeadLetter(d store.DeadLetter) {
 
 // addDeadLetters adds the dead letters of the event or of the idempotency key.
 func (x *inspection) addDeadLetters(ctx context.Context, eventID, key string) error {
-	ds, err := x.in.DeadLetters.DeadLettersFor(ctx, eventID, key)
+	ds, err := x.in.DeadLetters.ListDeadLettersFor(ctx, eventID, key)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (x *inspection) event(ctx context.Context, id string) ([]string, error) {
 		msgIDs = append([]string{r.InboundEventID}, msgIDs...)
 	}
 	if isStatus {
-		if r.Statuses, err = in.Statuses.StatusesFor(ctx, statusID); err != nil {
+		if r.Statuses, err = in.Statuses.ListStatusesFor(ctx, statusID); err != nil {
 			return nil, err
 		}
 		x.found = x.found || len(r.Statuses) > 0
@@ -287,7 +287,7 @@ func (x *inspection) message(ctx context.Context, mid string) (MessageReport, er
 		}
 	}
 	if m.Outbound != nil && m.Outbound.GraphMessageID != "" {
-		if m.Statuses, err = in.Statuses.StatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
+		if m.Statuses, err = in.Statuses.ListStatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
 			return m, err
 		}
 	}
@@ -337,7 +337,7 @@ func (x *inspection) eventReplies(ctx context.Context) error {
 			shown[rp.IdempotencyKey] = true
 		}
 	}
-	recs, err := x.in.Outbound.OutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
+	recs, err := x.in.Outbound.ListOutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
 	if err != nil {
 		return err
 	}
@@ -394,7 +394,7 @@ func (in *Inspector) inspectAction(ctx context.Context, id string) (*Report, err
 		}
 	}
 	r := &Report{Query: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}, Action: ar}
-	ds, err := in.DeadLetters.DeadLettersFor(ctx, "", ar.ReplyKey)
+	ds, err := in.DeadLetters.ListDeadLettersFor(ctx, "", ar.ReplyKey)
 	if err != nil {
 		return nil, err
 	}

@@ -365,9 +365,9 @@ func (s *Tenants) List(ctx context.Context) ([]TenantRecord, error) {
 	return out, nil
 }
 
-// ByPhoneNumber returns the tenant that owns phoneNumberID (metadata.phone_number_id);
+// GetByPhoneNumber returns the tenant that owns phoneNumberID (metadata.phone_number_id);
 // ErrNotFound when no tenant does.
-func (s *Tenants) ByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
+func (s *Tenants) GetByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
 	if phoneNumberID == "" || strings.Contains(phoneNumberID, "/") {
 		return TenantRecord{}, ErrNotFound
 	}

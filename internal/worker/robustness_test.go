@@ -50,7 +50,7 @@ func TestMalformedPayloadRefDeadLettered(t *testing.T) {
 			if !strings.Contains(hs.logs.String(), `"permanent":true`) {
 				t.Error("the dead letter is not logged as permanent")
 			}
-			if hs.records.Called("WriteTrace") {
+			if hs.records.Called("PutTrace") {
 				t.Error("a malformed task wrote a trace")
 			}
 		})
