@@ -19,6 +19,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/parked"
+	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -84,7 +85,7 @@ func NewConnectLink(ctx context.Context, sealer Sealer, publicBaseURL, tenantID 
 
 // sealState gives st a fresh nonce and seals it for ad, base64url.
 func sealState(ctx context.Context, sealer Sealer, st connectState, ad []byte) (string, error) {
-	st.Nonce = randomHex(16)
+	st.Nonce = randid.Hex(16)
 	plain, _ := json.Marshal(st)
 	sealed, err := sealer.Encrypt(ctx, plain, ad)
 	if err != nil {
@@ -184,7 +185,7 @@ func (s *Server) handleConnectPage(w http.ResponseWriter, r *http.Request) {
 		page(w, CodeInvalidRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
 		return
 	}
-	browser := randomHex(32)
+	browser := randid.Hex(32)
 	if c, err := r.Cookie(connectCookie); err == nil && validBrowserToken(c.Value) {
 		browser = c.Value // a reload keeps the token another tab may hold
 	}

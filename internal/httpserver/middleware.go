@@ -2,8 +2,6 @@ package httpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +11,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/randid"
 )
 
 // CorrelationHeader carries a request's correlation id in and out (CONTRACT.md).
@@ -32,9 +31,7 @@ func CorrelationID(ctx context.Context) string {
 
 // NewCorrelationID returns a fresh random correlation id (32 hex digits).
 func NewCorrelationID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return randid.Hex(16)
 }
 
 // Middleware is the one middleware set of wapipe's services, around each service's routes: a

@@ -27,6 +27,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -125,15 +126,7 @@ type Server struct {
 
 // NewServer returns the worker service for a validated cfg.
 func NewServer(cfg *Config, deps Deps) *Server {
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Hasher == nil {
-		deps.Hasher = logging.DevHasher()
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
+	service.Defaults(&deps.Logger, &deps.Hasher, &deps.Now)
 	if deps.Queues == nil {
 		deps.Queues = tasks.DefaultQueues()
 	}
