@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
-	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/store"
@@ -113,6 +112,10 @@ type Options struct {
 	// IsAnswerWord reports a text that is only a confirming or rejecting word, which AnswerGrace
 	// holds. The worker passes the assistant's (assistant.IsAnswerWord); nil: no text is held.
 	IsAnswerWord func(text string) bool
+	// IsQuotaNotice reports the reply that tells a contact the LLM quota is used up, which the
+	// stored turn marks (store.Reply.QuotaExceeded). The worker passes the assistant's
+	// (assistant.IsQuotaNotice); nil: no reply is such a notice.
+	IsQuotaNotice func(assistant.Reply) bool
 }
 
 // Runner serialises the turns of each conversation (see the package comment). Safe for
@@ -124,10 +127,11 @@ type Runner struct {
 	lease   time.Duration
 	grace   time.Duration
 	now     func() time.Time
-	// isConfirmTap and isAnswerWord are Options' (never nil): the assistant's words, not the
-	// runner's.
-	isConfirmTap func(whatsapp.Message) bool
-	isAnswerWord func(string) bool
+	// isConfirmTap, isAnswerWord and isQuotaNotice are Options' (never nil): the assistant's
+	// words, not the runner's.
+	isConfirmTap  func(whatsapp.Message) bool
+	isAnswerWord  func(string) bool
+	isQuotaNotice func(assistant.Reply) bool
 }
 
 // NewRunner returns a runner on inbox that sends replies with sender and enqueues actions with
@@ -148,8 +152,11 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	if opts.IsAnswerWord == nil {
 		opts.IsAnswerWord = func(string) bool { return false }
 	}
+	if opts.IsQuotaNotice == nil {
+		opts.IsQuotaNotice = func(assistant.Reply) bool { return false }
+	}
 	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now,
-		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord}
+		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord, isQuotaNotice: opts.IsQuotaNotice}
 }
 
 // ErrHeld is returned by Handle for a message in the inbox while another holder has the
@@ -409,7 +416,7 @@ func (r *Runner) record(p Pending, out assistant.Outcome) (store.TurnCommit, err
 		if err != nil {
 			return c, fmt.Errorf("encode reply: %w", err)
 		}
-		quota := rep.Key == i18n.QuotaExceeded
+		quota := r.isQuotaNotice(rep)
 		c.QuotaExceeded = c.QuotaExceeded || quota
 		c.Replies = append(c.Replies, store.Reply{Index: i, IdempotencyKey: ReplyKey(p.MessageID, i), Body: rep.Body(),
 			Key: string(rep.Key), QuotaExceeded: quota, Payload: string(b)})

@@ -782,6 +782,6 @@ func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
 
 // withAnswers gives the runner the assistant's answers, as the worker does.
 func withAnswers(o conversation.Options) conversation.Options {
-	o.IsConfirmTap, o.IsAnswerWord = assistant.IsConfirmTap, assistant.IsAnswerWord
+	o.IsConfirmTap, o.IsAnswerWord, o.IsQuotaNotice = assistant.IsConfirmTap, assistant.IsAnswerWord, assistant.IsQuotaNotice
 	return o
 }

@@ -164,7 +164,8 @@ func NewServer(cfg *Config, deps Deps) *Server {
 			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
 		}
 		srv.deliver.Windows = deps.Conversations
-		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord})
+		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
+			IsQuotaNotice: assistant.IsQuotaNotice})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv
