@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/fanout"
@@ -13,17 +12,15 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// handleProcessInbound normalises one delivery, records its statuses and creates one outbound
-// task per message. It answers 503 when anything must be retried: already-created outbound tasks
-// deduplicate by name, already-recorded statuses by key.
-func (s *Server) handleProcessInbound() http.Handler {
-	return taskHandler(s, tasks.ProcessInboundPath, func(t *task, in *tasks.Inbound) {
-		in.CorrelationID = t.correlate(in.CorrelationID)
-		t.inboundEventID = in.InboundEventID
-	}, validateInbound, s.processInbound)
+// inboundIDs notes an inbound task's ids on t.
+func inboundIDs(t *task, in *tasks.Inbound) {
+	in.CorrelationID = t.correlate(in.CorrelationID)
+	t.inboundEventID = in.InboundEventID
 }
 
-// processInbound fans one well-formed delivery out.
+// processInbound normalises one delivery, records its statuses and creates one outbound
+// task per message. It answers 503 when anything must be retried: already-created outbound tasks
+// deduplicate by name, already-recorded statuses by key.
 func (s *Server) processInbound(ctx context.Context, t *task, in tasks.Inbound, start time.Time) outcome {
 	ctx, logger := logging.With(ctx, logging.EventID(in.InboundEventID), "correlation_id", in.CorrelationID)
 	counts, err := s.fanner.Process(ctx, logger, in, fanout.Attempt{Name: t.name, RetryCount: t.retryCount})

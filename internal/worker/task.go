@@ -67,15 +67,16 @@ type taskRoute struct {
 func (s *Server) taskRoutes() []taskRoute {
 	tenantQueue := func(t *task) string { return tasks.TenantQueueID(t.tenantID) }
 	return []taskRoute{
-		{tasks.ProcessInboundPath, s.handleProcessInbound(), func(*task) string { return tasks.InboundQueueID }},
-		{tasks.ProcessOutboundPath, s.handleProcessOutbound(), func(t *task) string {
+		{tasks.ProcessInboundPath, taskHandler(s, tasks.ProcessInboundPath, inboundIDs, validateInbound, s.processInbound),
+			func(*task) string { return tasks.InboundQueueID }},
+		{tasks.ProcessOutboundPath, taskHandler(s, tasks.ProcessOutboundPath, outboundIDs, validateOutbound, s.runOutbound), func(t *task) string {
 			if t.tenantID != "" {
 				return tasks.TenantQueueID(t.tenantID)
 			}
 			return tasks.QueueID(s.cfg.OutboundQueue)
 		}},
-		{tasks.ProcessActionPath, s.handleProcessAction(), tenantQueue},
-		{tasks.ProcessSendPath, s.handleProcessSend(), tenantQueue},
+		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, actionIDs, validateAction, s.processAction), tenantQueue},
+		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, validateSend, s.processSend), tenantQueue},
 	}
 }
 
