@@ -44,6 +44,10 @@ type Inbound struct {
 	// MayConfirm says the conversation's assistant can have a pending action (a tenant in
 	// mode llm): only then is a bare yes/no held (Options.AnswerGrace).
 	MayConfirm bool `json:"may_confirm,omitempty"`
+	// LastAttempt says the task delivering this message will not be retried: every reply the
+	// Handle call sends (this message's and those it drains) is sent as on a last attempt
+	// (Outgoing.LastAttempt). It belongs to the delivery, so it is not stored.
+	LastAttempt bool `json:"-"`
 }
 
 // Pending is an inbox message whose turn is to run (or whose effects are to be performed).
@@ -71,6 +75,9 @@ type Outgoing struct {
 	Pending        Pending
 	Reply          assistant.Reply
 	IdempotencyKey string
+	// LastAttempt: the task sending it will not be retried (Inbound.LastAttempt of the Handle
+	// call), so an outcome that would be retried is settled for good.
+	LastAttempt bool
 }
 
 // Actions runs the action a turn asked for as its own task. It must be idempotent by the
@@ -252,7 +259,8 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 			"event", event, "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
 		return res, ErrHeld
 	}
-	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res}
+	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res,
+		lastAttempt: in.LastAttempt}
 	return res, d.run(ctx)
 }
 
@@ -267,6 +275,8 @@ type drain struct {
 	res    *Result
 	// job is the previous turn's effects, performed while the next turn runs.
 	job *effects
+	// lastAttempt is the Handle call's Inbound.LastAttempt.
+	lastAttempt bool
 }
 
 func (d *drain) run(ctx context.Context) error {
@@ -312,7 +322,7 @@ func (d *drain) run(ctx context.Context) error {
 			}
 			logger.InfoContext(ctx, "performing a committed turn's effects", "event", "conversation_effects_redo",
 				"fence", d.lease.Fence, "committed_fence", m.Fence)
-			d.job = d.r.perform(ctx, p, m)
+			d.job = d.r.perform(ctx, p, m, d.lastAttempt)
 			continue
 		}
 		if wait := d.r.holdAnswer(p, d.state); wait > 0 {
@@ -377,7 +387,7 @@ func (d *drain) runTurn(ctx context.Context, p Pending, m store.Message) error {
 		return d.stop(ctx, err, true)
 	}
 	m.Turn, m.Replies, m.Action = store.TurnDone, commit.Replies, commit.Action
-	d.job = d.r.perform(ctx, p, m)
+	d.job = d.r.perform(ctx, p, m, d.lastAttempt)
 	return nil
 }
 
@@ -443,23 +453,23 @@ type effects struct {
 
 // perform starts performing m's recorded effects, in order: the replies, then the action, then
 // the record that they are done.
-func (r *Runner) perform(ctx context.Context, p Pending, m store.Message) *effects {
+func (r *Runner) perform(ctx context.Context, p Pending, m store.Message, lastAttempt bool) *effects {
 	job := &effects{messageID: m.MessageID, done: make(chan struct{})}
 	replies := append([]store.Reply(nil), m.Replies...)
 	go func() {
 		defer close(job.done)
-		job.err = r.performEffects(ctx, p, replies, m.Action)
+		job.err = r.performEffects(ctx, p, replies, m.Action, lastAttempt)
 	}()
 	return job
 }
 
-func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.Reply, action string) error {
+func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.Reply, action string, lastAttempt bool) error {
 	for i, rep := range replies {
 		var reply assistant.Reply
 		if err := json.Unmarshal([]byte(rep.Payload), &reply); err != nil {
 			return fmt.Errorf("decode recorded reply %d: %w", rep.Index, err)
 		}
-		id, err := r.sender.SendReply(ctx, Outgoing{Pending: p, Reply: reply, IdempotencyKey: rep.IdempotencyKey})
+		id, err := r.sender.SendReply(ctx, Outgoing{Pending: p, Reply: reply, IdempotencyKey: rep.IdempotencyKey, LastAttempt: lastAttempt})
 		if err != nil {
 			return fmt.Errorf("send reply %d: %w", rep.Index, err)
 		}
