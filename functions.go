@@ -23,6 +23,7 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 )
@@ -54,7 +55,7 @@ func buildWorker(ctx context.Context) (http.Handler, error) {
 		return nil, err
 	}
 	c, cleanup, err := service.Start(ctx, service.Options{Name: "worker", Base: &cfg.Base, Tasks: true, Admin: true,
-		Keeper: service.Keeper(cfg.Secrets())})
+		InboundDatabase: true, Keeper: service.Keeper(cfg.Secrets())})
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +64,8 @@ func buildWorker(ctx context.Context) (http.Handler, error) {
 		cleanup()
 		return nil, err
 	}
-	if _, err := cfg.UseInboundDatabase(ctx, &deps); err != nil {
-		cleanup()
-		return nil, err
-	}
+	// Out-of-band payloads are in the webhook's database.
+	deps.Payloads = store.NewPayloads(c.InboundDB, 0)
 	return worker.NewServer(&cfg, deps).Routes(), nil
 }
 

@@ -15,7 +15,7 @@ import (
 func main() { service.Main("console", &console.Config{}, realMain) }
 
 func realMain(ctx context.Context, cfg *console.Config) error {
-	opts := service.Options{Name: "console", Base: &cfg.Base, Tasks: true, Admin: true}
+	opts := service.Options{Name: "console", Base: &cfg.Base, Tasks: true, Admin: true, InboundDatabase: true}
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
 	if cfg.PublicBaseURL != "" {
 		opts.Keeper = cfg.OpenKeeper
@@ -27,11 +27,7 @@ func realMain(ctx context.Context, cfg *console.Config) error {
 	defer cleanup()
 
 	deps := console.NewDeps(cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
-	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
-	if err != nil {
-		return err
-	}
-	defer closeInbound()
+	cfg.UseInboundDatabase(c.InboundDB, &deps)
 	c.Logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
 		"oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform, "cloud_run_service", cfg.Service, "hosts", cfg.Hosts)
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes

@@ -57,7 +57,7 @@ func TestTenantsApproveWABA(t *testing.T) {
 	if err != nil || out != "+ phone_number: "+grantedNumber+" (waba "+granted+")\n" || !strings.Contains(errOut, "granted by a login at") {
 		t.Fatalf("approve-waba: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
-	if rec, err := e.tenants.ByPhoneNumber(ctx, grantedNumber); err != nil || rec.Tenant.ID != "sunrise-bus" {
+	if rec, err := e.tenants.GetByPhoneNumber(ctx, grantedNumber); err != nil || rec.Tenant.ID != "sunrise-bus" {
 		t.Errorf("the approved account's number routes to %v (%v)", rec.Tenant, err)
 	}
 	if g, err := e.tenants.GetWABAGrant(ctx, "sunrise-bus", granted); err != nil || g.Status != store.GrantApproved {
@@ -89,7 +89,7 @@ func TestTenantsApproveWABA(t *testing.T) {
 		t.Errorf("a refused approval changed the tenant (%d numbers, was %d) or subscribed (%d calls, was %d)",
 			len(after.Tenant.PhoneNumbers), len(before.Tenant.PhoneNumbers), fake.SubscribeCalls(), calls)
 	}
-	if rec, err := e.tenants.ByPhoneNumber(ctx, takenNumber); err != nil || rec.Tenant.ID != "other" {
+	if rec, err := e.tenants.GetByPhoneNumber(ctx, takenNumber); err != nil || rec.Tenant.ID != "other" {
 		t.Errorf("the other tenant's number moved: %v %v", rec.Tenant, err)
 	}
 	if _, err := e.tenants.GetWABAGrant(ctx, "sunrise-bus", taken); !errors.Is(err, store.ErrNotFound) {

@@ -358,7 +358,7 @@ func TestReplay(t *testing.T) {
 	key := tasks.IdempotencyKey(msgID)
 	var dl store.DeadLetter
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		ds, err := s.records.DeadLettersFor(ctx, "", key)
+		ds, err := s.records.ListDeadLettersFor(ctx, "", key)
 		if err == nil && len(ds) == 1 {
 			dl = ds[0]
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/worker"
 )
 
@@ -13,7 +14,7 @@ func main() { service.Main("worker", &worker.Config{}, realMain) }
 
 func realMain(ctx context.Context, cfg *worker.Config) error {
 	c, cleanup, err := service.Start(ctx, service.Options{Name: "worker", Base: &cfg.Base, Tasks: true, Admin: true,
-		Keeper: service.Keeper(cfg.Secrets())})
+		InboundDatabase: true, Keeper: service.Keeper(cfg.Secrets())})
 	if err != nil {
 		return err
 	}
@@ -23,11 +24,8 @@ func realMain(ctx context.Context, cfg *worker.Config) error {
 	if err != nil {
 		return err
 	}
-	closeInbound, err := cfg.UseInboundDatabase(ctx, &deps)
-	if err != nil {
-		return err
-	}
-	defer closeInbound()
+	// Out-of-band payloads are in the webhook's database.
+	deps.Payloads = store.NewPayloads(c.InboundDB, 0)
 	srv := worker.NewServer(cfg, deps)
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
 	// the clients and flushes the traces.

@@ -130,7 +130,7 @@ func (r *Runner) Run(ctx context.Context, a tasks.Action, req action.Request, la
 		logging.FromContext(ctx).InfoContext(ctx, "action already answered: not calling again", "event", "action_duplicate",
 			"state", ar.State)
 	}
-	r.tell(ctx, &res, a, rec.Tenant, lang, ar)
+	r.tell(ctx, &res, a, rec.Tenant, lang, ar, lastAttempt)
 	return res
 }
 
@@ -195,7 +195,7 @@ func (r *Runner) call(ctx context.Context, res *Result, rec store.TenantRecord, 
 
 // tell sends the user the one message for the action's answer and stores it in the
 // conversation.
-func (r *Runner) tell(ctx context.Context, res *Result, a tasks.Action, tn *tenant.Tenant, lang string, ar store.ActionRecord) {
+func (r *Runner) tell(ctx context.Context, res *Result, a tasks.Action, tn *tenant.Tenant, lang string, ar store.ActionRecord, lastAttempt bool) {
 	var text string
 	switch ar.State {
 	case store.ActionDone:
@@ -209,7 +209,7 @@ func (r *Runner) tell(ctx context.Context, res *Result, a tasks.Action, tn *tena
 	graphID, err := r.Tell(ctx, delivery.Request{
 		Kind: delivery.ActionResult, Key: key, TenantID: tn.ID, PhoneNumberID: a.PhoneNumberID, To: a.To,
 		InboundMessageID: a.MessageID, InboundEventID: a.InboundEventID, CorrelationID: a.CorrelationID,
-		ReceivedAt: a.ReceivedAt, Reply: responder.Reply{Text: text},
+		ReceivedAt: a.ReceivedAt, Reply: responder.Reply{Text: text}, LastAttempt: lastAttempt,
 	})
 	if err != nil {
 		res.Status, res.Err = Failed, err

@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +23,7 @@ import (
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -134,15 +133,7 @@ type Server struct {
 
 // NewServer returns the api service for a validated cfg.
 func NewServer(cfg *Config, deps Deps) *Server {
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Hasher == nil {
-		deps.Hasher = logging.DevHasher()
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
+	service.Defaults(&deps.Logger, &deps.Hasher, &deps.Now)
 	ob := &outbox.Outbox{Tenants: deps.Tenants, Sends: deps.Sends, Tasks: deps.Tasks, Hasher: deps.Hasher, Now: deps.Now}
 	if deps.Windows != nil {
 		ob.Windows = deps.Windows
@@ -174,7 +165,7 @@ func (s *Server) Routes() http.Handler {
 		r.Get(CallbackPath, s.handleCallback)
 	})
 	// The signup routes' secrets leave the URL before the span or a log line can see it.
-	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request) {
+	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request, _ any) {
 		writeError(w, codeInternal, "internal error")
 	}}.Wrap(r))
 }
@@ -256,10 +247,4 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 		logging.FromContext(r.Context()).WarnContext(r.Context(), "api key use not recorded", "event", "api_key_touch_failed", "error", err)
 	}
 	return rec.TenantID, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

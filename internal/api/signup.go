@@ -19,6 +19,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/parked"
+	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -84,7 +85,7 @@ func NewConnectLink(ctx context.Context, sealer Sealer, publicBaseURL, tenantID 
 
 // sealState gives st a fresh nonce and seals it for ad, base64url.
 func sealState(ctx context.Context, sealer Sealer, st connectState, ad []byte) (string, error) {
-	st.Nonce = randomHex(16)
+	st.Nonce = randid.Hex(16)
 	plain, _ := json.Marshal(st)
 	sealed, err := sealer.Encrypt(ctx, plain, ad)
 	if err != nil {
@@ -184,7 +185,7 @@ func (s *Server) handleConnectPage(w http.ResponseWriter, r *http.Request) {
 		page(w, CodeInvalidRequest, "Link already used", "This connection link was used already. Nothing was changed; ask for a new link.")
 		return
 	}
-	browser := randomHex(32)
+	browser := randid.Hex(32)
 	if c, err := r.Cookie(connectCookie); err == nil && validBrowserToken(c.Value) {
 		browser = c.Value // a reload keeps the token another tab may hold
 	}
@@ -508,16 +509,9 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 			"The Meta login you used does not share the WhatsApp Business Account(s) this business already uses (%s). Log in with the Meta account that manages them, share them in the dialog, and ask for a new link.",
 			strings.Join(missing, ", "))}
 	}
-	var nums []tenant.PhoneNumber
-	for _, waba := range res.wabas {
-		pns, err := gc.PhoneNumbers(ctx, waba)
-		if err != nil {
-			return res, &connectError{"the account's phone numbers could not be read", err}
-		}
-		for _, p := range pns {
-			nums = append(nums, tenant.PhoneNumber{PhoneNumberID: p.ID, WABAID: waba})
-			res.numbers = append(res.numbers, p.ID)
-		}
+	nums, err := accountNumbers(ctx, gc, &res)
+	if err != nil {
+		return res, err
 	}
 	if len(nums) == 0 {
 		return res, &connectRefusal{"no_phone_number", "The WhatsApp Business Account you shared has no phone number yet: add one in WhatsApp Manager first."}
@@ -543,12 +537,8 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 	if err := s.deps.Tenants.RecordWABAGrants(ctx, tenantID, res.extra); err != nil {
 		return res, err
 	}
-	sealed, err := s.deps.Keeper.Encrypt(ctx, []byte(token), secrets.AD(tenantID, secrets.PurposeAccessToken))
-	if err != nil {
-		return res, fmt.Errorf("seal the token: %w", err)
-	}
-	if _, err := s.deps.Tenants.SetAccessToken(ctx, tenantID, sealed); err != nil {
-		return res, fmt.Errorf("store the token: %w", err)
+	if err := s.storeToken(ctx, tenantID, token); err != nil {
+		return res, err
 	}
 	res.released, res.releaseErr = parked.Release(ctx, s.deps.Sends, s.deps.Tasks, tenantID, httpserver.CorrelationID(ctx))
 	if res.releaseErr != nil {
@@ -556,6 +546,34 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 			"event", "release_failed", "error", res.releaseErr)
 	}
 	return res, nil
+}
+
+// accountNumbers lists the phone numbers of the WABAs res connects, noting their ids in res.
+func accountNumbers(ctx context.Context, gc *graph.Client, res *connectResult) ([]tenant.PhoneNumber, error) {
+	var nums []tenant.PhoneNumber
+	for _, waba := range res.wabas {
+		pns, err := gc.PhoneNumbers(ctx, waba)
+		if err != nil {
+			return nil, &connectError{"the account's phone numbers could not be read", err}
+		}
+		for _, p := range pns {
+			nums = append(nums, tenant.PhoneNumber{PhoneNumberID: p.ID, WABAID: waba})
+			res.numbers = append(res.numbers, p.ID)
+		}
+	}
+	return nums, nil
+}
+
+// storeToken seals the tenant's new access token and stores it.
+func (s *Server) storeToken(ctx context.Context, tenantID, token string) error {
+	sealed, err := s.deps.Keeper.Encrypt(ctx, []byte(token), secrets.AD(tenantID, secrets.PurposeAccessToken))
+	if err != nil {
+		return fmt.Errorf("seal the token: %w", err)
+	}
+	if _, err := s.deps.Tenants.SetAccessToken(ctx, tenantID, sealed); err != nil {
+		return fmt.Errorf("store the token: %w", err)
+	}
+	return nil
 }
 
 // wabasToConnect decides what a login's granted WABAs connect: a tenant with none yet takes all

@@ -105,7 +105,7 @@ func TestEmbeddedSignupRoundTrip(t *testing.T) {
 	if after.AuthStatus != store.AuthOK || !after.TokenSetAt.After(before.TokenSetAt) || !after.Tenant.OwnsNumber(numberAcme2) {
 		t.Fatalf("tenant after signup: %+v", after)
 	}
-	if owner, err := store.NewTenants(s.db, store.Options{}).ByPhoneNumber(ctx, numberAcme2); err != nil || owner.Tenant.ID != "acme" {
+	if owner, err := store.NewTenants(s.db, store.Options{}).GetByPhoneNumber(ctx, numberAcme2); err != nil || owner.Tenant.ID != "acme" {
 		t.Fatalf("the new number does not route to the tenant: %v", err)
 	}
 	if !s.Graph.Subscribed(wabaAcme) {
@@ -184,7 +184,7 @@ func TestEmbeddedSignupRefusesForeignAccounts(t *testing.T) {
 			if n := s.Graph.SubscribeCalls(); n != 0 {
 				t.Errorf("a refused login made %d subscribed_apps calls", n)
 			}
-			if _, err := tenants.ByPhoneNumber(ctx, numberAttacker); !errors.Is(err, store.ErrNotFound) {
+			if _, err := tenants.GetByPhoneNumber(ctx, numberAttacker); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("the attacker's number routes somewhere: %v", err)
 			}
 			if gs, err := tenants.PendingWABAGrants(ctx, c.tenant); err != nil || len(gs) != 0 {
@@ -223,7 +223,7 @@ func TestEmbeddedSignupExtraAccountAwaitsApproval(t *testing.T) {
 	if after.Tenant.OwnsNumber(numberExtra) || len(after.Tenant.PhoneNumbers) != 1 {
 		t.Errorf("the extra account's number was attached: %+v", after.Tenant.PhoneNumbers)
 	}
-	if _, err := tenants.ByPhoneNumber(ctx, numberExtra); !errors.Is(err, store.ErrNotFound) {
+	if _, err := tenants.GetByPhoneNumber(ctx, numberExtra); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the extra account's number routes somewhere: %v", err)
 	}
 	if !s.Graph.Subscribed(wabaAcme) || s.Graph.Subscribed(wabaExtra) {

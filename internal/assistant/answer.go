@@ -14,3 +14,6 @@ func IsConfirmTap(m whatsapp.Message) bool {
 // IsAnswerWord reports a text that is only a confirming or rejecting word in a language the
 // assistant speaks ("yes", "ya", "non"…): the answer to a prompt, typed instead of tapped.
 func IsAnswerWord(text string) bool { return i18n.IsConfirm(text) || i18n.IsReject(text) }
+
+// IsQuotaNotice reports the reply that tells a contact the LLM quota is used up.
+func IsQuotaNotice(r Reply) bool { return r.Key == i18n.QuotaExceeded }

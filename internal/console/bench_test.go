@@ -43,7 +43,7 @@ func BenchmarkInboxRender(b *testing.B) {
 	// The page tokens of every page, as the Next links carry them.
 	afters := []string{""}
 	for {
-		p, err := convs.ListConversations(ctx, store.ConversationQuery{TenantID: t.ID, Status: store.ConversationOpen,
+		p, err := convs.ListInbox(ctx, store.InboxQuery{TenantID: t.ID, Status: store.ConversationOpen,
 			Limit: console.InboxPageSize, After: afters[len(afters)-1]})
 		if err != nil {
 			b.Fatal(err)

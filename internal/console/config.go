@@ -102,21 +102,12 @@ func (c *Config) OpenKeeper(ctx context.Context) (*secrets.Keeper, error) {
 	return k, nil
 }
 
-// UseInboundDatabase points the inspector at the webhook's own database
-// (INBOUND_FIRESTORE_DATABASE) for dedupe markers, when it is not FIRESTORE_DATABASE, and returns
-// what closes it.
-func (c *Config) UseInboundDatabase(ctx context.Context, deps *Deps) (func(), error) {
-	in := c.InboundDatabase()
-	inspector, ok := deps.Inspector.(*operator.Inspector)
-	if in == c.FirestoreDatabase || !ok {
-		return func() {}, nil
+// UseInboundDatabase points the inspector at db, the webhook's own database
+// (service.Clients.InboundDB), for dedupe markers.
+func (c *Config) UseInboundDatabase(db *store.DB, deps *Deps) {
+	if inspector, ok := deps.Inspector.(*operator.Inspector); ok {
+		inspector.Markers = store.NewMarkers(db, store.MarkerOptions{EventRef: c.Hasher().Ref})
 	}
-	db, err := store.Open(ctx, c.ProjectID, in)
-	if err != nil {
-		return nil, err
-	}
-	inspector.Markers = store.NewMarkers(db, store.MarkerOptions{EventRef: c.Hasher().Ref})
-	return func() { db.Close() }, nil
 }
 
 // Validate checks the console's values on top of the shared ones.

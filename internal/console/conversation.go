@@ -142,7 +142,7 @@ type PreferenceReader interface {
 
 // ActionReader reads a conversation's actions; *store.ActionStore implements it.
 type ActionReader interface {
-	ByConversation(ctx context.Context, conversationID string, limit int) ([]store.ActionRecord, error)
+	ListByConversation(ctx context.Context, conversationID string, limit int) ([]store.ActionRecord, error)
 }
 
 // tickOf turns an outbound record into the ticks WhatsApp users know.
@@ -341,7 +341,7 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	if err != nil {
 		return conversationView{}, err
 	}
-	msgs, err := s.deps.Conversations.LatestMessages(ctx, id, MessagesShown)
+	msgs, err := s.deps.Conversations.ListLatestMessages(ctx, id, MessagesShown)
 	if err != nil {
 		return conversationView{}, err
 	}
@@ -370,7 +370,7 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	labelEvents(items, c.State.Pending, now)
 	runs := map[string]store.ActionRecord{}
 	if s.deps.Actions != nil {
-		recs, err := s.deps.Actions.ByConversation(ctx, id, 100)
+		recs, err := s.deps.Actions.ListByConversation(ctx, id, 100)
 		if err != nil {
 			return conversationView{}, err
 		}

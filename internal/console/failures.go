@@ -17,7 +17,7 @@ import (
 
 // DeadLetterReader reads the dead letters; *store.DeadLetterStore implements it.
 type DeadLetterReader interface {
-	PageDeadLetters(ctx context.Context, q store.DeadLetterQuery) (store.DeadLetterPage, error)
+	ListDeadLetterPage(ctx context.Context, q store.DeadLetterQuery) (store.DeadLetterPage, error)
 	GetDeadLetter(ctx context.Context, id string) (store.DeadLetter, error)
 }
 
@@ -188,7 +188,7 @@ func (s *Server) handleFailures() http.Handler {
 		q := r.URL.Query()
 		all := q.Get("all") == "1"
 		after := q.Get("after")
-		page, err := s.deps.DeadLetters.PageDeadLetters(r.Context(), store.DeadLetterQuery{OnlyPending: !all, Limit: FailuresPageSize, After: after})
+		page, err := s.deps.DeadLetters.ListDeadLetterPage(r.Context(), store.DeadLetterQuery{OnlyPending: !all, Limit: FailuresPageSize, After: after})
 		if err != nil {
 			s.fail(w, r, "List the dead letters", err)
 			return

@@ -172,7 +172,7 @@ func (f *fakeConversations) Get(_ context.Context, id string) (store.Conversatio
 	return *c, nil
 }
 
-func (f *fakeConversations) LatestMessages(_ context.Context, id string, _ int) ([]store.Message, error) {
+func (f *fakeConversations) ListLatestMessages(_ context.Context, id string, _ int) ([]store.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.msgs[id], f.err
@@ -220,7 +220,7 @@ type fakeDeadLetters struct {
 	err  error
 }
 
-func (f *fakeDeadLetters) PageDeadLetters(_ context.Context, q store.DeadLetterQuery) (store.DeadLetterPage, error) {
+func (f *fakeDeadLetters) ListDeadLetterPage(_ context.Context, q store.DeadLetterQuery) (store.DeadLetterPage, error) {
 	if f.err != nil {
 		return store.DeadLetterPage{}, f.err
 	}
@@ -501,7 +501,7 @@ func (f *fixture) post(t *testing.T, path string, form url.Values, header ...str
 // fakeActions are the actions records of the fixture, by action id.
 type fakeActions map[string]store.ActionRecord
 
-func (f fakeActions) ByConversation(_ context.Context, _ string, _ int) ([]store.ActionRecord, error) {
+func (f fakeActions) ListByConversation(_ context.Context, _ string, _ int) ([]store.ActionRecord, error) {
 	var out []store.ActionRecord
 	for _, r := range f {
 		out = append(out, r)

@@ -24,7 +24,7 @@ type Conversations interface {
 	ConversationsByNamePrefix(ctx context.Context, tenantID, prefix string, limit int) ([]store.Conversation, error)
 	ConversationIDsByTextPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
-	LatestMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
+	ListLatestMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 	AssignConversation(ctx context.Context, conversationID, operator string) error
 	CloseConversation(ctx context.Context, conversationID string) error
 }
@@ -216,7 +216,7 @@ func (s *Server) inboxRows(ctx context.Context, convs []store.Conversation, filt
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			msgs, err := s.deps.Conversations.LatestMessages(ctx, c.ID, summaryWindow)
+			msgs, err := s.deps.Conversations.ListLatestMessages(ctx, c.ID, summaryWindow)
 			if err != nil {
 				s.logger(ctx).Warn("read a conversation's latest messages", "event", "console_summary_failed",
 					"conversation_id", c.ID, "error", err)

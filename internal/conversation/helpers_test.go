@@ -70,9 +70,22 @@ type sender struct {
 	sent  map[string]int
 	order []string
 	fail  func(key string) error
+	// last is each key's Outgoing.LastAttempt, as last sent.
+	last map[string]bool
 }
 
-func newSender() *sender { return &sender{sent: map[string]int{}} }
+func newSender() *sender { return &sender{sent: map[string]int{}, last: map[string]bool{}} }
+
+// lastAttempts returns each key's Outgoing.LastAttempt.
+func (s *sender) lastAttempts() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]bool, len(s.last))
+	for k, v := range s.last {
+		m[k] = v
+	}
+	return m
+}
 
 func (s *sender) SendReply(_ context.Context, o conversation.Outgoing) (string, error) {
 	s.mu.Lock()
@@ -83,6 +96,7 @@ func (s *sender) SendReply(_ context.Context, o conversation.Outgoing) (string, 
 		}
 	}
 	s.sent[o.IdempotencyKey]++
+	s.last[o.IdempotencyKey] = o.LastAttempt
 	s.order = append(s.order, o.Reply.Text)
 	return "wamid.out." + o.IdempotencyKey, nil
 }

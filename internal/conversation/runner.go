@@ -3,7 +3,6 @@ package conversation
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
-	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -45,6 +44,10 @@ type Inbound struct {
 	// MayConfirm says the conversation's assistant can have a pending action (a tenant in
 	// mode llm): only then is a bare yes/no held (Options.AnswerGrace).
 	MayConfirm bool `json:"may_confirm,omitempty"`
+	// LastAttempt says the task delivering this message will not be retried: every reply the
+	// Handle call sends (this message's and those it drains) is sent as on a last attempt
+	// (Outgoing.LastAttempt). It belongs to the delivery, so it is not stored.
+	LastAttempt bool `json:"-"`
 }
 
 // Pending is an inbox message whose turn is to run (or whose effects are to be performed).
@@ -72,6 +75,9 @@ type Outgoing struct {
 	Pending        Pending
 	Reply          assistant.Reply
 	IdempotencyKey string
+	// LastAttempt: the task sending it will not be retried (Inbound.LastAttempt of the Handle
+	// call), so an outcome that would be retried is settled for good.
+	LastAttempt bool
 }
 
 // Actions runs the action a turn asked for as its own task. It must be idempotent by the
@@ -117,6 +123,10 @@ type Options struct {
 	// the message alone when it is stored, then with the file its turn fetched (att, never nil
 	// then). The worker passes media.Describe; nil: nothing is kept.
 	DescribeMedia func(m whatsapp.Message, att *assistant.Attachment) *store.Media
+	// IsQuotaNotice reports the reply that tells a contact the LLM quota is used up, which the
+	// stored turn marks (store.Reply.QuotaExceeded). The worker passes the assistant's
+	// (assistant.IsQuotaNotice); nil: no reply is such a notice.
+	IsQuotaNotice func(assistant.Reply) bool
 }
 
 // Runner serialises the turns of each conversation (see the package comment). Safe for
@@ -128,10 +138,11 @@ type Runner struct {
 	lease   time.Duration
 	grace   time.Duration
 	now     func() time.Time
-	// isConfirmTap and isAnswerWord are Options' (never nil): the assistant's words, not the
-	// runner's.
-	isConfirmTap func(whatsapp.Message) bool
-	isAnswerWord func(string) bool
+	// isConfirmTap, isAnswerWord and isQuotaNotice are Options' (never nil): the assistant's
+	// words, not the runner's.
+	isConfirmTap  func(whatsapp.Message) bool
+	isAnswerWord  func(string) bool
+	isQuotaNotice func(assistant.Reply) bool
 	// describeMedia is Options.DescribeMedia (never nil).
 	describeMedia func(whatsapp.Message, *assistant.Attachment) *store.Media
 }
@@ -157,8 +168,11 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	if opts.DescribeMedia == nil {
 		opts.DescribeMedia = func(whatsapp.Message, *assistant.Attachment) *store.Media { return nil }
 	}
+	if opts.IsQuotaNotice == nil {
+		opts.IsQuotaNotice = func(assistant.Reply) bool { return false }
+	}
 	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now,
-		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord, describeMedia: opts.DescribeMedia}
+		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord, isQuotaNotice: opts.IsQuotaNotice, describeMedia: opts.DescribeMedia}
 }
 
 // ErrHeld is returned by Handle for a message in the inbox while another holder has the
@@ -254,7 +268,8 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 			"event", event, "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
 		return res, ErrHeld
 	}
-	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res}
+	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res,
+		lastAttempt: in.LastAttempt}
 	return res, d.run(ctx)
 }
 
@@ -269,6 +284,8 @@ type drain struct {
 	res    *Result
 	// job is the previous turn's effects, performed while the next turn runs.
 	job *effects
+	// lastAttempt is the Handle call's Inbound.LastAttempt.
+	lastAttempt bool
 }
 
 func (d *drain) run(ctx context.Context) error {
@@ -314,7 +331,7 @@ func (d *drain) run(ctx context.Context) error {
 			}
 			logger.InfoContext(ctx, "performing a committed turn's effects", "event", "conversation_effects_redo",
 				"fence", d.lease.Fence, "committed_fence", m.Fence)
-			d.job = d.r.perform(ctx, p, m)
+			d.job = d.r.perform(ctx, p, m, d.lastAttempt)
 			continue
 		}
 		if wait := d.r.holdAnswer(p, d.state); wait > 0 {
@@ -379,7 +396,7 @@ func (d *drain) runTurn(ctx context.Context, p Pending, m store.Message) error {
 		return d.stop(ctx, err, true)
 	}
 	m.Turn, m.Replies, m.Action = store.TurnDone, commit.Replies, commit.Action
-	d.job = d.r.perform(ctx, p, m)
+	d.job = d.r.perform(ctx, p, m, d.lastAttempt)
 	return nil
 }
 
@@ -422,7 +439,7 @@ func (r *Runner) record(p Pending, out assistant.Outcome) (store.TurnCommit, err
 		if err != nil {
 			return c, fmt.Errorf("encode reply: %w", err)
 		}
-		quota := rep.Key == i18n.QuotaExceeded
+		quota := r.isQuotaNotice(rep)
 		c.QuotaExceeded = c.QuotaExceeded || quota
 		c.Replies = append(c.Replies, store.Reply{Index: i, IdempotencyKey: ReplyKey(p.MessageID, i), Body: rep.Body(),
 			Key: string(rep.Key), QuotaExceeded: quota, Payload: string(b)})
@@ -449,23 +466,23 @@ type effects struct {
 
 // perform starts performing m's recorded effects, in order: the replies, then the action, then
 // the record that they are done.
-func (r *Runner) perform(ctx context.Context, p Pending, m store.Message) *effects {
+func (r *Runner) perform(ctx context.Context, p Pending, m store.Message, lastAttempt bool) *effects {
 	job := &effects{messageID: m.MessageID, done: make(chan struct{})}
 	replies := append([]store.Reply(nil), m.Replies...)
 	go func() {
 		defer close(job.done)
-		job.err = r.performEffects(ctx, p, replies, m.Action)
+		job.err = r.performEffects(ctx, p, replies, m.Action, lastAttempt)
 	}()
 	return job
 }
 
-func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.Reply, action string) error {
+func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.Reply, action string, lastAttempt bool) error {
 	for i, rep := range replies {
 		var reply assistant.Reply
 		if err := json.Unmarshal([]byte(rep.Payload), &reply); err != nil {
 			return fmt.Errorf("decode recorded reply %d: %w", rep.Index, err)
 		}
-		id, err := r.sender.SendReply(ctx, Outgoing{Pending: p, Reply: reply, IdempotencyKey: rep.IdempotencyKey})
+		id, err := r.sender.SendReply(ctx, Outgoing{Pending: p, Reply: reply, IdempotencyKey: rep.IdempotencyKey, LastAttempt: lastAttempt})
 		if err != nil {
 			return fmt.Errorf("send reply %d: %w", rep.Index, err)
 		}
@@ -551,7 +568,5 @@ func messageText(m whatsapp.Message) string {
 
 // newHolder names one Handle call as a lease holder.
 func newHolder() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return randid.Hex(8)
 }

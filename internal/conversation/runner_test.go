@@ -20,6 +20,28 @@ import (
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
+// TestLastAttemptReachesSender: the Sender is told, as a parameter, whether the Handle call's
+// delivery is its last attempt (Inbound.LastAttempt), for each reply it sends.
+func TestLastAttemptReachesSender(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t, nil)
+	snd, rec := newSender(), newRecorder()
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{}))
+	first := inbound("wamid.A", 1, "hello")
+	last := inbound("wamid.B", 2, "again")
+	last.LastAttempt = true
+	for _, in := range []conversation.Inbound{first, last} {
+		if _, err := r.Handle(ctx, in, rec.turn); err != nil {
+			t.Fatalf("Handle %s: %v", in.Message.ID, err)
+		}
+	}
+	want := map[string]bool{conversation.ReplyKey("wamid.A", 0): false, conversation.ReplyKey("wamid.B", 0): true}
+	if diff := cmp.Diff(want, snd.lastAttempts()); diff != "" {
+		t.Errorf("LastAttempt per reply (-want, +got):\n%s", diff)
+	}
+}
+
 func TestRedeliveredMessageIsHandledOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -782,6 +804,6 @@ func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
 
 // withAnswers gives the runner the assistant's answers, as the worker does.
 func withAnswers(o conversation.Options) conversation.Options {
-	o.IsConfirmTap, o.IsAnswerWord = assistant.IsConfirmTap, assistant.IsAnswerWord
+	o.IsConfirmTap, o.IsAnswerWord, o.IsQuotaNotice = assistant.IsConfirmTap, assistant.IsAnswerWord, assistant.IsQuotaNotice
 	return o
 }

@@ -149,21 +149,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if o.ExternalWorker && o.WorkerAddr == "" {
 		return nil, errors.New("devstack: ExternalWorker needs WorkerAddr, where the caller's worker listens")
 	}
-	if o.Project == "" {
-		o.Project = "wapipe-dev"
-	}
-	if o.Location == "" {
-		o.Location = "us-central1"
-	}
-	if o.Queues == nil {
-		o.Queues = tasks.DefaultQueues()
-	}
-	logs := func(c string) io.Writer {
-		if o.Logs == nil {
-			return io.Discard
-		}
-		return o.Logs(c)
-	}
+	o.setDefaults()
+	logs := o.logTo
 	s := &Stack{
 		Project: o.Project, Location: o.Location,
 		AppSecret: DevAppSecret, VerifyToken: DevVerifyToken, InternalToken: DevInternalToken,
@@ -176,40 +163,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-
-	if o.Tracing || o.SpanExporter != nil {
-		shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "wapipe-devstack", ProjectID: o.Project,
-			Exporter: o.TraceExporter, Dev: true, SpanExporter: o.SpanExporter,
-			Logger: logging.New(logs("webhook"), logging.Options{})})
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = shutdown(ctx)
-		})
+	if err := s.startTracing(ctx, o); err != nil {
+		return nil, err
 	}
-
-	// Firestore: reuse, or start through gcloud.
-	s.FirestoreHost = o.FirestoreHost
-	if s.FirestoreHost == "" {
-		emu, err := firestoreemu.Start(ctx, firestoreemu.Options{Log: logs("firestore")})
-		if err != nil {
-			return nil, err
-		}
-		s.firestor = emu
-		s.FirestoreHost = emu.Host
+	if err := s.startEmulators(ctx, runCtx, o); err != nil {
+		return nil, err
 	}
-	tasksEmu, err := cloudtasksemu.Start(runCtx, cloudtasksemu.Options{
-		Addr: orFree(o.TasksAddr), Project: o.Project, Location: o.Location, Queues: o.Queues,
-		Logger: logging.New(logs("tasks-emulator"), logging.Options{Level: o.LogLevel}),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start tasks emulator: %w", err)
-	}
-	s.Tasks, s.TasksAddr = tasksEmu, tasksEmu.Addr()
-	s.closers = append(s.closers, tasksEmu.Stop)
 
 	s.Graph = graphfake.New(graphfake.WithToken(DevAccessToken))
 	graphLn, err := net.Listen("tcp", orFree(o.GraphAddr))
@@ -237,18 +196,138 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.ActionURL = "http://" + actionLn.Addr().String() + "/wapipe/actions"
 	s.serve(runCtx, "actions", actionLn, s.Action, actionLog)
 
+	c, base, err := s.startTaskServices(ctx, runCtx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.startAPI(ctx, runCtx, o, base, c.DB, c.Tasks, logs); err != nil { // api.go
+		return nil, err
+	}
+	if err := s.serveConsole(runCtx, o, base, c.DB, c.Tasks, c.Admin, c.Keeper, logs("console")); err != nil {
+		return nil, err
+	}
+	if err := s.waitHealthy(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// setDefaults fills the options left empty.
+func (o *Options) setDefaults() {
+	if o.Project == "" {
+		o.Project = "wapipe-dev"
+	}
+	if o.Location == "" {
+		o.Location = "us-central1"
+	}
+	if o.Queues == nil {
+		o.Queues = tasks.DefaultQueues()
+	}
+}
+
+// logTo is where component c logs: Options.Logs, else nowhere.
+func (o Options) logTo(c string) io.Writer {
+	if o.Logs == nil {
+		return io.Discard
+	}
+	return o.Logs(c)
+}
+
+// startTracing sets up the traces when o asks for them; Stop flushes them.
+func (s *Stack) startTracing(ctx context.Context, o Options) error {
+	if !o.Tracing && o.SpanExporter == nil {
+		return nil
+	}
+	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "wapipe-devstack", ProjectID: o.Project,
+		Exporter: o.TraceExporter, Dev: true, SpanExporter: o.SpanExporter,
+		Logger: logging.New(o.logTo("webhook"), logging.Options{})})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(ctx)
+	})
+	return nil
+}
+
+// startEmulators reuses Firestore's emulator or starts one through gcloud, and starts the
+// Cloud Tasks emulator.
+func (s *Stack) startEmulators(ctx, runCtx context.Context, o Options) error {
+	s.FirestoreHost = o.FirestoreHost
+	if s.FirestoreHost == "" {
+		emu, err := firestoreemu.Start(ctx, firestoreemu.Options{Log: o.logTo("firestore")})
+		if err != nil {
+			return err
+		}
+		s.firestor = emu
+		s.FirestoreHost = emu.Host
+	}
+	tasksEmu, err := cloudtasksemu.Start(runCtx, cloudtasksemu.Options{
+		Addr: orFree(o.TasksAddr), Project: o.Project, Location: o.Location, Queues: o.Queues,
+		Logger: logging.New(o.logTo("tasks-emulator"), logging.Options{Level: o.LogLevel}),
+	})
+	if err != nil {
+		return fmt.Errorf("start tasks emulator: %w", err)
+	}
+	s.Tasks, s.TasksAddr = tasksEmu, tasksEmu.Addr()
+	s.closers = append(s.closers, tasksEmu.Stop)
+	return nil
+}
+
+// startTaskServices starts the worker (unless the caller runs it) and the webhook on the
+// clients they share, and applies the stack's tenants; the api and the console use the same.
+func (s *Stack) startTaskServices(ctx, runCtx context.Context, o Options) (_ *service.Clients, _ config.Base, err error) {
 	workerLn, err := net.Listen("tcp", orFree(o.WorkerAddr))
 	if err != nil {
-		return nil, fmt.Errorf("listen for the worker: %w", err)
+		return nil, config.Base{}, fmt.Errorf("listen for the worker: %w", err)
 	}
 	s.WorkerURL = "http://" + workerLn.Addr().String()
 	webhookLn, err := net.Listen("tcp", orFree(o.WebhookAddr))
 	if err != nil {
 		workerLn.Close()
-		return nil, fmt.Errorf("listen for the webhook: %w", err)
+		return nil, config.Base{}, fmt.Errorf("listen for the webhook: %w", err)
 	}
 	s.WebhookURL = "http://" + webhookLn.Addr().String() + webhook.Path
+	served := false
+	defer func() {
+		if !served {
+			workerLn.Close()
+			webhookLn.Close()
+		}
+	}()
+	base, wcfg, hcfg, err := s.serviceConfigs(o)
+	if err != nil {
+		return nil, base, err
+	}
+	// The services read the same Firestore and Cloud Tasks settings, so they share one set of
+	// clients.
+	c, cleanup, err := service.Start(ctx, service.Options{Name: "devstack", Base: &base, InProcess: true,
+		Logger: logging.New(o.logTo("webhook"), logging.Options{}), FirestoreEmulatorHost: s.FirestoreHost,
+		Tasks: true, Admin: true, Keeper: service.Keeper(wcfg.Secrets())})
+	if err != nil {
+		return nil, base, err
+	}
+	s.closers = append(s.closers, cleanup)
+	if err := s.applyTenants(ctx, o, c.DB, c.Admin); err != nil {
+		return nil, base, err
+	}
+	if err := s.serveWorker(runCtx, o, base, wcfg, c, workerLn); err != nil {
+		return nil, base, err
+	}
+	served = true
+	hlog := logging.New(o.logTo("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
+	hdeps := webhook.NewDeps(hcfg, c.DB, c.Tasks, hlog)
+	for _, adjust := range o.Webhook {
+		adjust(&hdeps)
+	}
+	s.serve(runCtx, "webhook", webhookLn, webhook.NewServer(hcfg, hdeps).Routes(), hlog)
+	return c, base, nil
+}
 
+// serviceConfigs returns the shared, the worker's and the webhook's configuration, validated.
+func (s *Stack) serviceConfigs(o Options) (config.Base, *worker.Config, *webhook.Config, error) {
 	base := config.Base{
 		AppEnv: config.EnvDev, ProjectID: o.Project, FirestoreDatabase: "(default)",
 		TasksEmulatorHost: s.TasksAddr, TasksLocation: o.Location,
@@ -266,35 +345,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	hcfg.SetDefaults()
 	for _, v := range []config.Validator{wcfg, hcfg} {
 		if err := v.Validate(); err != nil {
-			workerLn.Close()
-			webhookLn.Close()
-			return nil, err
+			return base, nil, nil, err
 		}
 	}
-	// The services read the same Firestore and Cloud Tasks settings, so they share one set of
-	// clients.
-	c, cleanup, err := service.Start(ctx, service.Options{Name: "devstack", Base: &base, InProcess: true,
-		Logger: logging.New(logs("webhook"), logging.Options{}), FirestoreEmulatorHost: s.FirestoreHost,
-		Tasks: true, Admin: true, Keeper: service.Keeper(wcfg.Secrets())})
-	if err != nil {
-		workerLn.Close()
-		webhookLn.Close()
-		return nil, err
-	}
-	s.closers = append(s.closers, cleanup)
-	db, tq, admin, keeper := c.DB, c.Tasks, c.Admin, c.Keeper
-	if err := s.applyTenants(ctx, o, db, admin); err != nil {
-		workerLn.Close()
-		webhookLn.Close()
-		return nil, err
-	}
+	return base, wcfg, hcfg, nil
+}
 
-	wlog := logging.New(logs("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
-	wdeps, err := worker.NewDeps(wcfg, db, tq, admin, keeper, wlog)
+// serveWorker serves the worker on ln, or closes ln when the caller runs the worker.
+func (s *Stack) serveWorker(runCtx context.Context, o Options, base config.Base, wcfg *worker.Config, c *service.Clients, ln net.Listener) error {
+	wlog := logging.New(o.logTo("worker"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
+	wdeps, err := worker.NewDeps(wcfg, c.DB, c.Tasks, c.Admin, c.Keeper, wlog)
 	if err != nil {
-		workerLn.Close()
-		webhookLn.Close()
-		return nil, fmt.Errorf("worker.NewDeps: %w", err)
+		return fmt.Errorf("worker.NewDeps: %w", err)
 	}
 	// The worker judges a task's last attempt against the queues the emulator really has.
 	wdeps.Queues = o.Queues
@@ -303,29 +365,11 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	if o.ExternalWorker {
 		s.externalWorker = true
-		workerLn.Close()
-	} else {
-		s.serve(runCtx, "worker", workerLn, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+		ln.Close()
+		return nil
 	}
-
-	hlog := logging.New(logs("webhook"), logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
-	hdeps := webhook.NewDeps(hcfg, db, tq, hlog)
-	for _, adjust := range o.Webhook {
-		adjust(&hdeps)
-	}
-	s.serve(runCtx, "webhook", webhookLn, webhook.NewServer(hcfg, hdeps).Routes(), hlog)
-	if err := s.startAPI(ctx, runCtx, o, base, db, tq, logs); err != nil { // api.go
-		return nil, err
-	}
-
-	if err := s.serveConsole(runCtx, o, base, db, tq, admin, keeper, logs("console")); err != nil {
-		return nil, err
-	}
-
-	if err := s.waitHealthy(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
+	s.serve(runCtx, "worker", ln, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+	return nil
 }
 
 // applyTenants applies the stack's tenant files (ApplyTenants).

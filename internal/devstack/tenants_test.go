@@ -34,7 +34,7 @@ func TestSampleTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rec, err := store.NewTenants(db, store.Options{}).ByPhoneNumber(ctx, whatsapp.DefaultSampleOptions.PhoneNumberID)
+	rec, err := store.NewTenants(db, store.Options{}).GetByPhoneNumber(ctx, whatsapp.DefaultSampleOptions.PhoneNumberID)
 	if err != nil || rec.Tenant.ID != "sunrise-bus" || rec.AuthStatus != store.AuthOK {
 		t.Fatalf("the sample webhooks' number routes to %+v (%v), want sunrise-bus with a token", rec.Tenant, err)
 	}

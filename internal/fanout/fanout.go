@@ -37,7 +37,7 @@ type PayloadReader interface {
 // NumberResolver gives the tenant of a business number (store.ErrNotFound for none); the
 // worker's tenant cache implements it.
 type NumberResolver interface {
-	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
+	GetByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
 }
 
 // Fanner fans one inbound delivery out: each message becomes an outbound task on the queue of
@@ -89,8 +89,8 @@ type EventApplier interface {
 
 // TraceRecords keep one trace per inbound event; the store's traces implement it.
 type TraceRecords interface {
-	// WriteTrace writes an attempt's trace once the attempt is over: one write per attempt.
-	WriteTrace(ctx context.Context, t store.Trace) error
+	// PutTrace writes an attempt's trace once the attempt is over: one write per attempt.
+	PutTrace(ctx context.Context, t store.Trace) error
 }
 
 // inboundStoreTimeout bounds each store call of process_inbound, so an unreachable Firestore
@@ -198,7 +198,7 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 	if err != nil {
 		tr.State, tr.Error = store.TraceRetrying, err.Error()
 	}
-	if _, terr := storeCall(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f.Traces.WriteTrace(ctx, tr) }); terr != nil {
+	if _, terr := storeCall(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f.Traces.PutTrace(ctx, tr) }); terr != nil {
 		err = errors.Join(err, terr)
 	}
 	return out, err
@@ -447,7 +447,7 @@ func (f *Fanner) routeAll(ctx context.Context, logger *slog.Logger, msgs []whats
 
 // route resolves one business number to its tenant.
 func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error) {
-	rec, err := f.Tenants.ByPhoneNumber(ctx, phoneNumberID)
+	rec, err := f.Tenants.GetByPhoneNumber(ctx, phoneNumberID)
 	switch {
 	case err == nil:
 		return route{tenantID: rec.Tenant.ID, queue: tasks.TenantQueueID(rec.Tenant.ID)}, nil

@@ -169,82 +169,12 @@ func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatse
 func (c *Checker) Check(ctx context.Context) (Report, error) {
 	now := c.now()
 	r := Report{CheckedAt: now.UTC(), Queues: map[string]QueueStats{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var errs []error
-	run := func(f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, q := range c.queues {
-		run(func() error {
-			st, err := c.queueStats(ctx, q, now)
-			mu.Lock()
-			r.Queues[q[strings.LastIndex(q, "/")+1:]] = st
-			mu.Unlock()
-			return err
-		})
-	}
+	f := &fetches{}
 	since := now.Add(-time.Hour)
-	count := func(dst *int64, f func() (int64, error)) {
-		run(func() error {
-			n, err := f()
-			*dst = n
-			return err
-		})
-	}
-	for _, s := range []struct {
-		dst   *int64
-		state string
-	}{
-		{&r.Outbound.Pending, store.OutboundPending},
-		{&r.Outbound.Sending, store.OutboundSending},
-		{&r.Outbound.Failed, store.OutboundFailed},
-	} {
-		count(s.dst, func() (int64, error) { return c.outbound.CountOutboundByState(ctx, s.state) })
-	}
-	count(&r.DeadLetters, func() (int64, error) { return c.deadLetters.CountPending(ctx) })
-	count(&r.LastHour.Sent, func() (int64, error) { return c.outbound.CountSentSince(ctx, since) })
-	count(&r.LastHour.Failed, func() (int64, error) { return c.outbound.CountFailedSince(ctx, since) })
-	if c.quota != nil {
-		run(func() error {
-			ids, err := c.quota.TenantsOverQuota(ctx, now)
-			mu.Lock()
-			r.OverQuota, r.TenantsOverQuota = ids, len(ids)
-			mu.Unlock()
-			return err
-		})
-	}
-	if c.reauth != nil {
-		run(func() error {
-			ids, err := c.reauth.NeedsReauth(ctx)
-			mu.Lock()
-			r.NeedsReauth = ids
-			mu.Unlock()
-			return err
-		})
-	}
-	if c.accounts != nil {
-		run(func() error {
-			names, err := c.accounts.RestrictedAccounts(ctx)
-			mu.Lock()
-			r.RestrictedAccounts = names
-			mu.Unlock()
-			return err
-		})
-	}
-	buckets := make([]int64, len(store.LatencyBounds)+1)
-	for i := range buckets {
-		count(&buckets[i], func() (int64, error) { return c.outbound.CountSentInLatencyBucket(ctx, i, since) })
-	}
-	wg.Wait()
+	c.fetchQueues(ctx, f, &r, now)
+	buckets := c.fetchOutbound(ctx, f, &r, since)
+	c.fetchTenants(ctx, f, &r, now)
+	errs := f.wait()
 
 	if total := r.LastHour.Sent + r.LastHour.Failed; total > 0 {
 		r.LastHour.SuccessRate = float64(r.LastHour.Sent) / float64(total)
@@ -255,6 +185,110 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 	r.LastHour.LatencyP95MS = percentile(buckets, 0.95)
 	c.judge(&r, errs)
 	return r, errors.Join(errs...)
+}
+
+// fetches runs the report's parts concurrently and collects their errors; mu also guards the
+// report's maps and slices the parts fill.
+type fetches struct {
+	mu   sync.Mutex
+	wg   sync.WaitGroup
+	errs []error
+}
+
+// run starts f.
+func (fs *fetches) run(f func() error) {
+	fs.wg.Add(1)
+	go func() {
+		defer fs.wg.Done()
+		if err := f(); err != nil {
+			fs.mu.Lock()
+			fs.errs = append(fs.errs, err)
+			fs.mu.Unlock()
+		}
+	}()
+}
+
+// count runs f, which stores its count in dst.
+func (fs *fetches) count(dst *int64, f func() (int64, error)) {
+	fs.run(func() error {
+		n, err := f()
+		*dst = n
+		return err
+	})
+}
+
+// wait waits for every part and returns their errors.
+func (fs *fetches) wait() []error {
+	fs.wg.Wait()
+	return fs.errs
+}
+
+// fetchQueues fetches each queue's stats into r.Queues.
+func (c *Checker) fetchQueues(ctx context.Context, f *fetches, r *Report, now time.Time) {
+	for _, q := range c.queues {
+		f.run(func() error {
+			st, err := c.queueStats(ctx, q, now)
+			f.mu.Lock()
+			r.Queues[q[strings.LastIndex(q, "/")+1:]] = st
+			f.mu.Unlock()
+			return err
+		})
+	}
+}
+
+// fetchOutbound fetches the outbound records' and dead letters' counts into r; the returned
+// latency buckets of the last hour are filled once f is waited for.
+func (c *Checker) fetchOutbound(ctx context.Context, f *fetches, r *Report, since time.Time) []int64 {
+	for _, s := range []struct {
+		dst   *int64
+		state string
+	}{
+		{&r.Outbound.Pending, store.OutboundPending},
+		{&r.Outbound.Sending, store.OutboundSending},
+		{&r.Outbound.Failed, store.OutboundFailed},
+	} {
+		f.count(s.dst, func() (int64, error) { return c.outbound.CountOutboundByState(ctx, s.state) })
+	}
+	f.count(&r.DeadLetters, func() (int64, error) { return c.deadLetters.CountPending(ctx) })
+	f.count(&r.LastHour.Sent, func() (int64, error) { return c.outbound.CountSentSince(ctx, since) })
+	f.count(&r.LastHour.Failed, func() (int64, error) { return c.outbound.CountFailedSince(ctx, since) })
+	buckets := make([]int64, len(store.LatencyBounds)+1)
+	for i := range buckets {
+		f.count(&buckets[i], func() (int64, error) { return c.outbound.CountSentInLatencyBucket(ctx, i, since) })
+	}
+	return buckets
+}
+
+// fetchTenants fetches, where configured, the tenants over quota, needing reauth and the
+// restricted accounts into r.
+func (c *Checker) fetchTenants(ctx context.Context, f *fetches, r *Report, now time.Time) {
+	if c.quota != nil {
+		f.run(func() error {
+			ids, err := c.quota.TenantsOverQuota(ctx, now)
+			f.mu.Lock()
+			r.OverQuota, r.TenantsOverQuota = ids, len(ids)
+			f.mu.Unlock()
+			return err
+		})
+	}
+	if c.reauth != nil {
+		f.run(func() error {
+			ids, err := c.reauth.NeedsReauth(ctx)
+			f.mu.Lock()
+			r.NeedsReauth = ids
+			f.mu.Unlock()
+			return err
+		})
+	}
+	if c.accounts != nil {
+		f.run(func() error {
+			names, err := c.accounts.RestrictedAccounts(ctx)
+			f.mu.Lock()
+			r.RestrictedAccounts = names
+			f.mu.Unlock()
+			return err
+		})
+	}
 }
 
 func (c *Checker) queueStats(ctx context.Context, name string, now time.Time) (QueueStats, error) {

@@ -2,8 +2,6 @@ package httpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +11,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/randid"
 )
 
 // CorrelationHeader carries a request's correlation id in and out (CONTRACT.md).
@@ -32,9 +31,7 @@ func CorrelationID(ctx context.Context) string {
 
 // NewCorrelationID returns a fresh random correlation id (32 hex digits).
 func NewCorrelationID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return randid.Hex(16)
 }
 
 // Middleware is the one middleware set of wapipe's services, around each service's routes: a
@@ -51,10 +48,14 @@ type Middleware struct {
 	// Tasks headers) to its context, after the correlation id and the logger, so that both the
 	// handler and OnPanic see it.
 	Request func(r *http.Request) *http.Request
-	// OnPanic answers a request whose handler panicked, after the panic is logged; nil answers
+	// OnPanic answers a request whose handler panicked with v, after the panic is logged; nil answers
 	// 500 "internal error". The worker's answer depends on the task (a retry, or a dead letter
 	// on its last attempt).
-	OnPanic func(w http.ResponseWriter, r *http.Request)
+	OnPanic func(w http.ResponseWriter, r *http.Request, v any)
+	// PanicAttrs, when set, adds attributes to the panic's log line that the service learned
+	// while handling the request (the worker: the task body's correlation id), which the
+	// request's logger cannot carry because the handler learned them after Request ran.
+	PanicAttrs func(r *http.Request) []any
 }
 
 // Wrap returns h inside the middleware set.
@@ -89,10 +90,13 @@ func (m Middleware) recover(w http.ResponseWriter, r *http.Request) {
 		panic(v)
 	}
 	ctx := r.Context()
-	logging.FromContext(ctx).Log(ctx, logging.LevelCritical, m.Service+" handler panicked", "event", "panic_recovered",
-		"path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	attrs := []any{"event", "panic_recovered", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack())}
+	if m.PanicAttrs != nil {
+		attrs = append(attrs, m.PanicAttrs(r)...)
+	}
+	logging.FromContext(ctx).Log(ctx, logging.LevelCritical, m.Service+" handler panicked", attrs...)
 	if m.OnPanic != nil {
-		m.OnPanic(w, r)
+		m.OnPanic(w, r, v)
 		return
 	}
 	http.Error(w, "internal error", http.StatusInternalServerError)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,18 +66,21 @@ func TestMiddlewareCorrelationID(t *testing.T) {
 
 type taskKey struct{}
 
-// TestMiddlewareRequest: what Request adds to the context reaches the handler and OnPanic.
+// TestMiddlewareRequest: what Request adds to the context reaches the handler, OnPanic (with the
+// panic's value) and PanicAttrs, whose attributes are on the panic's log line.
 func TestMiddlewareRequest(t *testing.T) {
 	t.Parallel()
-	var inHandler, inPanic any
-	h := httpserver.Middleware{Service: "test", Logger: logging.New(io.Discard, logging.Options{}),
+	var inHandler, inPanic, value any
+	var logs bytes.Buffer
+	h := httpserver.Middleware{Service: "test", Logger: logging.New(&logs, logging.Options{}),
 		Request: func(r *http.Request) *http.Request {
 			return r.WithContext(context.WithValue(r.Context(), taskKey{}, r.Header.Get("X-CloudTasks-TaskName")))
 		},
-		OnPanic: func(w http.ResponseWriter, r *http.Request) {
-			inPanic = r.Context().Value(taskKey{})
+		OnPanic: func(w http.ResponseWriter, r *http.Request, v any) {
+			inPanic, value = r.Context().Value(taskKey{}), v
 			w.WriteHeader(http.StatusServiceUnavailable)
 		},
+		PanicAttrs: func(r *http.Request) []any { return []any{"task", r.Context().Value(taskKey{})} },
 	}.Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		inHandler = r.Context().Value(taskKey{})
 		panic("boom")
@@ -87,8 +89,11 @@ func TestMiddlewareRequest(t *testing.T) {
 	r.Header.Set("X-CloudTasks-TaskName", "task-1")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	if inHandler != "task-1" || inPanic != "task-1" || w.Code != http.StatusServiceUnavailable {
-		t.Errorf("handler saw %v, OnPanic saw %v, answered %d; want task-1, task-1, 503", inHandler, inPanic, w.Code)
+	if inHandler != "task-1" || inPanic != "task-1" || value != "boom" || w.Code != http.StatusServiceUnavailable {
+		t.Errorf("handler saw %v, OnPanic saw %v and %v, answered %d; want task-1, task-1 and boom, 503", inHandler, inPanic, value, w.Code)
+	}
+	if !strings.Contains(logs.String(), `"task":"task-1"`) {
+		t.Errorf("the panic's line lacks PanicAttrs' attribute:\n%s", logs.String())
 	}
 }
 
@@ -98,12 +103,12 @@ func TestMiddlewareRecover(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		onPanic    func(http.ResponseWriter, *http.Request)
+		onPanic    func(http.ResponseWriter, *http.Request, any)
 		wantStatus int
 		wantBody   string
 	}{
 		{"default answer", nil, http.StatusInternalServerError, "internal error\n"},
-		{"service's answer", func(w http.ResponseWriter, _ *http.Request) {
+		{"service's answer", func(w http.ResponseWriter, _ *http.Request, _ any) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"status":"retry"}`))
 		}, http.StatusServiceUnavailable, `{"status":"retry"}`},

@@ -184,9 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	jobs := make(chan int)
 	samples := make(chan sample, cfg.Concurrency)
-	var started, answered int
-	var mu sync.Mutex
-	begin := time.Now()
+	rn := &runCounts{begin: time.Now()}
 
 	var workers sync.WaitGroup
 	for range cfg.Concurrency {
@@ -199,79 +197,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}()
 	}
 	stopped := make(chan string, 1)
-	go func() {
-		defer close(jobs)
-		for i := range cfg.N {
-			if cfg.Rate > 0 {
-				due := begin.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
-				if d := time.Until(due); d > 0 {
-					t := time.NewTimer(d)
-					select {
-					case <-t.C:
-					case <-sendCtx.Done():
-						t.Stop()
-					}
-				}
-			}
-			select {
-			case jobs <- i:
-				mu.Lock()
-				started++
-				mu.Unlock()
-			case <-sendCtx.Done():
-			}
-			if sendCtx.Err() != nil {
-				why := "duration cap"
-				if ctx.Err() != nil {
-					why = "cancelled"
-				}
-				stopped <- why
-				return
-			}
-		}
-	}()
+	go rn.feed(ctx, sendCtx, cfg, jobs, stopped)
 	go func() {
 		workers.Wait()
 		close(samples)
 	}()
 
-	res := &Result{Target: cfg.N, Codes: map[int]int{}, Sent: map[string]time.Time{}}
-	var lat []time.Duration
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case s, ok := <-samples:
-			if !ok {
-				done = true
-				break
-			}
-			if s.err != nil {
-				res.Errors++
-				if len(res.FirstErrors) < 5 {
-					res.FirstErrors = append(res.FirstErrors, s.err.Error())
-				}
-				continue
-			}
-			mu.Lock()
-			answered++
-			mu.Unlock()
-			res.Codes[s.code]++
-			lat = append(lat, s.latency)
-			if s.code >= 200 && s.code < 300 {
-				res.Sent[s.id] = s.start
-			}
-		case <-tick.C:
-			if cfg.Progress != nil {
-				mu.Lock()
-				p := Progress{Started: started, Answered: answered, Target: cfg.N, Elapsed: time.Since(begin)}
-				mu.Unlock()
-				cfg.Progress(p)
-			}
-		}
-	}
-	res.Elapsed = time.Since(begin)
-	res.Started, res.Answered = started, answered
+	res, lat := rn.collect(cfg, samples, every)
+	res.Elapsed = time.Since(rn.begin)
+	res.Started, res.Answered = rn.counts()
 	select {
 	case why := <-stopped:
 		if res.Started < res.Target {
@@ -284,6 +218,91 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Throughput = float64(res.Answered) / s
 	}
 	return res, nil
+}
+
+// runCounts is what a run has started and seen answered, read by the progress reports.
+type runCounts struct {
+	begin             time.Time
+	mu                sync.Mutex
+	started, answered int
+}
+
+// counts returns the messages started and answered so far.
+func (rn *runCounts) counts() (started, answered int) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.started, rn.answered
+}
+
+// feed hands the message numbers to the workers at cfg.Rate, then closes jobs. When sendCtx
+// ends first it says why on stopped.
+func (rn *runCounts) feed(ctx, sendCtx context.Context, cfg Config, jobs chan<- int, stopped chan<- string) {
+	defer close(jobs)
+	for i := range cfg.N {
+		if cfg.Rate > 0 {
+			due := rn.begin.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-sendCtx.Done():
+					t.Stop()
+				}
+			}
+		}
+		select {
+		case jobs <- i:
+			rn.mu.Lock()
+			rn.started++
+			rn.mu.Unlock()
+		case <-sendCtx.Done():
+		}
+		if sendCtx.Err() != nil {
+			why := "duration cap"
+			if ctx.Err() != nil {
+				why = "cancelled"
+			}
+			stopped <- why
+			return
+		}
+	}
+}
+
+// collect reads the samples until the workers are done, reporting progress every interval, and
+// returns the result so far with the answers' latencies.
+func (rn *runCounts) collect(cfg Config, samples <-chan sample, every time.Duration) (*Result, []time.Duration) {
+	res := &Result{Target: cfg.N, Codes: map[int]int{}, Sent: map[string]time.Time{}}
+	var lat []time.Duration
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case s, ok := <-samples:
+			if !ok {
+				return res, lat
+			}
+			if s.err != nil {
+				res.Errors++
+				if len(res.FirstErrors) < 5 {
+					res.FirstErrors = append(res.FirstErrors, s.err.Error())
+				}
+				continue
+			}
+			rn.mu.Lock()
+			rn.answered++
+			rn.mu.Unlock()
+			res.Codes[s.code]++
+			lat = append(lat, s.latency)
+			if s.code >= 200 && s.code < 300 {
+				res.Sent[s.id] = s.start
+			}
+		case <-tick.C:
+			if cfg.Progress != nil {
+				started, answered := rn.counts()
+				cfg.Progress(Progress{Started: started, Answered: answered, Target: cfg.N, Elapsed: time.Since(rn.begin)})
+			}
+		}
+	}
 }
 
 // BenchSender is the sender of the i-th message when Config.From is empty: a fictitious number in

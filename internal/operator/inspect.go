@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,7 +211,7 @@ func (x *inspection) addDeadLetter(d store.DeadLetter) {
 
 // addDeadLetters adds the dead letters of the event or of the idempotency key.
 func (x *inspection) addDeadLetters(ctx context.Context, eventID, key string) error {
-	ds, err := x.in.DeadLetters.DeadLettersFor(ctx, eventID, key)
+	ds, err := x.in.DeadLetters.ListDeadLettersFor(ctx, eventID, key)
 	if err != nil {
 		return err
 	}
@@ -264,7 +266,7 @@ func (x *inspection) event(ctx context.Context, id string) ([]string, error) {
 		msgIDs = append([]string{r.InboundEventID}, msgIDs...)
 	}
 	if isStatus {
-		if r.Statuses, err = in.Statuses.StatusesFor(ctx, statusID); err != nil {
+		if r.Statuses, err = in.Statuses.ListStatusesFor(ctx, statusID); err != nil {
 			return nil, err
 		}
 		x.found = x.found || len(r.Statuses) > 0
@@ -285,7 +287,7 @@ func (x *inspection) message(ctx context.Context, mid string) (MessageReport, er
 		}
 	}
 	if m.Outbound != nil && m.Outbound.GraphMessageID != "" {
-		if m.Statuses, err = in.Statuses.StatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
+		if m.Statuses, err = in.Statuses.ListStatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
 			return m, err
 		}
 	}
@@ -335,7 +337,7 @@ func (x *inspection) eventReplies(ctx context.Context) error {
 			shown[rp.IdempotencyKey] = true
 		}
 	}
-	recs, err := x.in.Outbound.OutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
+	recs, err := x.in.Outbound.ListOutboundForEvent(ctx, r.InboundEventID, maxEventReplies)
 	if err != nil {
 		return err
 	}
@@ -392,7 +394,7 @@ func (in *Inspector) inspectAction(ctx context.Context, id string) (*Report, err
 		}
 	}
 	r := &Report{Query: id, Messages: []MessageReport{}, DeadLetters: []DeadLetter{}, Action: ar}
-	ds, err := in.DeadLetters.DeadLettersFor(ctx, "", ar.ReplyKey)
+	ds, err := in.DeadLetters.ListDeadLettersFor(ctx, "", ar.ReplyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -500,16 +502,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func WriteReport(w io.Writer, r *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	if a := r.Action; a != nil {
-		p("action %s (%s): %s, intent %s, %d attempt(s), http status %d", a.ActionID, store.Actions, a.State, a.Intent, a.Attempts, a.HTTPStatus)
-		p("  tenant %s, conversation %s, created %s, finished %s", a.TenantID, a.ConversationID, stamp(a.CreatedAt), stamp(a.FinishedAt))
-		if a.LastError != "" {
-			p("  last error: %s", oneLine(a.LastError))
-		}
-		writeOutbound(&b, "  reply "+a.ReplyKey, a.ReplyRecord)
-		writeTaskState(&b, "  action task", a.Task)
-		b.WriteString("\n")
-	}
+	writeActionPart(&b, r)
 	p("inbound_event_id: %s", or(r.InboundEventID, "-"))
 	p("event_ref: %s", or(r.EventRef, "-"))
 	if r.Query != r.InboundEventID {
@@ -524,50 +517,78 @@ func WriteReport(w io.Writer, r *Report) error {
 	} else {
 		p("dedupe marker (%s): none", store.InboundEvents)
 	}
-	if t := r.Trace; t != nil {
-		p("trace (%s): %s, attempt %d, %d message(s), %d status(es), correlation_id %s", store.InboundTraces,
-			t.State, t.Attempt, t.Messages, t.Statuses, t.CorrelationID)
-		p("  task: %s", or(t.TaskName, "-"))
-		p("  received %s, started %s, finished %s", stamp(t.ReceivedAt), stamp(t.StartedAt), stamp(t.FinishedAt))
-		if t.Error != "" {
-			p("  error: %s", oneLine(t.Error))
-		}
-		keys := make([]string, 0, len(t.Outbound))
-		for k := range t.Outbound {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			o := t.Outbound[k]
-			line := fmt.Sprintf("  outbound enqueue %s: %s (task %s)", k, o.Status, o.TaskName)
-			if o.Error != "" {
-				line += ": " + oneLine(o.Error)
-			}
-			p("%s", line)
-		}
-	} else {
-		p("trace (%s): none (not processed yet, or unknown)", store.InboundTraces)
-	}
+	writeTracePart(&b, r)
 	if r.InboundTask.Name != "" {
 		writeTaskState(&b, "inbound task", r.InboundTask)
 	}
 	for _, s := range r.Statuses {
 		p("status %s of %s: received %s, error code %d", s.Status, s.GraphMessageID, stamp(s.ReceivedAt), s.ErrorCode)
 	}
+	writeMessagesPart(&b, r)
+	writeDeadLettersPart(&b, r)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeActionPart writes the report's action, when the query named one.
+func writeActionPart(b *strings.Builder, r *Report) {
+	a := r.Action
+	if a == nil {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p("action %s (%s): %s, intent %s, %d attempt(s), http status %d", a.ActionID, store.Actions, a.State, a.Intent, a.Attempts, a.HTTPStatus)
+	p("  tenant %s, conversation %s, created %s, finished %s", a.TenantID, a.ConversationID, stamp(a.CreatedAt), stamp(a.FinishedAt))
+	if a.LastError != "" {
+		p("  last error: %s", oneLine(a.LastError))
+	}
+	writeOutbound(b, "  reply "+a.ReplyKey, a.ReplyRecord)
+	writeTaskState(b, "  action task", a.Task)
+	b.WriteString("\n")
+}
+
+// writeTracePart writes the report's inbound trace and its outbound enqueues.
+func writeTracePart(b *strings.Builder, r *Report) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	t := r.Trace
+	if t == nil {
+		p("trace (%s): none (not processed yet, or unknown)", store.InboundTraces)
+		return
+	}
+	p("trace (%s): %s, attempt %d, %d message(s), %d status(es), correlation_id %s", store.InboundTraces,
+		t.State, t.Attempt, t.Messages, t.Statuses, t.CorrelationID)
+	p("  task: %s", or(t.TaskName, "-"))
+	p("  received %s, started %s, finished %s", stamp(t.ReceivedAt), stamp(t.StartedAt), stamp(t.FinishedAt))
+	if t.Error != "" {
+		p("  error: %s", oneLine(t.Error))
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Outbound)) {
+		o := t.Outbound[k]
+		line := fmt.Sprintf("  outbound enqueue %s: %s (task %s)", k, o.Status, o.TaskName)
+		if o.Error != "" {
+			line += ": " + oneLine(o.Error)
+		}
+		p("%s", line)
+	}
+}
+
+// writeMessagesPart writes each message of the event and the event's own replies.
+func writeMessagesPart(b *strings.Builder, r *Report) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	for _, m := range r.Messages {
 		b.WriteString("\n")
 		p("message %s", m.MessageID)
 		p("  idempotency_key: %s", m.IdempotencyKey)
-		writeOutbound(&b, "  outbound record", m.Outbound)
+		writeOutbound(b, "  outbound record", m.Outbound)
 		if len(m.Statuses) == 0 {
 			p("  statuses: none")
 		}
 		for _, s := range m.Statuses {
 			p("  status %s: received %s", s.Status, stamp(s.ReceivedAt))
 		}
-		writeTaskState(&b, "  outbound task", m.OutboundTask)
+		writeTaskState(b, "  outbound task", m.OutboundTask)
 		for _, rp := range m.Replies {
-			writeOutbound(&b, fmt.Sprintf("  reply %d %s", rp.Index, rp.IdempotencyKey), rp.Outbound)
+			writeOutbound(b, fmt.Sprintf("  reply %d %s", rp.Index, rp.IdempotencyKey), rp.Outbound)
 		}
 	}
 	if len(r.EventReplies) > 0 {
@@ -575,8 +596,13 @@ func WriteReport(w io.Writer, r *Report) error {
 	}
 	for i := range r.EventReplies {
 		rec := &r.EventReplies[i]
-		writeOutbound(&b, "reply "+rec.IdempotencyKey+" of this event", rec)
+		writeOutbound(b, "reply "+rec.IdempotencyKey+" of this event", rec)
 	}
+}
+
+// writeDeadLettersPart writes the event's dead letters.
+func writeDeadLettersPart(b *strings.Builder, r *Report) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
 	b.WriteString("\n")
 	if len(r.DeadLetters) == 0 {
 		p("dead letters: none")
@@ -590,8 +616,6 @@ func WriteReport(w io.Writer, r *Report) error {
 		p("  last error (code %d): %s", d.LastErrorCode, oneLine(d.LastError))
 		p("  replay task: %s", d.ReplayTask)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeOutbound writes an outbound record (nil: none) under label.

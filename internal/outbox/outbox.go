@@ -9,7 +9,6 @@ package outbox
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
@@ -154,7 +154,7 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	}
 	sum := sha256.Sum256(append([]byte(number+"\x00"+r.To+"\x00"), msgJSON...))
 	requestHash := hex.EncodeToString(sum[:])
-	id := "msg_" + randomHex(16)
+	id := "msg_" + randid.Hex(16)
 	if r.IdempotencyKey != "" {
 		if id, err = o.idempotentID(ctx, r.TenantID, r.IdempotencyKey); err != nil {
 			return Result{}, err
@@ -266,10 +266,4 @@ func PublicStatus(rec store.OutboundRecord) string {
 		return "sent"
 	}
 	return "queued"
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/httpserver"
@@ -66,6 +67,10 @@ type Options struct {
 	Tasks bool
 	// Admin builds the Cloud Tasks admin client (queue stats, tenants' queues).
 	Admin bool
+	// InboundDatabase opens the webhook's own database (INBOUND_FIRESTORE_DATABASE) as
+	// Clients.InboundDB when it is not the service's; the worker reads out-of-band payloads
+	// there and the console dedupe markers.
+	InboundDatabase bool
 	// Keeper, when set, opens the service's secrets keeper (each service seals and opens under
 	// keys of its own, so the service says how).
 	Keeper func(context.Context) (*secrets.Keeper, error)
@@ -78,6 +83,8 @@ type Clients struct {
 	Tasks  *taskqueue.Client
 	Admin  *taskqueue.Admin
 	Keeper *secrets.Keeper
+	// InboundDB is the webhook's database (Options.InboundDatabase): DB when they are the same.
+	InboundDB *store.DB
 }
 
 // Start builds the clients o asks for, in order: telemetry, Firestore, Cloud Tasks, the admin
@@ -108,10 +115,21 @@ func Start(ctx context.Context, o Options) (_ *Clients, cleanup func(), err erro
 		}
 		closers = append(closers, func() { telemetry.Flush(ctx, shutdown, c.Logger) })
 	}
-	if c.DB, err = openDB(ctx, o); err != nil {
+	database := o.Database
+	if database == "" {
+		database = o.Base.FirestoreDatabase
+	}
+	if c.DB, err = openDB(ctx, o, database); err != nil {
 		return nil, nil, err
 	}
 	closers = append(closers, func() { c.DB.Close() })
+	c.InboundDB = c.DB
+	if in := o.Base.InboundDatabase(); o.InboundDatabase && in != database {
+		if c.InboundDB, err = openDB(ctx, o, in); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { c.InboundDB.Close() })
+	}
 	if o.Tasks {
 		if c.Tasks, err = taskqueue.New(ctx, o.Base.TaskQueue()); err != nil {
 			return nil, nil, fmt.Errorf("taskqueue.New: %w", err)
@@ -133,11 +151,8 @@ func Start(ctx context.Context, o Options) (_ *Clients, cleanup func(), err erro
 	return c, closeAll, nil
 }
 
-func openDB(ctx context.Context, o Options) (*store.DB, error) {
-	database := o.Database
-	if database == "" {
-		database = o.Base.FirestoreDatabase
-	}
+// openDB opens database, on the emulator o names if any.
+func openDB(ctx context.Context, o Options, database string) (*store.DB, error) {
 	if o.FirestoreEmulatorHost != "" {
 		return store.OpenEmulator(ctx, o.FirestoreEmulatorHost, o.Base.ProjectID, database)
 	}
@@ -162,5 +177,20 @@ func Keeper(cfg secrets.Config) func(context.Context) (*secrets.Keeper, error) {
 			return nil, fmt.Errorf("secrets.New: %w", err)
 		}
 		return k, nil
+	}
+}
+
+// Defaults fills the dependencies every service's Deps may leave nil, the same way for each: the
+// process's default logger, the development hasher (hasher may be nil: the service keeps none)
+// and the wall clock.
+func Defaults(logger **slog.Logger, hasher **logging.Hasher, now *func() time.Time) {
+	if *logger == nil {
+		*logger = slog.Default()
+	}
+	if hasher != nil && *hasher == nil {
+		*hasher = logging.DevHasher()
+	}
+	if *now == nil {
+		*now = time.Now
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -92,5 +93,49 @@ func TestStartFails(t *testing.T) {
 		Keeper: func(context.Context) (*secrets.Keeper, error) { return nil, errKeeper }})
 	if !errors.Is(err, errKeeper) || c != nil || cleanup != nil {
 		t.Fatalf("Start with a failing keeper = %v, %v, cleanup set %v; want the keeper's error and nothing", c, err, cleanup != nil)
+	}
+}
+
+// TestStartInboundDatabase (issue 21 item 6): with INBOUND_FIRESTORE_DATABASE set, InboundDB is the
+// webhook's own database, where it stored an out-of-band payload (the main database does not
+// have it); without it, or without Options.InboundDatabase, InboundDB is DB.
+func TestStartInboundDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const inbound = "wapipe-inbound"
+	b := base(t)
+	b.InboundFirestoreDatabase = inbound
+	body := []byte(`{"object":"whatsapp_business_account","entry":[]}`)
+	ref, err := store.NewPayloads(testenv.StoreDatabase(t, b.ProjectID, inbound), time.Hour).Put(ctx, "wamid.inbound-db", body)
+	if err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	quiet := logging.New(io.Discard, logging.Options{})
+
+	c, cleanup, err := service.Start(ctx, service.Options{Name: "test", Base: b, Logger: quiet, InboundDatabase: true})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer cleanup()
+	if got, err := store.NewPayloads(c.InboundDB, 0).Get(ctx, ref); err != nil || string(got) != string(body) {
+		t.Fatalf("Get from InboundDB = %q, %v; want the stored payload", got, err)
+	}
+	if _, err := store.NewPayloads(c.DB, 0).Get(ctx, ref); err == nil {
+		t.Error("the main database has the payload too; want it only in the webhook's")
+	}
+
+	one := base(t)
+	for _, o := range []service.Options{
+		{Name: "test", Base: one, Logger: quiet, InboundDatabase: true},
+		{Name: "test", Base: b, Logger: quiet},
+	} {
+		c, cleanup, err := service.Start(ctx, o)
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if c.InboundDB != c.DB {
+			t.Errorf("InboundDB is another database with %q and InboundDatabase %v; want DB", o.Base.InboundFirestoreDatabase, o.InboundDatabase)
+		}
+		cleanup()
 	}
 }

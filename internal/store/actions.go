@@ -175,9 +175,9 @@ func (a *ActionStore) Get(ctx context.Context, id string) (ActionRecord, error) 
 	return getDoc[ActionRecord](ctx, a.doc(id), "action")
 }
 
-// ByConversation lists a conversation's actions, newest first, at most limit. A conversation has
+// ListByConversation lists a conversation's actions, newest first, at most limit. A conversation has
 // few actions, so they are sorted here rather than with a composite index.
-func (a *ActionStore) ByConversation(ctx context.Context, conversationID string, limit int) ([]ActionRecord, error) {
+func (a *ActionStore) ListByConversation(ctx context.Context, conversationID string, limit int) ([]ActionRecord, error) {
 	q := a.fs.Collection(Actions).Where("conversation_id", "==", conversationID)
 	recs, err := queryAll[ActionRecord](ctx, q, "actions")
 	if err != nil {

@@ -89,9 +89,9 @@ func TestListConversationsPages(t *testing.T) {
 	var got []string
 	after := ""
 	for pages := 0; ; pages++ {
-		p, err := s.ListConversations(ctx, store.ConversationQuery{TenantID: "acme", Limit: 4, After: after})
+		p, err := s.ListInbox(ctx, store.InboxQuery{TenantID: "acme", Limit: 4, After: after})
 		if err != nil {
-			t.Fatalf("ListConversations: %v", err)
+			t.Fatalf("ListInbox: %v", err)
 		}
 		for _, c := range p.Conversations {
 			got = append(got, c.ID)
@@ -108,7 +108,7 @@ func TestListConversationsPages(t *testing.T) {
 	if diff := cmp.Diff([]string{"conv_6", "conv_5", "conv_4", "conv_2", "conv_1", "conv_0"}, got); diff != "" {
 		t.Errorf("all pages (-want, +got):\n%s", diff)
 	}
-	closed, err := s.ListConversations(ctx, store.ConversationQuery{TenantID: "acme", Status: store.ConversationClosed})
+	closed, err := s.ListInbox(ctx, store.InboxQuery{TenantID: "acme", Status: store.ConversationClosed})
 	if err != nil || len(closed.Conversations) != 1 || closed.Conversations[0].ID != "conv_1" {
 		t.Errorf("closed = %+v, %v; want conv_1", closed, err)
 	}
@@ -139,16 +139,16 @@ func TestListConversationsPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	latest, err := s.LatestMessages(ctx, "conv_2", 3)
+	latest, err := s.ListLatestMessages(ctx, "conv_2", 3)
 	var ids []string
 	for _, m := range latest {
 		ids = append(ids, m.MessageID)
 	}
 	if diff := cmp.Diff([]string{"wamid.m2", "wamid.m3", "wamid.m4"}, ids); err != nil || diff != "" {
-		t.Errorf("LatestMessages: %v (-want, +got):\n%s", err, diff)
+		t.Errorf("ListLatestMessages: %v (-want, +got):\n%s", err, diff)
 	}
 
-	if _, err := s.ListConversations(ctx, store.ConversationQuery{TenantID: "acme", After: "!!"}); !errors.Is(err, store.ErrBadPageToken) {
+	if _, err := s.ListInbox(ctx, store.InboxQuery{TenantID: "acme", After: "!!"}); !errors.Is(err, store.ErrBadPageToken) {
 		t.Errorf("bad token: %v", err)
 	}
 	if err := s.CloseConversation(ctx, "conv_nope"); !errors.Is(err, store.ErrNotFound) {
@@ -171,11 +171,11 @@ func TestPageDeadLettersAndSends(t *testing.T) {
 	if err := dls.MarkReplayed(ctx, "dl4"); err != nil {
 		t.Fatal(err)
 	}
-	p1, err := dls.PageDeadLetters(ctx, store.DeadLetterQuery{OnlyPending: true, Limit: 3})
+	p1, err := dls.ListDeadLetterPage(ctx, store.DeadLetterQuery{OnlyPending: true, Limit: 3})
 	if err != nil || p1.Next == "" {
 		t.Fatalf("first page: %+v, %v", p1, err)
 	}
-	p2, err := dls.PageDeadLetters(ctx, store.DeadLetterQuery{OnlyPending: true, Limit: 3, After: p1.Next})
+	p2, err := dls.ListDeadLetterPage(ctx, store.DeadLetterQuery{OnlyPending: true, Limit: 3, After: p1.Next})
 	if err != nil || p2.Next != "" {
 		t.Fatalf("second page: %+v, %v", p2, err)
 	}

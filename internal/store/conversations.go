@@ -492,41 +492,11 @@ func (c *ConversationStore) Messages(ctx context.Context, conversationID string,
 // few for a counter that a burst of turns updates at once.
 const maxTxAttempts = 50
 
-// ConversationQuery selects a page of a tenant's conversations.
-type ConversationQuery struct {
-	TenantID string
-	// Status is ConversationOpen, ConversationClosed, or "" for both.
-	Status string
-	// Limit is the page size; 50 when zero.
-	Limit int
-	// After is the page token a previous page returned; "" for the first page.
-	After string
-}
-
 // ConversationPage is a page of conversations, latest message first.
 type ConversationPage struct {
 	Conversations []Conversation
 	// Next is the token of the next page; "" on the last one.
 	Next string
-}
-
-// ListConversations returns a page of a tenant's conversations by last_message_at, newest first.
-// One query returning at most Limit+1 documents; a composite index (terraform/firestore.tf) serves
-// it.
-func (c *ConversationStore) ListConversations(ctx context.Context, q ConversationQuery) (ConversationPage, error) {
-	if q.TenantID == "" {
-		return ConversationPage{}, errors.New("list conversations: no tenant")
-	}
-	fq := c.fs.Collection(Conversations).Where("tenant_id", "==", q.TenantID)
-	if q.Status != "" {
-		fq = fq.Where("status", "==", q.Status)
-	}
-	convs, next, err := page(ctx, fq, "last_message_at", q.After, q.Limit, "conversations",
-		func(c Conversation) string { return c.ID }, func(c Conversation) time.Time { return c.LastMessageAt })
-	if err != nil {
-		return ConversationPage{}, err
-	}
-	return ConversationPage{Conversations: convs, Next: next}, nil
 }
 
 // AssignConversation makes operator the conversation's assignee; ErrNotFound when there is no
@@ -556,9 +526,9 @@ func (c *ConversationStore) consoleUpdate(ctx context.Context, id, what string, 
 	return nil
 }
 
-// LatestMessages reads a conversation's last limit stored messages, oldest first (by Meta
+// ListLatestMessages reads a conversation's last limit stored messages, oldest first (by Meta
 // timestamp, then arrival, as Messages orders them): a long conversation's page shows its end.
-func (c *ConversationStore) LatestMessages(ctx context.Context, conversationID string, limit int) ([]Message, error) {
+func (c *ConversationStore) ListLatestMessages(ctx context.Context, conversationID string, limit int) ([]Message, error) {
 	q := c.conversationDoc(conversationID).Collection(ConversationMessages).
 		OrderBy("timestamp", firestore.Desc).OrderBy("received_at", firestore.Desc).OrderBy("arrived_at", firestore.Desc).
 		Limit(limit)

@@ -80,8 +80,8 @@ func (r *DeadLetterStore) MarkReplayed(ctx context.Context, id string) error {
 	return nil
 }
 
-// DeadLettersFor lists the dead letters of one inbound event or one reply (by idempotency key).
-func (r *DeadLetterStore) DeadLettersFor(ctx context.Context, inboundEventID, idempotencyKey string) ([]DeadLetter, error) {
+// ListDeadLettersFor lists the dead letters of one inbound event or one reply (by idempotency key).
+func (r *DeadLetterStore) ListDeadLettersFor(ctx context.Context, inboundEventID, idempotencyKey string) ([]DeadLetter, error) {
 	var out []DeadLetter
 	seen := map[string]bool{}
 	for _, q := range []struct{ field, value string }{{"inbound_event_id", inboundEventID}, {"idempotency_key", idempotencyKey}} {
@@ -137,8 +137,8 @@ type DeadLetterPage struct {
 	Next        string
 }
 
-// PageDeadLetters returns a page of dead letters by created_at, newest first.
-func (r *DeadLetterStore) PageDeadLetters(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error) {
+// ListDeadLetterPage returns a page of dead letters by created_at, newest first.
+func (r *DeadLetterStore) ListDeadLetterPage(ctx context.Context, q DeadLetterQuery) (DeadLetterPage, error) {
 	fq := r.fs.Collection(DeadLetters).Query
 	if q.OnlyPending {
 		fq = fq.Where("replayed", "==", false)

@@ -28,9 +28,9 @@ type InboxQuery struct {
 	After string
 }
 
-// ListInbox returns a page of a tenant's conversations by last_message_at, newest first, with
-// ListConversations' paging. With AssignedTo it needs a composite index (tenant_id, [status,]
-// assigned_to, last_message_at desc). One query returning at most Limit+1 documents.
+// ListInbox returns a page of a tenant's conversations by last_message_at, newest first. A
+// composite index (terraform/firestore.tf) serves it; with AssignedTo it needs one on (tenant_id,
+// [status,] assigned_to, last_message_at desc). One query returning at most Limit+1 documents.
 func (c *ConversationStore) ListInbox(ctx context.Context, q InboxQuery) (ConversationPage, error) {
 	if q.TenantID == "" {
 		return ConversationPage{}, errors.New("list inbox: no tenant")

@@ -68,8 +68,8 @@ func (r *Statuses) StatusSeen(ctx context.Context, key string) (bool, error) {
 	}
 }
 
-// StatusesFor lists the statuses recorded for a Graph message id.
-func (r *Statuses) StatusesFor(ctx context.Context, graphMessageID string) ([]StatusRecord, error) {
+// ListStatusesFor lists the statuses recorded for a Graph message id.
+func (r *Statuses) ListStatusesFor(ctx context.Context, graphMessageID string) ([]StatusRecord, error) {
 	out, err := queryAll[StatusRecord](ctx, r.fs.Collection(MessageStatuses).Where("graph_message_id", "==", graphMessageID), "statuses")
 	if out == nil && err == nil {
 		out = []StatusRecord{}

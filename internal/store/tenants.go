@@ -165,112 +165,24 @@ func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (Ten
 	ref := s.tenantDoc(t.ID)
 	var res TenantApplyResult
 	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		res = TenantApplyResult{}
 		now := s.now()
-
-		var prev *tenantDoc
-		snap, err := tx.Get(ref)
-		switch {
-		case status.Code(err) == codes.NotFound:
-		case err != nil:
-			return fmt.Errorf("read tenant: %w", err)
-		default:
-			prev = &tenantDoc{}
-			if err := snap.DataTo(prev); err != nil {
-				return fmt.Errorf("decode tenant: %w", err)
-			}
-		}
-
-		// The index documents of the file's numbers, and those the tenant owns now.
-		refs := make([]*firestore.DocumentRef, 0, len(t.PhoneNumbers))
-		for _, p := range t.PhoneNumbers {
-			refs = append(refs, s.numberDoc(p.PhoneNumberID))
-		}
-		snaps, err := tx.GetAll(refs)
+		prev, err := readTenantDoc(tx, ref)
 		if err != nil {
-			return fmt.Errorf("read phone numbers: %w", err)
-		}
-		owned, err := tx.Documents(s.fs.Collection(PhoneNumbers).Where("tenant_id", "==", t.ID)).GetAll()
-		if err != nil {
-			return fmt.Errorf("query phone numbers: %w", err)
-		}
-
-		owners := map[string]string{}
-		current := map[string]numberDoc{}
-		for _, sn := range snaps {
-			if !sn.Exists() {
-				continue
-			}
-			var n numberDoc
-			if err := sn.DataTo(&n); err != nil {
-				return fmt.Errorf("decode phone number: %w", err)
-			}
-			owners[sn.Ref.ID] = n.TenantID
-			current[sn.Ref.ID] = n
-		}
-		if err := tenant.CheckNumberOwners(t, owners); err != nil {
 			return err
 		}
-
-		var prevTenant *tenant.Tenant
-		if prev != nil {
-			prevTenant = &prev.Tenant
+		current, owned, err := s.readApplyNumbers(tx, t)
+		if err != nil {
+			return err
 		}
-		res.Changes = tenant.Diff(prevTenant, t)
-		res.Created = prev == nil
-		res.Version = 1
-		if prev != nil {
-			res.Version = prev.Version
-			if len(res.Changes) > 0 {
-				res.Version++
-			}
-		}
-
-		// Index repairs: a missing or stale document of a listed number, a document of a number
-		// no longer listed. After a normal apply there are none.
-		var sets []tenant.PhoneNumber
-		for _, p := range t.PhoneNumbers {
-			if n, ok := current[p.PhoneNumberID]; !ok || n.TenantID != t.ID || n.WABAID != p.WABAID {
-				sets = append(sets, p)
-			}
-		}
-		var deletes []*firestore.DocumentRef
-		for _, sn := range owned {
-			if !t.OwnsNumber(sn.Ref.ID) {
-				deletes = append(deletes, sn.Ref)
-			}
-		}
-		if dryRun || (len(res.Changes) == 0 && len(sets) == 0 && len(deletes) == 0) {
+		res = applyResult(prev, t)
+		plan := planNumberIndex(t, current, owned)
+		if dryRun || (len(res.Changes) == 0 && len(plan.sets) == 0 && len(plan.deletes) == 0) {
 			return nil
 		}
-
-		switch {
-		case prev == nil:
-			doc := tenantDoc{Tenant: *t, AuthStatus: AuthNoToken, Version: 1, AppliedAt: now, UpdatedAt: now}
-			if err := tx.Create(ref, doc); err != nil {
-				return fmt.Errorf("create tenant: %w", err)
-			}
-		case len(res.Changes) > 0:
-			ups := fileUpdates(t)
-			ups = append(ups,
-				firestore.Update{Path: "version", Value: res.Version},
-				firestore.Update{Path: "applied_at", Value: now},
-				firestore.Update{Path: "updated_at", Value: now})
-			if err := tx.Update(ref, ups); err != nil {
-				return fmt.Errorf("update tenant: %w", err)
-			}
+		if err := writeTenantDoc(tx, ref, prev, t, res, now); err != nil {
+			return err
 		}
-		for _, p := range sets {
-			if err := tx.Set(s.numberDoc(p.PhoneNumberID), numberDoc{TenantID: t.ID, WABAID: p.WABAID, UpdatedAt: now}); err != nil {
-				return fmt.Errorf("write phone number: %w", err)
-			}
-		}
-		for _, d := range deletes {
-			if err := tx.Delete(d); err != nil {
-				return fmt.Errorf("delete phone number: %w", err)
-			}
-		}
-		return nil
+		return s.writeNumberIndex(tx, t.ID, plan, now)
 	})
 	if err != nil {
 		var ps tenant.Problems
@@ -280,6 +192,131 @@ func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (Ten
 		return TenantApplyResult{}, fmt.Errorf("apply tenant %s: %w", t.ID, err)
 	}
 	return res, nil
+}
+
+// readTenantDoc reads the stored tenant of ref in tx; nil when there is none.
+func readTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef) (*tenantDoc, error) {
+	snap, err := tx.Get(ref)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read tenant: %w", err)
+	}
+	prev := &tenantDoc{}
+	if err := snap.DataTo(prev); err != nil {
+		return nil, fmt.Errorf("decode tenant: %w", err)
+	}
+	return prev, nil
+}
+
+// readApplyNumbers reads, in tx, the index documents of t's numbers (current, by number) and
+// those t owns now (owned). A number another tenant owns refuses the apply with tenant.Problems.
+func (s *Tenants) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) (map[string]numberDoc, []*firestore.DocumentSnapshot, error) {
+	refs := make([]*firestore.DocumentRef, 0, len(t.PhoneNumbers))
+	for _, p := range t.PhoneNumbers {
+		refs = append(refs, s.numberDoc(p.PhoneNumberID))
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read phone numbers: %w", err)
+	}
+	owned, err := tx.Documents(s.fs.Collection(PhoneNumbers).Where("tenant_id", "==", t.ID)).GetAll()
+	if err != nil {
+		return nil, nil, fmt.Errorf("query phone numbers: %w", err)
+	}
+	owners := map[string]string{}
+	current := map[string]numberDoc{}
+	for _, sn := range snaps {
+		if !sn.Exists() {
+			continue
+		}
+		var n numberDoc
+		if err := sn.DataTo(&n); err != nil {
+			return nil, nil, fmt.Errorf("decode phone number: %w", err)
+		}
+		owners[sn.Ref.ID] = n.TenantID
+		current[sn.Ref.ID] = n
+	}
+	if err := tenant.CheckNumberOwners(t, owners); err != nil {
+		return nil, nil, err
+	}
+	return current, owned, nil
+}
+
+// applyResult says what applying t over prev (nil: none stored) changes, and the version after.
+func applyResult(prev *tenantDoc, t *tenant.Tenant) TenantApplyResult {
+	var prevTenant *tenant.Tenant
+	if prev != nil {
+		prevTenant = &prev.Tenant
+	}
+	res := TenantApplyResult{Changes: tenant.Diff(prevTenant, t), Created: prev == nil, Version: 1}
+	if prev != nil {
+		res.Version = prev.Version
+		if len(res.Changes) > 0 {
+			res.Version++
+		}
+	}
+	return res
+}
+
+// numberIndexPlan is the phone_numbers index repairs of an apply.
+type numberIndexPlan struct {
+	sets    []tenant.PhoneNumber
+	deletes []*firestore.DocumentRef
+}
+
+// planNumberIndex finds the index repairs: a missing or stale document of a listed number, a
+// document of a number no longer listed. After a normal apply there are none.
+func planNumberIndex(t *tenant.Tenant, current map[string]numberDoc, owned []*firestore.DocumentSnapshot) numberIndexPlan {
+	var plan numberIndexPlan
+	for _, p := range t.PhoneNumbers {
+		if n, ok := current[p.PhoneNumberID]; !ok || n.TenantID != t.ID || n.WABAID != p.WABAID {
+			plan.sets = append(plan.sets, p)
+		}
+	}
+	for _, sn := range owned {
+		if !t.OwnsNumber(sn.Ref.ID) {
+			plan.deletes = append(plan.deletes, sn.Ref)
+		}
+	}
+	return plan
+}
+
+// writeTenantDoc creates the tenant (prev nil) or replaces its file fields when res has changes.
+func writeTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, prev *tenantDoc, t *tenant.Tenant, res TenantApplyResult, now time.Time) error {
+	switch {
+	case prev == nil:
+		doc := tenantDoc{Tenant: *t, AuthStatus: AuthNoToken, Version: 1, AppliedAt: now, UpdatedAt: now}
+		if err := tx.Create(ref, doc); err != nil {
+			return fmt.Errorf("create tenant: %w", err)
+		}
+	case len(res.Changes) > 0:
+		ups := fileUpdates(t)
+		ups = append(ups,
+			firestore.Update{Path: "version", Value: res.Version},
+			firestore.Update{Path: "applied_at", Value: now},
+			firestore.Update{Path: "updated_at", Value: now})
+		if err := tx.Update(ref, ups); err != nil {
+			return fmt.Errorf("update tenant: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeNumberIndex applies plan to the phone_numbers index for tenant id.
+func (s *Tenants) writeNumberIndex(tx *firestore.Transaction, id string, plan numberIndexPlan, now time.Time) error {
+	for _, p := range plan.sets {
+		if err := tx.Set(s.numberDoc(p.PhoneNumberID), numberDoc{TenantID: id, WABAID: p.WABAID, UpdatedAt: now}); err != nil {
+			return fmt.Errorf("write phone number: %w", err)
+		}
+	}
+	for _, d := range plan.deletes {
+		if err := tx.Delete(d); err != nil {
+			return fmt.Errorf("delete phone number: %w", err)
+		}
+	}
+	return nil
 }
 
 // fileUpdates replaces every top-level file field of the stored tenant with t's, whole (a
@@ -328,9 +365,9 @@ func (s *Tenants) List(ctx context.Context) ([]TenantRecord, error) {
 	return out, nil
 }
 
-// ByPhoneNumber returns the tenant that owns phoneNumberID (metadata.phone_number_id);
+// GetByPhoneNumber returns the tenant that owns phoneNumberID (metadata.phone_number_id);
 // ErrNotFound when no tenant does.
-func (s *Tenants) ByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
+func (s *Tenants) GetByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
 	if phoneNumberID == "" || strings.Contains(phoneNumberID, "/") {
 		return TenantRecord{}, ErrNotFound
 	}

@@ -60,12 +60,12 @@ func mustApply(t *testing.T, s *store.Tenants, tn *tenant.Tenant) store.TenantAp
 
 func owner(t *testing.T, s *store.Tenants, number string) string {
 	t.Helper()
-	rec, err := s.ByPhoneNumber(context.Background(), number)
+	rec, err := s.GetByPhoneNumber(context.Background(), number)
 	if errors.Is(err, store.ErrNotFound) {
 		return ""
 	}
 	if err != nil {
-		t.Fatalf("ByPhoneNumber(%s): %v", number, err)
+		t.Fatalf("GetByPhoneNumber(%s): %v", number, err)
 	}
 	return rec.Tenant.ID
 }
@@ -328,7 +328,7 @@ func TestSetAccessToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ByPhoneNumber(ctx, "411")
+	got, err := s.GetByPhoneNumber(ctx, "411")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestSetAccessToken(t *testing.T) {
 			t.Errorf("after SetAccessToken: token %q auth %q err %q set at %v", r.AccessToken, r.AuthStatus, r.AuthLastError, r.TokenSetAt)
 		}
 	}
-	if _, err := s.ByPhoneNumber(ctx, "412"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetByPhoneNumber(ctx, "412"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown number: %v, want ErrNotFound", err)
 	}
 }

@@ -63,7 +63,7 @@ type TraceTarget struct {
 	TenantID string `firestore:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
-// Trace states. A trace is written once an attempt is over (WriteTrace); traces written by
+// Trace states. A trace is written once an attempt is over (PutTrace); traces written by
 // earlier versions may also be "started".
 const (
 	TraceStarted  = "started"
@@ -71,12 +71,12 @@ const (
 	TraceRetrying = "retrying"
 )
 
-// WriteTrace writes an attempt's trace, whole, in one write: its end (FinishedAt is now) with
+// PutTrace writes an attempt's trace, whole, in one write: its end (FinishedAt is now) with
 // what it did, StartedAt as the caller set it (now when zero). One write per attempt instead of
 // one at each end: a trace exists to explain an event afterwards, and an attempt that dies half
 // way leaves its task to be retried, whose trace then tells. Outbound may hold any number of
 // targets: the trace keeps counts of all and MaxTraceTargets of them; Error is cut short.
-func (r *Traces) WriteTrace(ctx context.Context, t Trace) error {
+func (r *Traces) PutTrace(ctx context.Context, t Trace) error {
 	now := r.opts.Now()
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now

@@ -37,9 +37,9 @@ func TestTraceBoundedForLargeBatch(t *testing.T) {
 		targets[tasks.IdempotencyKey(id)] = tt
 	}
 	event := "wamid.batch"
-	if err := traces.WriteTrace(ctx, store.Trace{InboundEventID: event, Messages: n, State: store.TraceRetrying,
+	if err := traces.PutTrace(ctx, store.Trace{InboundEventID: event, Messages: n, State: store.TraceRetrying,
 		Outbound: targets, Error: strings.Join(errs, "\n")}); err != nil {
-		t.Fatalf("WriteTrace: %v", err)
+		t.Fatalf("PutTrace: %v", err)
 	}
 	got, err := traces.GetTrace(ctx, event)
 	if err != nil {

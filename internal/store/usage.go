@@ -214,33 +214,8 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		u.Limit, u.UpdatedAt = limit, now
 		share.Count++
 		share.UpdatedAt, share.ExpireAt = now, shareExpiry(c.Period, now.Add(g.opts.Retention))
-		// A transaction without reads takes no locks: it only makes the writes atomic.
-		err = g.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			if tail {
-				if err := casWrite(tx, ref, snaps[0], u, []firestore.Update{
-					{Path: "count", Value: u.Count},
-					{Path: "limit", Value: u.Limit},
-					{Path: "updated_at", Value: now},
-				}); err != nil {
-					return err
-				}
-			} else if err := tx.Set(g.nextShard(ref), map[string]any{
-				"tenant_id": c.TenantID, "period": c.Period, "count": firestore.Increment(1), "limit": limit, "updated_at": now,
-			}, firestore.MergeAll); err != nil {
-				return err
-			}
-			if shareRef != nil {
-				if err := casWrite(tx, shareRef, snaps[2], share, []firestore.Update{
-					{Path: "count", Value: share.Count},
-					{Path: "limit", Value: share.Limit},
-					{Path: "updated_at", Value: now},
-					{Path: ExpireAtField, Value: share.ExpireAt},
-				}); err != nil {
-					return err
-				}
-			}
-			return tx.Create(callRef, usageCall{CallID: c.CallID, CreatedAt: now, ExpireAt: now.Add(g.opts.Retention)})
-		}, firestore.MaxAttempts(1))
+		err = g.writeCall(ctx, c, callWrite{ref: ref, callRef: callRef, shareRef: shareRef, snaps: snaps,
+			usage: u, share: share, tail: tail, limit: limit, now: now})
 		if lostRace(err) {
 			continue
 		}
@@ -250,6 +225,49 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		return assistant.CallDecision{Granted: true}, nil
 	}
 	return refused, fmt.Errorf("reserve llm call: %d attempts lost to concurrent calls", maxCASAttempts)
+}
+
+// callWrite is what ReserveCall writes for one granted call, and the snapshots it read.
+type callWrite struct {
+	ref, callRef, shareRef *firestore.DocumentRef
+	snaps                  []*firestore.DocumentSnapshot
+	usage                  UsageCounter
+	share                  senderShare
+	// tail: count on the usage document (compare-and-set) instead of a shard.
+	tail  bool
+	limit int
+	now   time.Time
+}
+
+// writeCall writes a granted call atomically: its count, the contact's counter and the call's
+// marker. A transaction without reads takes no locks: it only makes the writes atomic.
+func (g *Guard) writeCall(ctx context.Context, c assistant.CallReservation, w callWrite) error {
+	return g.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if w.tail {
+			if err := casWrite(tx, w.ref, w.snaps[0], w.usage, []firestore.Update{
+				{Path: "count", Value: w.usage.Count},
+				{Path: "limit", Value: w.usage.Limit},
+				{Path: "updated_at", Value: w.now},
+			}); err != nil {
+				return err
+			}
+		} else if err := tx.Set(g.nextShard(w.ref), map[string]any{
+			"tenant_id": c.TenantID, "period": c.Period, "count": firestore.Increment(1), "limit": w.limit, "updated_at": w.now,
+		}, firestore.MergeAll); err != nil {
+			return err
+		}
+		if w.shareRef != nil {
+			if err := casWrite(tx, w.shareRef, w.snaps[2], w.share, []firestore.Update{
+				{Path: "count", Value: w.share.Count},
+				{Path: "limit", Value: w.share.Limit},
+				{Path: "updated_at", Value: w.now},
+				{Path: ExpireAtField, Value: w.share.ExpireAt},
+			}); err != nil {
+				return err
+			}
+		}
+		return tx.Create(w.callRef, usageCall{CallID: c.CallID, CreatedAt: w.now, ExpireAt: w.now.Add(g.opts.Retention)})
+	}, firestore.MaxAttempts(1))
 }
 
 // readUsage reads refs (the usage document first) and, when sum is set, the sum of the usage

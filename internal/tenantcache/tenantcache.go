@@ -22,7 +22,7 @@ const (
 // an unknown id or number.
 type TenantReader interface {
 	Get(ctx context.Context, id string) (store.TenantRecord, error)
-	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
+	GetByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
 }
 
 // Decrypter opens sealed secrets; *secrets.Keeper implements it.
@@ -49,14 +49,14 @@ func NewTenantCache(r TenantReader, ttl time.Duration) *TenantCache {
 	}
 	notFound := func(err error) bool { return errors.Is(err, store.ErrNotFound) }
 	return &TenantCache{
-		byNumber: newCache(ttl, r.ByPhoneNumber, notFound),
+		byNumber: newCache(ttl, r.GetByPhoneNumber, notFound),
 		byID:     newCache(ttl, r.Get, notFound),
 		refused:  map[string]time.Time{},
 	}
 }
 
-// ByPhoneNumber returns the tenant that owns phoneNumberID.
-func (c *TenantCache) ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error) {
+// GetByPhoneNumber returns the tenant that owns phoneNumberID.
+func (c *TenantCache) GetByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error) {
 	rec, err := c.byNumber.get(ctx, phoneNumberID)
 	return c.withRefusals(rec), err
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
 
@@ -76,12 +77,7 @@ type Server struct {
 
 // NewServer returns the webhook service for cfg, which must have been validated.
 func NewServer(cfg *Config, deps Deps) *Server {
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
+	service.Defaults(&deps.Logger, nil, &deps.Now)
 	if deps.CallBudget == 0 {
 		deps.CallBudget = DefaultCallBudget
 	}

@@ -1,32 +1,32 @@
 package worker
 
 import (
-	"net/http"
+	"context"
+	"time"
 
-	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/actions"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// handleProcessAction runs one action: it calls the business unless an answer is recorded, then
+// actionIDs notes an action task's ids on t.
+func actionIDs(t *task, a *tasks.Action) {
+	a.CorrelationID = t.correlate(a.CorrelationID)
+	t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(a.ActionID)
+}
+
+// validateAction checks an action task (actions.Validate).
+func validateAction(a tasks.Action) error {
+	_, err := actions.Validate(a)
+	return err
+}
+
+// processAction runs one action: it calls the business unless an answer is recorded, then
 // tells the user the result, exactly once (its own idempotency record).
-func (s *Server) handleProcessAction() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req action.Request
-		t, a, o, ok := readAs(s, r, tasks.ProcessActionPath, func(t *task, a *tasks.Action) {
-			a.CorrelationID = t.correlate(a.CorrelationID)
-			t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(a.ActionID)
-		}, func(a tasks.Action) (err error) {
-			req, err = actions.Validate(a)
-			return err
-		})
-		if !ok {
-			respond(w, o)
-			return
-		}
-		ctx, _ := logging.With(r.Context(), "action_id", a.ActionID, "tenant_id", a.TenantID, "conversation_id", a.ConversationID,
-			"correlation_id", a.CorrelationID, "intent", req.Intent, logging.EventID(a.InboundEventID))
-		respond(w, s.actionOutcome(ctx, t, s.actions.Run(ctx, a, req, s.isLastAttempt(t))))
-	})
+func (s *Server) processAction(ctx context.Context, t *task, a tasks.Action, _ time.Time) outcome {
+	// validateAction passed: the request decodes.
+	req, _ := actions.Validate(a)
+	ctx, _ = logging.With(ctx, "action_id", a.ActionID, "tenant_id", a.TenantID, "conversation_id", a.ConversationID,
+		"correlation_id", a.CorrelationID, "intent", req.Intent, logging.EventID(a.InboundEventID))
+	return s.actionOutcome(ctx, t, s.actions.Run(ctx, a, req, s.isLastAttempt(t)))
 }

@@ -1,32 +1,29 @@
 package worker
 
 import (
+	"context"
 	"errors"
-	"net/http"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// handleProcessSend sends one message from its record (package delivery): a send made through
-// the api service or the console, or a parked send released.
-func (s *Server) handleProcessSend() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, body, o, ok := readAs(s, r, tasks.ProcessSendPath, func(t *task, body *tasks.Send) {
-			body.CorrelationID = t.correlate(body.CorrelationID)
-			t.idempotencyKey, t.tenantID = body.IdempotencyKey, body.TenantID
-		}, validateSend)
-		if !ok {
-			respond(w, o)
-			return
-		}
-		ctx, _ := logging.With(r.Context(), "correlation_id", body.CorrelationID, "idempotency_key", body.IdempotencyKey,
-			"tenant_id", body.TenantID, "release_gen", body.ReleaseGen)
-		res := s.deliver.DeliverStored(ctx, delivery.Stored{Key: body.IdempotencyKey, TenantID: body.TenantID,
-			ReleaseGen: body.ReleaseGen, LastAttempt: s.isLastAttempt(t)})
-		respond(w, s.deliveryOutcome(ctx, t, res))
-	})
+// sendIDs notes a send task's ids on t.
+func sendIDs(t *task, body *tasks.Send) {
+	body.CorrelationID = t.correlate(body.CorrelationID)
+	t.idempotencyKey, t.tenantID = body.IdempotencyKey, body.TenantID
+}
+
+// processSend sends one message from its record (package delivery): a send made through the api
+// service or the console, or a parked send released.
+func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send, _ time.Time) outcome {
+	ctx, _ = logging.With(ctx, "correlation_id", body.CorrelationID, "idempotency_key", body.IdempotencyKey,
+		"tenant_id", body.TenantID, "release_gen", body.ReleaseGen)
+	res := s.deliver.DeliverStored(ctx, delivery.Stored{Key: body.IdempotencyKey, TenantID: body.TenantID,
+		ReleaseGen: body.ReleaseGen, LastAttempt: s.isLastAttempt(t)})
+	return s.deliveryOutcome(ctx, t, res)
 }
 
 func validateSend(body tasks.Send) error {

@@ -141,14 +141,14 @@ func BenchmarkTenantResolveCacheHit(b *testing.B) {
 	tn := newFakeTenants(fakeTenant("acme", "106540352242922", "en", tenant.AudiencePublic, "EAAacme"))
 	c := tenantcache.NewTenantCache(tn, time.Minute)
 	ctx := context.Background()
-	if _, err := c.ByPhoneNumber(ctx, "106540352242922"); err != nil {
+	if _, err := c.GetByPhoneNumber(ctx, "106540352242922"); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if rec, err := c.ByPhoneNumber(ctx, "106540352242922"); err != nil || rec.Tenant.ID != "acme" {
+			if rec, err := c.GetByPhoneNumber(ctx, "106540352242922"); err != nil || rec.Tenant.ID != "acme" {
 				b.Fatal(rec, err)
 			}
 		}

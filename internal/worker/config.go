@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -121,21 +120,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// UseInboundDatabase points deps at the webhook's own database (INBOUND_FIRESTORE_DATABASE) for
-// out-of-band payloads, when it is not FIRESTORE_DATABASE, and returns what closes it.
-func (c *Config) UseInboundDatabase(ctx context.Context, deps *Deps) (func(), error) {
-	in := c.InboundDatabase()
-	if in == c.FirestoreDatabase {
-		return func() {}, nil
-	}
-	db, err := store.Open(ctx, c.ProjectID, in)
-	if err != nil {
-		return nil, err
-	}
-	deps.Payloads = store.NewPayloads(db, 0)
-	return func() { db.Close() }, nil
 }
 
 // Secrets is the configuration of the keeper that opens the tenants' access tokens.

@@ -43,7 +43,7 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 	in := conversation.Inbound{
 		TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, Contact: out.To,
 		MessageID: out.Message.ID, Message: out.Message, ReceivedAt: out.ReceivedAt,
-		InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
+		InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID, LastAttempt: s.isLastAttempt(t),
 	}
 	if rec, err := s.deps.Tenants.Tenant(ctx, out.TenantID); err == nil && rec.Tenant.Assistant.Mode == tenant.ModeLLM {
 		in.MayConfirm = true
@@ -216,7 +216,7 @@ func (r replySender) SendReply(ctx context.Context, o conversation.Outgoing) (st
 	return r.s.sendReply(ctx, delivery.Request{
 		Kind: delivery.ConversationReply, Key: o.IdempotencyKey, TenantID: p.TenantID, PhoneNumberID: p.PhoneNumberID,
 		To: p.Contact, InboundMessageID: p.MessageID, InboundEventID: p.InboundEventID, CorrelationID: p.CorrelationID,
-		ReceivedAt: p.ReceivedAt, LastInbound: time.Unix(p.Timestamp, 0), Reply: o.Reply.Reply,
+		ReceivedAt: p.ReceivedAt, LastInbound: time.Unix(p.Timestamp, 0), Reply: o.Reply.Reply, LastAttempt: o.LastAttempt,
 	})
 }
 
@@ -229,10 +229,6 @@ var errSendLater = errors.New("an earlier send's outcome is not known yet: retry
 // a dead letter, for a permanent failure).
 func (s *Server) sendReply(ctx context.Context, req delivery.Request) (string, error) {
 	ctx, _ = logging.With(ctx, "idempotency_key", req.Key)
-	// The runner calls the reply sender from the handler's request: the task is the request's.
-	if t, ok := ctx.Value(taskKey{}).(*task); ok {
-		req.LastAttempt = s.isLastAttempt(t)
-	}
 	res := s.deliver.Deliver(ctx, req)
 	switch res.Status {
 	case delivery.Sent:

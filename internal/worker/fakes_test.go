@@ -132,8 +132,8 @@ func (f *fakeRecords) ApplyStatus(_ context.Context, u store.StatusUpdate) (stor
 	return store.ApplyResult{Matched: u.Key != "", Applied: u.Key != "", Key: u.Key}, nil
 }
 
-func (f *fakeRecords) WriteTrace(_ context.Context, t store.Trace) error {
-	if err := f.call("WriteTrace"); err != nil {
+func (f *fakeRecords) PutTrace(_ context.Context, t store.Trace) error {
+	if err := f.call("PutTrace"); err != nil {
 		return err
 	}
 	f.mu.Lock()

@@ -212,7 +212,7 @@ func TestInboundFansOut(t *testing.T) {
 func TestInboundTraceFailsRetries(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	hs.records.Err = map[string]error{"WriteTrace": errDown}
+	hs.records.Err = map[string]error{"PutTrace": errDown}
 	got := hs.run(tasks.ProcessInboundPath, inboundTask("evt-1", whatsapp.SampleText(whatsapp.SampleOptions{}, "hi")), attempt{})
 	// The trace is written last: the retry finds the outbound task by its name.
 	hs.want(got, 503, retryBody("temporary_failure"), "task_retry")
@@ -312,7 +312,7 @@ func TestInboundMalformedTaskDeadLettered(t *testing.T) {
 				!strings.HasPrefix(string(tc.body), dls[0].Body) || len(dls[0].Body) > 1<<20 {
 				t.Errorf("dead letters = %d, first path %s, correlation %s, %d body bytes", len(dls), dls[0].Path, dls[0].CorrelationID, len(dls[0].Body))
 			}
-			if hs.records.Called("WriteTrace") {
+			if hs.records.Called("PutTrace") {
 				t.Error("a malformed task wrote a trace")
 			}
 		})

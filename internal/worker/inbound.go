@@ -1,9 +1,10 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -11,36 +12,30 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// handleProcessInbound normalises one delivery, records its statuses and creates one outbound
+// inboundIDs notes an inbound task's ids on t.
+func inboundIDs(t *task, in *tasks.Inbound) {
+	in.CorrelationID = t.correlate(in.CorrelationID)
+	t.inboundEventID = in.InboundEventID
+}
+
+// processInbound normalises one delivery, records its statuses and creates one outbound
 // task per message. It answers 503 when anything must be retried: already-created outbound tasks
 // deduplicate by name, already-recorded statuses by key.
-func (s *Server) handleProcessInbound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := s.deps.Now()
-		t, in, o, ok := readAs(s, r, tasks.ProcessInboundPath, func(t *task, in *tasks.Inbound) {
-			in.CorrelationID = t.correlate(in.CorrelationID)
-			t.inboundEventID = in.InboundEventID
-		}, validateInbound)
-		if !ok {
-			respond(w, o)
-			return
-		}
-		ctx, logger := logging.With(r.Context(), logging.EventID(in.InboundEventID), "correlation_id", in.CorrelationID)
-		counts, err := s.fanner.Process(ctx, logger, in, fanout.Attempt{Name: t.name, RetryCount: t.retryCount})
-		if errors.Is(err, fanout.ErrMalformed) {
-			// The webhook parsed it before enqueueing, so this is a defect, not bad luck:
-			// retrying will not help, and the dead letter keeps the payload.
-			err = permanentFailure(err)
-		}
-		if err != nil {
-			respond(w, s.fail(ctx, t, err))
-			return
-		}
-		logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
-			"messages", counts.Messages, "statuses", counts.Statuses, "tasks_created", counts.Created,
-			"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "events", counts.Events, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
-		respond(w, outcome{kind: fannedOut, fanOut: counts})
-	})
+func (s *Server) processInbound(ctx context.Context, t *task, in tasks.Inbound, start time.Time) outcome {
+	ctx, logger := logging.With(ctx, logging.EventID(in.InboundEventID), "correlation_id", in.CorrelationID)
+	counts, err := s.fanner.Process(ctx, logger, in, fanout.Attempt{Name: t.name, RetryCount: t.retryCount})
+	if errors.Is(err, fanout.ErrMalformed) {
+		// The webhook parsed it before enqueueing, so this is a defect, not bad luck:
+		// retrying will not help, and the dead letter keeps the payload.
+		err = permanentFailure(err)
+	}
+	if err != nil {
+		return s.fail(ctx, t, err)
+	}
+	logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
+		"messages", counts.Messages, "statuses", counts.Statuses, "tasks_created", counts.Created,
+		"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "events", counts.Events, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+	return outcome{kind: fannedOut, fanOut: counts}
 }
 
 // validateInbound checks what the webhook always writes: an event id, and either the payload (a

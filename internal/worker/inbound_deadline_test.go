@@ -21,7 +21,7 @@ func (hangingStore) StatusSeen(ctx context.Context, _ string) (bool, error) {
 	return false, ctx.Err()
 }
 
-func (hangingStore) WriteTrace(ctx context.Context, _ store.Trace) error {
+func (hangingStore) PutTrace(ctx context.Context, _ store.Trace) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/delivery"
@@ -13,24 +12,18 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// handleProcessOutbound answers one inbound message: a tenant's through its conversation, the
-// single-tenant default's with one reply sent exactly once (package delivery).
-func (s *Server) handleProcessOutbound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := s.deps.Now()
-		t, out, o, ok := readAs(s, r, tasks.ProcessOutboundPath, func(t *task, out *tasks.Outbound) {
-			out.CorrelationID = t.correlate(out.CorrelationID)
-			t.inboundEventID, t.idempotencyKey, t.tenantID = out.InboundEventID, out.IdempotencyKey, out.TenantID
-		}, validateOutbound)
-		if !ok {
-			respond(w, o)
-			return
-		}
-		ctx, _ := logging.With(r.Context(), logging.EventID(out.InboundEventID), "correlation_id", out.CorrelationID,
-			"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, logging.Phone("to", out.To),
-			"message_type", out.Message.Type, "tenant_id", out.TenantID)
-		respond(w, s.processOutbound(ctx, t, out, start))
-	})
+// outboundIDs notes an outbound task's ids on t.
+func outboundIDs(t *task, out *tasks.Outbound) {
+	out.CorrelationID = t.correlate(out.CorrelationID)
+	t.inboundEventID, t.idempotencyKey, t.tenantID = out.InboundEventID, out.IdempotencyKey, out.TenantID
+}
+
+// runOutbound answers one inbound message, with its ids in the logger (processOutbound).
+func (s *Server) runOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
+	ctx, _ = logging.With(ctx, logging.EventID(out.InboundEventID), "correlation_id", out.CorrelationID,
+		"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, logging.Phone("to", out.To),
+		"message_type", out.Message.Type, "tenant_id", out.TenantID)
+	return s.processOutbound(ctx, t, out, start)
 }
 
 // errNoConversations is a tenant's message reaching a worker built without Deps.Conversations.

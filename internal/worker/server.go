@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -134,15 +134,7 @@ type Server struct {
 
 // NewServer returns the worker service for a validated cfg.
 func NewServer(cfg *Config, deps Deps) *Server {
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Hasher == nil {
-		deps.Hasher = logging.DevHasher()
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
+	service.Defaults(&deps.Logger, &deps.Hasher, &deps.Now)
 	if deps.Queues == nil {
 		deps.Queues = tasks.DefaultQueues()
 	}
@@ -185,7 +177,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		}
 		srv.deliver.Windows = deps.Conversations
 		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
-			DescribeMedia: media.Describe})
+			IsQuotaNotice: assistant.IsQuotaNotice, DescribeMedia: media.Describe})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv
@@ -194,8 +186,6 @@ func NewServer(cfg *Config, deps Deps) *Server {
 // Routes returns the service's handler with its middleware.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.withTask)
-	r.Use(s.recoverPanic)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
@@ -207,24 +197,8 @@ func (s *Server) Routes() http.Handler {
 		}
 		r.Method(http.MethodGet, "/health", s.handleHealth())
 	})
-	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger}.Wrap(r)
-}
-
-// withTask reads Cloud Tasks' headers into the context and a logger that names the task.
-func (s *Server) withTask(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := &task{
-			queue:         r.Header.Get(tasks.HeaderQueueName),
-			name:          r.Header.Get(tasks.HeaderTaskName),
-			correlationID: r.Header.Get(tasks.HeaderCorrelationID),
-			path:          r.URL.Path,
-		}
-		t.retryCount, _ = strconv.Atoi(r.Header.Get(tasks.HeaderTaskRetryCount))
-		// correlation_id is attached by each handler, from the body (see task.correlate).
-		logger := s.deps.Logger.With("task_name", t.name, "queue", t.queue, "retry_count", t.retryCount)
-		ctx := context.WithValue(r.Context(), taskKey{}, t)
-		next.ServeHTTP(w, r.WithContext(logging.WithLogger(ctx, logger)))
-	})
+	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger,
+		Request: s.withTask, OnPanic: s.answerPanic, PanicAttrs: panicAttrs}.Wrap(r)
 }
 
 // authenticate checks X-Internal-Token in constant time and, when a service account is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
@@ -66,15 +67,16 @@ type taskRoute struct {
 func (s *Server) taskRoutes() []taskRoute {
 	tenantQueue := func(t *task) string { return tasks.TenantQueueID(t.tenantID) }
 	return []taskRoute{
-		{tasks.ProcessInboundPath, s.handleProcessInbound(), func(*task) string { return tasks.InboundQueueID }},
-		{tasks.ProcessOutboundPath, s.handleProcessOutbound(), func(t *task) string {
+		{tasks.ProcessInboundPath, taskHandler(s, tasks.ProcessInboundPath, inboundIDs, validateInbound, s.processInbound),
+			func(*task) string { return tasks.InboundQueueID }},
+		{tasks.ProcessOutboundPath, taskHandler(s, tasks.ProcessOutboundPath, outboundIDs, validateOutbound, s.runOutbound), func(t *task) string {
 			if t.tenantID != "" {
 				return tasks.TenantQueueID(t.tenantID)
 			}
 			return tasks.QueueID(s.cfg.OutboundQueue)
 		}},
-		{tasks.ProcessActionPath, s.handleProcessAction(), tenantQueue},
-		{tasks.ProcessSendPath, s.handleProcessSend(), tenantQueue},
+		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, actionIDs, validateAction, s.processAction), tenantQueue},
+		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, validateSend, s.processSend), tenantQueue},
 	}
 }
 
@@ -104,6 +106,21 @@ func (s *Server) queueID(t *task) string {
 func (s *Server) isLastAttempt(t *task) bool {
 	q, ok := s.deps.Queues.Queue(tasks.QueueID(s.queueID(t)))
 	return ok && q.IsLastAttempt(t.retryCount)
+}
+
+// taskHandler is a task route's handler: it reads the body as a T (readAs) and, when it is
+// well formed, runs it; the outcome is answered in one place (respond). start is when the
+// attempt began, for the durations logged.
+func taskHandler[T any](s *Server, path string, ids func(t *task, v *T), validate func(T) error,
+	run func(ctx context.Context, t *task, v T, start time.Time) outcome) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.deps.Now()
+		t, v, o, ok := readAs(s, r, path, ids, validate)
+		if ok {
+			o = run(r.Context(), t, v, start)
+		}
+		respond(w, o)
+	})
 }
 
 // readAs reads the body of a task of path into a T, lets ids record what the task is (its ids,

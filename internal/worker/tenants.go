@@ -14,7 +14,7 @@ import (
 // answers the tenant as needs_reauth until the tenant has another token, so this instance makes
 // no further call with the refused one while its cached record is still the old one.
 type TenantResolver interface {
-	ByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
+	GetByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
 	Tenant(ctx context.Context, id string) (store.TenantRecord, error)
 	TokenRefused(rec store.TenantRecord)
 }
@@ -29,7 +29,7 @@ type TokenSource interface {
 // noTenants is the resolver of a worker with no tenant store: every number is the default's.
 type noTenants struct{}
 
-func (noTenants) ByPhoneNumber(context.Context, string) (store.TenantRecord, error) {
+func (noTenants) GetByPhoneNumber(context.Context, string) (store.TenantRecord, error) {
 	return store.TenantRecord{}, store.ErrNotFound
 }
 

@@ -43,7 +43,7 @@ func newFakeTenants(tns ...store.TenantRecord) *fakeTenants {
 	return f
 }
 
-func (f *fakeTenants) ByPhoneNumber(_ context.Context, phoneNumberID string) (store.TenantRecord, error) {
+func (f *fakeTenants) GetByPhoneNumber(_ context.Context, phoneNumberID string) (store.TenantRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.Err != nil {

@@ -213,7 +213,7 @@ func TestStatusesRecordTheirTenant(t *testing.T) {
 	s.deliver(whatsapp.SampleStatus(whatsapp.SampleOptions{PhoneNumberID: numberA, From: contact, MessageID: r.MessageID,
 		BizOpaqueCallbackData: tasks.IdempotencyKey(id)}, "delivered"))
 	s.idle(tasks.TenantQueueID(a))
-	sts, err := s.records.StatusesFor(context.Background(), r.MessageID)
+	sts, err := s.records.ListStatusesFor(context.Background(), r.MessageID)
 	if err != nil || len(sts) != 1 || sts[0].TenantID != a {
 		t.Fatalf("statuses %+v (%v), want one for tenant %s", sts, err, a)
 	}
@@ -331,11 +331,11 @@ type flakyTenants struct {
 	down atomic.Bool
 }
 
-func (f *flakyTenants) ByPhoneNumber(ctx context.Context, id string) (store.TenantRecord, error) {
+func (f *flakyTenants) GetByPhoneNumber(ctx context.Context, id string) (store.TenantRecord, error) {
 	if f.down.Load() {
 		return store.TenantRecord{}, errors.New("rpc error: code = Unavailable desc = firestore down")
 	}
-	return f.TenantResolver.ByPhoneNumber(ctx, id)
+	return f.TenantResolver.GetByPhoneNumber(ctx, id)
 }
 
 func TestTenantStoreDownRetries(t *testing.T) {

@@ -382,7 +382,7 @@ func TestStatusesOutOfOrderKeepHighestRank(t *testing.T) {
 	if rec := s.outbound(id); rec.DeliveryStatus != store.DeliveryRead {
 		t.Errorf("delivery status %q after read, sent, delivered; want read", rec.DeliveryStatus)
 	}
-	statuses, err := s.records.StatusesFor(context.Background(), graphID)
+	statuses, err := s.records.ListStatusesFor(context.Background(), graphID)
 	if err != nil || len(statuses) != 3 {
 		t.Errorf("%d statuses recorded (%v), want 3: the repeated read is deduplicated", len(statuses), err)
 	}
@@ -486,7 +486,7 @@ func TestAuthErrorKeptForReplay(t *testing.T) {
 	if rec := s.outbound(id); rec.State != store.OutboundFailed || rec.LastErrorCode != 190 {
 		t.Errorf("record %s/%d, want failed/190", rec.State, rec.LastErrorCode)
 	}
-	dls, err := s.records.DeadLettersFor(context.Background(), "", tasks.IdempotencyKey(id))
+	dls, err := s.records.ListDeadLettersFor(context.Background(), "", tasks.IdempotencyKey(id))
 	if err != nil || len(dls) != 1 || dls[0].LastErrorCode != 190 {
 		t.Fatalf("dead letters %+v (%v), want one with code 190", dls, err)
 	}
