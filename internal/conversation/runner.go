@@ -273,6 +273,38 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	return res, d.run(ctx)
 }
 
+// holderPoll is how often AwaitHolder looks again.
+const holderPoll = 250 * time.Millisecond
+
+// AwaitHolder is Handle for a task's last attempt. Handle answers ErrHeld for a message queued
+// behind another holder and counts on the task's retry to look again; on the last attempt no
+// retry would, so AwaitHolder looks again here until the holder has run the message (Handle finds
+// it handled) or the holder's lease has expired (Handle takes the conversation and runs it), for
+// at most one lease and a margin. A busy conversation then never dead-letters a message its live
+// holder is about to answer; a dead holder's message is still run, or, when the wait ends with
+// the conversation still held, ErrHeld is returned.
+func (r *Runner) AwaitHolder(ctx context.Context, in Inbound, turn TurnFunc) (Result, error) {
+	res, err := r.Handle(ctx, in, turn)
+	if !errors.Is(err, ErrHeld) {
+		return res, err
+	}
+	wait := r.lease + 10*time.Second
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(holderPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("%w (waited %s for its holder)", ErrHeld, wait)
+		case <-tick.C:
+		}
+		if res, err = r.Handle(ctx, in, turn); !errors.Is(err, ErrHeld) {
+			return res, err
+		}
+	}
+}
+
 // drain is one holder's run through the inbox.
 type drain struct {
 	r      *Runner

@@ -79,8 +79,21 @@ const (
 )
 
 // ApplyMessage applies message m of conversation conversationID (empty on a path without a
-// stored conversation) and says how it is answered.
+// stored conversation) and says how it is answered. Its effects are idempotent: an error is for
+// the task to retry. Every message but an ordinary one is logged (kind and outcome, no content).
 func (a *Applier) ApplyMessage(ctx context.Context, conversationID string, m whatsapp.Message) (Outcome, error) {
+	o, err := a.applyMessage(ctx, conversationID, m)
+	if err != nil {
+		return o, fmt.Errorf("apply the %s message's event: %w", m.Type, err)
+	}
+	if o.Event != EventMessage {
+		logging.FromContext(ctx).InfoContext(ctx, "message event applied", "event", o.Event, "message_type", m.Type,
+			"answer", o.Answer, "reply", string(o.Reply))
+	}
+	return o, nil
+}
+
+func (a *Applier) applyMessage(ctx context.Context, conversationID string, m whatsapp.Message) (Outcome, error) {
 	switch {
 	case m.Type == "revoke":
 		if _, err := a.conversations.EraseMessage(ctx, conversationID, m.OriginalID); err != nil {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -54,10 +52,11 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 		in.ReceivedAt = start
 	}
 	readDone := s.markReadAsync(ctx, out)
-	res, err := s.runner.Handle(ctx, in, s.turnFunc(t))
-	if errors.Is(err, conversation.ErrHeld) && s.isLastAttempt(t) {
-		res, err = s.waitForHolder(ctx, t, in)
+	handle := s.runner.Handle
+	if s.isLastAttempt(t) {
+		handle = s.runner.AwaitHolder
 	}
+	res, err := handle(ctx, in, s.turnFunc(t))
 	<-readDone
 	if errors.Is(err, conversation.ErrHeld) && !s.isLastAttempt(t) {
 		// Quietly: the usual reason is the conversation's live holder, which is handling the
@@ -78,37 +77,6 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 		"conversation_id", res.ConversationID, "status", status, "turns", res.Turns,
 		"duration_ms", s.deps.Now().Sub(start).Milliseconds())
 	return outcome{kind: conversed, conversation: res, reason: status}
-}
-
-// heldPoll is how often the last attempt of a message queued behind a holder looks again.
-const heldPoll = 250 * time.Millisecond
-
-// waitForHolder is the last attempt of a message whose conversation another task holds. No retry
-// would look again, so this attempt waits here: until the holder has run the message (Handle
-// finds it handled) or the holder's lease has expired (Handle takes the conversation and runs
-// it), at most one lease and a margin. A busy conversation then never dead-letters a message its
-// live holder is about to answer; a dead holder's message is still run, or dead-lettered when
-// the wait ends with the conversation still held.
-func (s *Server) waitForHolder(ctx context.Context, t *task, in conversation.Inbound) (conversation.Result, error) {
-	lease := s.deps.Lease
-	if lease <= 0 {
-		lease = conversation.DefaultLease
-	}
-	ctx, cancel := context.WithTimeout(ctx, lease+10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(heldPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return conversation.Result{}, fmt.Errorf("last attempt: %w (waited %s for its holder)", conversation.ErrHeld, lease+10*time.Second)
-		case <-tick.C:
-		}
-		res, err := s.runner.Handle(ctx, in, s.turnFunc(t))
-		if !errors.Is(err, conversation.ErrHeld) {
-			return res, err
-		}
-	}
 }
 
 // markReadAsync marks the inbound message read with its tenant's token, beside the turn; the
@@ -245,34 +213,4 @@ func (s *Server) sendReply(ctx context.Context, req delivery.Request) (string, e
 		return "", &failure{kind: permanent, err: res.Err, code: res.Code, class: res.Class}
 	}
 	return "", nil
-}
-
-// actionQueue enqueues the actions of committed turns (conversation.Actions) on the tenant's
-// send queue, one task per action id.
-type actionQueue struct{ s *Server }
-
-// EnqueueAction creates the action's task; a task already created for it counts as success.
-func (a actionQueue) EnqueueAction(ctx context.Context, p conversation.Pending, req assistant.ActionRequest) error {
-	raw, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode action request: %w", err)
-	}
-	body, err := json.Marshal(tasks.Action{
-		ActionID: req.ActionID, TenantID: p.TenantID, ConversationID: p.ConversationID,
-		PhoneNumberID: p.PhoneNumberID, To: p.Contact, MessageID: p.MessageID,
-		InboundEventID: p.InboundEventID, CorrelationID: p.CorrelationID, ReceivedAt: p.ReceivedAt, Request: raw,
-	})
-	if err != nil {
-		return fmt.Errorf("encode action task: %w", err)
-	}
-	res, err := a.s.deps.Tasks.Enqueue(ctx, taskqueue.Task{
-		Queue: tasks.TenantQueueID(p.TenantID), ID: tasks.ActionTaskID(req.ActionID),
-		Path: tasks.ProcessActionPath, Body: body, CorrelationID: p.CorrelationID,
-	})
-	if err != nil {
-		return fmt.Errorf("create action task: %w", err)
-	}
-	logging.FromContext(ctx).InfoContext(ctx, "action queued", "event", "action_queued", "action_id", req.ActionID,
-		"intent", req.Intent, "existed", res.Existed)
-	return nil
 }

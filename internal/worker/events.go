@@ -2,11 +2,9 @@ package worker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/fanout"
-	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -20,19 +18,10 @@ type EventApplier interface {
 }
 
 // applyMessageEvent applies message m of conversation conversationID ("" on the default path)
-// before it is answered. Its effects are idempotent: an error is retried with the task. Without
-// Deps.Events every message is answered like any other.
+// before it is answered (package events). Without Deps.Events every message is answered.
 func (s *Server) applyMessageEvent(ctx context.Context, conversationID string, m whatsapp.Message) (events.Outcome, error) {
 	if s.deps.Events == nil {
 		return events.Outcome{Answer: true, Event: events.EventMessage}, nil
 	}
-	o, err := s.deps.Events.ApplyMessage(ctx, conversationID, m)
-	if err != nil {
-		return o, fmt.Errorf("apply the %s message's event: %w", m.Type, err)
-	}
-	if o.Event != events.EventMessage {
-		logging.FromContext(ctx).InfoContext(ctx, "message event applied", "event", o.Event, "message_type", m.Type,
-			"answer", o.Answer, "reply", string(o.Reply))
-	}
-	return o, nil
+	return s.deps.Events.ApplyMessage(ctx, conversationID, m)
 }

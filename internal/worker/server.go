@@ -21,7 +21,6 @@ import (
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/health"
-	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -29,6 +28,7 @@ import (
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -51,11 +51,6 @@ type OutboundStore interface {
 // TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
 type TokenVerifier interface {
 	Verify(ctx context.Context, rawToken string) (email string, err error)
-}
-
-// HealthChecker computes the health report; *health.Checker implements it.
-type HealthChecker interface {
-	Check(ctx context.Context) (health.Report, error)
 }
 
 // Deps are the worker's dependencies.
@@ -85,7 +80,7 @@ type Deps struct {
 	Assistant TurnEngine
 	// Media fetches the files of media messages for the assistant (media.Fetcher). Nil: the
 	// assistant answers them "can't read this message", as before media were understood.
-	Media MediaFetcher
+	Media media.LoaderMaker
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller
@@ -93,7 +88,7 @@ type Deps struct {
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
 	// Health answers GET /internal/health; the route answers 404 without it.
-	Health HealthChecker
+	Health health.Reporter
 	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
 	Verifier TokenVerifier
 	// Queues gives each queue's max_attempts for dead letters; the embedded queues.yaml when nil.
@@ -142,7 +137,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		deps.Responder = responder.Ack{}
 	}
 	if deps.Tenants == nil {
-		deps.Tenants = noTenants{}
+		deps.Tenants = tenantcache.None{}
 	}
 	if deps.FanOut <= 0 {
 		deps.FanOut = 16
@@ -176,7 +171,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
 		}
 		srv.deliver.Windows = deps.Conversations
-		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actionQueue{srv}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
+		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actions.Queue{Tasks: deps.Tasks}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
 			IsQuotaNotice: assistant.IsQuotaNotice, DescribeMedia: media.Describe})
 	}
 	srv.routes = srv.taskRoutes()
@@ -195,7 +190,7 @@ func (s *Server) Routes() http.Handler {
 		for _, tr := range s.routes {
 			r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
 		}
-		r.Method(http.MethodGet, "/health", s.handleHealth())
+		r.Method(http.MethodGet, "/health", health.Handler(s.deps.Health))
 	})
 	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger,
 		Request: s.withTask, OnPanic: s.answerPanic, PanicAttrs: panicAttrs}.Wrap(r)
@@ -232,26 +227,6 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		taskFrom(ctx, r.URL.Path).authenticated = true
 		next.ServeHTTP(w, r)
-	})
-}
-
-// handleHealth answers the health report: 200 when ok or degraded, 503 when failing, so an uptime
-// check can alert on the status code alone.
-func (s *Server) handleHealth() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.deps.Health == nil {
-			httpjson.Write(w, http.StatusNotFound, map[string]string{"status": "error", "error": "health not configured"})
-			return
-		}
-		rep, err := s.deps.Health.Check(r.Context())
-		if err != nil {
-			logging.FromContext(r.Context()).WarnContext(r.Context(), "health check incomplete", "event", "health_check_failed", "error", err)
-		}
-		code := http.StatusOK
-		if rep.Status == health.Failing {
-			code = http.StatusServiceUnavailable
-		}
-		httpjson.Write(w, code, rep)
 	})
 }
 

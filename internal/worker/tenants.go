@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/actions"
-
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -25,16 +24,3 @@ type TokenSource interface {
 	Token(ctx context.Context, rec store.TenantRecord) (string, error)
 	actions.SecretSource
 }
-
-// noTenants is the resolver of a worker with no tenant store: every number is the default's.
-type noTenants struct{}
-
-func (noTenants) GetByPhoneNumber(context.Context, string) (store.TenantRecord, error) {
-	return store.TenantRecord{}, store.ErrNotFound
-}
-
-func (noTenants) Tenant(context.Context, string) (store.TenantRecord, error) {
-	return store.TenantRecord{}, store.ErrNotFound
-}
-
-func (noTenants) TokenRefused(store.TenantRecord) {}

@@ -1,0 +1,48 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/tasks"
+)
+
+// Enqueuer creates tasks; *taskqueue.Client implements it.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
+}
+
+// Queue enqueues the actions of committed turns (conversation.Actions) on the tenant's send
+// queue, one task per action id, so a redone turn enqueues nothing twice.
+type Queue struct{ Tasks Enqueuer }
+
+// EnqueueAction creates the action's task; a task already created for it counts as success.
+func (q Queue) EnqueueAction(ctx context.Context, p conversation.Pending, req assistant.ActionRequest) error {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode action request: %w", err)
+	}
+	body, err := json.Marshal(tasks.Action{
+		ActionID: req.ActionID, TenantID: p.TenantID, ConversationID: p.ConversationID,
+		PhoneNumberID: p.PhoneNumberID, To: p.Contact, MessageID: p.MessageID,
+		InboundEventID: p.InboundEventID, CorrelationID: p.CorrelationID, ReceivedAt: p.ReceivedAt, Request: raw,
+	})
+	if err != nil {
+		return fmt.Errorf("encode action task: %w", err)
+	}
+	res, err := q.Tasks.Enqueue(ctx, taskqueue.Task{
+		Queue: tasks.TenantQueueID(p.TenantID), ID: tasks.ActionTaskID(req.ActionID),
+		Path: tasks.ProcessActionPath, Body: body, CorrelationID: p.CorrelationID,
+	})
+	if err != nil {
+		return fmt.Errorf("create action task: %w", err)
+	}
+	logging.FromContext(ctx).InfoContext(ctx, "action queued", "event", "action_queued", "action_id", req.ActionID,
+		"intent", req.Intent, "existed", res.Existed)
+	return nil
+}
