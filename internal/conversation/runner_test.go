@@ -807,3 +807,34 @@ func withAnswers(o conversation.Options) conversation.Options {
 	o.IsConfirmTap, o.IsAnswerWord, o.IsQuotaNotice = assistant.IsConfirmTap, assistant.IsAnswerWord, assistant.IsQuotaNotice
 	return o
 }
+
+// TestAwaitHolderRunsTheMessageOnceTheDeadHoldersLeaseEnds: a task's last attempt for a message
+// queued behind a holder that never drains waits for the holder's lease to end, then takes the
+// conversation and runs the message (Handle would answer ErrHeld and leave it to a retry that
+// never comes). The ghost's lease (4 s) is longer than the runner's own (1 s): AwaitHolder waits
+// for the holder's, up to its own lease and a margin.
+func TestAwaitHolderRunsTheMessageOnceTheDeadHoldersLeaseEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t, nil)
+	snd, rec := newSender(), newRecorder()
+	r := conversation.NewRunner(st, snd, newActions(), withAnswers(conversation.Options{Lease: time.Second}))
+	first, err := r.Handle(ctx, inbound("wamid.1", 1, "one"), rec.turn)
+	if err != nil {
+		t.Fatalf("first message: %v", err)
+	}
+	if _, taken, err := st.Acquire(ctx, first.ConversationID, "ghost", 4*time.Second, nil); err != nil || !taken {
+		t.Fatalf("the ghost holder's acquire: %v, %v", taken, err)
+	}
+	second := inbound("wamid.2", 2, "two")
+	if _, err := r.Handle(ctx, second, rec.turn); !errors.Is(err, conversation.ErrHeld) {
+		t.Fatalf("Handle behind the ghost: %v, want ErrHeld", err)
+	}
+	res, err := r.AwaitHolder(ctx, second, rec.turn)
+	if err != nil || res.Turns != 1 {
+		t.Fatalf("AwaitHolder = %+v, %v; want the message's turn run", res, err)
+	}
+	if _, count, _ := rec.snapshot(); count["wamid.2"] != 1 {
+		t.Errorf("turns run: %v, want one for wamid.2", count)
+	}
+}
