@@ -1,0 +1,72 @@
+package webhook_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// BenchmarkThroughputAt80 is one webhook instance at Cloud Run's default concurrency: 80
+// deliveries in flight at all times (1 KB texts, each new), against the Firestore emulator and a
+// Cloud Tasks emulator (the inbound queue paused). It reports deliveries answered per second and
+// the CPU per delivery: the whole test process's, so it also counts the in-process Cloud Tasks
+// emulator and the HTTP client, an upper bound for the service (the Firestore emulator is a
+// process of its own and not counted).
+//
+//	go test -run '^$' -bench ThroughputAt80 -benchtime 4000x ./internal/webhook/
+func BenchmarkThroughputAt80(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 80, MaxConnsPerHost: 80}}
+	post := func(id string) error {
+		body := textPayload(id)
+		req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
+		req.Header.Set("X-Hub-Signature-256", whatsapp.Sign(body, appSecret))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	for i := range 200 {
+		if err := post(fmt.Sprintf("wamid.warm-80-%d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next, failed atomic.Int64
+	n := int64(b.N)
+	b.ResetTimer()
+	cpu0, start := testenv.CPUTime(), time.Now()
+	var wg sync.WaitGroup
+	for range 80 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= n; i = next.Add(1) {
+				if err := post(fmt.Sprintf("wamid.t80-%d-%d", n, i)); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start), testenv.CPUTime()-cpu0
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d deliveries not answered 200", f, n)
+	}
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/delivery")
+}
