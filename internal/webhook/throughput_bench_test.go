@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -45,28 +42,13 @@ func BenchmarkThroughputAt80(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var next, failed atomic.Int64
 	n := int64(b.N)
 	b.ResetTimer()
-	cpu0, start := testenv.CPUTime(), time.Now()
-	var wg sync.WaitGroup
-	for range 80 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= n; i = next.Add(1) {
-				if err := post(fmt.Sprintf("wamid.t80-%d-%d", n, i)); err != nil {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed, cpu := time.Since(start), testenv.CPUTime()-cpu0
+	load := testenv.RunConcurrently(n, 80, func(i int64) error { return post(fmt.Sprintf("wamid.t80-%d-%d", n, i)) })
 	b.StopTimer()
-	if f := failed.Load(); f > 0 {
+	if f := load.Failed; f > 0 {
 		b.Fatalf("%d of %d deliveries not answered 200", f, n)
 	}
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/delivery")
+	b.ReportMetric(float64(n)/load.Elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(load.CPU.Microseconds())/1000/float64(n), "cpu-ms/delivery")
 }

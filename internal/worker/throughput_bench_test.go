@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,26 +49,11 @@ func BenchmarkOutboundThroughputAt80(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var next, failed atomic.Int64
 	n := int64(b.N)
 	b.ResetTimer()
-	cpu0, start := testenv.CPUTime(), time.Now()
-	var wg sync.WaitGroup
-	for range 80 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= n; i = next.Add(1) {
-				if err := post(fmt.Sprintf("wamid.o80-%d-%d", n, i)); err != nil {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed, cpu := time.Since(start), testenv.CPUTime()-cpu0
+	load := testenv.RunConcurrently(n, 80, func(i int64) error { return post(fmt.Sprintf("wamid.o80-%d-%d", n, i)) })
 	b.StopTimer()
-	if f := failed.Load(); f > 0 {
+	if f := load.Failed; f > 0 {
 		b.Fatalf("%d of %d tasks not answered 200", f, n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -78,6 +61,6 @@ func BenchmarkOutboundThroughputAt80(b *testing.B) {
 	if _, err := st.Graph.WaitForSends(ctx, int(n)+100); err != nil {
 		b.Fatalf("sends: %v", err)
 	}
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "messages/s")
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/message")
+	b.ReportMetric(float64(n)/load.Elapsed.Seconds(), "messages/s")
+	b.ReportMetric(float64(load.CPU.Microseconds())/1000/float64(n), "cpu-ms/message")
 }
