@@ -27,9 +27,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	}
 	return Deps{
 		// The report the worker serves: queues, sends, dead letters, reauth, quota and restricted accounts.
-		Health: health.New(outbound, deadLetters, admin,
-			[]string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)},
-			health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}, Accounts: tenants}),
+		Health:        health.ForStore(db, admin, []string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)}),
 		Sends:         outbound,
 		Tenants:       tenants,
 		Usage:         guard,

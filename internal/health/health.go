@@ -388,3 +388,12 @@ func (c *Checker) judge(r *Report, errs []error) {
 		r.Status, r.Reason = OK, "queues flowing, sends succeeding"
 	}
 }
+
+// ForStore is the checker of the report every service shows (the worker's /internal/health, the
+// console's overview, `wapipe health --direct`), on the stores of db: sends, dead letters, and the
+// tenants needing a token, over quota or restricted by Meta; queueNames are the queues to report.
+func ForStore(db *store.DB, queues QueueStatser, queueNames []string) *Checker {
+	tenants := store.NewTenants(db, store.Options{})
+	return New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues, queueNames,
+		Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants})
+}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/wapipe/wapipe/internal/health"
-	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -82,10 +81,7 @@ func ComputeHealth(ctx context.Context, c Conn, inboundQueue, outboundQueue stri
 		return Health{}, err
 	}
 	defer queues.Close()
-	tenants := store.NewTenants(db, store.Options{})
-	checker := health.New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues,
-		[]string{queues.QueuePath(inboundQueue), queues.QueuePath(outboundQueue)},
-		health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants})
+	checker := health.ForStore(db, queues, []string{queues.QueuePath(inboundQueue), queues.QueuePath(outboundQueue)})
 	// A part that could not be read is in the verdict already (failing, with the reason).
 	rep, _ := checker.Check(ctx)
 	raw, err := json.Marshal(rep)

@@ -90,8 +90,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Sends:         store.NewSends(db, store.Options{}),
 		Events:        events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{})),
 		Logger:        logger,
-		Health: health.New(outbound, deadLetters, admin,
-			[]string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}, health.Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: guard}, Accounts: tenants}),
+		Health:        health.ForStore(db, admin, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v
