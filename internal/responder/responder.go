@@ -52,6 +52,11 @@ func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
 	if text == "" {
 		text = DefaultAckText
 	}
+	// A notice, a deleted or edited message, a removed reaction, a call permission answer or a
+	// Flow answer asks for nothing (the same rule TenantAck and the assistant follow).
+	if Ignorable(m) {
+		return Reply{}, nil
+	}
 	switch m.Type {
 	case "text":
 		return Reply{Text: text, Quote: true}, nil
@@ -62,29 +67,16 @@ func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
 	case "contacts":
 		return Reply{Text: "Thanks, we received the contact card.", Quote: true}, nil
 	case "reaction":
-		// A removed reaction (empty emoji) asks for nothing.
-		if m.Reaction == nil || m.Reaction.Emoji == "" {
-			return Reply{}, nil
-		}
 		return Reply{Text: "Thanks for your reaction " + m.Reaction.Emoji}, nil
 	case "order":
 		return Reply{Text: "Thanks, we received your order.", Quote: true}, nil
-	case "revoke", "edit":
-		// A deleted or edited message is recorded (package events), not answered.
-		return Reply{}, nil
 	case "interactive", "button":
-		if Ignorable(m) {
-			return Reply{}, nil
-		}
 		if m.Reply != nil && m.Reply.Title != "" {
 			return Reply{Text: "You chose: " + m.Reply.Title + ". " + text, Quote: true}, nil
 		}
 		return Reply{Text: text, Quote: true}, nil
 	case "request_welcome":
 		return Reply{Text: "Hello! How can we help you today?"}, nil
-	case "system":
-		// Number changes and similar notices are not the customer talking to us.
-		return Reply{}, nil
 	default:
 		// unsupported and types Meta adds later.
 		return Reply{Text: "Sorry, we can't read this kind of message yet. Could you send it as text?", Quote: true}, nil
