@@ -143,11 +143,11 @@ func BenchmarkCostPerMessage(b *testing.B) {
 // the table.
 func costScenario(b *testing.B, name string, noTenants bool) string {
 	ctx := context.Background()
-	proxy, fs := startOpCounter(b, testenv.FirestoreHost(b))
+	fs := testenv.StartOpCounter(b, testenv.FirestoreHost(b))
 	tc := &taskCounter{}
 	usage := &usageCounter{}
 	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: proxy, Project: testenv.ProjectID(b), Queues: testenv.FastQueues(b), NoTenants: noTenants,
+		FirestoreHost: fs.Addr, Project: testenv.ProjectID(b), Queues: testenv.FastQueues(b), NoTenants: noTenants,
 		// The emulator logs each delivery attempt's end at debug; the other services log to
 		// nothing, so their debug level costs next to nothing.
 		LogLevel: slog.LevelDebug,
@@ -218,7 +218,7 @@ func costScenario(b *testing.B, name string, noTenants bool) string {
 		}
 	}
 
-	fs.take()
+	fs.TakeOps()
 	posts = 0
 	creates0, dispatches0, _ := tc.counts()
 	cpu0 := cpuTime(b)
@@ -228,7 +228,7 @@ func costScenario(b *testing.B, name string, noTenants bool) string {
 		n++
 	}
 	cpu := cpuTime(b) - cpu0
-	ops, _ := fs.take()
+	ops := fs.TakeOps()
 	creates1, dispatches1, _ := tc.counts()
 	_, in, out := usage.take()
 
