@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,16 +93,6 @@ func (u *usageCounter) take() (calls, input, output int) {
 	calls, input, output = u.calls, u.input, u.output
 	u.calls, u.input, u.output = 0, 0, 0
 	return calls, input, output
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkCostPerMessage measures, on the local stack, what one message costs on Google Cloud
@@ -221,13 +210,13 @@ func costScenario(b *testing.B, name string, noTenants bool) string {
 	fs.TakeOps()
 	posts = 0
 	creates0, dispatches0, _ := tc.counts()
-	cpu0 := cpuTime(b)
+	cpu0 := testenv.CPUTime()
 	n := 0
 	for b.Loop() {
 		one(n)
 		n++
 	}
-	cpu := cpuTime(b) - cpu0
+	cpu := testenv.CPUTime() - cpu0
 	ops := fs.TakeOps()
 	creates1, dispatches1, _ := tc.counts()
 	_, in, out := usage.take()
