@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -96,16 +95,6 @@ func (u *usageCounter) take() (calls, input, output int) {
 	return calls, input, output
 }
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkCostPerMessage measures, on the local stack, what one message costs on Google Cloud
 // (issue 27 part 3) in two scenarios, each message from its own contact:
 //
@@ -143,11 +132,11 @@ func BenchmarkCostPerMessage(b *testing.B) {
 // the table.
 func costScenario(b *testing.B, name string, noTenants bool) string {
 	ctx := context.Background()
-	proxy, fs := startOpCounter(b, testenv.FirestoreHost(b))
+	fs := testenv.StartOpCounter(b, testenv.FirestoreHost(b))
 	tc := &taskCounter{}
 	usage := &usageCounter{}
 	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: proxy, Project: testenv.ProjectID(b), Queues: testenv.FastQueues(b), NoTenants: noTenants,
+		FirestoreHost: fs.Addr, Project: testenv.ProjectID(b), Queues: testenv.FastQueues(b), NoTenants: noTenants,
 		// The emulator logs each delivery attempt's end at debug; the other services log to
 		// nothing, so their debug level costs next to nothing.
 		LogLevel: slog.LevelDebug,
@@ -218,17 +207,17 @@ func costScenario(b *testing.B, name string, noTenants bool) string {
 		}
 	}
 
-	fs.take()
+	fs.TakeOps()
 	posts = 0
 	creates0, dispatches0, _ := tc.counts()
-	cpu0 := cpuTime(b)
+	cpu0 := testenv.CPUTime()
 	n := 0
 	for b.Loop() {
 		one(n)
 		n++
 	}
-	cpu := cpuTime(b) - cpu0
-	ops, _ := fs.take()
+	cpu := testenv.CPUTime() - cpu0
+	ops := fs.TakeOps()
 	creates1, dispatches1, _ := tc.counts()
 	_, in, out := usage.take()
 
