@@ -154,7 +154,7 @@ func (r *Runner) call(ctx context.Context, res *Result, rec store.TenantRecord, 
 	switch {
 	case url == "":
 		err = errors.New("the tenant's assistant has no action_url")
-	case errors.Is(err, tenantcache.ErrNoActionSecret) || isUnreadableSecret(err):
+	case errors.Is(err, tenantcache.ErrNoActionSecret) || secrets.Unreadable(err):
 	case err != nil:
 		res.Status, res.Err = Failed, err
 		return ar, false
@@ -253,10 +253,4 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// isUnreadableSecret reports a ciphertext no retry can open: sealed for another key or place,
-// or damaged.
-func isUnreadableSecret(err error) bool {
-	return errors.Is(err, secrets.ErrNotAuthentic) || errors.Is(err, secrets.ErrKeyKind) || errors.Is(err, secrets.ErrMalformed)
 }

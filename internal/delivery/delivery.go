@@ -302,19 +302,13 @@ func (d *Deliverer) TenantToken(ctx context.Context, tenantID string) (rec store
 		return rec, "", ReasonNoToken, errors.New("no access token")
 	}
 	token, err = d.Tokens.Token(ctx, rec)
-	if isUnreadableSecret(err) {
+	if secrets.Unreadable(err) {
 		return rec, "", ReasonTokenUnreadable, err
 	}
 	if err != nil {
 		return rec, "", "", fmt.Errorf("open the access token of %s: %w", tenantID, err)
 	}
 	return rec, token, "", nil
-}
-
-// isUnreadableSecret reports a ciphertext no retry can open: sealed for another key or place,
-// or damaged.
-func isUnreadableSecret(err error) bool {
-	return errors.Is(err, secrets.ErrNotAuthentic) || errors.Is(err, secrets.ErrKeyKind) || errors.Is(err, secrets.ErrMalformed)
 }
 
 // compose is the message to send: req.Reply, or Compose's. When ok is false, res ends the

@@ -47,6 +47,13 @@ var (
 	ErrNoKey = errors.New("no key for this purpose in this service")
 )
 
+// Unreadable reports a ciphertext no retry can open: sealed for another key, tenant or purpose,
+// or damaged (ErrNotAuthentic, ErrKeyKind, ErrMalformed). A Cloud KMS failure (ErrKMS) is not:
+// a retry may succeed.
+func Unreadable(err error) bool {
+	return errors.Is(err, ErrNotAuthentic) || errors.Is(err, ErrKeyKind) || errors.Is(err, ErrMalformed)
+}
+
 // Config chooses the key. Set KMSKeyName in staging and prod; leave it empty with Dev set to use
 // the fixed development key.
 type Config struct {
