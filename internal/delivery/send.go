@@ -40,10 +40,39 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 	if !last.IsZero() && d.now().Sub(last) < CustomerServiceWindow {
 		return out, Result{}, true
 	}
-	if tpl, ok := reengage(ctx, pol, fr); ok {
+	if tpl, ok := outsideWindow(ctx, req, pol, fr); ok {
 		return tpl, Result{}, true
 	}
+	if pol.Window == WindowFallback {
+		return out, d.skipOutsideWindow(ctx, req), false
+	}
 	return out, d.refuse(ctx, req, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours"), false), false
+}
+
+// outsideWindow is the template that replaces a free-form message outside the window, by the
+// policy: the request's fallback, or the tenant's reengage template.
+func outsideWindow(ctx context.Context, req Request, pol Policy, fr from) (outgoing, bool) {
+	if pol.Window != WindowFallback {
+		return reengage(ctx, pol, fr)
+	}
+	if req.Fallback == nil {
+		return outgoing{}, false
+	}
+	logging.FromContext(ctx).InfoContext(ctx, "outside the customer service window: sending the fallback template",
+		"event", "send_fallback_template", "kind", req.Kind.String())
+	return outgoing{reply: responder.Reply{Message: req.Fallback}}, true
+}
+
+// skipOutsideWindow skips a message that has no template for a closed window (a notification
+// without templates.notify): the record says skipped, and the log says why, with the
+// contact's keyed hash only.
+func (d *Deliverer) skipOutsideWindow(ctx context.Context, req Request) Result {
+	if err := d.Records.MarkSkipped(ctx, req.Key); err != nil {
+		return Result{Status: Retry, Err: err, Class: "temporary"}
+	}
+	logging.FromContext(ctx).WarnContext(ctx, "outside the contact's 24-hour window and no template for it: not sent",
+		"event", req.Kind.String()+"_skipped", "reason", ReasonOutsideWindow, "to_hash", d.Hasher.Phone(req.To))
+	return Result{Status: Skipped, Reason: ReasonOutsideWindow}
 }
 
 // reengage is the tenant's reengage template, when the policy sends it and the tenant has one.
@@ -143,10 +172,12 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 	graphID, err := d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, out.replyTo)
 	readMarked := <-readDone
 	if err != nil && classify(err).code == CodeReengagement && !out.isTemplate() {
-		// Meta says the window closed: the reengage template instead, once.
-		if tpl, ok := reengage(ctx, pol, fr); ok {
+		// Meta says the window closed: the policy's template instead, once.
+		if tpl, ok := outsideWindow(ctx, req, pol, fr); ok {
 			out = tpl
 			graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, "")
+		} else if pol.Window == WindowFallback {
+			return d.skipOutsideWindow(ctx, req), false
 		}
 	}
 	if err != nil {

@@ -56,6 +56,10 @@ const (
 	Unavailable Key = "unavailable"
 	// Ack is the reply of assistant mode ack when the tenant has no ack_text.
 	Ack Key = "ack"
+	// Notification tells a member an intent's notify names that another member's action
+	// succeeded; placeholders {intent} (the intent's name) and {sender} (the member's name, else
+	// the last digits of their number). The confirmed data follow it, one line a field.
+	Notification Key = "notification"
 )
 
 // Keys lists every Key, in a fixed order.
@@ -64,6 +68,7 @@ func Keys() []Key {
 		OnboardingPrompt, Welcome, WelcomeName, InvalidCode, RateLimited, QuotaExceeded,
 		NotUnderstood, ButtonConfirm, ButtonCancel, ConfirmPrompt, Cancelled, Expired,
 		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack,
+		Notification,
 	}
 }
 
@@ -127,6 +132,7 @@ var catalog = map[string]map[Key]string{
 		MediaResend:        "Sorry, I couldn't get your file. Please send it again.",
 		Unavailable:        "Sorry, the assistant is unavailable right now. Please try again in a few minutes.",
 		Ack:                "Thanks, we got your message. We will get back to you soon.",
+		Notification:       "New request from {sender}: {intent}",
 	},
 	"fr": {
 		OnboardingPrompt:   "Bonjour ! Ce service est réservé aux membres. Si vous avez un code d'invitation, envoyez-le ici pour nous rejoindre.",
@@ -150,6 +156,7 @@ var catalog = map[string]map[Key]string{
 		MediaResend:        "Désolé, je n'ai pas pu récupérer votre fichier. Merci de le renvoyer.",
 		Unavailable:        "Désolé, l'assistant n'est pas disponible pour le moment. Merci de réessayer dans quelques minutes.",
 		Ack:                "Merci, nous avons bien reçu votre message. Nous vous répondrons rapidement.",
+		Notification:       "Nouvelle demande de {sender} : {intent}",
 	},
 	"ar": {
 		OnboardingPrompt:   "مرحبًا! هذه الخدمة مخصصة للأعضاء فقط. إذا كان لديك رمز دعوة، يرجى إرساله هنا للانضمام.",
@@ -173,6 +180,7 @@ var catalog = map[string]map[Key]string{
 		MediaResend:        "عذرًا، لم أتمكن من الحصول على ملفك. يرجى إرساله مرة أخرى.",
 		Unavailable:        "عذرًا، المساعد غير متاح حاليًا. يرجى المحاولة بعد بضع دقائق.",
 		Ack:                "شكرًا، لقد استلمنا رسالتك. سنرد عليك قريبًا.",
+		Notification:       "طلب جديد من {sender}: {intent}",
 	},
 	"es": {
 		OnboardingPrompt:   "¡Hola! Este servicio es solo para miembros. Si tienes un código de invitación, envíalo aquí para unirte.",
@@ -196,6 +204,7 @@ var catalog = map[string]map[Key]string{
 		MediaResend:        "Lo siento, no pude obtener tu archivo. Por favor, envíalo de nuevo.",
 		Unavailable:        "Lo sentimos, el asistente no está disponible en este momento. Inténtalo de nuevo en unos minutos.",
 		Ack:                "Gracias, hemos recibido tu mensaje. Te responderemos pronto.",
+		Notification:       "Nueva solicitud de {sender}: {intent}",
 	},
 	"pt": {
 		OnboardingPrompt:   "Olá! Este serviço é só para membros. Se você tem um código de convite, envie-o aqui para participar.",
@@ -219,6 +228,7 @@ var catalog = map[string]map[Key]string{
 		MediaResend:        "Desculpe, não consegui obter o seu arquivo. Por favor, envie-o novamente.",
 		Unavailable:        "Desculpe, o assistente não está disponível no momento. Tente novamente em alguns minutos.",
 		Ack:                "Obrigado, recebemos sua mensagem. Responderemos em breve.",
+		Notification:       "Nova solicitação de {sender}: {intent}",
 	},
 	"id": {
 		OnboardingPrompt:   "Halo! Layanan ini khusus untuk anggota. Jika Anda punya kode undangan, silakan kirim di sini untuk bergabung.",
@@ -242,5 +252,6 @@ var catalog = map[string]map[Key]string{
 		MediaResend:        "Maaf, file Anda tidak dapat saya ambil. Silakan kirim ulang.",
 		Unavailable:        "Maaf, asisten sedang tidak tersedia. Silakan coba lagi dalam beberapa menit.",
 		Ack:                "Terima kasih, pesan Anda sudah kami terima. Kami akan segera membalas.",
+		Notification:       "Permintaan baru dari {sender}: {intent}",
 	},
 }

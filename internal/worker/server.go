@@ -84,6 +84,9 @@ type Deps struct {
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller
+	// Notifier tells the members an intent's notify names of its succeeded actions (package
+	// notify); none are told without it.
+	Notifier actions.Notifier
 	// Lease is how long a conversation's holder keeps it without committing a turn;
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
@@ -161,7 +164,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		srv.fanner.Events = deps.Events
 	}
 	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
-		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply}
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply, Notify: deps.Notifier}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
