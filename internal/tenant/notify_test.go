@@ -78,30 +78,3 @@ func TestParseNotifyKeepsTheRolesAndTemplate(t *testing.T) {
 		t.Errorf("a marshalled tenant reads back changed: %v", d)
 	}
 }
-
-func TestDiffNotify(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		change func(*Tenant)
-		want   []string
-	}{
-		{"roles added", func(t *Tenant) { t.Assistant.Intents[0].Notify = []Role{RoleAdmin} }, []string{
-			"~ assistant.intents[create_booking].notify: [] -> [admin]"}},
-		{"template added", func(t *Tenant) { t.Templates.Notify = &Template{Name: "new_request", Language: "id"} }, []string{
-			"+ templates.notify: new_request (id)"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			prev, next := contractTenant(), contractTenant()
-			tt.change(next)
-			if diff := cmp.Diff(tt.want, lines(Diff(prev, next))); diff != "" {
-				t.Errorf("Diff (-want, +got):\n%s", diff)
-			}
-			if d := lines(Diff(next, next)); len(d) != 0 {
-				t.Errorf("Diff of a tenant with itself: %v", d)
-			}
-		})
-	}
-}
