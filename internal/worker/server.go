@@ -84,9 +84,6 @@ type Deps struct {
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller
-	// Notifier tells the members an intent's notify names of its succeeded actions (package
-	// notify); none are told without it.
-	Notifier actions.Notifier
 	// Lease is how long a conversation's holder keeps it without committing a turn;
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
@@ -108,6 +105,10 @@ type Deps struct {
 
 	// Sends are the records process_send sends from, and the parking of a tenant's sends.
 	Sends delivery.Parker
+
+	// Notifier tells the members an intent's notify names of its succeeded actions (package
+	// notify); none are told without it.
+	Notifier actions.Notifier
 
 	// Events applies Meta's events other than ordinary messages (revokes, edits, number
 	// changes, preferences, echoes, account updates); with none they are only answered or traced.
