@@ -32,7 +32,6 @@ type Client struct {
 	http  *http.Client
 }
 
-
 // New returns a client of the worker at cfg.InternalTaskBaseURL. Where tasks carry ID tokens
 // (TASKS_SERVICE_ACCOUNT_EMAIL set: production), requests carry one too, for the worker's URL,
 // from the service's own credentials; elsewhere (dev, tests) they carry the internal token only.
