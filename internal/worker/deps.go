@@ -84,6 +84,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Conversations: conversations,
 		Assistant:     assistant.New(lc, guard),
 		Media:         mf,
+		MediaFiles:    mf,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),
