@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -298,13 +299,34 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, error) 
 	return req, nil
 }
 
+// jsonKind names what a Go type takes in JSON, as a sender reads it.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	}
+	return t.String()
+}
+
 // jsonProblem says what is wrong with a body without quoting it.
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		return fmt.Sprintf("%s: wrong type, want %s", te.Field, te.Type)
+		return fmt.Sprintf("%s: wrong type, want %s", te.Field, jsonKind(te.Type))
 	case errors.As(err, &se):
 		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -61,15 +61,22 @@ func validateLocation(field string, l *graph.Location) error {
 }
 
 // validateContacts checks a contacts message: 1 to 257 cards (Meta's limit), each with
-// name.formatted_name, a birthday as YYYY-MM-DD, and no empty entry in its lists.
+// name.formatted_name and one more name part, a birthday as YYYY-MM-DD, and no empty entry in
+// its lists.
 func validateContacts(cs []graph.Contact) error {
 	if len(cs) == 0 || len(cs) > MaxContacts {
 		return fmt.Errorf("contacts: 1 to %d contact cards, got %d", MaxContacts, len(cs))
 	}
 	for i, c := range cs {
 		f := fmt.Sprintf("contacts[%d]", i)
-		if strings.TrimSpace(c.Name.FormattedName) == "" {
+		n := c.Name
+		switch {
+		case strings.TrimSpace(n.FormattedName) == "":
 			return fmt.Errorf("%s.name.formatted_name: required (the name as shown)", f)
+		case strings.TrimSpace(n.FirstName+n.LastName+n.MiddleName+n.Suffix+n.Prefix) == "":
+			// Meta's reference: "at least one of the optional parameters needs to be included
+			// along with the formatted_name parameter".
+			return fmt.Errorf("%s.name: first_name, last_name, middle_name, suffix or prefix required beside formatted_name", f)
 		}
 		if c.Birthday != "" {
 			if _, err := time.Parse(time.DateOnly, c.Birthday); err != nil {

@@ -98,7 +98,7 @@ func (c Coordinate) Degrees() (float64, error) {
 			return 0, err
 		}
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(s, "xXpP_") {
 		return 0, errors.New("not a decimal number")
 	}
