@@ -25,8 +25,10 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// MaxBodyBytes caps a POST /v1/messages body: Meta's largest send bodies are a few KiB.
-const MaxBodyBytes = 64 << 10
+// MaxBodyBytes caps a POST /v1/messages body. Most are a few KiB, but Meta takes up to 257
+// contact cards in one message and a template text parameter of 32768 characters (up to 128 KiB
+// of UTF-8): the cap leaves room for the largest body Meta accepts.
+const MaxBodyBytes = 512 << 10
 
 // CustomerServiceWindow is how long after a contact's last message free-form messages may go.
 const CustomerServiceWindow = outbox.CustomerServiceWindow

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 )
@@ -139,5 +142,42 @@ func TestValidateMessageTypes(t *testing.T) {
 				t.Fatalf("refused with %q, want %q", err, c.problem)
 			}
 		})
+	}
+}
+
+// TestLargestBodiesFitTheCap: the largest bodies Meta accepts pass the body cap: 257 contact
+// cards with every field (Meta's example card), and a body-only template text parameter of 32768
+// four-byte characters.
+func TestLargestBodiesFitTheCap(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/send/contacts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example struct {
+		Contacts []json.RawMessage `json:"contacts"`
+	}
+	if err := json.Unmarshal(raw, &example); err != nil {
+		t.Fatal(err)
+	}
+	var card bytes.Buffer
+	if err := json.Compact(&card, example.Contacts[0]); err != nil {
+		t.Fatal(err)
+	}
+	cards := strings.TrimSuffix(strings.Repeat(card.String()+",", MaxContacts), ",")
+	bodies := map[string]string{
+		"257 full contact cards": `{"to":"33612345678","type":"contacts","contacts":[` + cards + `]}`,
+		"32768 emoji in a body-only template": `{"to":"33612345678","type":"template","template":{"name":"t","language":{"code":"en"},"components":[{"type":"body","parameters":[{"type":"text","text":"` +
+			strings.Repeat("😀", MaxBodyOnlyParameter) + `"}]}]}}`,
+	}
+	for name, body := range bodies {
+		r := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body))
+		req, err := decodeRequest(httptest.NewRecorder(), r)
+		if err == nil {
+			err = req.Validate()
+		}
+		if err != nil {
+			t.Errorf("%s (%d bytes): %v", name, len(body), err)
+		}
 	}
 }
