@@ -190,16 +190,26 @@ var (
 	currencyCode     = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
-// validateComponents checks a template's components: header and body parameters of the types
-// Meta allows there, buttons with a sub_type, an index 0 to 9 and the one parameter their
-// sub_type takes; each parameter's type names the object it carries.
+// validateComponents checks a template's components: at most one header and one body, with
+// parameters of the types Meta allows there; buttons with a sub_type, an index 0 to 9 (each
+// index once) and the one parameter their sub_type takes; each parameter's type names the object
+// it carries.
 func validateComponents(cs []graph.Component) error {
 	bodyOnly := len(cs) == 1
+	seen := map[string]bool{} // "header", "body", and "button <index>"
 	for i, c := range cs {
 		f := fmt.Sprintf("template.components[%d]", i)
 		if c.Type != "button" && (c.SubType != "" || c.Index != "") {
 			return fmt.Errorf("%s: sub_type and index belong to button components", f)
 		}
+		once := c.Type
+		if c.Type == "button" {
+			once = "button " + c.Index
+		}
+		if seen[once] {
+			return fmt.Errorf("%s: a second %s component (a template has one header, one body, one button per index)", f, once)
+		}
+		seen[once] = true
 		switch c.Type {
 		case "header":
 			if len(c.Parameters) != 1 {

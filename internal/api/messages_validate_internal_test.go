@@ -94,6 +94,8 @@ func TestValidateMessageTypes(t *testing.T) {
 		{"template named parameter", tpl(`{"type":"body","parameters":[{"type":"text","parameter_name":"customer_name","text":"Budi"}]}`), ""},
 		{"template deterministic policy", `{` + to + `"type":"template","template":{"name":"t","language":{"code":"en","policy":"deterministic"}}}`, ""},
 		{"template other policy", `{` + to + `"type":"template","template":{"name":"t","language":{"code":"en","policy":"fallback"}}}`, "template.language.policy"},
+		{"two bodies", tpl(`{"type":"body","parameters":[{"type":"text","text":"a"}]},{"type":"body","parameters":[{"type":"text","text":"b"}]}`), "template.components[1]: a second body component"},
+		{"two buttons at one index", tpl(`{"type":"button","sub_type":"quick_reply","index":"0","parameters":[{"type":"payload","payload":"a"}]},{"type":"button","sub_type":"quick_reply","index":"0","parameters":[{"type":"payload","payload":"b"}]}`), "template.components[1]: a second button 0 component"},
 		{"footer component", tpl(`{"type":"footer","parameters":[{"type":"text","text":"x"}]}`), "template.components[0].type: header, body or button"},
 		{"header of two parameters", tpl(`{"type":"header","parameters":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`), "template.components[0].parameters: a header takes one parameter, got 2"},
 		{"header currency", tpl(`{"type":"header","parameters":[{"type":"currency","currency":{"fallback_value":"1","code":"USD","amount_1000":1}}]}`), "template.components[0].parameters[0].type: a header takes"},
