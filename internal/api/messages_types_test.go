@@ -23,7 +23,7 @@ import (
 // Cloud Tasks emulator → worker → fake Graph API), and finds at the fake exactly that body: the
 // only field wapipe adds is biz_opaque_callback_data. Along the way: a media body replayed with
 // its Idempotency-Key keeps its id and is sent once; bodies Meta would refuse are refused with
-// 400 invalid_request and nothing is sent.
+// 400 invalid_request and nothing is sent; no log line carries the messages' content.
 func TestEveryMessageTypeReachesGraphAsMetaDocumentsIt(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, "")
@@ -105,6 +105,13 @@ func TestEveryMessageTypeReachesGraphAsMetaDocumentsIt(t *testing.T) {
 	}
 	if n := len(s.Graph.Sends()); n != len(bodies) {
 		t.Errorf("the fake Graph API took %d sends, want %d (one per accepted body, none for the refused ones)", n, len(bodies))
+	}
+	// Captions, filenames, places and contact cards are message content: never in a log line.
+	for _, private := range []string{contact, "The best succulent ever?", "lucky-shrub-invoice.pdf", "Lucky Shrub Invoice",
+		"Philz Coffee", "101 Forest Ave", "Barbara", "bjohnson@luckyshrub.com", "+19175559999", "You're welcome", "TRACK-4417"} {
+		if strings.Contains(s.logs.String(), private) {
+			t.Errorf("a log line carries %q", private)
+		}
 	}
 }
 
