@@ -94,7 +94,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		id, _ := apikey.ID(f.key)
-		fmt.Fprintf(stderr, "created an API key for %s that expires in 1h (prefix %s); set WAPIPE_API_KEY to use your own\n", f.tenant, id)
+		fmt.Fprintf(stderr, "created an API key for %s that expires in 1h (%s); set WAPIPE_API_KEY to use your own\n", f.tenant, apikey.DisplayPrefix(id))
 	}
 	client := &apiClient{base: strings.TrimRight(f.apiURL, "/"), key: f.key}
 	if upload != nil {
