@@ -180,15 +180,20 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		period := assistant.Period(time.Now())
-		used, err := store.NewGuard(db, store.Options{}).Usage(ctx, rec.Tenant.ID, period)
+		guard := store.NewGuard(db, store.Options{})
+		used, err := guard.Usage(ctx, rec.Tenant.ID, period)
 		if err != nil {
 			return fmt.Errorf("read usage: %w", err)
+		}
+		tokens, err := guard.Tokens(ctx, rec.Tenant.ID, period)
+		if err != nil {
+			return fmt.Errorf("read token usage: %w", err)
 		}
 		grants, err := store.NewTenants(db, store.Options{}).PendingWABAGrants(ctx, rec.Tenant.ID)
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used))
+		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used)+describeTokens(period, tokens))
 		return err
 	case "set-token":
 		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
@@ -394,6 +399,11 @@ func describeUsage(r store.TenantRecord, period string, used int) string {
 	default:
 		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d of %d calls in %s", used, limit, period))
 	}
+}
+
+// describeTokens renders the month's LLM tokens, for `show`.
+func describeTokens(period string, t store.TokenUsage) string {
+	return fmt.Sprintf("%-16s %d prompt, %d output in %s\n", "llm_tokens:", t.Prompt, t.Output, period)
 }
 
 func stamp(t time.Time) string {
