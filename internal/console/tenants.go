@@ -146,6 +146,9 @@ type tenantView struct {
 	// Tokens are the LLM tokens of Period (TokensErr when they could not be read).
 	Tokens    store.TokenUsage
 	TokensErr string
+	// Invited are the members who joined by invite (InvitedErr when they could not be read).
+	Invited    []invitedView
+	InvitedErr string
 	// Link is the Embedded Signup link just made by Reconnect; LinkError why it could not be.
 	Link      string
 	LinkError string
@@ -176,6 +179,7 @@ func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) 
 		s.logger(ctx).Warn("read token usage", "event", "console_usage_failed", "tenant_id", t.ID, "error", err)
 		v.TokensErr = "unavailable"
 	}
+	v.Invited, v.InvitedErr = s.invitedMembers(ctx, t.ID)
 	return v, nil
 }
 
