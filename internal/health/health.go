@@ -102,10 +102,10 @@ type QueueStatser interface {
 	QueueStats(ctx context.Context, queue string) (taskqueue.QueueStats, error)
 }
 
-// QueueLister reads the backlog of every queue whose id has a prefix, by queue id; *taskqueue.Admin
+// TenantLister lists the tenants, whose send queues the report includes; *store.Tenants
 // implements it.
-type QueueLister interface {
-	QueueStatsByPrefix(ctx context.Context, prefix string) (map[string]taskqueue.QueueStats, error)
+type TenantLister interface {
+	List(ctx context.Context) ([]store.TenantRecord, error)
 }
 
 // Checker computes reports.
@@ -119,7 +119,7 @@ type Checker struct {
 	reauth      ReauthLister
 	quota       QuotaLister
 	accounts    AccountLister
-	tenantQs    QueueLister
+	tenants     TenantLister
 }
 
 // Options adjust a Checker; zero values take the defaults.
@@ -134,9 +134,9 @@ type Options struct {
 	// Accounts lists the tenants whose WhatsApp Business Account is restricted (*store.Tenants);
 	// not reported when nil.
 	Accounts AccountLister
-	// TenantQueues lists the tenants' send queues (tasks.TenantQueuePrefix) to report beside
-	// the named ones; not reported when nil.
-	TenantQueues QueueLister
+	// Tenants lists the tenants: each one's send queue (tasks.TenantQueueID) is reported beside
+	// the named queues; not reported when nil.
+	Tenants TenantLister
 }
 
 // AccountLister names the tenants whose account Meta restricted; *store.Tenants implements it.
@@ -173,8 +173,8 @@ func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatse
 		if o.Accounts != nil {
 			c.accounts = o.Accounts
 		}
-		if o.TenantQueues != nil {
-			c.tenantQs = o.TenantQueues
+		if o.Tenants != nil {
+			c.tenants = o.Tenants
 		}
 	}
 	return c
@@ -250,18 +250,25 @@ func (c *Checker) fetchQueues(ctx context.Context, f *fetches, r *Report, now ti
 			return err
 		})
 	}
-	if c.tenantQs == nil {
+	if c.tenants == nil {
 		return
 	}
+	// The tenants' queues, read by name (as the grants allow: a condition on the queue's name,
+	// no listing of the location's queues), once the tenants are known.
 	f.run(func() error {
-		qs, err := c.tenantQs.QueueStatsByPrefix(ctx, tasks.TenantQueuePrefix)
+		recs, err := c.tenants.List(ctx)
 		if err != nil {
-			return fmt.Errorf("tenant queues: %w", err)
+			return fmt.Errorf("list tenants for their queues: %w", err)
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for id, q := range qs {
-			r.Queues[id] = queueStats(q, now)
+		for _, rec := range recs {
+			id := tasks.TenantQueueID(rec.Tenant.ID)
+			f.run(func() error {
+				st, err := c.queueStats(ctx, id, now)
+				f.mu.Lock()
+				r.Queues[id] = st
+				f.mu.Unlock()
+				return err
+			})
 		}
 		return nil
 	})
@@ -438,14 +445,10 @@ func (c *Checker) judge(r *Report, errs []error) {
 // ForStore is the checker of the report every service shows (the worker's /internal/health, the
 // console's overview, `wapipe health --direct`), on the stores of db: sends, dead letters, and the
 // tenants needing a token, over quota or restricted by Meta; queueNames are the queues to report.
-//
-// When queues can also list queues (QueueLister, as *taskqueue.Admin can), every tenant's send
-// queue is reported too.
+// Every tenant's send queue is reported beside them.
 func ForStore(db *store.DB, queues QueueStatser, queueNames []string) *Checker {
 	tenants := store.NewTenants(db, store.Options{})
-	opts := Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants}
-	if l, ok := queues.(QueueLister); ok {
-		opts.TenantQueues = l
-	}
-	return New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues, queueNames, opts)
+	return New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues, queueNames,
+		Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants,
+			Tenants: tenants})
 }

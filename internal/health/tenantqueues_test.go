@@ -30,8 +30,15 @@ func TestHealthShowsTenantQueues(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 0, false)
 	db, admin, tq := f.db, f.admin, f.tq
-	for _, id := range []string{"acme-bus", "idle-co"} {
-		if _, _, err := admin.EnsureQueue(ctx, tasks.DefaultQueues().TenantQueue(id, tenant.Sending{PerSecond: 20, MaxConcurrent: 2})); err != nil {
+	tenants := store.NewTenants(db, store.Options{})
+	for i, id := range []string{"acme-bus", "idle-co"} {
+		tn := &tenant.Tenant{ID: id, Name: id, Language: "en", Audience: tenant.AudiencePublic,
+			PhoneNumbers: []tenant.PhoneNumber{{PhoneNumberID: fmt.Sprint(100 + i), WABAID: "2"}}}
+		tn.ApplyDefaults()
+		if _, err := tenants.Apply(ctx, tn, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := admin.EnsureQueue(ctx, tasks.DefaultQueues().TenantQueue(id, tn.Sending)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +66,7 @@ func TestHealthShowsTenantQueues(t *testing.T) {
 	// Twenty minutes later (Cloud Tasks cannot backdate a task): the oldest has waited that long.
 	later := time.Now().Add(20 * time.Minute)
 	checker := health.New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), admin, queues,
-		health.Options{Now: func() time.Time { return later }, TenantQueues: admin})
+		health.Options{Now: func() time.Time { return later }, Tenants: tenants})
 	rep, err = checker.Check(ctx)
 	if err != nil {
 		t.Fatal(err)

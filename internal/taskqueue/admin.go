@@ -68,11 +68,6 @@ func (a *Admin) QueueStats(ctx context.Context, queue string) (QueueStats, error
 	if err != nil {
 		return QueueStats{}, fmt.Errorf("queue stats %s: %w", name, err)
 	}
-	return statsOf(q), nil
-}
-
-// statsOf reads a v2beta3 queue's state and stats.
-func statsOf(q *betapb.Queue) QueueStats {
 	st := QueueStats{Paused: q.GetState() == betapb.Queue_PAUSED}
 	if s := q.GetStats(); s != nil {
 		st.Tasks, st.ExecutedLastMinute, st.InFlight = s.TasksCount, s.ExecutedLastMinuteCount, s.ConcurrentDispatchesCount
@@ -80,7 +75,7 @@ func statsOf(q *betapb.Queue) QueueStats {
 			st.OldestArrival = t.AsTime()
 		}
 	}
-	return st
+	return st, nil
 }
 
 // PauseQueue stops a queue from dispatching; its tasks wait.
