@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -88,5 +89,30 @@ func TestTenantPageRemovesInvitedMember(t *testing.T) {
 	}
 	if e, err := audit.Get(ctx, req); err != nil || e.State != store.AuditFailed {
 		t.Errorf("audit entry of a second removal %+v (%v), want failed", e, err)
+	}
+}
+
+// TestTenantPageShowsTokens: the tenant page shows the month's LLM tokens (prompt, output)
+// recorded for the tenant, read from the usage counters in the Firestore emulator.
+func TestTenantPageShowsTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	guard := store.NewGuard(db, store.Options{})
+	period := assistant.Period(fixedNow)
+	for i, call := range []string{"c1", "c2"} {
+		if _, err := guard.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-01", Period: period, CallID: call}); err != nil {
+			t.Fatal(err)
+		}
+		if err := guard.RecordTokens(ctx, assistant.TokenUse{TenantID: "acme-01", Period: period, CallID: call, Prompt: 1000 + i, Output: 50}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixture(t, false)
+	f.deps.Usage = guard
+	f.rebuild()
+	code, body := f.get(t, "/tenants/acme-01")
+	if want := `<dd id="llm-tokens">2001 prompt, 100 output in ` + period + `</dd>`; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("GET = %d, want %q in:\n%s", code, want, body)
 	}
 }
