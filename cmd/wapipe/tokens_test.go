@@ -32,6 +32,9 @@ func TestShowTokenUsage(t *testing.T) {
 		}
 	}
 	show := mustCLI(t, e.args("show", "acme-bus")...)
+	if assistant.Period(time.Now()) != period {
+		t.Skip("the month changed during the test: show reads the new month's usage")
+	}
 	for _, want := range []string{"llm_usage:       2 calls in " + period, "llm_tokens:      201 prompt, 40 output in " + period + "\n"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("show: no %q in\n%s", want, show)
