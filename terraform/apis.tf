@@ -10,6 +10,8 @@ resource "google_project_service" "api" {
     "cloudresourcemanager.googleapis.com",
     "cloudtasks.googleapis.com",
     "cloudtrace.googleapis.com",
+    # The VPC and Cloud NAT the api's and the console's egress goes through (network.tf).
+    "compute.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",

@@ -173,14 +173,31 @@ resource "google_service_account_iam_member" "enqueuer_acts_as_invoker" {
   member             = "serviceAccount:${each.value}"
 }
 
-# The worker is invoked by the invoker account and nothing else: no allUsers, no
-# allAuthenticatedUsers, no project-level run.invoker anywhere.
+# The worker is invoked by the invoker account (tasks) and, for its tenant routes, by the api's
+# and the console's accounts (Graph calls with a tenant's token, which they cannot open), and
+# nothing else: no allUsers, no allAuthenticatedUsers, no project-level run.invoker anywhere.
 resource "google_cloud_run_v2_service_iam_member" "worker_invoker" {
   project  = var.project_id
   location = google_cloud_run_v2_service.worker.location
   name     = google_cloud_run_v2_service.worker.name
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.tasks_invoker.email}"
+}
+
+resource "google_cloud_run_v2_service_iam_member" "worker_invoker_api" {
+  project  = var.project_id
+  location = google_cloud_run_v2_service.worker.location
+  name     = google_cloud_run_v2_service.worker.name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.api.email}"
+}
+
+resource "google_cloud_run_v2_service_iam_member" "worker_invoker_console" {
+  project  = var.project_id
+  location = google_cloud_run_v2_service.worker.location
+  name     = google_cloud_run_v2_service.worker.name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.console.email}"
 }
 
 # The console is private: only the members of var.console_invokers may invoke it (IAM on; no

@@ -155,6 +155,7 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_APP_SECRET"), // code exchange
 			"roles/cloudkms.cryptoKeyEncrypter on "+tenantKey,                      // Embedded Signup stores a token
 			"roles/cloudkms.cryptoKeyEncrypterDecrypter on "+stateKey,              // opens connect states
+			"roles/run.invoker on google_cloud_run_v2_service.worker.name",         // media uploads, templates
 		),
 		"console": append(slices.Clone(runtime),
 			"roles/datastore.user on "+project+" if "+mainDB+" || "+inboundDB, // inspects markers
@@ -164,7 +165,8 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/cloudtasks.enqueuer on "+inbound, // replays
 			"roles/cloudtasks.enqueuer on "+outbound,
 			"roles/cloudtasks.enqueuer on "+tenantQueues,
-			"roles/cloudkms.cryptoKeyEncrypter on "+stateKey, // Reconnect links
+			"roles/cloudkms.cryptoKeyEncrypter on "+stateKey,               // Reconnect links
+			"roles/run.invoker on google_cloud_run_v2_service.worker.name", // a message's image
 		),
 		// var.operators (here one group): apply, set-token, action-secret, connect-link.
 		"group:operators": {

@@ -10,8 +10,11 @@
 # a custom domain: https://cloud.google.com/run/docs/securing/ingress lists Cloud Tasks among the
 # products the "Internal" setting admits. So internal-only ingress blocks the internet and still
 # lets the queues in, as long as the queues stay in this project and tasks target local.worker_url
-# (a run.app URL). On top of ingress: IAM (only the invoker account has run.invoker), and in the
-# code the OIDC token's email and X-Internal-Token.
+# (a run.app URL). The api and the console call the worker's tenant routes (Graph calls that need
+# a tenant's token, which only the worker can open) through the VPC (network.tf), which is what
+# makes a call from another Cloud Run service internal. On top of ingress: IAM (run.invoker for the
+# invoker account, the api's and the console's), and in the code X-Internal-Token and the verified
+# token's account, per route (tasks: the invoker; tenant routes: INTERNAL_CALLERS).
 resource "google_cloud_run_v2_service" "worker" {
   project             = var.project_id
   name                = local.worker_service_name
@@ -87,6 +90,11 @@ resource "google_cloud_run_v2_service" "worker" {
       env {
         name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
         value = google_service_account.tasks_invoker.email
+      }
+      env {
+        # The accounts whose ID tokens may call the tenant routes (/internal/tenants/…).
+        name  = "INTERNAL_CALLERS"
+        value = "${google_service_account.api.email},${google_service_account.console.email}"
       }
       env {
         # Cloud Run requires IAM on this service: it verifies each task's OIDC token itself and
@@ -376,6 +384,16 @@ resource "google_cloud_run_v2_service" "api" {
       max_instance_count = var.api_max_instances
     }
 
+    # All egress through the VPC (network.tf): its calls to the worker's tenant routes are then
+    # internal, as the worker's ingress requires.
+    vpc_access {
+      egress = "ALL_TRAFFIC"
+      network_interfaces {
+        network    = google_compute_network.wapipe.id
+        subnetwork = google_compute_subnetwork.run_egress.id
+      }
+    }
+
     containers {
       image   = var.image
       command = ["/api"]
@@ -546,6 +564,16 @@ resource "google_cloud_run_v2_service" "console" {
     scaling {
       min_instance_count = 0
       max_instance_count = 2
+    }
+
+    # All egress through the VPC (network.tf): its calls to the worker's tenant routes are then
+    # internal, as the worker's ingress requires.
+    vpc_access {
+      egress = "ALL_TRAFFIC"
+      network_interfaces {
+        network    = google_compute_network.wapipe.id
+        subnetwork = google_compute_subnetwork.run_egress.id
+      }
     }
 
     containers {

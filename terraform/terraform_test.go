@@ -289,7 +289,7 @@ func TestServiceEnvironment(t *testing.T) {
 		{
 			service:  "worker",
 			config:   worker.Config{},
-			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL", "KMS_KEY_NAME"},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "INTERNAL_CALLERS"},
 		},
 		{
 			service:  "api",
@@ -572,6 +572,8 @@ func TestWorkerIsPrivate(t *testing.T) {
 	}
 
 	const invoker = `"serviceAccount:${google_service_account.tasks_invoker.email}"`
+	// The api and the console call the worker's tenant routes (the worker admits them there only).
+	internalCallers := []string{`"serviceAccount:${google_service_account.api.email}"`, `"serviceAccount:${google_service_account.console.email}"`}
 	public := []string{`"allUsers"`, `"allAuthenticatedUsers"`}
 	var workerInvokers, webhookPublic []string
 	for _, addr := range m.sortedResources() {
@@ -594,8 +596,8 @@ func TestWorkerIsPrivate(t *testing.T) {
 					case target == services["console"] && slices.Contains(public, member):
 						t.Errorf("%s: makes the console public (%s)", addr, member)
 					case target == services["worker"] && role == "roles/run.invoker":
-						if member != invoker {
-							t.Errorf("%s: grants run.invoker on the worker to %s; only the Cloud Tasks invoker may", addr, member)
+						if member != invoker && !slices.Contains(internalCallers, member) {
+							t.Errorf("%s: grants run.invoker on the worker to %s; only the Cloud Tasks invoker, the api and the console may", addr, member)
 						}
 						workerInvokers = append(workerInvokers, member)
 					case target == services["webhook"] && role == "roles/run.invoker" && member == `"allUsers"`:

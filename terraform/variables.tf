@@ -316,3 +316,14 @@ variable "alert_notification_channels" {
   type        = list(string)
   default     = []
 }
+
+variable "run_egress_cidr" {
+  description = "IP range of the subnet the api's and the console's Direct VPC egress uses (network.tf); a /26 or larger, unused in the project's network."
+  type        = string
+  default     = "10.8.0.0/26"
+
+  validation {
+    condition     = can(cidrhost(var.run_egress_cidr, 0)) && tonumber(split("/", var.run_egress_cidr)[1]) <= 26
+    error_message = "run_egress_cidr must be an IPv4 CIDR range of /26 or larger."
+  }
+}

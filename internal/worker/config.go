@@ -56,6 +56,11 @@ type Config struct {
 	// MediaMaxBytes caps the media files the assistant fetches for Gemini (read inline: base64
 	// makes them a third larger, and Vertex AI refuses inline data past about 20 MB).
 	MediaMaxBytes int64 `env:"MEDIA_MAX_BYTES, default=15728640"`
+	// InternalCallers are the service accounts (the api's, the console's) whose ID tokens may
+	// call the worker's tenant routes (/internal/tenants/…): the Graph calls that need a
+	// tenant's access token, which only the worker can open. Read only where tokens are
+	// verified (TASKS_SERVICE_ACCOUNT_EMAIL set); empty there means nobody may call them.
+	InternalCallers []string `env:"INTERNAL_CALLERS"`
 }
 
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's

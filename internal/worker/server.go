@@ -81,6 +81,9 @@ type Deps struct {
 	// Media fetches the files of media messages for the assistant (media.Fetcher). Nil: the
 	// assistant answers them "can't read this message", as before media were understood.
 	Media media.LoaderMaker
+	// MediaFiles streams media files to the console (GET /internal/tenants/{id}/media/{media_id});
+	// nil: that route answers 404.
+	MediaFiles MediaCopier
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller
@@ -105,6 +108,10 @@ type Deps struct {
 
 	// Sends are the records process_send sends from, and the parking of a tenant's sends.
 	Sends delivery.Parker
+
+	// Notifier tells the members an intent's notify names of its succeeded actions (package
+	// notify); none are told without it.
+	Notifier actions.Notifier
 
 	// Events applies Meta's events other than ordinary messages (revokes, edits, number
 	// changes, preferences, echoes, account updates); with none they are only answered or traced.
@@ -161,7 +168,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		srv.fanner.Events = deps.Events
 	}
 	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
-		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply}
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply, Notify: deps.Notifier}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
@@ -186,19 +193,34 @@ func (s *Server) Routes() http.Handler {
 		_, _ = io.WriteString(w, "ok")
 	})
 	r.Route("/internal", func(r chi.Router) {
-		r.Use(s.authenticate)
-		for _, tr := range s.routes {
-			r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
-		}
-		r.Method(http.MethodGet, "/health", health.Handler(s.deps.Health))
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate)
+			for _, tr := range s.routes {
+				r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
+			}
+			r.Method(http.MethodGet, "/health", health.Handler(s.deps.Health))
+		})
+		r.Route("/tenants/{tenant_id}", func(r chi.Router) {
+			r.Use(func(next http.Handler) http.Handler { return s.authenticateAs(s.isInternalCaller, next) })
+			for _, tc := range s.tenantCalls() {
+				r.Method(tc.method, tc.pattern, tc.handler)
+			}
+		})
 	})
 	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger,
 		Request: s.withTask, OnPanic: s.answerPanic, PanicAttrs: panicAttrs}.Wrap(r)
 }
 
-// authenticate checks X-Internal-Token in constant time and, when a service account is
-// configured, the OIDC token Cloud Tasks attaches. Nothing is processed without both.
+// authenticate admits Cloud Tasks to the task routes.
 func (s *Server) authenticate(next http.Handler) http.Handler {
+	return s.authenticateAs(func(email string) bool { return email == s.cfg.TasksServiceAccountEmail }, next)
+}
+
+// authenticateAs checks X-Internal-Token in constant time and, when a service account is
+// configured, the verified ID token of the request, whose email must be one allowed accepts
+// (Cloud Tasks' for task routes, the api's and the console's for tenant routes). Nothing is
+// processed without both.
+func (s *Server) authenticateAs(allowed func(email string) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		logger := logging.FromContext(ctx)
@@ -209,7 +231,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			respond(w, outcome{kind: unauthorized})
 			return
 		}
-		if want := s.cfg.TasksServiceAccountEmail; want != "" {
+		if s.cfg.TasksServiceAccountEmail != "" {
 			// The token Cloud Run's IAM check verified: X-Serverless-Authorization when the caller
 			// used it (Authorization then passes through unchecked), else Authorization.
 			raw := identity.BearerToken(r)
@@ -218,7 +240,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			if ok && s.deps.Verifier != nil {
 				email, err = s.deps.Verifier.Verify(ctx, raw)
 			}
-			if !ok || s.deps.Verifier == nil || err != nil || email != want {
+			if !ok || s.deps.Verifier == nil || err != nil || !allowed(email) {
 				logger.WarnContext(ctx, "internal request refused: OIDC token missing or invalid", "event", "auth_refused",
 					"reason", "oidc", "path", r.URL.Path, "error", err)
 				respond(w, outcome{kind: unauthorized})
