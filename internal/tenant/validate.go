@@ -76,6 +76,7 @@ func (t *Tenant) validate() Problems {
 		case !templateLangRE.MatchString(r.Language):
 			c.add("templates.reengage.language", "must be a template language code, such as id or en_US")
 		}
+		validateComponents(&c, "templates.reengage.components", r.Components)
 	}
 	return c.list
 }

@@ -114,6 +114,8 @@ type Fake struct {
 	signup *signupState
 	// media are the media files by id (media.go).
 	media map[string]*mediaFile
+	// tmpl are the message templates (templates.go).
+	tmpl *templateState
 }
 
 // Option configures a Fake.
@@ -284,7 +286,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
-	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveMedia(w, r) {
+	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveMedia(w, r) || f.serveTemplates(w, r) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
@@ -475,6 +477,8 @@ func (f *Fake) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	case r.URL.Path == "/_fake/media" || r.URL.Path == "/_fake/media/expire":
 		f.serveMediaAdmin(w, r)
+	case strings.HasPrefix(r.URL.Path, "/_fake/templates"):
+		f.serveTemplateAdmin(w, r)
 	case r.URL.Path == "/_fake/revoke_token":
 		f.serveRevoke(w, r)
 	default:
