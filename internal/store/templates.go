@@ -67,7 +67,9 @@ func (s *Templates) List(ctx context.Context, tenantID string) ([]Template, erro
 		}
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b Template) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Language, b.Language)) })
+	slices.SortFunc(out, func(a, b Template) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Language, b.Language))
+	})
 	return out, nil
 }
 
