@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,6 +135,13 @@ func TestTemplateLifecycle(t *testing.T) {
 	if n := len(templateSends(s, "spring_promo")); n != 0 {
 		t.Errorf("Graph received the REJECTED template %d times", n)
 	}
+	// The console's tenant page lists both with their status, from the records.
+	page := consolePage(t, s.ConsoleURL+"/tenants/acme")
+	for _, w := range []string{"<code>spring_promo</code>", ">REJECTED<", "<code>order_ready</code>", ">APPROVED<"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("the console's tenant page lacks %q", w)
+		}
+	}
 
 	if a := s.templateCall(http.MethodDelete, "/v1/templates/order_ready", ""); a.Status != http.StatusOK || a.Body["success"] != true {
 		t.Fatalf("delete: %d %v, want 200 success", a.Status, a.Body)
@@ -256,4 +264,19 @@ func TestReengageTemplateNamesTheContact(t *testing.T) {
 	if diff := cmp.Diff(want, sends[0]["template"]); diff != "" {
 		t.Errorf("the reengage template Graph received (-want +got):\n%s", diff)
 	}
+}
+
+// consolePage GETs a console page from loopback, as an operator in dev.
+func consolePage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
 }

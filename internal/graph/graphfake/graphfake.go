@@ -23,6 +23,10 @@
 //
 // GET /debug_token?input_token=… answers Meta's token description: every token is valid, with
 // the WhatsApp scopes, unless revoked.
+//
+// Message templates (templates.go) are listed, created (PENDING) and deleted per WhatsApp
+// Business Account; SetTemplateStatus, or POST /_fake/templates/status, approves or rejects one
+// and posts Meta's signed message_template_status_update to the SetWebhook URL.
 package graphfake
 
 import (
