@@ -99,6 +99,9 @@ func TestTemplateLifecycle(t *testing.T) {
 	if refused.Status != http.StatusUnprocessableEntity || refused.errorCode() != "template_not_approved" {
 		t.Fatalf("send of a PENDING template: %d %v, want 422 template_not_approved", refused.Status, refused.Body)
 	}
+	if n := len(templateSends(s, "order_ready")); n != 0 {
+		t.Errorf("Graph received the PENDING template %d times", n)
+	}
 
 	if err := s.Graph.SetTemplateStatus(ctx, "order_ready", "en_US", "APPROVED", ""); err != nil {
 		t.Fatal(err)
@@ -108,10 +111,13 @@ func TestTemplateLifecycle(t *testing.T) {
 	if sent.Status != http.StatusAccepted {
 		t.Fatalf("send of the APPROVED template: %d %v, want 202", sent.Status, sent.Body)
 	}
-	s.waitStatus(sent.Body["id"].(string), "sent")
-	sends := templateSends(s, "order_ready")
-	if len(sends) != 1 {
-		t.Fatalf("Graph received %d sends of order_ready, want 1 (the refused one never)", len(sends))
+	var sends []map[string]any
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		sends = templateSends(s, "order_ready")
+		return len(sends) > 0
+	}, "the APPROVED template never reached Graph")
+	if n := len(s.sendsWithKey("tpl-pending")); n != 0 {
+		t.Errorf("the refused send reached Graph %d times", n)
 	}
 	wantBody := map[string]any{"name": "order_ready", "language": map[string]any{"code": "en_US"},
 		"components": []any{map[string]any{"type": "body", "parameters": []any{
@@ -279,4 +285,38 @@ func consolePage(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// TestTemplatesAcrossAccounts: a tenant whose numbers are in two WhatsApp Business Accounts
+// lists the templates of both; a creation must then name its account (waba_id), and goes there.
+func TestTemplatesAcrossAccounts(t *testing.T) {
+	t.Parallel()
+	const second = "300000000000002"
+	s := newStack(t, "  - {phone_number_id: \"200000000000102\", waba_id: \""+second+"\"}\n")
+	s.Graph.PutTemplate(graphfake.Template{WABAID: waba, Name: "first_one", Language: "en_US", Status: "APPROVED", Category: "UTILITY"})
+	s.Graph.PutTemplate(graphfake.Template{WABAID: second, Name: "second_one", Language: "id", Status: "PAUSED", Category: "MARKETING"})
+	if m := s.listed("first_one", "en_US"); m == nil || m["status"] != "APPROVED" {
+		t.Errorf("first account's template: %v", m)
+	}
+	if m := s.listed("second_one", "id"); m == nil || m["status"] != "PAUSED" {
+		t.Errorf("second account's template: %v", m)
+	}
+	a := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody)
+	if a.Status != http.StatusBadRequest || a.errorCode() != "invalid_request" {
+		t.Errorf("creation without waba_id: %d %v, want 400 invalid_request", a.Status, a.Body)
+	}
+	withWABA := strings.Replace(orderReadyBody, `"category"`, `"waba_id":"`+second+`","category"`, 1)
+	if a := s.templateCall(http.MethodPost, "/v1/templates", withWABA); a.Status != http.StatusCreated {
+		t.Fatalf("creation with waba_id: %d %v", a.Status, a.Body)
+	}
+	for _, tpl := range s.Graph.Templates() {
+		if tpl.Name == "order_ready" && tpl.WABAID != second {
+			t.Errorf("order_ready was created in %s, want %s", tpl.WABAID, second)
+		}
+	}
+	for _, r := range s.Graph.Requests() {
+		if r.Kind == graphfake.KindTemplate && r.Method == http.MethodPost && strings.Contains(string(r.RawBody), "waba_id") {
+			t.Errorf("Meta received waba_id in the creation body: %s", r.RawBody)
+		}
+	}
 }
