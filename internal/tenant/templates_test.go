@@ -62,6 +62,15 @@ func TestReengageComponents(t *testing.T) {
 	}
 }
 
+func TestNotifyTakesNoComponents(t *testing.T) {
+	t.Parallel()
+	file := base + "templates:\n  notify:\n    name: new_request\n    language: en\n    components:\n      - {type: body, parameters: [{type: text, text: x}]}\n"
+	_, err := Parse([]byte(file))
+	if err == nil || !strings.Contains(err.Error(), "templates.notify.components: not taken") {
+		t.Errorf("notify with components: %v, want refused", err)
+	}
+}
+
 func TestWABAs(t *testing.T) {
 	t.Parallel()
 	tn := &Tenant{PhoneNumbers: []PhoneNumber{{PhoneNumberID: "1", WABAID: "9"}, {PhoneNumberID: "2", WABAID: "8"}, {PhoneNumberID: "3", WABAID: "9"}}}
