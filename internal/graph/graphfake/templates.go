@@ -156,8 +156,24 @@ func templateStatusPayload(t Template, event, reason string, now time.Time) []by
 	return b
 }
 
-// postWebhook posts body to url signed with secret, as Meta delivers a webhook.
+// postWebhook posts body to url signed with secret, as Meta delivers a webhook: an answer
+// other than 2xx, or none, is tried again (Meta retries too), up to five times.
 func postWebhook(ctx context.Context, url, secret string, body []byte) error {
+	var err error
+	for attempt := range 5 {
+		if err = postWebhookOnce(ctx, url, secret, body); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func postWebhookOnce(ctx context.Context, url, secret string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
