@@ -11,7 +11,7 @@ import (
 const ContactNamePlaceholder = "{{contact_name}}"
 
 // TemplateComponent fills one part of a template, as Meta's send body does: Type header, body
-// or button (a button with SubType and Index).
+// or button (a button with SubType quick_reply or url, and Index).
 type TemplateComponent struct {
 	Type       string              `yaml:"type" firestore:"type"`
 	SubType    string              `yaml:"sub_type,omitempty" firestore:"sub_type,omitempty"`
@@ -48,8 +48,11 @@ func validateComponents(c *problems, path string, comps []TemplateComponent) {
 				c.add(p, "sub_type and index are for buttons only")
 			}
 		case "button":
-			if !slices.Contains([]string{"quick_reply", "url", "copy_code"}, comp.SubType) {
-				c.add(p+".sub_type", "must be quick_reply, url or copy_code")
+			// A quick reply button takes a payload, a url button the text of its URL's suffix.
+			if want := map[string]string{"quick_reply": "payload", "url": "text"}[comp.SubType]; want == "" {
+				c.add(p+".sub_type", "must be quick_reply or url")
+			} else if slices.ContainsFunc(comp.Parameters, func(prm TemplateParameter) bool { return prm.Type != want }) {
+				c.add(p+".parameters", "a %s button takes %s parameters", comp.SubType, want)
 			}
 			if comp.Index == "" || strings.Trim(comp.Index, "0123456789") != "" {
 				c.add(p+".index", "required: the button's position, from 0")

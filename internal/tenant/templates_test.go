@@ -51,7 +51,8 @@ func TestReengageComponents(t *testing.T) {
 		{"no parameters", "      - {type: body}\n", "templates.reengage.components[0].parameters: required"},
 		{"empty text", "      - {type: body, parameters: [{type: text, text: \" \"}]}\n", "templates.reengage.components[0].parameters[0].text: required"},
 		{"parameter type", "      - {type: body, parameters: [{type: image}]}\n", "templates.reengage.components[0].parameters[0].type: must be text or payload"},
-		{"button sub_type", "      - {type: button, index: \"0\", parameters: [{type: payload, payload: p}]}\n", "templates.reengage.components[0].sub_type: must be quick_reply, url or copy_code"},
+		{"button sub_type", "      - {type: button, index: \"0\", parameters: [{type: payload, payload: p}]}\n", "templates.reengage.components[0].sub_type: must be quick_reply or url"},
+		{"button parameter", "      - {type: button, sub_type: quick_reply, index: \"0\", parameters: [{type: text, text: p}]}\n", "templates.reengage.components[0].parameters: a quick_reply button takes payload parameters"},
 		{"button index", "      - {type: button, sub_type: url, parameters: [{type: text, text: p}]}\n", "templates.reengage.components[0].index: required"},
 		{"payload without payload", "      - {type: button, sub_type: quick_reply, index: \"0\", parameters: [{type: payload}]}\n", "templates.reengage.components[0].parameters[0].payload: required"},
 	} {
