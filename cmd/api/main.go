@@ -8,6 +8,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 func main() { service.Main("api", &api.Config{}, realMain) }
@@ -22,6 +23,9 @@ func realMain(ctx context.Context, cfg *api.Config) error {
 	defer cleanup()
 	deps, err := api.NewDeps(cfg, c.DB, c.Tasks, c.Keeper, c.Logger)
 	if err != nil {
+		return err
+	}
+	if deps.Worker, err = workerclient.New(ctx, cfg.Base); err != nil {
 		return err
 	}
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes

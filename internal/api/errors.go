@@ -72,6 +72,7 @@ var answers = map[string]answer{
 	CodeRateLimited:           {http.StatusTooManyRequests, CodeRateLimited, ""},
 	CodeUnavailable:           {http.StatusServiceUnavailable, CodeUnavailable, msgUnavailable},
 	CodeContactOptedOut:       {http.StatusUnprocessableEntity, CodeContactOptedOut, ""},
+	CodeTemplateNotApproved:   {http.StatusUnprocessableEntity, CodeTemplateNotApproved, ""},
 	codeInternal:              {http.StatusInternalServerError, codeInternal, ""},
 	codeForbidden:             {http.StatusForbidden, codeForbidden, ""},
 	codeBadGateway:            {http.StatusBadGateway, codeBadGateway, ""},

@@ -276,29 +276,35 @@ func validateList(a graph.Action) error {
 // decodeRequest reads one JSON object under the size cap, refusing unknown fields.
 func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, error) {
 	var req SendRequest
+	err := decodeJSON(w, r, &req, "message")
+	return req, err
+}
+
+// decodeJSON reads one JSON object (a what) into v under the size cap, refusing unknown fields.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, what string) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return req, refuse(codeUnsupportedMediaType, "Content-Type: must be application/json")
+		return refuse(codeUnsupportedMediaType, "Content-Type: must be application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return req, refuse(codeBodyTooLarge, fmt.Sprintf("body: at most %d bytes", MaxBodyBytes))
+		return refuse(codeBodyTooLarge, fmt.Sprintf("body: at most %d bytes", MaxBodyBytes))
 	}
 	if errors.Is(err, httpserver.ErrBodyTimeout) {
-		return req, refuse(codeBodyTimeout, "body: did not arrive in time")
+		return refuse(codeBodyTimeout, "body: did not arrive in time")
 	}
 	if err != nil {
-		return req, refuse(CodeInvalidRequest, "body: could not be read")
+		return refuse(CodeInvalidRequest, "body: could not be read")
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, refuse(CodeInvalidRequest, fmt.Sprintf("body: not a valid message object (%s)", jsonProblem(err)))
+	if err := dec.Decode(v); err != nil {
+		return refuse(CodeInvalidRequest, fmt.Sprintf("body: not a valid %s object (%s)", what, jsonProblem(err)))
 	}
 	if dec.More() {
-		return req, refuse(CodeInvalidRequest, "body: one JSON object only")
+		return refuse(CodeInvalidRequest, "body: one JSON object only")
 	}
-	return req, nil
+	return nil
 }
 
 // jsonKind names what a Go type takes in JSON, as a sender reads it.
@@ -373,6 +379,11 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	} else if optedOut {
 		logger.InfoContext(ctx, "send refused: the contact stopped marketing messages", "event", "api_send_refused", "code", CodeContactOptedOut)
 		fail(w, r, refuse(CodeContactOptedOut, "the contact stopped marketing messages from this business: a MARKETING template is not sent (Meta would refuse it with 131050)"))
+		return
+	}
+	if err := s.templateNotApproved(ctx, tenantID, req); err != nil { // templates.go
+		logger.InfoContext(ctx, "send refused: template not approved", "event", "api_send_refused", "code", CodeTemplateNotApproved)
+		fail(w, r, err)
 		return
 	}
 	res, err := s.outbox.Send(ctx, outbox.Request{

@@ -85,7 +85,11 @@ type Deps struct {
 	Windows WindowReader
 	// OptOuts refuses MARKETING templates to contacts who stopped them; no check when nil.
 	OptOuts OptOutReader
-	Tasks   Enqueuer
+	// Templates refuses templates known not to be approved; no check when nil (templates.go).
+	Templates TemplateReader
+	// Worker calls the worker's tenant routes (/v1/templates); those routes answer 503 without.
+	Worker WorkerCaller
+	Tasks  Enqueuer
 	// Graph calls Meta for Embedded Signup; it has no token of its own.
 	Graph  *graph.Client
 	Keeper Keeper
@@ -109,16 +113,17 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	logger.Info("api configured", "event", "config_loaded", "app_env", cfg.AppEnv, "signup", cfg.SignupEnabled(),
 		"tasks_emulator", cfg.TasksEmulatorHost != "", "secrets_dev_key", keeper.Dev())
 	return Deps{
-		Keys:    store.NewAPIKeys(db, store.Options{}),
-		Tenants: store.NewTenants(db, store.Options{}),
-		Sends:   store.NewSends(db, store.Options{}),
-		Windows: store.NewConversationStore(db, store.Options{}),
-		OptOuts: store.NewContactPrefs(db, store.Options{}),
-		Tasks:   tq,
-		Graph:   gc,
-		Keeper:  keeper,
-		Hasher:  cfg.Hasher(),
-		Logger:  logger,
+		Keys:      store.NewAPIKeys(db, store.Options{}),
+		Tenants:   store.NewTenants(db, store.Options{}),
+		Sends:     store.NewSends(db, store.Options{}),
+		Windows:   store.NewConversationStore(db, store.Options{}),
+		OptOuts:   store.NewContactPrefs(db, store.Options{}),
+		Templates: store.NewTemplates(db, store.Options{}),
+		Tasks:     tq,
+		Graph:     gc,
+		Keeper:    keeper,
+		Hasher:    cfg.Hasher(),
+		Logger:    logger,
 	}, nil
 }
 
@@ -160,6 +165,9 @@ func (s *Server) Routes() http.Handler {
 		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
 		r.Post("/v1/messages", s.handleSend)
 		r.Get("/v1/messages/{id}", s.handleGet)
+		r.Get("/v1/templates", s.handleTemplatesList)            // templates.go
+		r.Post("/v1/templates", s.handleTemplateCreate)          // templates.go
+		r.Delete("/v1/templates/{name}", s.handleTemplateDelete) // templates.go
 		r.Get(ConnectPath, s.handleConnectPage)
 		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
 		r.Get(CallbackPath, s.handleCallback)

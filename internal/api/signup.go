@@ -462,15 +462,7 @@ func grantedWABAs(info graph.TokenInfo) []string {
 }
 
 // tenantWABAs are the accounts of t's numbers, each once.
-func tenantWABAs(t *tenant.Tenant) []string {
-	var out []string
-	for _, p := range t.PhoneNumbers {
-		if p.WABAID != "" && !slices.Contains(out, p.WABAID) {
-			out = append(out, p.WABAID)
-		}
-	}
-	return out
-}
+func tenantWABAs(t *tenant.Tenant) []string { return t.WABAs() }
 
 // connect runs the Graph side of the callback and registers the result. Every check (the
 // token, the accounts it grants, the numbers' owners) comes before the first change: the app's

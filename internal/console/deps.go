@@ -35,6 +35,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Conversations: conversations,
 		Actions:       store.NewActionStore(db, store.Options{}),
 		Preferences:   store.NewContactPrefs(db, store.Options{}),
+		Templates:     store.NewTemplates(db, store.Options{}),
 		Outbound:      outbound,
 		DeadLetters:   deadLetters,
 		Replayer:      &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq},

@@ -27,6 +27,8 @@ type Deps struct {
 	Actions ActionReader
 	// Preferences reads the contacts' marketing preferences; the page shows none when nil.
 	Preferences PreferenceReader
+	// Templates lists the tenants' templates (templates.go); the page says "not available" when nil.
+	Templates   TemplateLister
 	Outbound    OutboundReader
 	DeadLetters DeadLetterReader
 	Replayer    Replayer

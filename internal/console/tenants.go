@@ -154,6 +154,9 @@ type tenantView struct {
 	LinkError string
 	// Account is what Meta last said of the tenant's WhatsApp Business Account (account_update).
 	Account store.AccountStatus
+	// Templates are the tenant's message templates as recorded; TemplatesErr why they are not.
+	Templates    []store.Template
+	TemplatesErr string
 }
 
 type memberView struct{ Label, Role, Language string }
@@ -171,6 +174,7 @@ func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) 
 		v.Members = append(v.Members, memberView{Label: tenant.MemberLabel(m), Role: string(m.Role), Language: m.Language})
 	}
 	v.Quota, v.Limited = t.Quota.MonthlyLLMCalls()
+	v.Templates, v.TemplatesErr = s.tenantTemplates(ctx, t.ID) // templates.go
 	if v.Used, err = s.deps.Usage.Usage(ctx, t.ID, v.Period); err != nil {
 		s.logger(ctx).Warn("read usage", "event", "console_usage_failed", "tenant_id", t.ID, "error", err)
 		v.UsageErr = "unavailable"

@@ -43,7 +43,7 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 	if !last.IsZero() && d.now().Sub(last) < CustomerServiceWindow {
 		return out, Result{}, true
 	}
-	if tpl, ok := reengage(ctx, pol, fr); ok {
+	if tpl, ok := d.reengage(ctx, req, pol, fr, conv.ContactName); ok {
 		return tpl, Result{}, true
 	}
 	return out, d.refuse(ctx, req, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours"), false), false
@@ -68,14 +68,18 @@ func (d *Deliverer) fallback(ctx context.Context, req Request, out outgoing) (ou
 	return out, Result{Status: Skipped, Reason: ReasonOutsideWindow}, false
 }
 
-// reengage is the tenant's reengage template, when the policy sends it and the tenant has one.
-func reengage(ctx context.Context, pol Policy, fr from) (outgoing, bool) {
+// reengage is the tenant's reengage template, when the policy sends it and the tenant has one;
+// name, when known, is the contact's (reengage.go).
+func (d *Deliverer) reengage(ctx context.Context, req Request, pol Policy, fr from, name string) (outgoing, bool) {
 	if pol.Window != WindowReengage || fr.tenant == nil || fr.tenant.Tenant.Templates.Reengage == nil {
 		return outgoing{}, false
 	}
 	tpl := fr.tenant.Tenant.Templates.Reengage
 	logging.FromContext(ctx).InfoContext(ctx, "outside the customer service window: sending the reengage template", "event", "send_reengage")
-	m := graph.Message{Type: "template", Template: &graph.Template{Name: tpl.Name, Language: graph.Language{Code: tpl.Language}}}
+	if needsContactName(tpl) {
+		name = d.contactName(ctx, req, fr.tenant.Tenant, name)
+	}
+	m := graph.Message{Type: "template", Template: reengageTemplate(tpl, name)}
 	return outgoing{reply: responder.Reply{Message: &m}}, true
 }
 
@@ -175,7 +179,7 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 	}
 	if err != nil && classify(err).code == CodeReengagement && !out.isTemplate() {
 		// Meta says the window closed: the reengage template instead, once.
-		if tpl, ok := reengage(ctx, pol, fr); ok {
+		if tpl, ok := d.reengage(ctx, req, pol, fr, ""); ok {
 			out = tpl
 			graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, "")
 		}

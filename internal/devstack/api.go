@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/wapipe/wapipe/internal/api"
@@ -13,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 // DevMetaAppID and DevMetaConfigID are the Embedded Signup settings of the local stack: the
@@ -49,9 +51,16 @@ func (s *Stack) startAPI(ctx, runCtx context.Context, o Options, base config.Bas
 		ln.Close()
 		return err
 	}
+	deps.Worker = s.workerClient()
 	for _, adjust := range o.API {
 		adjust(&deps)
 	}
 	s.serve(runCtx, "api", ln, api.NewServer(cfg, deps).Routes(), alog)
 	return nil
+}
+
+// workerClient is the client of the stack's worker tenant routes: the internal token, no ID
+// token (dev).
+func (s *Stack) workerClient() *workerclient.Client {
+	return workerclient.NewWithHTTPClient(s.WorkerURL, DevInternalToken, http.DefaultClient)
 }

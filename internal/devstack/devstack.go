@@ -200,6 +200,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The fake's template status webhooks reach the stack's webhook, signed as Meta's are.
+	s.Graph.SetWebhook(s.WebhookURL, s.AppSecret)
 	if err := s.startAPI(ctx, runCtx, o, base, c.DB, c.Tasks, logs); err != nil { // api.go
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,6 +77,11 @@ func segment(id string) string { return url.PathEscape(id) }
 // call makes one Graph call and decodes a 2xx answer into out; withToken sends the client's
 // token. hide are values (secrets, codes) that must not appear in an error.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, withToken bool, hide []string, out any) error {
+	return c.callBody(ctx, method, path, q, nil, withToken, hide, out)
+}
+
+// callBody is call with a JSON body (none when body is nil).
+func (c *Client) callBody(ctx context.Context, method, path string, q url.Values, body []byte, withToken bool, hide []string, out any) error {
 	if withToken && c.token == "" {
 		return ErrNoToken
 	}
@@ -83,9 +89,16 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, wi
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if withToken {
 		req.Header.Set("Authorization", "Bearer "+c.token)

@@ -60,6 +60,8 @@ const (
 	Unavailable Key = "unavailable"
 	// Ack is the reply of assistant mode ack when the tenant has no ack_text.
 	Ack Key = "ack"
+	// ContactFallback fills {{contact_name}} in a template when the contact's name is unknown.
+	ContactFallback Key = "contact_fallback"
 )
 
 // Keys lists every Key, in a fixed order.
@@ -68,7 +70,7 @@ func Keys() []Key {
 		OnboardingPrompt, Welcome, WelcomeName, InvalidCode, RateLimited, QuotaExceeded,
 		Notification,
 		NotUnderstood, ButtonConfirm, ButtonCancel, ConfirmPrompt, Cancelled, Expired,
-		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack,
+		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack, ContactFallback,
 	}
 }
 
@@ -133,6 +135,7 @@ var catalog = map[string]map[Key]string{
 		Notification:       "New request from {sender}: {intent}",
 		Unavailable:        "Sorry, the assistant is unavailable right now. Please try again in a few minutes.",
 		Ack:                "Thanks, we got your message. We will get back to you soon.",
+		ContactFallback:    "customer",
 	},
 	"fr": {
 		OnboardingPrompt:   "Bonjour ! Ce service est réservé aux membres. Si vous avez un code d'invitation, envoyez-le ici pour nous rejoindre.",
@@ -157,6 +160,7 @@ var catalog = map[string]map[Key]string{
 		Notification:       "Nouvelle demande de {sender} : {intent}",
 		Unavailable:        "Désolé, l'assistant n'est pas disponible pour le moment. Merci de réessayer dans quelques minutes.",
 		Ack:                "Merci, nous avons bien reçu votre message. Nous vous répondrons rapidement.",
+		ContactFallback:    "client",
 	},
 	"ar": {
 		OnboardingPrompt:   "مرحبًا! هذه الخدمة مخصصة للأعضاء فقط. إذا كان لديك رمز دعوة، يرجى إرساله هنا للانضمام.",
@@ -181,6 +185,7 @@ var catalog = map[string]map[Key]string{
 		Notification:       "طلب جديد من {sender}: {intent}",
 		Unavailable:        "عذرًا، المساعد غير متاح حاليًا. يرجى المحاولة بعد بضع دقائق.",
 		Ack:                "شكرًا، لقد استلمنا رسالتك. سنرد عليك قريبًا.",
+		ContactFallback:    "عميلنا",
 	},
 	"es": {
 		OnboardingPrompt:   "¡Hola! Este servicio es solo para miembros. Si tienes un código de invitación, envíalo aquí para unirte.",
@@ -205,6 +210,7 @@ var catalog = map[string]map[Key]string{
 		Notification:       "Nueva solicitud de {sender}: {intent}",
 		Unavailable:        "Lo sentimos, el asistente no está disponible en este momento. Inténtalo de nuevo en unos minutos.",
 		Ack:                "Gracias, hemos recibido tu mensaje. Te responderemos pronto.",
+		ContactFallback:    "cliente",
 	},
 	"pt": {
 		OnboardingPrompt:   "Olá! Este serviço é só para membros. Se você tem um código de convite, envie-o aqui para participar.",
@@ -229,6 +235,7 @@ var catalog = map[string]map[Key]string{
 		Notification:       "Nova solicitação de {sender}: {intent}",
 		Unavailable:        "Desculpe, o assistente não está disponível no momento. Tente novamente em alguns minutos.",
 		Ack:                "Obrigado, recebemos sua mensagem. Responderemos em breve.",
+		ContactFallback:    "cliente",
 	},
 	"id": {
 		OnboardingPrompt:   "Halo! Layanan ini khusus untuk anggota. Jika Anda punya kode undangan, silakan kirim di sini untuk bergabung.",
@@ -253,5 +260,6 @@ var catalog = map[string]map[Key]string{
 		Notification:       "Permintaan baru dari {sender}: {intent}",
 		Unavailable:        "Maaf, asisten sedang tidak tersedia. Silakan coba lagi dalam beberapa menit.",
 		Ack:                "Terima kasih, pesan Anda sudah kami terima. Kami akan segera membalas.",
+		ContactFallback:    "pelanggan",
 	},
 }

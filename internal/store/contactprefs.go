@@ -108,13 +108,21 @@ type Template struct {
 	Category  string    `firestore:"category,omitempty" json:"category,omitempty"`
 	Quality   string    `firestore:"quality,omitempty" json:"quality,omitempty"`
 	UpdatedAt time.Time `firestore:"updated_at" json:"updated_at"`
+	// The fields a listing or a creation adds (templates.go): Meta's template id and account,
+	// the components as Meta's JSON, and when and from where the status came: a status webhook
+	// (StatusWebhook) wins over a listing older than it.
+	ID           string    `firestore:"template_id,omitempty" json:"id,omitempty"`
+	WABAID       string    `firestore:"waba_id,omitempty" json:"waba_id,omitempty"`
+	Components   string    `firestore:"components,omitempty" json:"components,omitempty"`
+	StatusAt     time.Time `firestore:"status_at,omitempty" json:"status_at,omitempty"`
+	StatusSource string    `firestore:"status_source,omitempty" json:"status_source,omitempty"`
 }
 
 // CategoryMarketing is the category of a marketing template.
 const CategoryMarketing = "MARKETING"
 
 func (s *ContactPrefs) templateDoc(tenantID, name, language string) *firestore.DocumentRef {
-	return s.fs.Collection(TemplatesCollection).Doc(DocID("template\x00" + tenantID + "\x00" + name + "\x00" + language))
+	return templateRef(s.fs, tenantID, name, language)
 }
 
 // RecordTemplate merges what a template webhook said (the non-empty fields of t) into the
@@ -123,11 +131,16 @@ func (s *ContactPrefs) RecordTemplate(ctx context.Context, t Template) error {
 	if t.TenantID == "" || t.Name == "" {
 		return fmt.Errorf("record template: no tenant or name")
 	}
-	doc := map[string]any{"tenant_id": t.TenantID, "name": t.Name, "language": t.Language, "updated_at": s.now()}
+	now := s.now()
+	doc := map[string]any{"tenant_id": t.TenantID, "name": t.Name, "language": t.Language, "updated_at": now}
 	for path, v := range map[string]string{"status": t.Status, "category": strings.ToUpper(t.Category), "quality": t.Quality} {
 		if v != "" {
 			doc[path] = v
 		}
+	}
+	if t.Status != "" {
+		// Stamped, so that a listing older than this status does not undo it (templates.go).
+		doc["status_at"], doc["status_source"] = now, StatusWebhook
 	}
 	// A merge, so that a category update keeps the status a status update recorded.
 	if _, err := s.templateDoc(t.TenantID, t.Name, t.Language).Set(ctx, doc, firestore.MergeAll); err != nil {

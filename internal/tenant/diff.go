@@ -298,5 +298,5 @@ func fmtTemplate(t *Template) string {
 	if t == nil {
 		return ""
 	}
-	return t.Name + " (" + t.Language + ")"
+	return t.Name + " (" + t.Language + ")" + fmtComponents(t.Components)
 }

@@ -241,6 +241,9 @@ type Template struct {
 	Name string `yaml:"name" firestore:"name"`
 	// Language is Meta's template language code: "id", "en_US".
 	Language string `yaml:"language" firestore:"language"`
+	// Components fill the template's variables, as in Meta's send body; {{contact_name}} in a
+	// text parameter becomes the contact's name (templates.go).
+	Components []TemplateComponent `yaml:"components,omitempty" firestore:"components,omitempty"`
 }
 
 // The contract's defaults and Cloud Tasks' bounds.

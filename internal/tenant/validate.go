@@ -64,6 +64,9 @@ func (t *Tenant) validate() Problems {
 	}
 	t.validateAssistant(&c)
 	checkTemplate(&c, "templates.notify", t.Templates.Notify)
+	if n := t.Templates.Notify; n != nil && len(n.Components) > 0 {
+		c.add("templates.notify.components", "not taken: a notification fills its body with the intent, the sender and the data")
+	}
 	if r := t.Templates.Reengage; r != nil {
 		switch {
 		case r.Name == "":
@@ -77,6 +80,7 @@ func (t *Tenant) validate() Problems {
 		case !templateLangRE.MatchString(r.Language):
 			c.add("templates.reengage.language", "must be a template language code, such as id or en_US")
 		}
+		validateComponents(&c, "templates.reengage.components", r.Components)
 	}
 	return c.list
 }

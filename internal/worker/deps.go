@@ -85,6 +85,8 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Assistant:     assistant.New(lc, guard),
 		Media:         mf,
 		MediaFiles:    mf,
+		Templates:     store.NewTemplates(db, store.Options{}),
+		TemplateAPI:   GraphTemplates{Client: gc},
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),

@@ -84,6 +84,10 @@ type Deps struct {
 	// MediaFiles streams media files to the console (GET /internal/tenants/{id}/media/{media_id});
 	// nil: that route answers 404.
 	MediaFiles MediaCopier
+	// Templates records the tenants' templates and TemplateAPI calls Graph for them (the
+	// /internal/tenants/{id}/templates routes); nil: those routes answer 404.
+	Templates   TemplateStore
+	TemplateAPI TemplateAPI
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller

@@ -33,6 +33,9 @@ type tenantCall struct {
 func (s *Server) tenantCalls() []tenantCall {
 	return []tenantCall{
 		{http.MethodGet, "/media/{media_id}", http.HandlerFunc(s.handleMediaCopy)},
+		{http.MethodGet, "/templates", http.HandlerFunc(s.handleTemplatesList)},            // templates.go
+		{http.MethodPost, "/templates", http.HandlerFunc(s.handleTemplateCreate)},          // templates.go
+		{http.MethodDelete, "/templates/{name}", http.HandlerFunc(s.handleTemplateDelete)}, // templates.go
 	}
 }
 

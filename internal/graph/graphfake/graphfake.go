@@ -23,6 +23,10 @@
 //
 // GET /debug_token?input_token=… answers Meta's token description: every token is valid, with
 // the WhatsApp scopes, unless revoked.
+//
+// Message templates (templates.go) are listed, created (PENDING) and deleted per WhatsApp
+// Business Account; SetTemplateStatus, or POST /_fake/templates/status, approves or rejects one
+// and posts Meta's signed message_template_status_update to the SetWebhook URL.
 package graphfake
 
 import (
@@ -114,6 +118,8 @@ type Fake struct {
 	signup *signupState
 	// media are the media files by id (media.go).
 	media map[string]*mediaFile
+	// tmpl are the message templates (templates.go).
+	tmpl *templateState
 }
 
 // Option configures a Fake.
@@ -284,7 +290,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
-	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveMedia(w, r) {
+	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveMedia(w, r) || f.serveTemplates(w, r) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
@@ -475,6 +481,8 @@ func (f *Fake) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	case r.URL.Path == "/_fake/media" || r.URL.Path == "/_fake/media/expire":
 		f.serveMediaAdmin(w, r)
+	case strings.HasPrefix(r.URL.Path, "/_fake/templates"):
+		f.serveTemplateAdmin(w, r)
 	case r.URL.Path == "/_fake/revoke_token":
 		f.serveRevoke(w, r)
 	default:

@@ -139,6 +139,11 @@ func (f *Fake) sendRule(phoneNumberID, token string, body map[string]any) (Failu
 	if typ == "template" {
 		tpl, _ := body["template"].(map[string]any)
 		name, _ := tpl["name"].(string)
+		lang, _ := tpl["language"].(map[string]any)
+		code, _ := lang["code"].(string)
+		if fl, refused, held := f.templateSendRuleLocked(name, code); held { // templates.go
+			return fl, refused
+		}
 		if !st.templates[name] {
 			return Failure{HTTPStatus: http.StatusNotFound, Code: 132001, Message: "(#132001) Template name does not exist in the translation",
 				Details: "template name (" + name + ") does not exist"}.withDefaults(), true

@@ -1,0 +1,273 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/workerclient"
+)
+
+// The /v1/templates routes manage the tenant's message templates at Meta. The api holds no
+// tenant token: it asks the worker's tenant routes (/internal/tenants/{id}/templates), which
+// call Graph and record what Meta says in the templates collection.
+
+// CodeTemplateNotApproved answers 422: a template send of a template wapipe knows to be
+// PENDING, REJECTED, PAUSED or DISABLED.
+const CodeTemplateNotApproved = "template_not_approved"
+
+// WorkerCaller calls the worker's tenant routes; *workerclient.Client implements it.
+type WorkerCaller interface {
+	Do(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error)
+}
+
+// TemplateReader reads what wapipe knows of a tenant's template; *store.Templates implements it.
+type TemplateReader interface {
+	Get(ctx context.Context, tenantID, name, language string) (store.Template, error)
+}
+
+// maxWorkerAnswer caps what is read of a worker's answer: a listing of Meta's largest accounts.
+const maxWorkerAnswer = 8 << 20
+
+// templateCategories are Meta's template categories.
+var templateCategories = map[string]bool{"MARKETING": true, "UTILITY": true, "AUTHENTICATION": true}
+
+// templateLanguagePattern is Meta's form of a template language code: en, en_US, zh_CN, fil.
+var templateLanguagePattern = regexp.MustCompile(`^[a-z]{2,3}(_[A-Z]{2})?$`)
+
+// TemplateCreateRequest is the body of POST /v1/templates: Meta's creation body, and waba_id
+// when the tenant's numbers are in several accounts.
+type TemplateCreateRequest struct {
+	Name                  string            `json:"name"`
+	Language              string            `json:"language"`
+	Category              string            `json:"category"`
+	Components            []json.RawMessage `json:"components"`
+	ParameterFormat       string            `json:"parameter_format,omitempty"`
+	AllowCategoryChange   *bool             `json:"allow_category_change,omitempty"`
+	MessageSendTTLSeconds *int              `json:"message_send_ttl_seconds,omitempty"`
+	WABAID                string            `json:"waba_id,omitempty"`
+}
+
+// Validate returns the request's first problem, or nil. The components are Meta's to judge;
+// each must be an object with a type.
+func (t TemplateCreateRequest) Validate() error {
+	switch {
+	case t.Name == "":
+		return errors.New("name: required")
+	case len(t.Name) > MaxTemplateName || !templatePattern.MatchString(t.Name):
+		return errors.New("name: lowercase letters, digits and underscores, at most 512")
+	case t.Language == "":
+		return errors.New("language: required (e.g. en_US)")
+	case !templateLanguagePattern.MatchString(t.Language):
+		return errors.New("language: a template language code such as en, en_US or pt_BR")
+	case !templateCategories[t.Category]:
+		return errors.New("category: MARKETING, UTILITY or AUTHENTICATION")
+	case len(t.Components) == 0:
+		return errors.New("components: required, at least a BODY component")
+	case t.ParameterFormat != "" && t.ParameterFormat != "POSITIONAL" && t.ParameterFormat != "NAMED":
+		return errors.New("parameter_format: POSITIONAL or NAMED")
+	}
+	for i, c := range t.Components {
+		var comp struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(c, &comp) != nil || comp.Type == "" {
+			return fmt.Errorf("components[%d]: an object with a type (HEADER, BODY, FOOTER or BUTTONS)", i)
+		}
+	}
+	return nil
+}
+
+// TemplateInfo is one template of GET /v1/templates.
+type TemplateInfo struct {
+	Name       string          `json:"name"`
+	Language   string          `json:"language"`
+	Status     string          `json:"status"`
+	Category   string          `json:"category"`
+	Components json.RawMessage `json:"components"`
+}
+
+// templateTenant authenticates and rate-limits a template request: the tenant, or false when
+// it has answered.
+func (s *Server) templateTenant(w http.ResponseWriter, r *http.Request) (context.Context, string, bool) {
+	tenantID, err := s.authenticate(r)
+	if err != nil {
+		fail(w, r, err)
+		return nil, "", false
+	}
+	if !s.allowKey(w, r) {
+		return nil, "", false
+	}
+	ctx, _ := logging.With(r.Context(), "tenant_id", tenantID)
+	if s.deps.Worker == nil {
+		fail(w, r, errors.New("the api has no worker client"))
+		return nil, "", false
+	}
+	return ctx, tenantID, true
+}
+
+// handleTemplatesList answers GET /v1/templates.
+func (s *Server) handleTemplatesList(w http.ResponseWriter, r *http.Request) {
+	ctx, tenantID, ok := s.templateTenant(w, r)
+	if !ok {
+		return
+	}
+	var got struct {
+		Data []TemplateInfo `json:"data"`
+	}
+	if err := s.askWorker(ctx, http.MethodGet, workerclient.Path(tenantID, "templates"), nil, http.StatusOK, &got); err != nil {
+		fail(w, r, err)
+		return
+	}
+	for i := range got.Data {
+		if len(got.Data[i].Components) == 0 {
+			got.Data[i].Components = json.RawMessage("[]")
+		}
+	}
+	if got.Data == nil {
+		got.Data = []TemplateInfo{}
+	}
+	writeJSON(w, http.StatusOK, got)
+}
+
+// handleTemplateCreate answers POST /v1/templates: 201 {"id","status"}.
+func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
+	ctx, tenantID, ok := s.templateTenant(w, r)
+	if !ok {
+		return
+	}
+	var req TemplateCreateRequest
+	err := decodeJSON(w, r, &req, "template")
+	if err == nil {
+		if err = req.Validate(); err != nil {
+			err = refuse(CodeInvalidRequest, err.Error())
+		}
+	}
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		fail(w, r, fmt.Errorf("encode the template: %w", err))
+		return
+	}
+	var got struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := s.askWorker(ctx, http.MethodPost, workerclient.Path(tenantID, "templates"), body, http.StatusCreated, &got); err != nil {
+		fail(w, r, err)
+		return
+	}
+	logging.FromContext(ctx).InfoContext(ctx, "template created", "event", "api_template_created", "template", req.Name,
+		"language", req.Language, "status", got.Status)
+	writeJSON(w, http.StatusCreated, got)
+}
+
+// handleTemplateDelete answers DELETE /v1/templates/{name}[?waba_id=…]: 200 {"success":true},
+// the template deleted in every language.
+func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
+	ctx, tenantID, ok := s.templateTenant(w, r)
+	if !ok {
+		return
+	}
+	name := chi.URLParam(r, "name")
+	if len(name) > MaxTemplateName || !templatePattern.MatchString(name) {
+		fail(w, r, refuse(CodeInvalidRequest, "name: lowercase letters, digits and underscores, at most 512"))
+		return
+	}
+	path := workerclient.Path(tenantID, "templates", name)
+	if waba := r.URL.Query().Get("waba_id"); waba != "" {
+		path += "?" + url.Values{"waba_id": {waba}}.Encode()
+	}
+	var got struct {
+		Success bool `json:"success"`
+	}
+	if err := s.askWorker(ctx, http.MethodDelete, path, nil, http.StatusOK, &got); err != nil {
+		fail(w, r, err)
+		return
+	}
+	logging.FromContext(ctx).InfoContext(ctx, "template deleted", "event", "api_template_deleted", "template", name)
+	writeJSON(w, http.StatusOK, map[string]bool{"success": true})
+}
+
+// askWorker calls a tenant route and decodes its answer into out when its status is want; a
+// refusal becomes the api's (workerRefusal), anything else an unavailable dependency.
+func (s *Server) askWorker(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	var rd io.Reader
+	h := http.Header{}
+	if body != nil {
+		rd = bytes.NewReader(body)
+		h.Set("Content-Type", "application/json")
+	}
+	resp, err := s.deps.Worker.Do(ctx, method, path, rd, h)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWorkerAnswer))
+	if err != nil {
+		return fmt.Errorf("read the worker's answer: %w", err)
+	}
+	if resp.StatusCode == want {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode the worker's answer: %w", err)
+		}
+		return nil
+	}
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &e)
+	return workerRefusal(resp.StatusCode, e.Error.Code, e.Error.Message)
+}
+
+// workerRefusal maps a tenant route's refusal to the api's answer: Meta's or the worker's
+// refusal of the request (400 invalid_request, Meta's words), a token to renew (409
+// WHATSAPP_REAUTH_REQUIRED), a tenant gone (401); anything else is the worker failing (503).
+func workerRefusal(status int, code, message string) error {
+	switch {
+	case status == http.StatusBadRequest && code == "invalid_request":
+		return refuse(CodeInvalidRequest, message)
+	case status == http.StatusConflict:
+		return refuse(CodeReauthRequired, message)
+	case status == http.StatusNotFound && code == CodeNotFound:
+		return refuse(outbox.CodeTenantNotFound, message)
+	}
+	return fmt.Errorf("the worker answered %d %s", status, code)
+}
+
+// templateNotApproved refuses a template send of a template wapipe knows not to be approved
+// (from a listing or a status webhook): Meta would refuse it. A template wapipe has no record
+// of is sent, and Meta decides.
+func (s *Server) templateNotApproved(ctx context.Context, tenantID string, req SendRequest) error {
+	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
+		return nil
+	}
+	t, err := s.deps.Templates.Get(ctx, tenantID, req.Template.Name, req.Template.Language.Code)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case store.NotApproved(t.Status):
+		return refuse(CodeTemplateNotApproved, fmt.Sprintf("template %s (%s) is %s at Meta: only an APPROVED template is sent",
+			t.Name, t.Language, t.Status))
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
+// waba is the account of the test tenant's number (newStack).
+const waba = "300000000000001"
+
+// templateCall makes one /v1/templates request with the tenant's key.
+func (s *stack) templateCall(method, path, body string) answer {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.APIURL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return s.do(req)
+}
+
+// listed returns the template name (language) of GET /v1/templates, or nil.
+func (s *stack) listed(name, language string) map[string]any {
+	s.t.Helper()
+	a := s.templateCall(http.MethodGet, "/v1/templates", "")
+	if a.Status != http.StatusOK {
+		s.t.Fatalf("GET /v1/templates: %d %v", a.Status, a.Body)
+	}
+	data, _ := a.Body["data"].([]any)
+	for _, d := range data {
+		if m, _ := d.(map[string]any); m["name"] == name && m["language"] == language {
+			return m
+		}
+	}
+	return nil
+}
+
+const orderReadyBody = `{"name":"order_ready","language":"en_US","category":"UTILITY","components":[
+	{"type":"BODY","text":"Hi {{1}}, your order {{2}} is ready.","example":{"body_text":[["Ana","A-12"]]}}]}`
+
+// templateSend is a /v1/messages body sending template name (en_US) with two body parameters.
+func templateSend(name string) string {
+	return `{"to":"` + contact + `","type":"template","template":{"name":"` + name + `","language":{"code":"en_US"},
+		"components":[{"type":"body","parameters":[{"type":"text","text":"Ana"},{"type":"text","text":"A-12"}]}]}}`
+}
+
+// waitTemplateStatus polls the templates collection until the webhook recorded status.
+func waitTemplateStatus(t *testing.T, s *stack, name, status string) {
+	t.Helper()
+	ts := store.NewTemplates(s.db, store.Options{})
+	var last store.Template
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		got, err := ts.Get(context.Background(), "acme", name, "en_US")
+		last = got
+		return err == nil && got.Status == status && got.StatusSource == store.StatusWebhook
+	}, "the status webhook never recorded %s %s (last %+v)", name, status, &last)
+}
+
+// TestTemplateLifecycle: a template created through POST /v1/templates is PENDING at Meta and in
+// GET /v1/templates; a send of it is refused with 422 template_not_approved and nothing reaches
+// Graph; Meta's approval arrives as a signed status webhook through the webhook and the worker,
+// after which a send with parameters goes out with Meta's body field for field; a REJECTED one is
+// refused; a delete removes it from the listing and the records.
+func TestTemplateLifecycle(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, "")
+	ctx := context.Background()
+
+	created := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody)
+	if created.Status != http.StatusCreated || created.Body["status"] != "PENDING" || created.Body["id"] == "" {
+		t.Fatalf("create: %d %v, want 201 with an id and PENDING", created.Status, created.Body)
+	}
+	atMeta := s.Graph.Templates()
+	if len(atMeta) != 1 || atMeta[0].WABAID != waba || atMeta[0].ID != created.Body["id"] {
+		t.Fatalf("the fake holds %+v, want order_ready in %s with id %v", atMeta, waba, created.Body["id"])
+	}
+	got := s.listed("order_ready", "en_US")
+	want := map[string]any{"name": "order_ready", "language": "en_US", "status": "PENDING", "category": "UTILITY",
+		"components": []any{map[string]any{"type": "BODY", "text": "Hi {{1}}, your order {{2}} is ready.",
+			"example": map[string]any{"body_text": []any{[]any{"Ana", "A-12"}}}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET /v1/templates (-want +got):\n%s", diff)
+	}
+
+	refused := s.post(s.key, "tpl-pending", templateSend("order_ready"))
+	if refused.Status != http.StatusUnprocessableEntity || refused.errorCode() != "template_not_approved" {
+		t.Fatalf("send of a PENDING template: %d %v, want 422 template_not_approved", refused.Status, refused.Body)
+	}
+	if n := len(templateSends(s, "order_ready")); n != 0 {
+		t.Errorf("Graph received the PENDING template %d times", n)
+	}
+
+	if err := s.Graph.SetTemplateStatus(ctx, "order_ready", "en_US", "APPROVED", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitTemplateStatus(t, s, "order_ready", "APPROVED")
+	sent := s.post(s.key, "tpl-approved", templateSend("order_ready"))
+	if sent.Status != http.StatusAccepted {
+		t.Fatalf("send of the APPROVED template: %d %v, want 202", sent.Status, sent.Body)
+	}
+	var sends []map[string]any
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		sends = templateSends(s, "order_ready")
+		return len(sends) > 0
+	}, "the APPROVED template never reached Graph")
+	if n := len(s.sendsWithKey("tpl-pending")); n != 0 {
+		t.Errorf("the refused send reached Graph %d times", n)
+	}
+	wantBody := map[string]any{"name": "order_ready", "language": map[string]any{"code": "en_US"},
+		"components": []any{map[string]any{"type": "body", "parameters": []any{
+			map[string]any{"type": "text", "text": "Ana"}, map[string]any{"type": "text", "text": "A-12"}}}}}
+	if diff := cmp.Diff(wantBody, sends[0]["template"]); diff != "" {
+		t.Errorf("the template Graph received (-want +got):\n%s", diff)
+	}
+
+	// A REJECTED template is refused too.
+	promo := strings.ReplaceAll(strings.ReplaceAll(orderReadyBody, "order_ready", "spring_promo"), "UTILITY", "MARKETING")
+	if a := s.templateCall(http.MethodPost, "/v1/templates", promo); a.Status != http.StatusCreated {
+		t.Fatalf("create spring_promo: %d %v", a.Status, a.Body)
+	}
+	if err := s.Graph.SetTemplateStatus(ctx, "spring_promo", "en_US", "REJECTED", "INVALID_FORMAT"); err != nil {
+		t.Fatal(err)
+	}
+	waitTemplateStatus(t, s, "spring_promo", "REJECTED")
+	if a := s.post(s.key, "", templateSend("spring_promo")); a.Status != http.StatusUnprocessableEntity || a.errorCode() != "template_not_approved" {
+		t.Errorf("send of a REJECTED template: %d %v, want 422 template_not_approved", a.Status, a.Body)
+	}
+	if n := len(templateSends(s, "spring_promo")); n != 0 {
+		t.Errorf("Graph received the REJECTED template %d times", n)
+	}
+	// The console's tenant page lists both with their status, from the records.
+	page := consolePage(t, s.ConsoleURL+"/tenants/acme")
+	for _, w := range []string{"<code>spring_promo</code>", ">REJECTED<", "<code>order_ready</code>", ">APPROVED<"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("the console's tenant page lacks %q", w)
+		}
+	}
+
+	if a := s.templateCall(http.MethodDelete, "/v1/templates/order_ready", ""); a.Status != http.StatusOK || a.Body["success"] != true {
+		t.Fatalf("delete: %d %v, want 200 success", a.Status, a.Body)
+	}
+	if m := s.listed("order_ready", "en_US"); m != nil {
+		t.Errorf("GET /v1/templates after the delete still lists %v", m)
+	}
+	if m := s.listed("spring_promo", "en_US"); m == nil || m["status"] != "REJECTED" {
+		t.Errorf("GET /v1/templates: spring_promo is %v, want REJECTED", m)
+	}
+	if _, err := store.NewTemplates(s.db, store.Options{}).Get(ctx, "acme", "order_ready", "en_US"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the deleted template's record: %v, want not found", err)
+	}
+}
+
+// TestTemplateRequestsRefused: bad bodies are refused by the api before any Graph call, Meta's
+// own refusal comes back as 400 invalid_request with Meta's words, a missing key is 401, and a
+// template wapipe has no record of is sent (Meta decides).
+func TestTemplateRequestsRefused(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, "")
+	if a := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody); a.Status != http.StatusCreated {
+		t.Fatalf("create: %d %v", a.Status, a.Body)
+	}
+	before := len(s.Graph.Requests())
+	for _, tc := range []struct{ name, body, problem string }{
+		{"no name", `{"language":"en_US","category":"UTILITY","components":[{"type":"BODY","text":"x"}]}`, "name: required"},
+		{"bad name", strings.Replace(orderReadyBody, "order_ready", "Order Ready", 1), "name: lowercase"},
+		{"bad category", strings.Replace(orderReadyBody, "UTILITY", "SALES", 1), "category: MARKETING, UTILITY or AUTHENTICATION"},
+		{"bad language", strings.Replace(orderReadyBody, "en_US", "english", 1), "language:"},
+		{"no components", `{"name":"x","language":"en_US","category":"UTILITY","components":[]}`, "components: required"},
+		{"component without type", `{"name":"x","language":"en_US","category":"UTILITY","components":[{"text":"x"}]}`, "components[0]"},
+		{"unknown field", `{"name":"x","language":"en_US","category":"UTILITY","components":[{"type":"BODY"}],"colour":"red"}`, "unknown field"},
+	} {
+		a := s.templateCall(http.MethodPost, "/v1/templates", tc.body)
+		msg, _ := a.Body["error"].(map[string]any)["message"].(string)
+		if a.Status != http.StatusBadRequest || a.errorCode() != "invalid_request" || !strings.Contains(msg, tc.problem) {
+			t.Errorf("%s: %d %v, want 400 invalid_request saying %q", tc.name, a.Status, a.Body, tc.problem)
+		}
+	}
+	if n := len(s.Graph.Requests()); n != before {
+		t.Errorf("refused requests reached Graph: %d calls", n-before)
+	}
+	// Meta's refusal: the same name and language again.
+	a := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody)
+	msg, _ := a.Body["error"].(map[string]any)["message"].(string)
+	if a.Status != http.StatusBadRequest || a.errorCode() != "invalid_request" || !strings.Contains(msg, "already exists") {
+		t.Errorf("duplicate: %d %v, want 400 invalid_request with Meta's message", a.Status, a.Body)
+	}
+	if strings.Contains(msg, token) {
+		t.Errorf("the refusal shows the tenant's token: %q", msg)
+	}
+	if a := s.templateCall(http.MethodDelete, "/v1/templates/no_such_one", ""); a.Status != http.StatusBadRequest || a.errorCode() != "invalid_request" {
+		t.Errorf("delete of an unknown template: %d %v, want 400 invalid_request", a.Status, a.Body)
+	}
+	if a := s.templateCall(http.MethodDelete, "/v1/templates/order_ready?waba_id=999", ""); a.Status != http.StatusBadRequest {
+		t.Errorf("delete in another tenant's account: %d %v, want 400", a.Status, a.Body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.APIURL+"/v1/templates", nil)
+	if a := s.do(req); a.Status != http.StatusUnauthorized {
+		t.Errorf("GET /v1/templates without a key: %d, want 401", a.Status)
+	}
+	// hello_world is known to the fake but not to wapipe: it goes, Meta decides.
+	if a := s.post(s.key, "", `{"to":"`+contact+`","type":"template","template":{"name":"hello_world","language":{"code":"en_US"}}}`); a.Status != http.StatusAccepted {
+		t.Errorf("a template wapipe has no record of: %d %v, want 202", a.Status, a.Body)
+	}
+}
+
+// TestStaleListingKeepsNewerWebhookStatus: a listing that began before a status webhook was
+// recorded does not undo the webhook's status, through the real routes: the fake's listing is
+// slowed until the webhook is in.
+func TestStaleListingKeepsNewerWebhookStatus(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, "")
+	ctx := context.Background()
+	s.Graph.PutTemplate(graphfake.Template{WABAID: waba, Name: "ticket_update", Language: "en_US", Status: "APPROVED", Category: "UTILITY",
+		Components: json.RawMessage(`[{"type":"BODY","text":"Ticket {{1}} updated"}]`)})
+	if m := s.listed("ticket_update", "en_US"); m == nil || m["status"] != "APPROVED" {
+		t.Fatalf("first listing: %v, want APPROVED", m)
+	}
+	// Meta pauses the template; the webhook is recorded. A listing that started before it (here:
+	// recorded as of an hour ago) must keep PAUSED even though it says APPROVED.
+	pause := whatsapp.SampleTemplateStatus(whatsapp.SampleOptions{WABAID: waba}, "ticket_update", "PAUSED", "UTILITY")
+	s.deliver(pause)
+	waitTemplateStatus(t, s, "ticket_update", "PAUSED")
+	ts := store.NewTemplates(s.db, store.Options{})
+	got, err := ts.RecordListing(ctx, "acme", time.Now().Add(-time.Hour), []store.Template{{Name: "ticket_update", Language: "en_US",
+		Status: "APPROVED", Category: "UTILITY", WABAID: waba}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Status != "PAUSED" {
+		t.Errorf("a listing older than the webhook answered %s, want PAUSED", got[0].Status)
+	}
+	if a := s.post(s.key, "", templateSend("ticket_update")); a.Status != http.StatusUnprocessableEntity || a.errorCode() != "template_not_approved" {
+		t.Errorf("send of the PAUSED template: %d %v, want 422 template_not_approved", a.Status, a.Body)
+	}
+	// A listing that starts after the webhook wins: Meta reinstated it.
+	if m := s.listed("ticket_update", "en_US"); m == nil || m["status"] != "APPROVED" {
+		t.Errorf("a listing newer than the webhook: %v, want APPROVED", m)
+	}
+}
+
+// TestReengageTemplateNamesTheContact: a reply outside the 24-hour window goes as the tenant's
+// templates.reengage, its {{contact_name}} filled with the contact's profile name.
+func TestReengageTemplateNamesTheContact(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, "templates:\n  reengage:\n    name: resume_conversation\n    language: en\n    components:\n"+
+		"      - type: body\n        parameters:\n          - {type: text, text: \"Hi {{contact_name}}\"}\n")
+	old := time.Now().Add(-25 * time.Hour)
+	s.deliver(whatsapp.SampleText(whatsapp.SampleOptions{PhoneNumberID: number, From: contact, ContactName: "Sheena Nelson",
+		Timestamp: old, MessageID: whatsapp.NewMessageID()}, "hello, anyone there?"))
+	var sends []map[string]any
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		sends = templateSends(s, "resume_conversation")
+		return len(sends) > 0
+	}, "the reengage template never reached Graph")
+	want := map[string]any{"name": "resume_conversation", "language": map[string]any{"code": "en"},
+		"components": []any{map[string]any{"type": "body", "parameters": []any{map[string]any{"type": "text", "text": "Hi Sheena Nelson"}}}}}
+	if diff := cmp.Diff(want, sends[0]["template"]); diff != "" {
+		t.Errorf("the reengage template Graph received (-want +got):\n%s", diff)
+	}
+}
+
+// consolePage GETs a console page from loopback, as an operator in dev.
+func consolePage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// TestTemplatesAcrossAccounts: a tenant whose numbers are in two WhatsApp Business Accounts
+// lists the templates of both; a creation must then name its account (waba_id), and goes there.
+func TestTemplatesAcrossAccounts(t *testing.T) {
+	t.Parallel()
+	const second = "300000000000002"
+	s := newStack(t, "  - {phone_number_id: \"200000000000102\", waba_id: \""+second+"\"}\n")
+	s.Graph.PutTemplate(graphfake.Template{WABAID: waba, Name: "first_one", Language: "en_US", Status: "APPROVED", Category: "UTILITY"})
+	s.Graph.PutTemplate(graphfake.Template{WABAID: second, Name: "second_one", Language: "id", Status: "PAUSED", Category: "MARKETING"})
+	if m := s.listed("first_one", "en_US"); m == nil || m["status"] != "APPROVED" {
+		t.Errorf("first account's template: %v", m)
+	}
+	if m := s.listed("second_one", "id"); m == nil || m["status"] != "PAUSED" {
+		t.Errorf("second account's template: %v", m)
+	}
+	a := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody)
+	if a.Status != http.StatusBadRequest || a.errorCode() != "invalid_request" {
+		t.Errorf("creation without waba_id: %d %v, want 400 invalid_request", a.Status, a.Body)
+	}
+	withWABA := strings.Replace(orderReadyBody, `"category"`, `"waba_id":"`+second+`","category"`, 1)
+	if a := s.templateCall(http.MethodPost, "/v1/templates", withWABA); a.Status != http.StatusCreated {
+		t.Fatalf("creation with waba_id: %d %v", a.Status, a.Body)
+	}
+	for _, tpl := range s.Graph.Templates() {
+		if tpl.Name == "order_ready" && tpl.WABAID != second {
+			t.Errorf("order_ready was created in %s, want %s", tpl.WABAID, second)
+		}
+	}
+	for _, r := range s.Graph.Requests() {
+		if r.Kind == graphfake.KindTemplate && r.Method == http.MethodPost && strings.Contains(string(r.RawBody), "waba_id") {
+			t.Errorf("Meta received waba_id in the creation body: %s", r.RawBody)
+		}
+	}
+}
