@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -316,6 +317,9 @@ type StatusUpdate struct {
 	// message. TenantID is the tenant that number routes to ("" for the single-tenant default).
 	PhoneNumberID string
 	TenantID      string
+	// SharedWith are the tenants of the status's number when it is shared: a record of any of
+	// them may be settled by it (each sent with its own token, on the same number).
+	SharedWith []string
 }
 
 // Reasons a status is refused (ApplyResult.Mismatch).
@@ -357,7 +361,7 @@ func statusMismatch(rec OutboundRecord, u StatusUpdate) string {
 	switch {
 	case rec.PhoneNumberID == "" || rec.PhoneNumberID != u.PhoneNumberID:
 		return MismatchNumber
-	case rec.TenantID != "" && rec.TenantID != u.TenantID:
+	case rec.TenantID != "" && rec.TenantID != u.TenantID && !slices.Contains(u.SharedWith, rec.TenantID):
 		return MismatchTenant
 	case rec.GraphMessageID != "" && rec.GraphMessageID != u.GraphMessageID:
 		return MismatchMessage
