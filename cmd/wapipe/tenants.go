@@ -361,6 +361,11 @@ func describeTenant(r store.TenantRecord) string {
 		line("access_token", "not set")
 	}
 	for _, p := range t.PhoneNumbers {
+		if p.Shared {
+			// The contact's membership, not the number, picks the tenant of a message there.
+			line("phone_number", "%s (waba %s, shared)", p.PhoneNumberID, p.WABAID)
+			continue
+		}
 		line("phone_number", "%s (waba %s)", p.PhoneNumberID, p.WABAID)
 	}
 	for _, m := range t.Members {
