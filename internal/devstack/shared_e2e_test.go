@@ -208,6 +208,9 @@ func TestSharedNumberEndToEnd(t *testing.T) {
 		testenv.Eventually(t, eventsWait, func() bool {
 			return recordOf(sent.send).DeliveryStatus == store.DeliveryDelivered
 		}, "the delivered status of %s's send on the shared number was not applied", sent.tenant)
+		if sts, err := store.NewStatuses(s.db, store.Options{}).ListStatusesFor(ctx, sent.send.MessageID); err != nil || len(sts) != 1 || sts[0].TenantID != sent.tenant {
+			t.Errorf("the status of %s's send recorded as %+v (%v), want one for %s", sent.tenant, sts, err, sent.tenant)
+		}
 	}
 
 	// A status about a message of neither tenant: one naming acme's record with another wamid

@@ -339,13 +339,18 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				"tenant_id", routes[st.PhoneNumberID].tenantID, logging.MessageID(st.ID))
 			res.Key = ""
 		}
+		tenantID := routes[st.PhoneNumberID].tenantID
+		if len(routes[st.PhoneNumberID].sharedWith) > 0 && res.TenantID != "" {
+			// A shared number's status is recorded for the tenant whose record it settled.
+			tenantID = res.TenantID
+		}
 		rec := store.StatusRecord{
 			Key:            key,
 			GraphMessageID: st.ID,
 			Status:         st.Status,
 			Timestamp:      st.Timestamp,
 			PhoneNumberID:  st.PhoneNumberID,
-			TenantID:       routes[st.PhoneNumberID].tenantID,
+			TenantID:       tenantID,
 			RecipientHash:  f.Hasher.Phone(st.RecipientID),
 			IdempotencyKey: res.Key,
 			ErrorCode:      int64(code),
@@ -360,7 +365,7 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			}
 			continue
 		}
-		logStatusApplied(ctx, logger, st, routes[st.PhoneNumberID].tenantID, res, code, title)
+		logStatusApplied(ctx, logger, st, tenantID, res, code, title)
 	}
 	return errors.Join(errs...)
 }

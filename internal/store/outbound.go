@@ -351,6 +351,9 @@ type ApplyResult struct {
 	// Mismatch constants): nothing was changed.
 	Mismatch string
 	Key      string
+	// TenantID is the tenant of the record the status may change ("" when none matched, or the
+	// single-tenant default's): on a shared number, the tenant that sent.
+	TenantID string
 }
 
 // statusMismatch returns why u may not change rec, or "" when it may. The echoed key alone
@@ -411,6 +414,7 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 		if res.Mismatch != "" {
 			return false
 		}
+		res.TenantID = rec.TenantID
 		changed := false
 		switch {
 		case rec.State == OutboundFailed:
