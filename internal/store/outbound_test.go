@@ -110,7 +110,9 @@ func TestApplyStatus(t *testing.T) {
 			func(u *store.StatusUpdate) { u.TenantID, u.SharedWith = "aaa-first", []string{"aaa-first", "other"} },
 			[]string{"delivered"}, store.OutboundSent, "", "wamid.out", store.MismatchTenant},
 		{"another message on a shared number changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
-			func(u *store.StatusUpdate) { u.GraphMessageID, u.SharedWith = "wamid.forged", []string{"acme", "other"} },
+			func(u *store.StatusUpdate) {
+				u.GraphMessageID, u.SharedWith = "wamid.forged", []string{"acme", "other"}
+			},
 			[]string{"read"}, store.OutboundSent, "", "wamid.out", store.MismatchMessage},
 		{"another message changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
 			func(u *store.StatusUpdate) { u.GraphMessageID = "wamid.forged" },
