@@ -139,7 +139,7 @@ func startSharedStack(t *testing.T) *sharedStack {
 // answered by their own tenant with its token; a stranger gets the onboarding prompt in the
 // number's language (its first tenant by id); a stranger joins bali-tours by its code; acme's
 // file member moves to bali-tours by its code and stays there after acme's file is applied
-// again; statuses update the record of the tenant that sent, and a status about neither's
+// again; a marketing stop holds for both; statuses update the record of the tenant that sent, and a status about neither's
 // message changes nothing.
 func TestSharedNumberEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -182,6 +182,18 @@ func TestSharedNumberEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the moved member after acme's file is applied again", bali("bali heard you"), s.replyTo(acmeMember, "masih di sini"))
+
+	// A contact's stop of marketing on the shared number holds for every tenant there: Meta
+	// keeps one preference per number and contact.
+	post(t, s.st, whatsapp.SamplePreference(whatsapp.SampleOptions{PhoneNumberID: sharedNumber, WABAID: sharedWABA, From: stranger,
+		MessageID: whatsapp.NewMessageID()}, "stop"))
+	prefs := store.NewContactPrefs(s.db, store.Options{})
+	for _, id := range []string{"acme-bus", "bali-tours"} {
+		testenv.Eventually(t, eventsWait, func() bool {
+			p, err := prefs.Preference(ctx, id, stranger)
+			return err == nil && p.MarketingStopped
+		}, "the stop on the shared number was not recorded for %s", id)
+	}
 
 	// Statuses on the shared number follow the record that sent: acme's (the number's first
 	// tenant) and bali's.

@@ -379,20 +379,42 @@ func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload) (in
 	}
 	applied := 0
 	for _, ev := range whatsapp.Events(payload) {
-		tenantID := ""
+		tenantIDs := []string{""}
 		if ev.PhoneNumberID != "" {
 			r, err := storeCall(ctx, func(ctx context.Context) (route, error) { return f.route(ctx, ev.PhoneNumberID) })
 			if err != nil {
 				return applied, err
 			}
-			tenantID = r.tenantID
+			if tenantIDs, err = f.eventTenants(ctx, r, ev); err != nil {
+				return applied, err
+			}
 		}
-		if _, err := storeCall(ctx, func(ctx context.Context) (events.Outcome, error) { return f.Events.Apply(ctx, tenantID, ev) }); err != nil {
-			return applied, fmt.Errorf("apply %s event: %w", ev.Field, err)
+		for _, tenantID := range tenantIDs {
+			if _, err := storeCall(ctx, func(ctx context.Context) (events.Outcome, error) { return f.Events.Apply(ctx, tenantID, ev) }); err != nil {
+				return applied, fmt.Errorf("apply %s event: %w", ev.Field, err)
+			}
 		}
 		applied++
 	}
 	return applied, nil
+}
+
+// eventTenants are the tenants an event on a number with route r is applied for: the number's
+// tenant; on a shared number, a contact's marketing preference for every tenant there (Meta
+// keeps one per number and contact, and refuses every tenant's marketing after a stop), another
+// event with a contact for the contact's tenant, one without for the number's first tenant.
+func (f *Fanner) eventTenants(ctx context.Context, r route, ev whatsapp.Event) ([]string, error) {
+	switch {
+	case len(r.sharedWith) == 0 || ev.Contact == "":
+		return []string{r.tenantID}, nil
+	case ev.Preference != nil:
+		return r.sharedWith, nil
+	}
+	cr, err := f.contactRoute(ctx, r, whatsapp.Message{PhoneNumberID: ev.PhoneNumberID, From: ev.Contact})
+	if err != nil {
+		return nil, err
+	}
+	return []string{cr.tenantID}, nil
 }
 
 // logStatusApplied logs a status applied to its record (a mismatch was logged already): a failed
