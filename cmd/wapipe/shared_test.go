@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,9 @@ func TestTenantsSharedNumber(t *testing.T) {
 		t.Error("the refused tenant was stored")
 	}
 
+	if list := mustCLI(t, e.args("list")...); !regexp.MustCompile(`(?m)^acme-bus +no_token +1 \(1 shared\) `).MatchString(list) {
+		t.Errorf("list does not count the shared number:\n%s", list)
+	}
 	for _, id := range []string{"acme-bus", "bali-tours"} {
 		if show := mustCLI(t, e.args("show", id)...); !strings.Contains(show, "phone_number:    200 (waba 300, shared)\n") {
 			t.Errorf("show %s does not list the number as shared:\n%s", id, show)
