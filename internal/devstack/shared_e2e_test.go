@@ -198,6 +198,7 @@ func TestSharedNumberEndToEnd(t *testing.T) {
 	// Statuses on the shared number follow the record that sent: acme's (the number's first
 	// tenant) and bali's.
 	outbound := store.NewOutbound(s.db, store.Options{})
+	statuses := store.NewStatuses(s.db, store.Options{})
 	recordOf := func(r graphfake.Request) store.OutboundRecord {
 		t.Helper()
 		key, _ := r.Body["biz_opaque_callback_data"].(string)
@@ -220,15 +221,21 @@ func TestSharedNumberEndToEnd(t *testing.T) {
 		testenv.Eventually(t, eventsWait, func() bool {
 			return recordOf(sent.send).DeliveryStatus == store.DeliveryDelivered
 		}, "the delivered status of %s's send on the shared number was not applied", sent.tenant)
-		if sts, err := store.NewStatuses(s.db, store.Options{}).ListStatusesFor(ctx, sent.send.MessageID); err != nil || len(sts) != 1 || sts[0].TenantID != sent.tenant {
-			t.Errorf("the status of %s's send recorded as %+v (%v), want one for %s", sent.tenant, sts, err, sent.tenant)
+		// The status is recorded after it is applied: wait for that too.
+		var sts []store.StatusRecord
+		testenv.Eventually(t, eventsWait, func() bool {
+			var err error
+			sts, err = statuses.ListStatusesFor(ctx, sent.send.MessageID)
+			return err == nil && len(sts) > 0
+		}, "the delivered status of %s's send was never recorded", sent.tenant)
+		if len(sts) != 1 || sts[0].TenantID != sent.tenant {
+			t.Errorf("the status of %s's send recorded as %+v, want one for %s", sent.tenant, sts, sent.tenant)
 		}
 	}
 
 	// A status about a message of neither tenant: one naming acme's record with another wamid
 	// (refused, status_mismatch), one naming nothing. Both are recorded and change nothing.
 	acmeBefore, baliBefore := recordOf(acmeSend), recordOf(baliSend)
-	statuses := store.NewStatuses(s.db, store.Options{})
 	for i, key := range []string{acmeSend.Body["biz_opaque_callback_data"].(string), ""} {
 		wamid := fmt.Sprintf("wamid.neither-%d", i)
 		post(t, s.st, whatsapp.SampleStatus(whatsapp.SampleOptions{PhoneNumberID: sharedNumber, WABAID: sharedWABA, From: stranger,
