@@ -66,7 +66,14 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 	switch {
 	case isCode && isMember:
 		// A member who sends a code: most often this very code on a retry, after the attempt
-		// that redeemed it failed to send the welcome. Welcome again, consume nothing.
+		// that redeemed it failed to send the welcome. Welcome again, consume nothing. On a
+		// shared number a fresh code of this tenant is still redeemed: the member may be
+		// another tenant's there by an earlier code, and the code is how they pick this one.
+		if g.Moves != nil && tn.SharesNumber(m.PhoneNumberID) {
+			if _, err := g.redeem(ctx, tn, m, tenant.InviteCodeHash(code)); err != nil && !errors.Is(err, store.ErrInviteInvalid) {
+				return Admission{}, fmt.Errorf("redeem invite: %w", err)
+			}
+		}
 		adm.Handled, adm.Event = true, "invite_redeemed"
 		adm.Reply, adm.Key = welcome(tn, member, m)
 	case isCode && allow != nil && !allow():

@@ -65,3 +65,49 @@ func TestGateSharedNumber(t *testing.T) {
 		t.Errorf("not beta's member after beta's code: %v, %v", ok, err)
 	}
 }
+
+// TestGateSharedNumberFileMemberPicksBack: a file member of beta who chose alpha on the shared
+// number by alpha's code picks beta back with beta's code (redeemed, though already beta's).
+func TestGateSharedNumberFileMemberPicksBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	tenants := store.NewTenants(db, store.Options{})
+	parse := func(id, extra string) *tenant.Tenant {
+		tn, err := tenant.Parse([]byte("id: " + id + "\nname: " + id + "\nlanguage: fr\naudience: members\n" +
+			"phone_numbers:\n  - {phone_number_id: \"111\", waba_id: \"900\", shared: true}\n" + extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tenants.Apply(ctx, tn, false); err != nil {
+			t.Fatal(err)
+		}
+		return tn
+	}
+	alpha, beta := parse("alpha", ""), parse("beta", "members:\n  - {wa_id: \""+stranger+"\", role: admin}\n")
+	for code, id := range map[string]string{"WP-AAAAAAAA": "alpha", "WP-BBBBBBBB": "beta"} {
+		if err := tenants.CreateInvite(ctx, id, tenant.InviteCodeHash(code), tenant.RoleMember, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := members.Gate{Store: tenants, Moves: tenants}
+	m := whatsapp.Message{ID: "wamid.a", From: stranger, Type: "text", Text: "WP-AAAAAAAA", PhoneNumberID: "111"}
+	if adm, err := gate.Admit(ctx, alpha, m, nil); err != nil || adm.Event != "invite_redeemed" {
+		t.Fatalf("alpha's code: %+v, %v", adm, err)
+	}
+	m.ID, m.Text = "wamid.b", "WP-BBBBBBBB"
+	if adm, err := gate.Admit(ctx, beta, m, nil); err != nil || adm.Event != "invite_redeemed" {
+		t.Fatalf("beta's code from beta's file member: %+v, %v", adm, err)
+	}
+	sc, err := tenants.SharedContact(ctx, "111", []string{"alpha", "beta"}, stranger)
+	if err != nil || sc.Chosen != "beta" {
+		t.Errorf("the contact's choice on the shared number: %+v, %v; want beta", sc, err)
+	}
+	if mem, ok, err := gate.Member(ctx, beta, stranger); err != nil || !ok || mem.Role != tenant.RoleAdmin {
+		t.Errorf("beta's member: %+v %v %v; want the file's admin", mem, ok, err)
+	}
+	// The same code again (a retried turn): a welcome, nothing else.
+	if adm, err := gate.Admit(ctx, beta, m, nil); err != nil || adm.Event != "invite_redeemed" {
+		t.Errorf("beta's code again: %+v, %v", adm, err)
+	}
+}
