@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -342,9 +343,24 @@ func writeTenantList(w io.Writer, recs []store.TenantRecord) error {
 	fmt.Fprintln(tw, "ID\tAUTH\tNUMBERS\tMEMBERS\tASSISTANT\tNAME")
 	for _, r := range recs {
 		t := r.Tenant
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", t.ID, r.AuthStatus, len(t.PhoneNumbers), len(t.Members), t.Assistant.Mode, oneLine(t.Name))
+		numbers := strconv.Itoa(len(t.PhoneNumbers))
+		if n := countShared(t.PhoneNumbers); n > 0 {
+			numbers += fmt.Sprintf(" (%d shared)", n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, r.AuthStatus, numbers, len(t.Members), t.Assistant.Mode, oneLine(t.Name))
 	}
 	return tw.Flush()
+}
+
+// countShared counts the numbers listed shared: true.
+func countShared(ps []tenant.PhoneNumber) int {
+	n := 0
+	for _, p := range ps {
+		if p.Shared {
+			n++
+		}
+	}
+	return n
 }
 
 // describeTenant renders one tenant for `show`: never a secret, members by masked label.
@@ -377,6 +393,11 @@ func describeTenant(r store.TenantRecord) string {
 		line("access_token", "not set")
 	}
 	for _, p := range t.PhoneNumbers {
+		if p.Shared {
+			// The contact's membership, not the number, picks the tenant of a message there.
+			line("phone_number", "%s (waba %s, shared)", p.PhoneNumberID, p.WABAID)
+			continue
+		}
 		line("phone_number", "%s (waba %s)", p.PhoneNumberID, p.WABAID)
 	}
 	for _, m := range t.Members {

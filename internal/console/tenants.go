@@ -77,7 +77,11 @@ func (s *Server) tenantRows(ctx context.Context, now time.Time, queues bool) ([]
 		*row = tenantRow{ID: t.ID, Name: t.Name, AuthStatus: rec.AuthStatus, AuthLastError: rec.AuthLastError, Period: period,
 			Account: rec.Account}
 		for _, p := range t.PhoneNumbers {
-			row.Numbers = append(row.Numbers, p.PhoneNumberID)
+			n := p.PhoneNumberID
+			if p.Shared {
+				n += " (shared)"
+			}
+			row.Numbers = append(row.Numbers, n)
 		}
 		row.Quota, row.Limited = t.Quota.MonthlyLLMCalls()
 		wg.Go(func() {

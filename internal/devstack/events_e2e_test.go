@@ -48,18 +48,7 @@ func startEventsStack(t *testing.T) *eventsStack {
 	if !bytes.Contains(sample, []byte("audience: members")) || !bytes.Contains(sample, []byte("max: 100")) {
 		t.Fatal("tenants/sample.yaml changed: the test cannot adapt it")
 	}
-	// Fast retries, but many: a message that finds its conversation held by the task answering
-	// the previous one is retried until that task lets go, however slow a busy machine makes it
-	// (the default 5 fast attempts can run out in a second and dead-letter it).
-	queues := testenv.FastQueues(t)
-	for id, q := range queues.Queues {
-		q.RetryConfig.MaxAttempts = 300
-		queues.Queues[id] = q
-	}
-	for id, q := range queues.Templates {
-		q.RetryConfig.MaxAttempts = 300
-		queues.Templates[id] = q
-	}
+	queues := patientQueues(t)
 	logs := &testenv.LogBuffer{}
 	st, err := devstack.Start(ctx, devstack.Options{
 		FirestoreHost: host, Project: project, Queues: queues,
@@ -76,6 +65,23 @@ func startEventsStack(t *testing.T) *eventsStack {
 	t.Cleanup(func() { db.Close() })
 	return &eventsStack{st: st, logs: logs, db: db, conversations: store.NewConversationStore(db, store.Options{}),
 		tenants: store.NewTenants(db, store.Options{})}
+}
+
+// patientQueues are fast retries, but many: a message that finds its conversation held by the
+// task answering the previous one is retried until that task lets go, however slow a busy
+// machine makes it (the default 5 fast attempts can run out in a second and dead-letter it).
+func patientQueues(t *testing.T) *tasks.QueueFile {
+	t.Helper()
+	queues := testenv.FastQueues(t)
+	for id, q := range queues.Queues {
+		q.RetryConfig.MaxAttempts = 300
+		queues.Queues[id] = q
+	}
+	for id, q := range queues.Templates {
+		q.RetryConfig.MaxAttempts = 300
+		queues.Templates[id] = q
+	}
+	return queues
 }
 
 // turnDone waits for the turn of message id in the conversation to be committed and its

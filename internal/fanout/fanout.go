@@ -16,6 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -40,6 +41,17 @@ type NumberResolver interface {
 	GetByPhoneNumber(ctx context.Context, phoneNumberID string) (store.TenantRecord, error)
 }
 
+// ContactRouter routes the messages of a shared number, where the contact decides the tenant;
+// tenantcache.ContactRouter implements it. Both answer store.ErrNotFound when no tenant lists
+// the number.
+type ContactRouter interface {
+	// TenantFor returns the tenant of a message from waID; codeHash is the message's
+	// tenant.InviteCodeHash when it is exactly an invite code, else "".
+	TenantFor(ctx context.Context, phoneNumberID, waID, codeHash string) (string, error)
+	// NumberTenants returns the tenants that list the number.
+	NumberTenants(ctx context.Context, phoneNumberID string) ([]string, error)
+}
+
 // Fanner fans one inbound delivery out: each message becomes an outbound task on the queue of
 // the tenant its number routes to, each status is applied to its outbound record once, and the
 // attempt leaves one trace.
@@ -50,6 +62,9 @@ type Fanner struct {
 	Outbound DeliveryUpdater
 	Traces   TraceRecords
 	Tenants  NumberResolver
+	// Contacts routes the messages of shared numbers by contact; nil routes them to the
+	// number's first tenant, like any number.
+	Contacts ContactRouter
 	// Events applies the changes of fields other than messages (preferences, echoes, account
 	// and template updates, calls); with none they are traced only.
 	Events EventApplier
@@ -216,9 +231,20 @@ func (f *Fanner) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 	var errs []error
 	for _, m := range msgs {
 		key := tasks.IdempotencyKey(m.ID)
-		r := routes[m.PhoneNumberID]
-		if r.unrouted {
-			targets[key] = store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}
+		r, err := f.contactRoute(ctx, routes[m.PhoneNumberID], m)
+		if err != nil || r.unrouted {
+			// The enqueues already started write targets and errs too.
+			mu.Lock()
+			t := store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}
+			if err != nil {
+				t = store.TraceTarget{MessageID: m.ID, Status: "failed", Error: err.Error()}
+				errs = append(errs, err)
+			}
+			targets[key] = t
+			mu.Unlock()
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
 			continue
 		}
 		g.Go(func() error {
@@ -295,6 +321,7 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				ErrorCode:      code,
 				PhoneNumberID:  st.PhoneNumberID,
 				TenantID:       routes[st.PhoneNumberID].tenantID,
+				SharedWith:     routes[st.PhoneNumberID].sharedWith,
 			})
 		})
 		if err != nil {
@@ -313,13 +340,18 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				"tenant_id", routes[st.PhoneNumberID].tenantID, logging.MessageID(st.ID))
 			res.Key = ""
 		}
+		tenantID := routes[st.PhoneNumberID].tenantID
+		if len(routes[st.PhoneNumberID].sharedWith) > 0 && res.TenantID != "" {
+			// A shared number's status is recorded for the tenant whose record it settled.
+			tenantID = res.TenantID
+		}
 		rec := store.StatusRecord{
 			Key:            key,
 			GraphMessageID: st.ID,
 			Status:         st.Status,
 			Timestamp:      st.Timestamp,
 			PhoneNumberID:  st.PhoneNumberID,
-			TenantID:       routes[st.PhoneNumberID].tenantID,
+			TenantID:       tenantID,
 			RecipientHash:  f.Hasher.Phone(st.RecipientID),
 			IdempotencyKey: res.Key,
 			ErrorCode:      int64(code),
@@ -334,7 +366,7 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			}
 			continue
 		}
-		logStatusApplied(ctx, logger, st, routes[st.PhoneNumberID].tenantID, res, code, title)
+		logStatusApplied(ctx, logger, st, tenantID, res, code, title)
 	}
 	return errors.Join(errs...)
 }
@@ -348,20 +380,42 @@ func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload) (in
 	}
 	applied := 0
 	for _, ev := range whatsapp.Events(payload) {
-		tenantID := ""
+		tenantIDs := []string{""}
 		if ev.PhoneNumberID != "" {
 			r, err := storeCall(ctx, func(ctx context.Context) (route, error) { return f.route(ctx, ev.PhoneNumberID) })
 			if err != nil {
 				return applied, err
 			}
-			tenantID = r.tenantID
+			if tenantIDs, err = f.eventTenants(ctx, r, ev); err != nil {
+				return applied, err
+			}
 		}
-		if _, err := storeCall(ctx, func(ctx context.Context) (events.Outcome, error) { return f.Events.Apply(ctx, tenantID, ev) }); err != nil {
-			return applied, fmt.Errorf("apply %s event: %w", ev.Field, err)
+		for _, tenantID := range tenantIDs {
+			if _, err := storeCall(ctx, func(ctx context.Context) (events.Outcome, error) { return f.Events.Apply(ctx, tenantID, ev) }); err != nil {
+				return applied, fmt.Errorf("apply %s event: %w", ev.Field, err)
+			}
 		}
 		applied++
 	}
 	return applied, nil
+}
+
+// eventTenants are the tenants an event on a number with route r is applied for: the number's
+// tenant; on a shared number, a contact's marketing preference for every tenant there (Meta
+// keeps one per number and contact, and refuses every tenant's marketing after a stop), another
+// event with a contact for the contact's tenant, one without for the number's first tenant.
+func (f *Fanner) eventTenants(ctx context.Context, r route, ev whatsapp.Event) ([]string, error) {
+	switch {
+	case len(r.sharedWith) == 0 || ev.Contact == "":
+		return []string{r.tenantID}, nil
+	case ev.Preference != nil:
+		return r.sharedWith, nil
+	}
+	cr, err := f.contactRoute(ctx, r, whatsapp.Message{PhoneNumberID: ev.PhoneNumberID, From: ev.Contact})
+	if err != nil {
+		return nil, err
+	}
+	return []string{cr.tenantID}, nil
 }
 
 // logStatusApplied logs a status applied to its record (a mismatch was logged already): a failed
@@ -410,6 +464,9 @@ type route struct {
 	queue string
 	// unrouted: no tenant owns the number and there is no default: nothing is sent.
 	unrouted bool
+	// sharedWith are the tenants of a shared number (tenantID is the first): the contact of
+	// each message decides among them, and a status may be about a record of any of them.
+	sharedWith []string
 }
 
 // routeAll resolves each distinct business number of a delivery (usually one). A lookup that
@@ -451,7 +508,15 @@ func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error)
 	rec, err := f.Tenants.GetByPhoneNumber(ctx, phoneNumberID)
 	switch {
 	case err == nil:
-		return route{tenantID: rec.Tenant.ID, queue: tasks.TenantQueueID(rec.Tenant.ID)}, nil
+		r := route{tenantID: rec.Tenant.ID, queue: tasks.TenantQueueID(rec.Tenant.ID)}
+		if f.Contacts != nil && rec.Tenant.SharesNumber(phoneNumberID) {
+			ids, err := f.Contacts.NumberTenants(ctx, phoneNumberID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return route{}, fmt.Errorf("read the tenants of shared number %s: %w", phoneNumberID, err)
+			}
+			r.sharedWith = ids
+		}
+		return r, nil
 	case errors.Is(err, store.ErrNotFound):
 		if f.DefaultQueue != "" {
 			return route{queue: f.DefaultQueue}, nil
@@ -460,4 +525,29 @@ func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error)
 	default:
 		return route{}, fmt.Errorf("resolve the tenant of business number %s: %w", phoneNumberID, err)
 	}
+}
+
+// contactRoute is the route of message m on its number's route r: on a shared number the
+// contact's tenant (ContactRouter.TenantFor), else r.
+func (f *Fanner) contactRoute(ctx context.Context, r route, m whatsapp.Message) (route, error) {
+	if len(r.sharedWith) == 0 {
+		return r, nil
+	}
+	codeHash := ""
+	if m.Type == "text" {
+		if code, ok := tenant.NormalizeInviteCode(m.Text); ok {
+			codeHash = tenant.InviteCodeHash(code)
+		}
+	}
+	id, err := storeCall(ctx, func(ctx context.Context) (string, error) {
+		return f.Contacts.TenantFor(ctx, m.PhoneNumberID, m.From, codeHash)
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// The number stopped being shared since it was resolved: its first tenant answers.
+		return r, nil
+	case err != nil:
+		return route{}, fmt.Errorf("route the contact on shared number %s: %w", m.PhoneNumberID, err)
+	}
+	return route{tenantID: id, queue: tasks.TenantQueueID(id), sharedWith: r.sharedWith}, nil
 }

@@ -20,8 +20,19 @@ type Store interface {
 	RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error)
 }
 
+// Mover redeems an invite for a contact writing on a business number: on a shared number the
+// contact also leaves the number's other tenants; tenantcache.ContactRouter implements it.
+type Mover interface {
+	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error)
+}
+
 // Gate decides, before the assistant, what a tenant's audience makes of a message.
-type Gate struct{ Store Store }
+type Gate struct {
+	Store Store
+	// Moves redeems the codes sent on a shared number; nil redeems them with Store, as on any
+	// number.
+	Moves Mover
+}
 
 // Admission is what membership decides about a message before the assistant sees it.
 type Admission struct {
@@ -55,13 +66,20 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 	switch {
 	case isCode && isMember:
 		// A member who sends a code: most often this very code on a retry, after the attempt
-		// that redeemed it failed to send the welcome. Welcome again, consume nothing.
+		// that redeemed it failed to send the welcome. Welcome again, consume nothing. On a
+		// shared number a fresh code of this tenant is still redeemed: the member may be
+		// another tenant's there by an earlier code, and the code is how they pick this one.
+		if g.Moves != nil && tn.SharesNumber(m.PhoneNumberID) {
+			if _, err := g.redeem(ctx, tn, m, tenant.InviteCodeHash(code)); err != nil && !errors.Is(err, store.ErrInviteInvalid) {
+				return Admission{}, fmt.Errorf("redeem invite: %w", err)
+			}
+		}
 		adm.Handled, adm.Event = true, "invite_redeemed"
 		adm.Reply, adm.Key = welcome(tn, member, m)
 	case isCode && allow != nil && !allow():
 		return limitedNonMember(ctx, adm), nil
 	case isCode:
-		joined, err := g.Store.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), m.From, m.ContactName)
+		joined, err := g.redeem(ctx, tn, m, tenant.InviteCodeHash(code))
 		if errors.Is(err, store.ErrInviteInvalid) {
 			logger.InfoContext(ctx, "invite code refused: unknown, used or expired", "event", "invite_refused")
 			adm.Handled, adm.Event, adm.Key = true, "invite_refused", i18n.InvalidCode
@@ -74,7 +92,9 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 		logger.InfoContext(ctx, "invite redeemed: a new member", "event", "invite_redeemed", "role", joined.Role)
 		adm.Member, adm.IsMember, adm.Handled, adm.Event = joined, true, true, "invite_redeemed"
 		adm.Reply, adm.Key = welcome(tn, joined, m)
-	case !isMember && tn.Audience == tenant.AudienceMembers:
+	case !isMember && (tn.Audience == tenant.AudienceMembers || tn.SharesNumber(m.PhoneNumberID)):
+		// On a shared number a stranger is routed to the number's first tenant only to be
+		// told how to join one: whatever that tenant's audience, it does not serve them.
 		adm.Handled, adm.Event = true, "onboarding_prompt"
 		if responder.Ignorable(m) {
 			return adm, nil
@@ -87,6 +107,15 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 		adm.Reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}
 	}
 	return adm, nil
+}
+
+// redeem redeems the invite codeHash for m's sender: on a shared number through Moves, so the
+// sender leaves the number's other tenants.
+func (g Gate) redeem(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, codeHash string) (tenant.Member, error) {
+	if g.Moves != nil && tn.SharesNumber(m.PhoneNumberID) {
+		return g.Moves.RedeemSharedInvite(ctx, tn.ID, m.PhoneNumberID, codeHash, m.From, m.ContactName)
+	}
+	return g.Store.RedeemInvite(ctx, tn.ID, codeHash, m.From, m.ContactName)
 }
 
 // limitedNonMember is the silence of a non-member past its replies of the hour.

@@ -69,8 +69,10 @@ func (s *Tenants) TenantsByWABA(ctx context.Context, wabaID string) ([]string, e
 		if err := sn.DataTo(&n); err != nil {
 			return nil, fmt.Errorf("decode phone number: %w", err)
 		}
-		if n.TenantID != "" && !slices.Contains(ids, n.TenantID) {
-			ids = append(ids, n.TenantID)
+		for _, id := range n.tenants() {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	slices.Sort(ids)

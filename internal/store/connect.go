@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,7 +153,7 @@ func foreignNumbers(snaps []*firestore.DocumentSnapshot, nums []tenant.PhoneNumb
 		if err := sn.DataTo(&n); err != nil {
 			return err
 		}
-		if n.TenantID != id {
+		if !slices.Contains(n.tenants(), id) {
 			ps = append(ps, tenant.Problem{Path: "phone_numbers", Message: fmt.Sprintf("number %s belongs to another tenant", nums[i].PhoneNumberID)})
 		}
 	}

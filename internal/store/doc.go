@@ -4,8 +4,9 @@
 // the idempotency record of each reply, and the counts health reads), Statuses
 // (message_statuses), Traces (inbound_traces), DeadLetterStore (dead_letters), Markers
 // (inbound_events, the webhook's dedupe markers, by the rules of package dedupe), Payloads
-// (payloads too large for a task), Tenants (tenants, the phone_numbers routing index, and each
-// tenant's invites and the members who joined by invite), ConversationStore (conversations,
+// (payloads too large for a task), Tenants (tenants, the phone_numbers routing index with the
+// tenants of a shared number and, under it, the tenant each contact chose there by invite code,
+// and each tenant's invites and the members who joined by invite), ConversationStore (conversations,
 // their stored messages and inbox, and the lease that serialises their turns) and Guard (usage
 // and sender_windows: the assistant's shared counters). Every document of an expiring collection
 // (Collections) carries the expire_at field its TTL policy deletes on; tenants and the usage

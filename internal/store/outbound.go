@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -321,6 +322,9 @@ type StatusUpdate struct {
 	// message. TenantID is the tenant that number routes to ("" for the single-tenant default).
 	PhoneNumberID string
 	TenantID      string
+	// SharedWith are the tenants of the status's number when it is shared: a record of any of
+	// them may be settled by it (each sent with its own token, on the same number).
+	SharedWith []string
 }
 
 // Reasons a status is refused (ApplyResult.Mismatch).
@@ -352,6 +356,9 @@ type ApplyResult struct {
 	// Mismatch constants): nothing was changed.
 	Mismatch string
 	Key      string
+	// TenantID is the tenant of the record the status may change ("" when none matched, or the
+	// single-tenant default's): on a shared number, the tenant that sent.
+	TenantID string
 }
 
 // statusMismatch returns why u may not change rec, or "" when it may. The echoed key alone
@@ -362,7 +369,7 @@ func statusMismatch(rec OutboundRecord, u StatusUpdate) string {
 	switch {
 	case rec.PhoneNumberID == "" || rec.PhoneNumberID != u.PhoneNumberID:
 		return MismatchNumber
-	case rec.TenantID != "" && rec.TenantID != u.TenantID:
+	case rec.TenantID != "" && rec.TenantID != u.TenantID && !slices.Contains(u.SharedWith, rec.TenantID):
 		return MismatchTenant
 	case rec.GraphMessageID != "" && rec.GraphMessageID != u.GraphMessageID:
 		return MismatchMessage
@@ -412,6 +419,7 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 		if res.Mismatch != "" {
 			return false
 		}
+		res.TenantID = rec.TenantID
 		changed := false
 		switch {
 		case rec.State == OutboundFailed:

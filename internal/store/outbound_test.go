@@ -103,6 +103,17 @@ func TestApplyStatus(t *testing.T) {
 		{"a number routed to another tenant changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
 			func(u *store.StatusUpdate) { u.TenantID = "other" },
 			[]string{"read"}, store.OutboundSent, "", "wamid.out", store.MismatchTenant},
+		{"a shared number listing the record's tenant applies", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+			func(u *store.StatusUpdate) { u.TenantID, u.SharedWith = "aaa-first", []string{"aaa-first", "acme"} },
+			[]string{"delivered"}, store.OutboundSent, store.DeliveryDelivered, "wamid.out", ""},
+		{"a shared number not listing the record's tenant changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+			func(u *store.StatusUpdate) { u.TenantID, u.SharedWith = "aaa-first", []string{"aaa-first", "other"} },
+			[]string{"delivered"}, store.OutboundSent, "", "wamid.out", store.MismatchTenant},
+		{"another message on a shared number changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
+			func(u *store.StatusUpdate) {
+				u.GraphMessageID, u.SharedWith = "wamid.forged", []string{"acme", "other"}
+			},
+			[]string{"read"}, store.OutboundSent, "", "wamid.out", store.MismatchMessage},
 		{"another message changes nothing", func(r records) { r.MarkSent(ctx, "k", "wamid.out", false) },
 			func(u *store.StatusUpdate) { u.GraphMessageID = "wamid.forged" },
 			[]string{"read"}, store.OutboundSent, "", "wamid.out", store.MismatchMessage},

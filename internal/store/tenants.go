@@ -96,10 +96,13 @@ func (d *tenantDoc) record() TenantRecord {
 	}
 }
 
-// numberDoc is a phone_numbers document.
+// numberDoc is a phone_numbers document. A shared number (shared.go) lists its tenants in
+// TenantIDs, and TenantID is the first of them.
 type numberDoc struct {
 	TenantID  string    `firestore:"tenant_id"`
 	WABAID    string    `firestore:"waba_id"`
+	Shared    bool      `firestore:"shared,omitempty"`
+	TenantIDs []string  `firestore:"tenant_ids,omitempty"`
 	UpdatedAt time.Time `firestore:"updated_at"`
 }
 
@@ -155,8 +158,9 @@ type TenantApplyResult struct {
 // Apply creates or updates the tenant t (valid, as tenant.Parse returns it) in one transaction:
 // the file fields replace the stored ones, the runtime fields (token, auth status) and the
 // members who joined by invite are kept, the phone_numbers index gains the file's numbers and
-// loses those the tenant no longer lists. A number another tenant owns refuses the whole apply
-// with tenant.Problems, one per number, and nothing is written. Applying what is stored already
+// loses those the tenant no longer lists (a shared number loses the tenant from its tenants).
+// A number another tenant owns, or shares otherwise than the file says (tenant.CheckNumbers),
+// refuses the whole apply with tenant.Problems, one per number, and nothing is written. Applying what is stored already
 // writes nothing. With dryRun nothing is written either, and the result says what would change.
 func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (TenantApplyResult, error) {
 	if t == nil || t.ID == "" {
@@ -175,14 +179,17 @@ func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (Ten
 			return err
 		}
 		res = applyResult(prev, t)
-		plan := planNumberIndex(t, current, owned)
+		plan, err := planNumberIndex(t, current, owned)
+		if err != nil {
+			return err
+		}
 		if dryRun || (len(res.Changes) == 0 && len(plan.sets) == 0 && len(plan.deletes) == 0) {
 			return nil
 		}
 		if err := writeTenantDoc(tx, ref, prev, t, res, now); err != nil {
 			return err
 		}
-		return s.writeNumberIndex(tx, t.ID, plan, now)
+		return s.writeNumberIndex(tx, plan, now)
 	})
 	if err != nil {
 		var ps tenant.Problems
@@ -211,7 +218,8 @@ func readTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef) (*tena
 }
 
 // readApplyNumbers reads, in tx, the index documents of t's numbers (current, by number) and
-// those t owns now (owned). A number another tenant owns refuses the apply with tenant.Problems.
+// those t lists now (owned). A number t may not list (another tenant's, or shared otherwise
+// than t says) refuses the apply with tenant.Problems (tenant.CheckNumbers).
 func (s *Tenants) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) (map[string]numberDoc, []*firestore.DocumentSnapshot, error) {
 	refs := make([]*firestore.DocumentRef, 0, len(t.PhoneNumbers))
 	for _, p := range t.PhoneNumbers {
@@ -221,11 +229,11 @@ func (s *Tenants) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("read phone numbers: %w", err)
 	}
-	owned, err := tx.Documents(s.fs.Collection(PhoneNumbers).Where("tenant_id", "==", t.ID)).GetAll()
+	owned, err := s.ownedNumbers(tx, t.ID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("query phone numbers: %w", err)
+		return nil, nil, err
 	}
-	owners := map[string]string{}
+	uses := map[string]tenant.NumberUse{}
 	current := map[string]numberDoc{}
 	for _, sn := range snaps {
 		if !sn.Exists() {
@@ -235,10 +243,10 @@ func (s *Tenants) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) 
 		if err := sn.DataTo(&n); err != nil {
 			return nil, nil, fmt.Errorf("decode phone number: %w", err)
 		}
-		owners[sn.Ref.ID] = n.TenantID
+		uses[sn.Ref.ID] = n.use()
 		current[sn.Ref.ID] = n
 	}
-	if err := tenant.CheckNumberOwners(t, owners); err != nil {
+	if err := tenant.CheckNumbers(t, uses); err != nil {
 		return nil, nil, err
 	}
 	return current, owned, nil
@@ -260,29 +268,6 @@ func applyResult(prev *tenantDoc, t *tenant.Tenant) TenantApplyResult {
 	return res
 }
 
-// numberIndexPlan is the phone_numbers index repairs of an apply.
-type numberIndexPlan struct {
-	sets    []tenant.PhoneNumber
-	deletes []*firestore.DocumentRef
-}
-
-// planNumberIndex finds the index repairs: a missing or stale document of a listed number, a
-// document of a number no longer listed. After a normal apply there are none.
-func planNumberIndex(t *tenant.Tenant, current map[string]numberDoc, owned []*firestore.DocumentSnapshot) numberIndexPlan {
-	var plan numberIndexPlan
-	for _, p := range t.PhoneNumbers {
-		if n, ok := current[p.PhoneNumberID]; !ok || n.TenantID != t.ID || n.WABAID != p.WABAID {
-			plan.sets = append(plan.sets, p)
-		}
-	}
-	for _, sn := range owned {
-		if !t.OwnsNumber(sn.Ref.ID) {
-			plan.deletes = append(plan.deletes, sn.Ref)
-		}
-	}
-	return plan
-}
-
 // writeTenantDoc creates the tenant (prev nil) or replaces its file fields when res has changes.
 func writeTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, prev *tenantDoc, t *tenant.Tenant, res TenantApplyResult, now time.Time) error {
 	switch {
@@ -299,21 +284,6 @@ func writeTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, prev 
 			firestore.Update{Path: "updated_at", Value: now})
 		if err := tx.Update(ref, ups); err != nil {
 			return fmt.Errorf("update tenant: %w", err)
-		}
-	}
-	return nil
-}
-
-// writeNumberIndex applies plan to the phone_numbers index for tenant id.
-func (s *Tenants) writeNumberIndex(tx *firestore.Transaction, id string, plan numberIndexPlan, now time.Time) error {
-	for _, p := range plan.sets {
-		if err := tx.Set(s.numberDoc(p.PhoneNumberID), numberDoc{TenantID: id, WABAID: p.WABAID, UpdatedAt: now}); err != nil {
-			return fmt.Errorf("write phone number: %w", err)
-		}
-	}
-	for _, d := range plan.deletes {
-		if err := tx.Delete(d); err != nil {
-			return fmt.Errorf("delete phone number: %w", err)
 		}
 	}
 	return nil
@@ -465,38 +435,7 @@ func (s *Tenants) RedeemInvite(ctx context.Context, id, codeHash, waID, name str
 	if id == "" || codeHash == "" || waID == "" || strings.Contains(codeHash, "/") || strings.Contains(waID, "/") {
 		return tenant.Member{}, ErrInviteInvalid
 	}
-	inv := s.tenantDoc(id).Collection(TenantInvites).Doc(codeHash)
-	mem := s.tenantDoc(id).Collection(TenantMembers).Doc(waID)
-	var m tenant.Member
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		now := s.now()
-		snap, err := tx.Get(inv)
-		if status.Code(err) == codes.NotFound {
-			return ErrInviteInvalid
-		}
-		if err != nil {
-			return err
-		}
-		var d inviteDoc
-		if err := snap.DataTo(&d); err != nil {
-			return err
-		}
-		if !d.UsedAt.IsZero() || !now.Before(d.ExpireAt) {
-			return ErrInviteInvalid
-		}
-		m = tenant.Member{WaID: waID, Role: d.Role, Name: name}
-		if err := tx.Update(inv, []firestore.Update{{Path: "used_at", Value: now}, {Path: "used_by", Value: waID}}); err != nil {
-			return err
-		}
-		return tx.Set(mem, memberDoc{WaID: waID, Role: d.Role, Name: name, JoinedAt: now, Invite: codeHash})
-	})
-	if errors.Is(err, ErrInviteInvalid) {
-		return tenant.Member{}, ErrInviteInvalid
-	}
-	if err != nil {
-		return tenant.Member{}, fmt.Errorf("redeem invite to %s: %w", id, err)
-	}
-	return m, nil
+	return s.redeemInvite(ctx, id, "", codeHash, waID, name)
 }
 
 // RuntimeMember returns the member waID of tenant id who joined by invite, and whether there is

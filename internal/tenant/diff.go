@@ -181,7 +181,7 @@ func (d *differ) list(path string, prev, next []item, showKeys bool) {
 func numberItems(ps []PhoneNumber) []item {
 	out := make([]item, len(ps))
 	for i, p := range ps {
-		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: []attr{{"waba_id", p.WABAID, true}}}
+		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: []attr{{"waba_id", p.WABAID, true}, {"shared", strconv.FormatBool(p.Shared), false}}}
 	}
 	return out
 }

@@ -127,15 +127,17 @@ func TestDiffEachKindOfChange(t *testing.T) {
 			t.Assistant.Instructions = strings.Replace(t.Assistant.Instructions, "tour-bus", "tour-car", 1)
 		}, []string{"~ assistant.instructions: changed (58 -> 58 characters)"}},
 		{"number added", func(t *Tenant) {
-			t.PhoneNumbers = append(t.PhoneNumbers, PhoneNumber{"106540352242923", "102290129340398"})
+			t.PhoneNumbers = append(t.PhoneNumbers, PhoneNumber{PhoneNumberID: "106540352242923", WABAID: "102290129340398"})
 		}, []string{"+ phone_numbers: 106540352242923"}},
 		{"number removed", func(t *Tenant) {
-			t.PhoneNumbers = []PhoneNumber{{"106540352242923", "102290129340398"}}
+			t.PhoneNumbers = []PhoneNumber{{PhoneNumberID: "106540352242923", WABAID: "102290129340398"}}
 		}, []string{"+ phone_numbers: 106540352242923", "- phone_numbers: 106540352242922"}},
 		{"number changed", func(t *Tenant) { t.PhoneNumbers[0].WABAID = "1" }, []string{
 			"~ phone_numbers[106540352242922].waba_id: 102290129340398 -> 1"}},
+		{"number shared", func(t *Tenant) { t.PhoneNumbers[0].Shared = true }, []string{
+			"~ phone_numbers[106540352242922].shared: false -> true"}},
 		{"numbers reordered", func(t *Tenant) {
-			t.PhoneNumbers = append([]PhoneNumber{{"106540352242923", "1"}}, t.PhoneNumbers...)
+			t.PhoneNumbers = append([]PhoneNumber{{PhoneNumberID: "106540352242923", WABAID: "1"}}, t.PhoneNumbers...)
 		}, []string{"+ phone_numbers: 106540352242923"}}, // a new first number is not a reorder
 		{"member added", func(t *Tenant) {
 			t.Members = append(t.Members, Member{WaID: "6281298765432", Role: RoleMember})

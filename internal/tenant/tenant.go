@@ -51,6 +51,9 @@ type PhoneNumber struct {
 	PhoneNumberID string `yaml:"phone_number_id" firestore:"phone_number_id"`
 	// WABAID is the WhatsApp Business Account that holds it.
 	WABAID string `yaml:"waba_id" firestore:"waba_id"`
+	// Shared: several tenants list this number, each with shared: true and the same waba_id,
+	// and the contact's membership decides which tenant a message is for.
+	Shared bool `yaml:"shared,omitempty" firestore:"shared,omitempty"`
 }
 
 // Role is a member's role.
@@ -307,6 +310,11 @@ func (t *Tenant) Member(waID string) (Member, bool) {
 // OwnsNumber reports whether phoneNumberID is one of the tenant's numbers.
 func (t *Tenant) OwnsNumber(phoneNumberID string) bool {
 	return slices.ContainsFunc(t.PhoneNumbers, func(p PhoneNumber) bool { return p.PhoneNumberID == phoneNumberID })
+}
+
+// SharesNumber reports whether phoneNumberID is one of the tenant's numbers listed shared: true.
+func (t *Tenant) SharesNumber(phoneNumberID string) bool {
+	return slices.ContainsFunc(t.PhoneNumbers, func(p PhoneNumber) bool { return p.PhoneNumberID == phoneNumberID && p.Shared })
 }
 
 // Intent returns the tenant's intent called name (never GeneralQuery, which is built in).

@@ -280,10 +280,49 @@ func isLoopback(host string) bool {
 // phone_number_id to its tenant's id) and returns one problem per number another tenant
 // owns, as Problems, or nil. A number owned by t itself is fine.
 func CheckNumberOwners(t *Tenant, owners map[string]string) error {
+	uses := make(map[string]NumberUse, len(owners))
+	for number, owner := range owners {
+		uses[number] = NumberUse{TenantIDs: []string{owner}}
+	}
+	return CheckNumbers(t, uses)
+}
+
+// NumberUse is how the tenants use a business number now (the phone_numbers index).
+type NumberUse struct {
+	// TenantIDs are the tenants that list the number, sorted.
+	TenantIDs []string
+	// Shared: they list it with shared: true.
+	Shared bool
+	// WABAID is the WhatsApp Business Account they give for it.
+	WABAID string
+}
+
+// CheckNumbers checks t's numbers against the tenants that list them now (uses, by
+// phone_number_id) and returns one problem per number t may not list, as Problems, or nil. A
+// number may be listed by several tenants only when every one of them says shared: true with
+// the same waba_id; t's own entry in uses is not counted, so t may share, un-share or change a
+// number no other tenant lists.
+func CheckNumbers(t *Tenant, uses map[string]NumberUse) error {
 	var c problems
 	for i, p := range t.PhoneNumbers {
-		if owner, ok := owners[p.PhoneNumberID]; ok && owner != t.ID {
-			c.add(index("phone_numbers", i)+".phone_number_id", "%s already belongs to tenant %s", p.PhoneNumberID, owner)
+		u, ok := uses[p.PhoneNumberID]
+		if !ok {
+			continue
+		}
+		others := slices.DeleteFunc(slices.Clone(u.TenantIDs), func(id string) bool { return id == t.ID })
+		if len(others) == 0 {
+			continue
+		}
+		path := index("phone_numbers", i)
+		switch {
+		case !u.Shared && p.Shared:
+			c.add(path+".shared", "%s already belongs to tenant %s, which does not list it shared: true", p.PhoneNumberID, others[0])
+		case !u.Shared:
+			c.add(path+".phone_number_id", "%s already belongs to tenant %s", p.PhoneNumberID, others[0])
+		case !p.Shared:
+			c.add(path+".shared", "%s is shared with tenant %s: list it with shared: true", p.PhoneNumberID, strings.Join(others, ", "))
+		case u.WABAID != p.WABAID:
+			c.add(path+".waba_id", "%s is shared with tenant %s under waba_id %s: every tenant must give the same waba_id", p.PhoneNumberID, strings.Join(others, ", "), u.WABAID)
 		}
 	}
 	return c.list.err()

@@ -116,3 +116,15 @@ func (c *cache[V]) sweepLocked() {
 		}
 	}
 }
+
+// forget drops the entries whose key match says, loaded or in flight: the next get of such a
+// key loads again (an in-flight load still answers its waiters, but is no longer kept).
+func (c *cache[V]) forget(match func(key string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		if match(k) {
+			delete(c.entries, k)
+		}
+	}
+}

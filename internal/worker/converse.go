@@ -122,7 +122,11 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 			st, ok = st.HitOnboarding(m.ID, p.ReceivedAt)
 			return ok
 		}
-		adm, err := members.Gate{Store: s.deps.Members}.Admit(ctx, tn, m, allow)
+		gate := members.Gate{Store: s.deps.Members}
+		if s.deps.Contacts != nil {
+			gate.Moves = s.deps.Contacts
+		}
+		adm, err := gate.Admit(ctx, tn, m, allow)
 		if err != nil {
 			return assistant.Outcome{}, err
 		}

@@ -68,6 +68,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	guard := store.NewGuard(db, store.Options{})
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
+	tenantCache := tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL)
 	deps := Deps{
 		Tasks:         tq,
 		Payloads:      store.NewPayloads(db, 0),
@@ -78,8 +79,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Sender:        delivery.NewGraphSender(gc),
 		Responder:     responder.Ack{Text: cfg.AckText},
 		Hasher:        cfg.Hasher(),
-		Tenants:       tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
+		Tenants:       tenantCache,
 		Members:       tenants,
+		Contacts:      tenantcache.NewContactRouter(tenants, tenantCache, tenantcache.TenantCacheTTL),
 		Tokens:        tokens,
 		Conversations: conversations,
 		Assistant:     assistant.New(lc, guard),

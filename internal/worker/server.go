@@ -69,6 +69,10 @@ type Deps struct {
 	Tenants TenantResolver
 	// Members are the tenants' members who joined by invite, and the invites.
 	Members members.Store
+	// Contacts routes the messages of shared numbers by contact and moves a contact between
+	// a shared number's tenants by invite code; with none a shared number is its first
+	// tenant's, like any number.
+	Contacts ContactRouter
 	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
 	// Conversations keeps the tenants' conversations: a tenant's message is stored in its
@@ -166,6 +170,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	if cfg.AccessToken != "" {
 		srv.fanner.DefaultQueue = cfg.OutboundQueue
+	}
+	if deps.Contacts != nil {
+		// A nil interface stays nil: the fanner tells "no shared routing" by it.
+		srv.fanner.Contacts = deps.Contacts
 	}
 	if deps.Events != nil {
 		// A nil interface stays nil: the fanner tells "no events" by it.

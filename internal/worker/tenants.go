@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/actions"
+	"github.com/wapipe/wapipe/internal/fanout"
+	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -23,4 +25,12 @@ type TenantResolver interface {
 type TokenSource interface {
 	Token(ctx context.Context, rec store.TenantRecord) (string, error)
 	actions.SecretSource
+}
+
+// ContactRouter decides the tenant of a message on a shared number by its contact, and
+// redeems the invite codes sent there (the contact leaves the number's other tenants);
+// tenantcache.ContactRouter implements it.
+type ContactRouter interface {
+	fanout.ContactRouter
+	members.Mover
 }

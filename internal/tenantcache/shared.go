@@ -1,0 +1,130 @@
+package tenantcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+)
+
+// SharedStore reads and changes who a contact is on a shared number; *store.Tenants implements
+// it.
+type SharedStore interface {
+	NumberUse(ctx context.Context, phoneNumberID string) (tenant.NumberUse, error)
+	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, waID string) (store.SharedContact, error)
+	InviteTenant(ctx context.Context, tenantIDs []string, codeHash, waID string) (string, error)
+	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error)
+}
+
+// ContactRouter decides the tenant of a message on a shared number, where the contact, not the
+// number, decides: an invite code of one of the number's tenants → that tenant; else the tenant
+// the contact last chose there with a code, while it is still that tenant's member; else the
+// first tenant by id the contact is a member of (by file or invite); else the number's first
+// tenant by id, whose onboarding prompt (in its language, under its sender limits) answers.
+//
+// A contact's route is cached per instance for the tenant cache's ttl, like the tenants
+// themselves, so a routed message costs no read while the contact writes; a code redeemed
+// through RedeemSharedInvite forgets the contact's routes at once here (another instance
+// follows within the ttl). Only a message that is an invite code reads the invites.
+type ContactRouter struct {
+	store   SharedStore
+	tenants *TenantCache
+	numbers *cache[tenant.NumberUse]
+	routes  *cache[string]
+}
+
+// NewContactRouter returns a router over s that reads the tenants' file members from tenants,
+// its entries living ttl (TenantCacheTTL when zero).
+func NewContactRouter(s SharedStore, tenants *TenantCache, ttl time.Duration) *ContactRouter {
+	if ttl <= 0 {
+		ttl = TenantCacheTTL
+	}
+	notFound := func(err error) bool { return errors.Is(err, store.ErrNotFound) }
+	return &ContactRouter{store: s, tenants: tenants, numbers: newCache(ttl, s.NumberUse, notFound), routes: newCache[string](ttl, nil, nil)}
+}
+
+// NumberTenants returns the tenants that list phoneNumberID, sorted (store.ErrNotFound for
+// none).
+func (c *ContactRouter) NumberTenants(ctx context.Context, phoneNumberID string) ([]string, error) {
+	u, err := c.numbers.get(ctx, phoneNumberID)
+	return u.TenantIDs, err
+}
+
+// TenantFor returns the tenant of a message from waID on the shared number phoneNumberID;
+// codeHash is tenant.InviteCodeHash of the message when it is exactly an invite code, else "".
+// store.ErrNotFound when no tenant lists the number.
+func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID, waID, codeHash string) (string, error) {
+	u, err := c.numbers.get(ctx, phoneNumberID)
+	if err != nil {
+		return "", err
+	}
+	if len(u.TenantIDs) == 0 {
+		return "", store.ErrNotFound
+	}
+	if codeHash != "" {
+		id, err := c.store.InviteTenant(ctx, u.TenantIDs, codeHash, waID)
+		if err != nil {
+			return "", fmt.Errorf("find the invite's tenant: %w", err)
+		}
+		if id != "" {
+			return id, nil
+		}
+	}
+	return c.routes.getWith(ctx, routeKey(phoneNumberID, waID), func(ctx context.Context, _ string) (string, error) {
+		return c.memberRoute(ctx, phoneNumberID, u.TenantIDs, waID)
+	})
+}
+
+// memberRoute is the tenant of a contact on a shared number by membership (TenantFor).
+func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, ids []string, waID string) (string, error) {
+	sc, err := c.store.SharedContact(ctx, phoneNumberID, ids, waID)
+	if err != nil {
+		return "", err
+	}
+	isMember := func(id string) (bool, error) {
+		if slices.Contains(sc.Joined, id) {
+			return true, nil
+		}
+		rec, err := c.tenants.Tenant(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read tenant %s: %w", id, err)
+		}
+		_, ok := rec.Tenant.Member(waID)
+		return ok, nil
+	}
+	if slices.Contains(ids, sc.Chosen) {
+		ok, err := isMember(sc.Chosen)
+		if err != nil || ok {
+			return sc.Chosen, err
+		}
+	}
+	for _, id := range ids {
+		ok, err := isMember(id)
+		if err != nil || ok {
+			return id, err
+		}
+	}
+	return ids[0], nil
+}
+
+// RedeemSharedInvite redeems an invite for a contact writing on phoneNumberID (the contact
+// leaves the number's other tenants when it is shared) and forgets the contact's cached routes.
+func (c *ContactRouter) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error) {
+	m, err := c.store.RedeemSharedInvite(ctx, id, phoneNumberID, codeHash, waID, name)
+	if err == nil {
+		suffix := routeKey("", waID)
+		c.routes.forget(func(key string) bool { return strings.HasSuffix(key, suffix) })
+	}
+	return m, err
+}
+
+// routeKey keys a contact's route on a number.
+func routeKey(phoneNumberID, waID string) string { return phoneNumberID + "\x00" + waID }
