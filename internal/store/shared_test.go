@@ -228,3 +228,42 @@ func TestSharedInvites(t *testing.T) {
 		t.Error("joining a tenant on another number took the contact out of beta")
 	}
 }
+
+// TestDeleteTenantOnASharedNumber: deleting one tenant of a shared number takes it off the
+// number and leaves the number to the others (still shared, routed to the first left by id); the
+// number it had alone is freed.
+func TestDeleteTenantOnASharedNumber(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newTenants(t)
+	const num, own = "710", "711"
+	mustApply(t, s, sharedTenant(t, "alpha", "900", []string{num, own}, num))
+	mustApply(t, s, sharedTenant(t, "beta", "900", []string{num}, num))
+	mustApply(t, s, sharedTenant(t, "gamma", "900", []string{num}, num))
+
+	res, err := s.DeleteTenant(ctx, "alpha")
+	if err != nil {
+		t.Fatalf("delete alpha: %v", err)
+	}
+	if diff := cmp.Diff([]string{num, own}, res.Numbers); diff != "" {
+		t.Errorf("numbers left (-want, +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(tenant.NumberUse{TenantIDs: []string{"beta", "gamma"}, Shared: true, WABAID: "900"}, numberUse(t, s, num)); diff != "" {
+		t.Errorf("the shared number's index (-want, +got):\n%s", diff)
+	}
+	if got := owner(t, s, num); got != "beta" {
+		t.Errorf("the shared number routes by number to %q, want beta", got)
+	}
+	if diff := cmp.Diff(tenant.NumberUse{}, numberUse(t, s, own)); diff != "" {
+		t.Errorf("alpha's own number is still indexed: %s", diff)
+	}
+	// The last tenants go: the number is freed.
+	for _, id := range []string{"beta", "gamma"} {
+		if _, err := s.DeleteTenant(ctx, id); err != nil {
+			t.Fatalf("delete %s: %v", id, err)
+		}
+	}
+	if diff := cmp.Diff(tenant.NumberUse{}, numberUse(t, s, num)); diff != "" {
+		t.Errorf("the number outlived its last tenant: %s", diff)
+	}
+}

@@ -11,11 +11,14 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // TenantDeleteResult is what DeleteTenant did.
 type TenantDeleteResult struct {
-	// Numbers are the phone_number_ids freed from the routing index, sorted.
+	// Numbers are the phone_number_ids the tenant left in the routing index, sorted: deleted
+	// where it was the number's only tenant, else (a shared number) kept for the others.
 	Numbers []string
 	// KeysRevoked counts the API keys revoked (those revoked before are not counted).
 	KeysRevoked int
@@ -55,15 +58,21 @@ func (s *Tenants) DeleteTenant(ctx context.Context, id string) (TenantDeleteResu
 		} else if err != nil {
 			return err
 		}
-		owned, err := tx.Documents(s.fs.Collection(PhoneNumbers).Where("tenant_id", "==", id)).GetAll()
+		// The apply path's plan for a tenant that lists no number: a number it had alone is
+		// deleted, a shared one keeps its other tenants (routed as before), without this one.
+		owned, err := s.ownedNumbers(tx, id)
 		if err != nil {
-			return fmt.Errorf("query phone numbers: %w", err)
+			return err
+		}
+		plan, err := planNumberIndex(&tenant.Tenant{ID: id}, nil, owned)
+		if err != nil {
+			return err
 		}
 		for _, sn := range owned {
 			res.Numbers = append(res.Numbers, sn.Ref.ID)
-			if err := tx.Delete(sn.Ref); err != nil {
-				return err
-			}
+		}
+		if err := s.writeNumberIndex(tx, plan, s.now()); err != nil {
+			return err
 		}
 		return tx.Delete(ref)
 	})
