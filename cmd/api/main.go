@@ -1,6 +1,6 @@
 // Command api is the public, business-facing Cloud Run service: POST /v1/messages sends on a
-// tenant's behalf, GET /v1/messages/{id} reports a message's state, and the Embedded Signup routes
-// connect a tenant's WhatsApp account.
+// tenant's behalf, GET /v1/messages/{id} reports a message's state, POST /v1/media uploads a file
+// (through the worker), and the Embedded Signup routes connect a tenant's WhatsApp account.
 package main
 
 import (
@@ -8,6 +8,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 func main() { service.Main("api", &api.Config{}, realMain) }
@@ -22,6 +23,10 @@ func realMain(ctx context.Context, cfg *api.Config) error {
 	defer cleanup()
 	deps, err := api.NewDeps(cfg, c.DB, c.Tasks, c.Keeper, c.Logger)
 	if err != nil {
+		return err
+	}
+	// Uploads (POST /v1/media) pass through the worker, which alone opens tenant tokens.
+	if deps.Worker, err = workerclient.New(ctx, cfg.Base); err != nil {
 		return err
 	}
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes

@@ -89,6 +89,9 @@ type Deps struct {
 	// Graph calls Meta for Embedded Signup; it has no token of its own.
 	Graph  *graph.Client
 	Keeper Keeper
+	// Worker calls the worker's tenant routes (media.go: uploads); POST /v1/media answers 503
+	// without it.
+	Worker WorkerCaller
 	// Hasher makes the keyed refs stored for lookups (to_hash); the dev key when nil.
 	Hasher *logging.Hasher
 	Logger *slog.Logger
@@ -160,6 +163,7 @@ func (s *Server) Routes() http.Handler {
 		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
 		r.Post("/v1/messages", s.handleSend)
 		r.Get("/v1/messages/{id}", s.handleGet)
+		r.Post("/v1/media", s.handleUpload) // media.go
 		r.Get(ConnectPath, s.handleConnectPage)
 		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
 		r.Get(CallbackPath, s.handleCallback)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/wapipe/wapipe/internal/api"
@@ -13,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 // DevMetaAppID and DevMetaConfigID are the Embedded Signup settings of the local stack: the
@@ -49,6 +51,8 @@ func (s *Stack) startAPI(ctx, runCtx context.Context, o Options, base config.Bas
 		ln.Close()
 		return err
 	}
+	// Uploads reach the worker's tenant routes with the internal token, as tasks do in dev.
+	deps.Worker = workerclient.NewWithHTTPClient(s.WorkerURL, DevInternalToken, http.DefaultClient)
 	for _, adjust := range o.API {
 		adjust(&deps)
 	}

@@ -62,6 +62,10 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, fmt.Errorf("media.New: %w", err)
 	}
+	uploads, err := GraphUploader(cfg.GraphAPIBaseURL, otelhttp.NewTransport(http.DefaultTransport))
+	if err != nil {
+		return Deps{}, err
+	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
@@ -85,6 +89,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Assistant:     assistant.New(lc, guard),
 		Media:         mf,
 		MediaFiles:    mf,
+		Uploads:       uploads,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Lease:         cfg.ConversationLease,

@@ -84,6 +84,9 @@ type Deps struct {
 	// MediaFiles streams media files to the console (GET /internal/tenants/{id}/media/{media_id});
 	// nil: that route answers 404.
 	MediaFiles MediaCopier
+	// Uploads streams files to Graph's upload (POST /internal/tenants/{id}/media, upload.go);
+	// nil: that route answers 404.
+	Uploads MediaUploader
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller

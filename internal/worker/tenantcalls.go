@@ -33,6 +33,7 @@ type tenantCall struct {
 func (s *Server) tenantCalls() []tenantCall {
 	return []tenantCall{
 		{http.MethodGet, "/media/{media_id}", http.HandlerFunc(s.handleMediaCopy)},
+		{http.MethodPost, "/media", http.HandlerFunc(s.handleUpload)}, // upload.go
 	}
 }
 
