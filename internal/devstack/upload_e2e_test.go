@@ -36,7 +36,7 @@ type uploadStack struct {
 	keyOne, keyTwo string
 }
 
-func startUploadStack(t *testing.T) uploadStack {
+func startUploadStack(t testing.TB) uploadStack {
 	t.Helper()
 	ctx := context.Background()
 	host := testenv.FirestoreHost(t)
@@ -219,6 +219,25 @@ func TestMediaUploadEndToEnd(t *testing.T) {
 	status, out = postMedia(t, st.APIURL, st.keyTwo, formPart{name: "phone_number_id", value: uploadNumberB}, fileOf("second.jpg", "image/jpeg", photo))
 	if calls := uploads(st.Graph, "second.jpg"); status != http.StatusCreated || len(calls) != 1 || calls[0].PhoneNumberID != uploadNumberB {
 		t.Errorf("upload on the second number: status %d %v, calls %v; want 201 on %s", status, out, calls, uploadNumberB)
+	}
+
+	// Graph's refusals, as the worker meets them, reach the caller as the api's codes.
+	graphCases := []struct {
+		name       string
+		failure    graphfake.Failure
+		wantStatus int
+		wantCode   string
+	}{
+		{"Meta refuses the file", graphfake.Failure{Kind: graphfake.KindUpload, Code: 131053, Message: "(#131053) Media upload error"}, http.StatusUnprocessableEntity, "media_refused"},
+		{"Meta is down", graphfake.Failure{Kind: graphfake.KindUpload, HTTPStatus: http.StatusInternalServerError, Code: 1}, http.StatusServiceUnavailable, "unavailable"},
+		{"Meta refuses the token", graphfake.Failure{Kind: graphfake.KindUpload, HTTPStatus: http.StatusUnauthorized, Code: 190}, http.StatusConflict, "WHATSAPP_REAUTH_REQUIRED"},
+	}
+	for _, tc := range graphCases {
+		st.Graph.FailWith(1, tc.failure)
+		status, out := postMedia(t, st.APIURL, st.keyOne, fileOf("refused.jpg", "image/jpeg", photo))
+		if status != tc.wantStatus || errorCode(out) != tc.wantCode {
+			t.Errorf("%s: status %d %v, want %d %s", tc.name, status, out, tc.wantStatus, tc.wantCode)
+		}
 	}
 }
 
