@@ -46,6 +46,9 @@ type MediaUpload struct {
 	SHA256   string `json:"sha256"`
 }
 
+// errEmptyFile refuses a file of no bytes, which WhatsApp would not send.
+var errEmptyFile = refuse(CodeInvalidRequest, "file: empty")
+
 // errFieldAfterFile refuses a form with a part after the file: the file is streamed on as it
 // arrives, so what the upload needs must come before it.
 var errFieldAfterFile = refuse(CodeInvalidRequest, "form: the file must be the last part (put phone_number_id before file: curl -F phone_number_id=… -F file=@…)")
@@ -177,8 +180,9 @@ var (
 	errFileTooLarge   = errors.New("file over its type's limit")
 )
 
-// copyFile copies the file part to w, at most limit bytes (errFileTooLarge beyond), then checks
-// that the form ends there (errFieldAfterFile).
+// copyFile copies the file part to w, at most limit bytes (errFileTooLarge beyond; errEmptyFile
+// for none), then checks that the form ends there (errFieldAfterFile). Refused, the copy is cut
+// short: the worker's body never ends, so Graph's form is never complete and Meta keeps nothing.
 func copyFile(w io.Writer, p *multipart.Part, mr *multipart.Reader, limit int64) error {
 	n, err := io.Copy(pipeWriter{w}, io.LimitReader(p, limit+1))
 	switch {
@@ -190,6 +194,8 @@ func copyFile(w io.Writer, p *multipart.Part, mr *multipart.Reader, limit int64)
 		return bodyError(err)
 	case n > limit:
 		return errFileTooLarge
+	case n == 0:
+		return errEmptyFile
 	}
 	if _, err := mr.NextPart(); !errors.Is(err, io.EOF) {
 		if err != nil {

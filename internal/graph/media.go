@@ -233,11 +233,13 @@ func writeUploadForm(form *multipart.Writer, mimeType, filename string, r io.Rea
 			return err
 		}
 	}
-	if filename == "" {
-		filename = "file"
+	disposition := mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": filename})
+	if filename == "" || disposition == "" {
+		// No name, or one no header can carry: Meta needs one, any will do.
+		disposition = `form-data; name="file"; filename="file"`
 	}
 	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": filename}))
+	h.Set("Content-Disposition", disposition)
 	h.Set("Content-Type", mimeType)
 	part, err := form.CreatePart(h)
 	if err != nil {

@@ -94,6 +94,17 @@ func TestUploadMedia(t *testing.T) {
 		t.Errorf("upload call %+v", r)
 	}
 
+	// A name beyond ASCII reaches Meta as the form encodes it (RFC 2231); none, as "file".
+	for name, want := range map[string]string{"reçu n°1.pdf": "reçu n°1.pdf", "": "file"} {
+		if _, err := c.UploadMedia(ctx, "123", "application/pdf", name, bytes.NewReader(data[:10])); err != nil {
+			t.Fatalf("upload named %q: %v", name, err)
+		}
+		reqs := fake.Requests()
+		if got := reqs[len(reqs)-1].Body["filename"]; got != want {
+			t.Errorf("file named %q reached the fake as %q, want %q", name, got, want)
+		}
+	}
+
 	broken := errors.New("client went away")
 	_, err = c.UploadMedia(ctx, "123", "application/pdf", "cut.pdf", &failingReader{data: data, err: broken})
 	if !errors.Is(err, broken) {
