@@ -70,8 +70,11 @@ func TestBrowserMessageImage(t *testing.T) {
 				n++
 			}
 		}
-		return n == 2
-	}, "the two photos were not stored with their media ids")
+		// A message is stored before its conversation is created (AddInbound, then Acquire):
+		// the console shows both only once the conversation exists.
+		c, cerr := convs.Get(ctx, convID)
+		return n == 2 && cerr == nil && c.TenantID == tenantID
+	}, "the two photos were not stored with their media ids in the tenant's conversation")
 	st.Graph.ExpireMedia(gone.ID)
 
 	get := func(path string) (*http.Response, []byte) {

@@ -39,15 +39,17 @@ func (f *Fake) serveUpload(w http.ResponseWriter, r *http.Request) bool {
 		fail(Failure{HTTPStatus: http.StatusUnauthorized, Code: 190})
 		return true
 	}
-	if fl, ok := f.nextFailure(KindUpload); ok {
-		fail(fl)
-		return true
-	}
 	fields, data, problem := readUploadForm(r)
 	rec.Body = fields
 	rec.BytesSent = int64(len(data))
 	if problem != "" {
 		fail(Failure{Code: 100, Type: "OAuthException", Message: "(#100) " + problem})
+		return true
+	}
+	// A scripted failure answers a whole form only: an upload its client broke off (whose
+	// handler may run late) never takes the failure meant for the next one.
+	if fl, ok := f.nextFailure(KindUpload); ok {
+		fail(fl)
 		return true
 	}
 	if _, _, ok := graph.UploadTypeOf(fields["type"].(string)); !ok {
