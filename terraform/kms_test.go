@@ -145,6 +145,7 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/cloudtasks.enqueuer on "+tenantQueues,
 			"roles/cloudtasks.viewer on "+inbound, // health
 			"roles/cloudtasks.viewer on "+outbound,
+			"roles/cloudtasks.viewer on "+tenantQueues, // health: each tenant's backlog
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_ACCESS_TOKEN"),
 			"roles/cloudkms.cryptoKeyDecrypter on "+tenantKey, // sends with tenants' tokens, signs actions
 		),

@@ -78,3 +78,17 @@ resource "google_project_iam_member" "worker_enqueues_tenant_queues" {
     expression  = "resource.name.startsWith(\"projects/${var.project_id}/locations/${local.tasks_location}/queues/wa-out-\")"
   }
 }
+
+# The worker's health report (GET /internal/health) reads each tenant's send queue by name, with
+# the same condition.
+resource "google_project_iam_member" "worker_views_tenant_queues" {
+  project = var.project_id
+  role    = "roles/cloudtasks.viewer"
+  member  = "serviceAccount:${google_service_account.worker.email}"
+
+  condition {
+    title       = "wapipe tenant queues"
+    description = "Only the tenants' send queues (wa-out-<tenant id>): their backlog in the health report."
+    expression  = "resource.name.startsWith(\"projects/${var.project_id}/locations/${local.tasks_location}/queues/wa-out-\")"
+  }
+}

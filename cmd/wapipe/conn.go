@@ -13,10 +13,17 @@ type connFlags struct {
 }
 
 func (c *connFlags) register(fs *flagSet) {
-	fs.StringVar(&c.conn.Project, "project", os.Getenv("GOOGLE_CLOUD_PROJECT"), "Google Cloud project id (env GOOGLE_CLOUD_PROJECT)")
+	c.registerFirestore(fs)
 	fs.StringVar(&c.conn.Location, "location", env("TASKS_LOCATION", "us-central1"), "Cloud Tasks location (env TASKS_LOCATION)")
 	fs.StringVar(&c.conn.TasksEmulatorHost, "tasks-emulator", os.Getenv("CLOUD_TASKS_EMULATOR_HOST"),
 		"host:port of the Cloud Tasks emulator; empty means real Cloud Tasks with Application Default Credentials (env CLOUD_TASKS_EMULATOR_HOST)")
+}
+
+// registerFirestore registers the flags that say where Firestore is, for a command that needs no
+// Cloud Tasks (send, whose --location is a message's); the location comes from TASKS_LOCATION.
+func (c *connFlags) registerFirestore(fs *flagSet) {
+	c.conn.Location = env("TASKS_LOCATION", "us-central1")
+	fs.StringVar(&c.conn.Project, "project", os.Getenv("GOOGLE_CLOUD_PROJECT"), "Google Cloud project id (env GOOGLE_CLOUD_PROJECT)")
 	fs.StringVar(&c.conn.FirestoreEmulatorHost, "firestore-emulator", "",
 		"host:port of the Firestore emulator (default: env FIRESTORE_EMULATOR_HOST, read by the client library; empty means real Firestore)")
 	fs.StringVar(&c.conn.FirestoreDatabase, "database", env("FIRESTORE_DATABASE", "(default)"), "Firestore database (env FIRESTORE_DATABASE)")

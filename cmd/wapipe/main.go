@@ -9,6 +9,7 @@
 //	wapipe hash-phone print the keyed ref (ph_…) of a phone number, to find it in logs and records
 //	wapipe hash-id   print the keyed ref (event_ref, message_ref) of a wamid or inbound_event_id
 //	wapipe tenants   apply tenant files (GitOps), list, show, set-token, invite
+//	wapipe send      send a message on a tenant's behalf through the api, as a business does
 //
 // Every subcommand has --help. Connection settings come from flags with the services' environment
 // variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
@@ -87,6 +88,7 @@ func commands() []command {
 		{"hash-phone", "print the keyed ref (ph_…) of a phone number, as logs and records carry it", runHashPhone},
 		{"hash-id", "print the keyed ref (event_ref, message_ref) of a wamid or inbound_event_id", runHashID},
 		{"tenants", "apply tenant files; list, show, set-token, invite", runTenants},
+		{"send", "send a message on a tenant's behalf through the api (text, image, document, location, template)", runSend},
 	}
 }
 

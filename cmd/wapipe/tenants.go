@@ -31,6 +31,8 @@ const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [flags]
        wapipe tenants connect-link [--public-url URL] [flags] ID
        wapipe tenants action-secret [flags] ID
        wapipe tenants approve-waba [flags] ID WABA
+       wapipe tenants remove-member [flags] ID WA_ID
+       wapipe tenants delete [--yes] [flags] ID
 
 Manages tenants (Firestore tenants, phone_numbers) and their send queues (wa-out-<id>).
 
@@ -61,6 +63,7 @@ approve-waba attaches the WhatsApp Business Account WABA to the tenant with its 
          nothing written, when another tenant owns one); prints the numbers added. Embedded
          Signup never attaches an account the tenant did not have: it records it as awaiting
          this approval.
+` + tenantsOpsUsage + `
 
 Flags come before the id. The environment is the services': GOOGLE_CLOUD_PROJECT,
 TASKS_LOCATION, FIRESTORE_EMULATOR_HOST, CLOUD_TASKS_EMULATOR_HOST, KMS_KEY_NAME, APP_ENV.`
@@ -92,6 +95,8 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		expires          string
 	)
 	c.register(fs)
+	var opsF opsFlags
+	opsF.register(fs)
 	fs.StringVar(&file, "f", "", "apply: the tenant file (YAML)")
 	fs.BoolVar(&dryRun, "dry-run", false, "apply: say what would change; write nothing")
 	fs.BoolVar(&noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
@@ -105,7 +110,7 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret or approve-waba (see wapipe tenants --help)")
+		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete (see wapipe tenants --help)")
 	}
 	verb, rest := pos[0], pos[1:]
 	switch verb {
@@ -128,8 +133,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if len(rest) != 2 {
 			return usageErrorf("revoke-key takes a tenant id and a key prefix (see wapipe tenants api-keys ID)")
 		}
+	case "remove-member", "delete":
+		if err := checkOpsArgs(verb, rest); err != nil {
+			return err
+		}
 	default:
-		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret or approve-waba", verb)
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete", verb)
 	}
 	var ttl time.Duration
 	if expires != "" {
@@ -180,15 +189,20 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		period := assistant.Period(time.Now())
-		used, err := store.NewGuard(db, store.Options{}).Usage(ctx, rec.Tenant.ID, period)
+		guard := store.NewGuard(db, store.Options{})
+		used, err := guard.Usage(ctx, rec.Tenant.ID, period)
 		if err != nil {
 			return fmt.Errorf("read usage: %w", err)
+		}
+		tokens, err := guard.Tokens(ctx, rec.Tenant.ID, period)
+		if err != nil {
+			return fmt.Errorf("read token usage: %w", err)
 		}
 		grants, err := store.NewTenants(db, store.Options{}).PendingWABAGrants(ctx, rec.Tenant.ID)
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used))
+		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used)+describeTokens(period, tokens))
 		return err
 	case "set-token":
 		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
@@ -220,6 +234,8 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "released %d parked send(s)\n", released)
 		}
 		return nil
+	case "remove-member", "delete":
+		return runTenantsOps(ctx, verb, rest, db, opsF, stdout, stderr)
 	case "approve-waba":
 		return tenantsApproveWABA(ctx, store.NewTenants(db, store.Options{}), rest[0], rest[1], kmsKey, graphURL, stdout, stderr)
 	case "api-key", "connect-link", "action-secret":
@@ -394,6 +410,11 @@ func describeUsage(r store.TenantRecord, period string, used int) string {
 	default:
 		return fmt.Sprintf("%-16s %s\n", "llm_usage:", fmt.Sprintf("%d of %d calls in %s", used, limit, period))
 	}
+}
+
+// describeTokens renders the month's LLM tokens, for `show`.
+func describeTokens(period string, t store.TokenUsage) string {
+	return fmt.Sprintf("%-16s %d prompt, %d output in %s\n", "llm_tokens:", t.Prompt, t.Output, period)
 }
 
 func stamp(t time.Time) string {

@@ -41,6 +41,15 @@ type Runner struct {
 	// Tell sends the user the action's result once (package delivery, through the worker): it
 	// returns Meta's message id, or an error to retry (or dead-letter) the task.
 	Tell func(ctx context.Context, req delivery.Request) (string, error)
+	// Notify, when set, tells the members the intent's notify names of a succeeded action,
+	// once each (package notify).
+	Notify Notifier
+}
+
+// Notifier queues the notifications of a succeeded action; *notify.Notifier implements it. It
+// may run again for the same action (a retried or redelivered task) and queues nothing twice.
+type Notifier interface {
+	Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action, req action.Request) error
 }
 
 // Status is how a run ended.
@@ -131,6 +140,14 @@ func (r *Runner) Run(ctx context.Context, a tasks.Action, req action.Request, la
 			"state", ar.State)
 	}
 	r.tell(ctx, &res, a, rec.Tenant, lang, ar, lastAttempt)
+	if res.Status == Done && ar.State == store.ActionDone && r.Notify != nil {
+		// After the user's answer, never before: a failure here retries the task, whose
+		// next attempt finds the answer sent and the action recorded, and queues only what
+		// is missing.
+		if err := r.Notify.Notify(ctx, rec.Tenant, a, req); err != nil {
+			res.Status, res.Err = Failed, fmt.Errorf("notify: %w", err)
+		}
+	}
 	return res
 }
 

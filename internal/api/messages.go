@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,8 +25,10 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-// MaxBodyBytes caps a POST /v1/messages body: Meta's largest send bodies are a few KiB.
-const MaxBodyBytes = 64 << 10
+// MaxBodyBytes caps a POST /v1/messages body. Most are a few KiB, but Meta takes up to 257
+// contact cards in one message and a template text parameter of 32768 characters (up to 128 KiB
+// of UTF-8): the cap leaves room for the largest body Meta accepts.
+const MaxBodyBytes = 512 << 10
 
 // CustomerServiceWindow is how long after a contact's last message free-form messages may go.
 const CustomerServiceWindow = outbox.CustomerServiceWindow
@@ -42,24 +47,46 @@ const (
 	MaxSectionTitle      = 24
 	MaxTemplateName      = 512
 	MaxIdempotencyKeyLen = 255
+	MaxCaption           = 1024
+	MaxContacts          = 257
+	// A template's text parameter: 60 in the header; in the body 32768 when the body is the
+	// template's only component, else 1024 (Meta's parameter object).
+	MaxHeaderParameter   = 60
+	MaxBodyParameter     = 1024
+	MaxBodyOnlyParameter = 32768
 )
 
 // SendRequest is the body of POST /v1/messages: Meta's send body, with phone_number_id
-// optional when the tenant has one number.
+// optional when the tenant has one number. Type names the one object that is set.
 type SendRequest struct {
 	MessagingProduct string             `json:"messaging_product,omitempty"`
 	RecipientType    string             `json:"recipient_type,omitempty"`
 	To               string             `json:"to"`
 	PhoneNumberID    string             `json:"phone_number_id,omitempty"`
 	Type             string             `json:"type"`
+	Context          *graph.Context     `json:"context,omitempty"`
 	Text             *graph.Text        `json:"text,omitempty"`
 	Template         *graph.Template    `json:"template,omitempty"`
 	Interactive      *graph.Interactive `json:"interactive,omitempty"`
+	Image            *graph.Media       `json:"image,omitempty"`
+	Audio            *graph.Media       `json:"audio,omitempty"`
+	Video            *graph.Media       `json:"video,omitempty"`
+	Document         *graph.Media       `json:"document,omitempty"`
+	Sticker          *graph.Media       `json:"sticker,omitempty"`
+	Location         *graph.Location    `json:"location,omitempty"`
+	Contacts         []graph.Contact    `json:"contacts,omitempty"`
+	Reaction         *graph.Reaction    `json:"reaction,omitempty"`
 }
 
-// Message is the Graph message the request sends (without recipient and callback data).
+// Message is the Graph message the request sends (without recipient and callback data): every
+// field the business gave, so that Graph gets Meta's body field for field.
 func (r SendRequest) Message() graph.Message {
-	return graph.Message{Type: r.Type, Text: r.Text, Template: r.Template, Interactive: r.Interactive}
+	return graph.Message{
+		Type: r.Type, RecipientType: r.RecipientType, Context: r.Context,
+		Text: r.Text, Template: r.Template, Interactive: r.Interactive,
+		Image: r.Image, Audio: r.Audio, Video: r.Video, Document: r.Document, Sticker: r.Sticker,
+		Location: r.Location, Contacts: r.Contacts, Reaction: r.Reaction,
+	}
 }
 
 var (
@@ -68,7 +95,19 @@ var (
 	messageIDRe     = regexp.MustCompile(`^msg_[0-9a-f]{32}$`)
 )
 
-// Validate returns the request's first problem, one clear sentence, or nil.
+// sendTypes are the message types the api sends, as the sentence a refusal names them in.
+const sendTypes = `"text", "template", "interactive", "image", "audio", "video", "document", "sticker", "location", "contacts" or "reaction"`
+
+// objects says, for each message type, whether the request carries its object.
+func (r SendRequest) objects() map[string]bool {
+	return map[string]bool{
+		"text": r.Text != nil, "template": r.Template != nil, "interactive": r.Interactive != nil,
+		"image": r.Image != nil, "audio": r.Audio != nil, "video": r.Video != nil, "document": r.Document != nil,
+		"sticker": r.Sticker != nil, "location": r.Location != nil, "contacts": r.Contacts != nil, "reaction": r.Reaction != nil,
+	}
+}
+
+// Validate returns the request's first problem, one clear sentence naming the field, or nil.
 func (r SendRequest) Validate() error {
 	switch {
 	case r.MessagingProduct != "" && r.MessagingProduct != "whatsapp":
@@ -80,17 +119,19 @@ func (r SendRequest) Validate() error {
 	case !waIDPattern.MatchString(r.To):
 		return errors.New("to: must be a WhatsApp id, 8 to 15 digits with the country code, no + or spaces")
 	case r.Type == "":
-		return errors.New(`type: required ("text", "template" or "interactive")`)
+		return errors.New("type: required (" + sendTypes + ")")
+	case r.Context != nil && strings.TrimSpace(r.Context.MessageID) == "":
+		return errors.New("context.message_id: required with context (the id of the message to quote)")
 	}
-	objects := map[string]bool{"text": r.Text != nil, "template": r.Template != nil, "interactive": r.Interactive != nil}
+	objects := r.objects()
 	if _, ok := objects[r.Type]; !ok {
-		return fmt.Errorf(`type: %q is not supported ("text", "template" or "interactive")`, r.Type)
+		return fmt.Errorf("type: %q is not supported (%s)", r.Type, sendTypes)
 	}
 	if !objects[r.Type] {
 		return fmt.Errorf("%s: required when type is %s", r.Type, r.Type)
 	}
-	for name, set := range objects {
-		if set && name != r.Type {
+	for _, name := range slices.Sorted(maps.Keys(objects)) {
+		if objects[name] && name != r.Type {
 			return fmt.Errorf("%s: not allowed when type is %s", name, r.Type)
 		}
 	}
@@ -99,8 +140,24 @@ func (r SendRequest) Validate() error {
 		return validateText(r.Text)
 	case "template":
 		return validateTemplate(r.Template)
-	default:
+	case "interactive":
 		return validateInteractive(r.Interactive)
+	case "image":
+		return validateMedia("image", r.Image)
+	case "audio":
+		return validateMedia("audio", r.Audio)
+	case "video":
+		return validateMedia("video", r.Video)
+	case "document":
+		return validateMedia("document", r.Document)
+	case "sticker":
+		return validateMedia("sticker", r.Sticker)
+	case "location":
+		return validateLocation("location", r.Location)
+	case "contacts":
+		return validateContacts(r.Contacts)
+	default:
+		return validateReaction(r.Reaction)
 	}
 }
 
@@ -124,8 +181,10 @@ func validateTemplate(t *graph.Template) error {
 		return errors.New("template.name: lowercase letters, digits and underscores, at most 512")
 	case t.Language.Code == "":
 		return errors.New("template.language.code: required (e.g. en_US)")
+	case t.Language.Policy != "" && t.Language.Policy != "deterministic":
+		return errors.New(`template.language.policy: "deterministic" when given`)
 	}
-	return nil
+	return validateComponents(t.Components)
 }
 
 func validateInteractive(it *graph.Interactive) error {
@@ -242,13 +301,34 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, error) 
 	return req, nil
 }
 
+// jsonKind names what a Go type takes in JSON, as a sender reads it.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	}
+	return t.String()
+}
+
 // jsonProblem says what is wrong with a body without quoting it.
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		return fmt.Sprintf("%s: wrong type, want %s", te.Field, te.Type)
+		return fmt.Sprintf("%s: wrong type, want %s", te.Field, jsonKind(te.Type))
 	case errors.As(err, &se):
 		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -32,6 +32,20 @@ type Guard interface {
 	// spreads the others over shards, and documents its margin), so that a busy tenant's
 	// calls do not all write one document.
 	ReserveCall(ctx context.Context, c CallReservation) (CallDecision, error)
+	// RecordTokens adds the tokens of a call ReserveCall granted to the tenant's usage of
+	// u.Period, beside its call count (`wapipe tenants show`, the console), once per call id.
+	RecordTokens(ctx context.Context, u TokenUse) error
+}
+
+// TokenUse is the token usage Vertex AI reported for one LLM call.
+type TokenUse struct {
+	TenantID string
+	// Period and CallID are the call's reservation's.
+	Period string
+	CallID string
+	// Prompt counts the request's tokens (media included), Output the answer's (the model's
+	// thoughts included: they are billed as output).
+	Prompt, Output int
 }
 
 // CallDecision is ReserveCall's answer. The zero value refuses.

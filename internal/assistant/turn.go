@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -518,6 +519,7 @@ func (e *Engine) converse(ctx context.Context, t *turn, text string) error {
 		t.llmCalls++
 		res, err := e.extractor.Extract(ctx, req)
 		t.addUsage(res.Usage)
+		e.recordTokens(ctx, t, attempt, res.Usage)
 		switch {
 		case err == nil:
 			t.decide(res)
@@ -596,6 +598,21 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// recordTokens records the tokens of the turn's call number attempt. A failure is logged and
+// the turn goes on: the call was made and answered, and redoing the turn would pay for it again.
+func (e *Engine) recordTokens(ctx context.Context, t *turn, attempt int, u llm.Usage) {
+	if u.PromptTokens == 0 && u.OutputTokens == 0 && u.ThoughtsTokens == 0 {
+		return
+	}
+	err := e.guard.RecordTokens(ctx, TokenUse{TenantID: t.in.Tenant.ID, Period: Period(t.in.Now),
+		CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
+		Prompt: u.PromptTokens, Output: u.OutputTokens + u.ThoughtsTokens})
+	if err != nil {
+		logging.FromContext(ctx).WarnContext(ctx, "LLM token usage not recorded", "event", "llm_tokens_unrecorded",
+			"tenant_id", t.in.Tenant.ID, "error", err)
+	}
 }
 
 func (t *turn) addUsage(u llm.Usage) {

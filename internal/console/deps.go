@@ -52,6 +52,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		},
 		Audit:   store.NewAudit(db, store.Options{}),
 		APIKeys: store.NewAPIKeys(db, store.Options{}),
+		Members: tenants,
 		Replier: OutboxReplier{
 			Outbox: &outbox.Outbox{Tenants: tenants, Sends: store.NewSends(db, store.Options{}), Windows: conversations,
 				Tasks: tq, Hasher: hasher},

@@ -69,6 +69,10 @@ type fakeUsage struct {
 
 func (f *fakeUsage) Usage(_ context.Context, id, _ string) (int, error) { return f.n[id], f.err }
 
+func (f *fakeUsage) Tokens(context.Context, string, string) (store.TokenUsage, error) {
+	return store.TokenUsage{}, f.err
+}
+
 type fakeQueues struct {
 	stats map[string]taskqueue.QueueStats
 	err   error

@@ -35,6 +35,9 @@ type Deps struct {
 	// APIKeys lists and revokes the tenants' API keys (apikeys.go); the page says "not
 	// available" when nil.
 	APIKeys operator.APIKeyAdmin
+	// Members lists and removes the members who joined a tenant by invite (members.go); the
+	// tenant page says "not available" when nil.
+	Members MemberAdmin
 	// Replier sends an operator's reply; LinkMaker makes a tenant's Embedded Signup link. Both
 	// belong to the api service's code: NotAvailable stands in until they are wired.
 	Replier   Replier
@@ -92,6 +95,7 @@ func (s *Server) Routes() http.Handler {
 	r.Method(http.MethodGet, "/tenants", s.handleTenants())
 	r.Method(http.MethodGet, "/tenants/{tenant}", s.handleTenant())
 	r.Method(http.MethodPost, "/tenants/{tenant}/reconnect", s.protect(s.handleReconnect()))
+	r.Method(http.MethodPost, "/tenants/{tenant}/members/remove", s.protect(s.handleRemoveMember()))
 	r.Method(http.MethodGet, "/tenants/{tenant}/inbox", s.handleInbox())
 	r.Method(http.MethodGet, "/tenants/{tenant}/inbox/list", s.handleInboxList())
 	r.Method(http.MethodPost, "/tenants/{tenant}/inbox/search", s.protect(s.handleInboxSearch()))

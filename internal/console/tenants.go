@@ -22,9 +22,10 @@ type TenantReader interface {
 	Get(ctx context.Context, id string) (store.TenantRecord, error)
 }
 
-// UsageReader reads a tenant's LLM calls in a quota period; *store.Guard implements it.
+// UsageReader reads a tenant's LLM calls and tokens in a quota period; *store.Guard implements it.
 type UsageReader interface {
 	Usage(ctx context.Context, tenantID, period string) (int, error)
+	Tokens(ctx context.Context, tenantID, period string) (store.TokenUsage, error)
 }
 
 // QueueStatser reads a queue's backlog; *taskqueue.Admin implements it.
@@ -142,6 +143,12 @@ type tenantView struct {
 	Used          int
 	Period        string
 	UsageErr      string
+	// Tokens are the LLM tokens of Period (TokensErr when they could not be read).
+	Tokens    store.TokenUsage
+	TokensErr string
+	// Invited are the members who joined by invite (InvitedErr when they could not be read).
+	Invited    []invitedView
+	InvitedErr string
 	// Link is the Embedded Signup link just made by Reconnect; LinkError why it could not be.
 	Link      string
 	LinkError string
@@ -168,6 +175,11 @@ func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) 
 		s.logger(ctx).Warn("read usage", "event", "console_usage_failed", "tenant_id", t.ID, "error", err)
 		v.UsageErr = "unavailable"
 	}
+	if v.Tokens, err = s.deps.Usage.Tokens(ctx, t.ID, v.Period); err != nil {
+		s.logger(ctx).Warn("read token usage", "event", "console_usage_failed", "tenant_id", t.ID, "error", err)
+		v.TokensErr = "unavailable"
+	}
+	v.Invited, v.InvitedErr = s.invitedMembers(ctx, t.ID)
 	return v, nil
 }
 

@@ -94,6 +94,9 @@ type Request struct {
 	// empty reply is skipped). An error of Compose is retried unless it is Unsendable's.
 	Reply   responder.Reply
 	Compose func(ctx context.Context) (responder.Reply, error)
+	// Fallback replaces the message outside the contact's 24-hour window when the policy's
+	// window rule is WindowFallback (a notification's templates.notify); nil skips it there.
+	Fallback *graph.Message
 	// LastInbound is the Meta time of the message answered: the 24-hour window runs from it, or
 	// from the conversation's last_inbound_at when later.
 	LastInbound time.Time

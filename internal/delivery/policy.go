@@ -17,6 +17,8 @@ const (
 	ConsoleReply
 	// ParkedRelease is a parked conversation reply released by a new token (process_send).
 	ParkedRelease
+	// Notification tells a member of another member's action (package notify; process_send).
+	Notification
 )
 
 // String names the kind in logs and tests.
@@ -34,12 +36,14 @@ func (k Kind) String() string {
 		return "console_reply"
 	case ParkedRelease:
 		return "parked_release"
+	case Notification:
+		return "notification"
 	}
 	return "unknown"
 }
 
 // Kinds lists every kind, for tests and tables.
-var Kinds = []Kind{DefaultReply, ConversationReply, ActionResult, APISend, ConsoleReply, ParkedRelease}
+var Kinds = []Kind{DefaultReply, ConversationReply, ActionResult, APISend, ConsoleReply, ParkedRelease, Notification}
 
 // WindowRule says what a closed 24-hour customer service window does to a free-form message.
 type WindowRule int
@@ -52,6 +56,10 @@ const (
 	// WindowReengage: the tenant's templates.reengage replaces the message when the window is
 	// closed (before the send, or once after Meta's 131047); without one it is refused.
 	WindowReengage
+	// WindowFallback: the request's Fallback (a notification's templates.notify) replaces the
+	// message when the window is closed (before the send, or once after Meta's 131047); without
+	// one the message is skipped, never replaced by the reengage template.
+	WindowFallback
 )
 
 // ReauthRule says what a send refused for its token does when the tenant turns out to have a
@@ -95,7 +103,9 @@ type Policy struct {
 //   - a reply, an action's result and a released reply may re-engage; an api or console send
 //     says exactly what it sends, so a closed window refuses it;
 //   - a send from its record (api, console, release) is re-sent at once with a newer token;
-//     a reply's task is retried instead (its next attempt reads the tenant afresh).
+//     a reply's task is retried instead (its next attempt reads the tenant afresh);
+//   - a notification is not a reply: outside the window it goes as its own template or not at
+//     all, and a "resume the conversation" template would tell the member nothing.
 func PolicyFor(k Kind) Policy {
 	switch k {
 	case ConversationReply, ActionResult:
@@ -104,6 +114,8 @@ func PolicyFor(k Kind) Policy {
 		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowRefuse, Reauth: ReauthResend}
 	case ConsoleReply, ParkedRelease:
 		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowReengage, Reauth: ReauthResend}
+	case Notification:
+		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowFallback, Reauth: ReauthResend}
 	default:
 		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowUnchecked, Reauth: ReauthRetry, AuthDeadLetter: true}
 	}

@@ -91,6 +91,7 @@ func newEnv(t *testing.T, tenantToken string, lastInbound time.Time) *env {
 	opts := store.Options{Now: clk.now}
 	fake := graphfake.New(graphfake.WithToken(token))
 	fake.AddTemplate("hello_again")
+	fake.AddTemplate(notifyTemplate)
 	srv := fake.NewTestServer()
 	t.Cleanup(srv.Close)
 	gc, err := graph.NewClient(srv.URL+"/"+graph.Version, "", &http.Client{Timeout: 10 * time.Second})
@@ -125,7 +126,7 @@ func (e *env) deliver(kind delivery.Kind, tenantID, key string, lastAttempt bool
 	e.t.Helper()
 	ctx := context.Background()
 	switch kind {
-	case delivery.APISend, delivery.ConsoleReply, delivery.ParkedRelease:
+	case delivery.APISend, delivery.ConsoleReply, delivery.ParkedRelease, delivery.Notification:
 		var gen int64
 		if kind == delivery.ParkedRelease {
 			gen = 1
@@ -146,14 +147,19 @@ func (e *env) deliver(kind delivery.Kind, tenantID, key string, lastAttempt bool
 // seed creates the record a send from its record goes out from.
 func (e *env) seed(kind delivery.Kind, tenantID, key string) {
 	e.t.Helper()
-	source := map[delivery.Kind]string{delivery.APISend: store.SourceAPI, delivery.ConsoleReply: store.SourceConsole}[kind]
+	source := map[delivery.Kind]string{delivery.APISend: store.SourceAPI, delivery.ConsoleReply: store.SourceConsole,
+		delivery.Notification: store.SourceNotification}[kind]
+	var fallback string
 	switch kind {
 	case delivery.APISend, delivery.ConsoleReply, delivery.ParkedRelease:
+	case delivery.Notification:
+		fallback = notifyFallback
 	default:
 		return
 	}
 	if _, _, err := e.sends.CreateSend(context.Background(), store.OutboundRecord{IdempotencyKey: key, Source: source,
-		TenantID: tenantID, PhoneNumberID: number, To: contact, Message: `{"type":"text","text":{"body":"hello"}}`, MessageType: "text"}); err != nil {
+		TenantID: tenantID, PhoneNumberID: number, To: contact, Message: `{"type":"text","text":{"body":"hello"}}`, MessageType: "text",
+		Fallback: fallback}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -189,7 +195,13 @@ type want struct {
 
 var (
 	replies = []delivery.Kind{delivery.ConversationReply, delivery.ActionResult}
-	stored  = []delivery.Kind{delivery.APISend, delivery.ConsoleReply, delivery.ParkedRelease}
+	stored  = []delivery.Kind{delivery.APISend, delivery.ConsoleReply, delivery.ParkedRelease, delivery.Notification}
+)
+
+// A notification's record carries its templates.notify as the fallback outside the window.
+const (
+	notifyTemplate = "new_request"
+	notifyFallback = `{"type":"template","template":{"name":"new_request","language":{"code":"en"},"components":[{"type":"body","parameters":[{"type":"text","text":"create_booking"}]}]}}`
 )
 
 // each gives every kind in kinds the same want.
@@ -256,14 +268,14 @@ func TestPolicies(t *testing.T) {
 			want: each(map[delivery.Kind]want{
 				delivery.DefaultReply: failed(delivery.ReasonOutsideWindow, false, 1),
 				delivery.APISend:      failed(delivery.ReasonOutsideWindow, false, 1),
-			}, sent(2), append(replies, delivery.ConsoleReply, delivery.ParkedRelease)...),
+			}, sent(2), append(replies, delivery.ConsoleReply, delivery.ParkedRelease, delivery.Notification)...),
 		},
 		{
 			name: "window closed before the send", tenantToken: token, tenantID: "acme", lastInbound: 48 * time.Hour,
 			want: each(map[delivery.Kind]want{
 				delivery.DefaultReply: sent(1),
 				delivery.APISend:      failed(delivery.ReasonOutsideWindow, false, 0),
-			}, sent(1), append(replies, delivery.ConsoleReply, delivery.ParkedRelease)...),
+			}, sent(1), append(replies, delivery.ConsoleReply, delivery.ParkedRelease, delivery.Notification)...),
 		},
 		{
 			name: "auth error", tenantToken: "EAArevoked", tenantID: "acme",

@@ -37,6 +37,9 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 	case conv.LastInboundAt.After(last):
 		last = conv.LastInboundAt
 	}
+	if pol.Window == WindowFallback && (last.IsZero() || d.now().Sub(last) >= CustomerServiceWindow) {
+		return d.fallback(ctx, req, out)
+	}
 	if !last.IsZero() && d.now().Sub(last) < CustomerServiceWindow {
 		return out, Result{}, true
 	}
@@ -44,6 +47,25 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 		return tpl, Result{}, true
 	}
 	return out, d.refuse(ctx, req, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours"), false), false
+}
+
+// fallback replaces a message outside the contact's window by the policy WindowFallback: with
+// the request's Fallback (a notification's templates.notify), never the reengage template, or
+// with nothing: the record says skipped and the log says why, with the contact's keyed hash
+// only. When ok is false, res ends the delivery.
+func (d *Deliverer) fallback(ctx context.Context, req Request, out outgoing) (outgoing, Result, bool) {
+	logger := logging.FromContext(ctx)
+	if req.Fallback != nil {
+		logger.InfoContext(ctx, "outside the customer service window: sending the fallback template",
+			"event", "send_fallback_template", "kind", req.Kind.String())
+		return outgoing{reply: responder.Reply{Message: req.Fallback}}, Result{}, true
+	}
+	if err := d.Records.MarkSkipped(ctx, req.Key); err != nil {
+		return out, Result{Status: Retry, Err: err, Class: "temporary"}, false
+	}
+	logger.WarnContext(ctx, "outside the contact's 24-hour window and no template for it: not sent",
+		"event", req.Kind.String()+"_skipped", "reason", ReasonOutsideWindow, "to_hash", d.Hasher.Phone(req.To))
+	return out, Result{Status: Skipped, Reason: ReasonOutsideWindow}, false
 }
 
 // reengage is the tenant's reengage template, when the policy sends it and the tenant has one.
@@ -142,6 +164,15 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 	}
 	graphID, err := d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, out.replyTo)
 	readMarked := <-readDone
+	if err != nil && pol.Window == WindowFallback && classify(err).code == CodeReengagement && !out.isTemplate() {
+		// Meta says the window closed: the fallback instead, once, or nothing.
+		fb, res, ok := d.fallback(ctx, req, out)
+		if !ok {
+			return res, false
+		}
+		out = fb
+		graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, "")
+	}
 	if err != nil && classify(err).code == CodeReengagement && !out.isTemplate() {
 		// Meta says the window closed: the reengage template instead, once.
 		if tpl, ok := reengage(ctx, pol, fr); ok {

@@ -28,6 +28,8 @@ func KindOf(rec store.OutboundRecord) Kind {
 		return APISend
 	case store.SourceConsole:
 		return ConsoleReply
+	case store.SourceNotification:
+		return Notification
 	default:
 		return ParkedRelease
 	}
@@ -48,15 +50,29 @@ func (d *Deliverer) DeliverStored(ctx context.Context, s Stored) Result {
 	case rec.TenantID != s.TenantID:
 		return Result{Status: Invalid, Err: fmt.Errorf("send record %s is not tenant %s's", s.Key, s.TenantID), Class: "permanent"}
 	}
-	return d.Deliver(ctx, Request{
+	req := Request{
 		Kind: KindOf(rec), Key: s.Key, TenantID: rec.TenantID, PhoneNumberID: rec.PhoneNumberID, To: rec.To,
 		CorrelationID: rec.CorrelationID, LastAttempt: s.LastAttempt, ReleaseGen: s.ReleaseGen,
 		Compose: func(context.Context) (responder.Reply, error) {
-			var m graph.Message
-			if err := json.Unmarshal([]byte(rec.Message), &m); err != nil || m.Type == "" {
-				return responder.Reply{}, NotSendable(ReasonMalformedMessage, fmt.Errorf("the record's message is not a Graph message: %v", err))
-			}
-			return responder.Reply{Message: &m}, nil
+			m, err := storedMessage(rec.Message)
+			return responder.Reply{Message: m}, err
 		},
-	})
+	}
+	if rec.Fallback != "" {
+		fallback, err := storedMessage(rec.Fallback)
+		if err != nil {
+			req.Compose = func(context.Context) (responder.Reply, error) { return responder.Reply{}, err }
+		}
+		req.Fallback = fallback
+	}
+	return d.Deliver(ctx, req)
+}
+
+// storedMessage decodes a record's Graph message; one that does not decode can never be sent.
+func storedMessage(raw string) (*graph.Message, error) {
+	var m graph.Message
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Type == "" {
+		return nil, NotSendable(ReasonMalformedMessage, fmt.Errorf("the record's message is not a Graph message: %v", err))
+	}
+	return &m, nil
 }

@@ -145,6 +145,7 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 		// will not help, and the dead letter keeps the payload.
 		return Counts{}, fmt.Errorf("%w: parse payload: %w", ErrMalformed, err)
 	}
+	logValueErrors(ctx, logger, payload)
 	msgs, statuses := whatsapp.Normalize(payload)
 
 	traceID := ""

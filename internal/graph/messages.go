@@ -1,8 +1,20 @@
 package graph
 
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/wapipe/wapipe/internal/whatsapp"
+)
+
 // The types below are the outgoing message bodies of the Cloud API "messages" endpoint, as
-// Meta documents them. Message is the whole body; the typed parts cover what wapipe sends and
-// the common types, and Send takes any Message.
+// Meta documents them, field for field: a body decoded into Message and encoded again is the
+// body Meta documents (the api decodes businesses' bodies into these types and refuses unknown
+// fields, and the stored record is this encoding).
 
 // Message is a body for POST /{phone-number-id}/messages. Set To, Type and the object named
 // by Type; Send fills MessagingProduct.
@@ -26,8 +38,8 @@ type Message struct {
 	Sticker     *Media       `json:"sticker,omitempty"`
 	Location    *Location    `json:"location,omitempty"`
 	Reaction    *Reaction    `json:"reaction,omitempty"`
-	// Contacts is a contacts message's cards, passed through as given.
-	Contacts []any `json:"contacts,omitempty"`
+	// Contacts is a contacts message's cards.
+	Contacts []Contact `json:"contacts,omitempty"`
 
 	// BizOpaqueCallbackData is echoed in the message's status webhooks; wapipe sets it to the
 	// idempotency key so a status can be traced back to the task that sent it.
@@ -45,7 +57,8 @@ type Text struct {
 	PreviewURL bool   `json:"preview_url,omitempty"`
 }
 
-// Media is an attachment by uploaded media ID or by public Link.
+// Media is an attachment by uploaded media ID or by public Link. Caption is for images, videos
+// and documents, Filename for documents.
 type Media struct {
 	ID       string `json:"id,omitempty"`
 	Link     string `json:"link,omitempty"`
@@ -53,13 +66,71 @@ type Media struct {
 	Filename string `json:"filename,omitempty"`
 }
 
-// Location is a location pin.
+// Location is a location pin (a location message, or a template's location header).
 type Location struct {
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
-	Name      string  `json:"name,omitempty"`
-	Address   string  `json:"address,omitempty"`
+	Latitude  Coordinate `json:"latitude"`
+	Longitude Coordinate `json:"longitude"`
+	Name      string     `json:"name,omitempty"`
+	Address   string     `json:"address,omitempty"`
 }
+
+// Coordinate is a latitude or longitude in decimal degrees. Meta's reference types it as a
+// number while its own examples send a string ("37.44216251868683"); both are taken and sent on
+// as written, so the body Graph gets is the body the sender wrote. The zero value is absent.
+type Coordinate struct{ literal string }
+
+// NewCoordinate is the coordinate deg, written as a JSON number.
+func NewCoordinate(deg float64) Coordinate {
+	return Coordinate{literal: strconv.FormatFloat(deg, 'f', -1, 64)}
+}
+
+// IsZero reports whether the coordinate is absent.
+func (c Coordinate) IsZero() bool { return c.literal == "" }
+
+// Degrees is the coordinate's value.
+func (c Coordinate) Degrees() (float64, error) {
+	if c.literal == "" {
+		return 0, errors.New("no coordinate")
+	}
+	s := c.literal
+	if strings.HasPrefix(s, `"`) {
+		if err := json.Unmarshal([]byte(s), &s); err != nil {
+			return 0, err
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || strings.ContainsAny(s, "xXpP_") {
+		return 0, errors.New("not a decimal number")
+	}
+	return f, nil
+}
+
+// MarshalJSON writes the coordinate as it was read (0 when absent).
+func (c Coordinate) MarshalJSON() ([]byte, error) {
+	if c.literal == "" {
+		return []byte("0"), nil
+	}
+	return []byte(c.literal), nil
+}
+
+// UnmarshalJSON takes a number or a string holding a decimal number; anything else is a type
+// error naming the field.
+func (c *Coordinate) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if s == "null" {
+		return nil
+	}
+	if _, err := (Coordinate{literal: s}).Degrees(); err != nil {
+		return &json.UnmarshalTypeError{Value: "coordinate", Type: reflect.TypeFor[float64]()}
+	}
+	c.literal = s
+	return nil
+}
+
+// Contact is one contact card of a contacts message: name (formatted_name required), phones,
+// emails, urls, addresses, org, birthday. Meta's card is the same object in a webhook and in a
+// send, so it is the webhook's type.
+type Contact = whatsapp.SharedContact
 
 // Reaction reacts to MessageID with Emoji (empty removes the reaction).
 type Reaction struct {
@@ -145,19 +216,32 @@ type Component struct {
 	Parameters []Parameter `json:"parameters,omitempty"`
 }
 
-// Parameter is one template variable: Type "text", "payload", "currency", "date_time",
-// "image", "document" or "video", with the matching field set.
+// Parameter is one template variable: Type "text", "currency", "date_time", "image",
+// "document", "video", "location" (header), "payload" (quick reply button), "coupon_code" (copy
+// code button) or "action" (flow and catalog buttons), with the matching field set.
 type Parameter struct {
 	Type string `json:"type"`
 	// ParameterName is set for templates with named parameters.
-	ParameterName string    `json:"parameter_name,omitempty"`
-	Text          string    `json:"text,omitempty"`
-	Payload       string    `json:"payload,omitempty"`
-	Currency      *Currency `json:"currency,omitempty"`
-	DateTime      *DateTime `json:"date_time,omitempty"`
-	Image         *Media    `json:"image,omitempty"`
-	Document      *Media    `json:"document,omitempty"`
-	Video         *Media    `json:"video,omitempty"`
+	ParameterName string          `json:"parameter_name,omitempty"`
+	Text          string          `json:"text,omitempty"`
+	Payload       string          `json:"payload,omitempty"`
+	Currency      *Currency       `json:"currency,omitempty"`
+	DateTime      *DateTime       `json:"date_time,omitempty"`
+	Image         *Media          `json:"image,omitempty"`
+	Document      *Media          `json:"document,omitempty"`
+	Video         *Media          `json:"video,omitempty"`
+	Location      *Location       `json:"location,omitempty"`
+	CouponCode    string          `json:"coupon_code,omitempty"`
+	Action        *TemplateAction `json:"action,omitempty"`
+}
+
+// TemplateAction is the action parameter of a flow button (FlowToken, FlowActionData) or a
+// catalog button (ThumbnailProductRetailerID).
+type TemplateAction struct {
+	FlowToken string `json:"flow_token,omitempty"`
+	// FlowActionData is the flow's own input, whatever the flow defines.
+	FlowActionData             map[string]any `json:"flow_action_data,omitempty"`
+	ThumbnailProductRetailerID string         `json:"thumbnail_product_retailer_id,omitempty"`
 }
 
 // Currency is a money amount parameter; Amount1000 is the amount times 1000.

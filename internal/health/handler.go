@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -25,10 +26,32 @@ func Handler(rep Reporter) http.Handler {
 		if err != nil {
 			logging.FromContext(r.Context()).WarnContext(r.Context(), "health check incomplete", "event", "health_check_failed", "error", err)
 		}
+		logStalled(r.Context(), report)
 		code := http.StatusOK
 		if report.Status == Failing {
 			code = http.StatusServiceUnavailable
 		}
 		httpjson.Write(w, code, report)
 	})
+}
+
+// StalledAge is the age of a queue's oldest task from which the health report logs the queue as
+// stalled (EventQueueStalled): the contract's alert condition, "the oldest task of any queue
+// older than 10 minutes".
+const StalledAge = 10 * time.Minute
+
+// EventQueueStalled is the event of the ERROR line logged, each time the report is served, for
+// each queue whose oldest task is older than StalledAge; a log-based metric alerts on it
+// (terraform/monitoring.tf). Cloud Monitoring has no metric of a queue's oldest task.
+const EventQueueStalled = "queue_stalled"
+
+// logStalled logs every queue of report whose oldest task is older than StalledAge.
+func logStalled(ctx context.Context, report Report) {
+	for _, id := range report.queueIDs() {
+		q := report.Queues[id]
+		if q.oldestAge() > StalledAge {
+			logging.FromContext(ctx).ErrorContext(ctx, "a queue's oldest task is older than 10 minutes", "event", EventQueueStalled,
+				"queue", id, "oldest_task_age_s", int64(q.OldestTaskAgeS), "tasks", q.Tasks, "paused", q.Paused)
+		}
+	}
 }

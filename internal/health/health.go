@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 // Verdicts.
@@ -22,9 +23,11 @@ const (
 
 // Report is the health answer.
 type Report struct {
-	Status      string                `json:"status"`
-	Reason      string                `json:"reason"`
-	CheckedAt   time.Time             `json:"checked_at"`
+	Status    string    `json:"status"`
+	Reason    string    `json:"reason"`
+	CheckedAt time.Time `json:"checked_at"`
+	// Queues are the service's queues and every tenant's send queue (tasks.TenantQueuePrefix),
+	// by queue id, each judged by the same thresholds.
 	Queues      map[string]QueueStats `json:"queues"`
 	Outbound    OutboundCounts        `json:"outbound"`
 	DeadLetters int64                 `json:"dead_letters_pending"`
@@ -99,6 +102,12 @@ type QueueStatser interface {
 	QueueStats(ctx context.Context, queue string) (taskqueue.QueueStats, error)
 }
 
+// TenantLister lists the tenants, whose send queues the report includes; *store.Tenants
+// implements it.
+type TenantLister interface {
+	List(ctx context.Context) ([]store.TenantRecord, error)
+}
+
 // Checker computes reports.
 type Checker struct {
 	outbound    OutboundCounter
@@ -110,6 +119,7 @@ type Checker struct {
 	reauth      ReauthLister
 	quota       QuotaLister
 	accounts    AccountLister
+	tenants     TenantLister
 }
 
 // Options adjust a Checker; zero values take the defaults.
@@ -124,6 +134,9 @@ type Options struct {
 	// Accounts lists the tenants whose WhatsApp Business Account is restricted (*store.Tenants);
 	// not reported when nil.
 	Accounts AccountLister
+	// Tenants lists the tenants: each one's send queue (tasks.TenantQueueID) is reported beside
+	// the named queues; not reported when nil.
+	Tenants TenantLister
 }
 
 // AccountLister names the tenants whose account Meta restricted; *store.Tenants implements it.
@@ -159,6 +172,9 @@ func New(outbound OutboundCounter, deadLetters DeadLetterCounter, tc QueueStatse
 		}
 		if o.Accounts != nil {
 			c.accounts = o.Accounts
+		}
+		if o.Tenants != nil {
+			c.tenants = o.Tenants
 		}
 	}
 	return c
@@ -234,6 +250,28 @@ func (c *Checker) fetchQueues(ctx context.Context, f *fetches, r *Report, now ti
 			return err
 		})
 	}
+	if c.tenants == nil {
+		return
+	}
+	// The tenants' queues, read by name (as the grants allow: a condition on the queue's name,
+	// no listing of the location's queues), once the tenants are known.
+	f.run(func() error {
+		recs, err := c.tenants.List(ctx)
+		if err != nil {
+			return fmt.Errorf("list tenants for their queues: %w", err)
+		}
+		for _, rec := range recs {
+			id := tasks.TenantQueueID(rec.Tenant.ID)
+			f.run(func() error {
+				st, err := c.queueStats(ctx, id, now)
+				f.mu.Lock()
+				r.Queues[id] = st
+				f.mu.Unlock()
+				return err
+			})
+		}
+		return nil
+	})
 }
 
 // fetchOutbound fetches the outbound records' and dead letters' counts into r; the returned
@@ -296,13 +334,33 @@ func (c *Checker) queueStats(ctx context.Context, name string, now time.Time) (Q
 	if err != nil {
 		return QueueStats{Error: "unavailable"}, err
 	}
+	return queueStats(q, now), nil
+}
+
+// queueStats is the report's view of a queue's stats at now: the oldest task's age in seconds.
+func queueStats(q taskqueue.QueueStats, now time.Time) QueueStats {
 	st := QueueStats{Paused: q.Paused, Tasks: q.Tasks, ExecutedLastMinute: q.ExecutedLastMinute, InFlight: q.InFlight}
 	if !q.OldestArrival.IsZero() && st.Tasks > 0 {
 		if age := now.Sub(q.OldestArrival); age > 0 {
 			st.OldestTaskAgeS = age.Seconds()
 		}
 	}
-	return st, nil
+	return st
+}
+
+// queueIDs are the ids of the report's queues, sorted.
+func (r Report) queueIDs() []string {
+	ids := make([]string, 0, len(r.Queues))
+	for id := range r.Queues {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// oldestAge is the age of the queue's oldest task.
+func (q QueueStats) oldestAge() time.Duration {
+	return time.Duration(q.OldestTaskAgeS * float64(time.Second))
 }
 
 // percentile interpolates linearly within the bucket that holds the p-th quantile.
@@ -343,14 +401,9 @@ func (c *Checker) judge(r *Report, errs []error) {
 	for _, err := range errs {
 		failing = append(failing, "check failed: "+err.Error())
 	}
-	ids := make([]string, 0, len(r.Queues))
-	for id := range r.Queues {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range r.queueIDs() {
 		q := r.Queues[id]
-		age := time.Duration(q.OldestTaskAgeS * float64(time.Second))
+		age := q.oldestAge()
 		switch {
 		case q.Paused:
 			failing = append(failing, fmt.Sprintf("queue %s is paused", id))
@@ -392,8 +445,10 @@ func (c *Checker) judge(r *Report, errs []error) {
 // ForStore is the checker of the report every service shows (the worker's /internal/health, the
 // console's overview, `wapipe health --direct`), on the stores of db: sends, dead letters, and the
 // tenants needing a token, over quota or restricted by Meta; queueNames are the queues to report.
+// Every tenant's send queue is reported beside them.
 func ForStore(db *store.DB, queues QueueStatser, queueNames []string) *Checker {
 	tenants := store.NewTenants(db, store.Options{})
 	return New(store.NewOutbound(db, store.Options{}), store.NewDeadLetters(db, store.Options{}), queues, queueNames,
-		Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants})
+		Options{Reauth: tenants, Quota: store.QuotaReport{Tenants: tenants, Guard: store.NewGuard(db, store.Options{})}, Accounts: tenants,
+			Tenants: tenants})
 }

@@ -27,6 +27,8 @@ type fixture struct {
 	checker *health.Checker
 	records records
 	tq      *taskqueue.Client
+	admin   *taskqueue.Admin
+	db      *store.DB
 	now     time.Time
 }
 
@@ -59,7 +61,7 @@ func newFixture(t *testing.T, clockAhead time.Duration, pause bool) *fixture {
 	now := time.Now()
 	opts := store.Options{Now: func() time.Time { return now }}
 	recs := records{store.NewOutbound(db, opts), store.NewDeadLetters(db, opts)}
-	f := &fixture{records: recs, tq: tq, now: now}
+	f := &fixture{records: recs, tq: tq, admin: admin, db: db, now: now}
 	f.checker = health.New(recs.Outbound, recs.DeadLetterStore, admin, []string{tq.QueuePath(tasks.InboundQueueID), tq.QueuePath(tasks.OutboundQueueID)},
 		health.Options{Now: func() time.Time { return now.Add(clockAhead) }})
 	return f

@@ -52,6 +52,10 @@ const (
 	// MediaResend asks the user to send a file again: Meta no longer has it, it did not match
 	// its checksum, or it could not be fetched.
 	MediaResend Key = "media_resend"
+	// Notification tells a member an intent's notify names that another member's action
+	// succeeded; placeholders {intent} (the intent's name) and {sender} (the member's name, else
+	// the last digits of their number). The confirmed data follow it, one line a field.
+	Notification Key = "notification"
 	// Unavailable is sent when the assistant (the LLM) keeps failing for a message.
 	Unavailable Key = "unavailable"
 	// Ack is the reply of assistant mode ack when the tenant has no ack_text.
@@ -62,6 +66,7 @@ const (
 func Keys() []Key {
 	return []Key{
 		OnboardingPrompt, Welcome, WelcomeName, InvalidCode, RateLimited, QuotaExceeded,
+		Notification,
 		NotUnderstood, ButtonConfirm, ButtonCancel, ConfirmPrompt, Cancelled, Expired,
 		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack,
 	}
@@ -125,6 +130,7 @@ var catalog = map[string]map[Key]string{
 		UnsupportedMessage: "Sorry, I can't read this kind of message. Could you send it another way?",
 		MediaUnsupported:   "Sorry, I can't read this kind of file. Please send a photo, a voice note, a PDF or a text message instead.",
 		MediaResend:        "Sorry, I couldn't get your file. Please send it again.",
+		Notification:       "New request from {sender}: {intent}",
 		Unavailable:        "Sorry, the assistant is unavailable right now. Please try again in a few minutes.",
 		Ack:                "Thanks, we got your message. We will get back to you soon.",
 	},
@@ -148,6 +154,7 @@ var catalog = map[string]map[Key]string{
 		UnsupportedMessage: "Désolé, je ne peux pas lire ce type de message. Pourriez-vous l'envoyer autrement ?",
 		MediaUnsupported:   "Désolé, je ne peux pas lire ce type de fichier. Envoyez plutôt une photo, un message vocal, un PDF ou un message texte.",
 		MediaResend:        "Désolé, je n'ai pas pu récupérer votre fichier. Merci de le renvoyer.",
+		Notification:       "Nouvelle demande de {sender} : {intent}",
 		Unavailable:        "Désolé, l'assistant n'est pas disponible pour le moment. Merci de réessayer dans quelques minutes.",
 		Ack:                "Merci, nous avons bien reçu votre message. Nous vous répondrons rapidement.",
 	},
@@ -171,6 +178,7 @@ var catalog = map[string]map[Key]string{
 		UnsupportedMessage: "عذرًا، لا يمكنني قراءة هذا النوع من الرسائل. هل يمكنك إرسالها بطريقة أخرى؟",
 		MediaUnsupported:   "عذرًا، لا يمكنني قراءة هذا النوع من الملفات. يرجى إرسال صورة أو رسالة صوتية أو ملف بصيغة بي دي إف أو رسالة نصية بدلًا من ذلك.",
 		MediaResend:        "عذرًا، لم أتمكن من الحصول على ملفك. يرجى إرساله مرة أخرى.",
+		Notification:       "طلب جديد من {sender}: {intent}",
 		Unavailable:        "عذرًا، المساعد غير متاح حاليًا. يرجى المحاولة بعد بضع دقائق.",
 		Ack:                "شكرًا، لقد استلمنا رسالتك. سنرد عليك قريبًا.",
 	},
@@ -194,6 +202,7 @@ var catalog = map[string]map[Key]string{
 		UnsupportedMessage: "Lo siento, no puedo leer este tipo de mensaje. ¿Podrías enviarlo de otra forma?",
 		MediaUnsupported:   "Lo siento, no puedo leer este tipo de archivo. Envía mejor una foto, una nota de voz, un PDF o un mensaje de texto.",
 		MediaResend:        "Lo siento, no pude obtener tu archivo. Por favor, envíalo de nuevo.",
+		Notification:       "Nueva solicitud de {sender}: {intent}",
 		Unavailable:        "Lo sentimos, el asistente no está disponible en este momento. Inténtalo de nuevo en unos minutos.",
 		Ack:                "Gracias, hemos recibido tu mensaje. Te responderemos pronto.",
 	},
@@ -217,6 +226,7 @@ var catalog = map[string]map[Key]string{
 		UnsupportedMessage: "Desculpe, não consigo ler este tipo de mensagem. Você pode enviá-la de outra forma?",
 		MediaUnsupported:   "Desculpe, não consigo ler este tipo de arquivo. Envie uma foto, uma mensagem de voz, um PDF ou uma mensagem de texto.",
 		MediaResend:        "Desculpe, não consegui obter o seu arquivo. Por favor, envie-o novamente.",
+		Notification:       "Nova solicitação de {sender}: {intent}",
 		Unavailable:        "Desculpe, o assistente não está disponível no momento. Tente novamente em alguns minutos.",
 		Ack:                "Obrigado, recebemos sua mensagem. Responderemos em breve.",
 	},
@@ -240,6 +250,7 @@ var catalog = map[string]map[Key]string{
 		UnsupportedMessage: "Maaf, saya tidak bisa membaca jenis pesan ini. Bisakah Anda mengirimnya dengan cara lain?",
 		MediaUnsupported:   "Maaf, saya tidak bisa membaca jenis file ini. Silakan kirim foto, pesan suara, PDF, atau pesan teks.",
 		MediaResend:        "Maaf, file Anda tidak dapat saya ambil. Silakan kirim ulang.",
+		Notification:       "Permintaan baru dari {sender}: {intent}",
 		Unavailable:        "Maaf, asisten sedang tidak tersedia. Silakan coba lagi dalam beberapa menit.",
 		Ack:                "Terima kasih, pesan Anda sudah kami terima. Kami akan segera membalas.",
 	},

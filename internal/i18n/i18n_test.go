@@ -26,7 +26,7 @@ func TestEveryKeyExistsInEveryLanguage(t *testing.T) {
 			if !ok || strings.TrimSpace(s) == "" {
 				t.Errorf("%s/%s: missing", lang, key)
 			}
-			if got := Text(lang, key, "name", "Agus"); got == "" || strings.Contains(got, "{") {
+			if got := Text(lang, key, "name", "Agus", "intent", "create_booking", "sender", "Agus"); got == "" || strings.Contains(got, "{") {
 				t.Errorf("%s/%s renders %q", lang, key, got)
 			}
 		}

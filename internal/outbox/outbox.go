@@ -160,7 +160,7 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	if source == "" {
 		source = store.SourceAPI
 	}
-	rec, created, err := o.Sends.CreateSend(ctx, store.OutboundRecord{
+	rec, created, err := o.Queue(ctx, store.OutboundRecord{
 		IdempotencyKey: key, Source: source, APIMessageID: id, RequestHash: requestHash,
 		TenantID: r.TenantID, PhoneNumberID: number, To: r.To, ToHash: o.Hasher.Phone(r.To),
 		Message: string(msgJSON), MessageType: r.Message.Type, CorrelationID: r.CorrelationID, ReceivedAt: now(),
@@ -172,18 +172,31 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return Result{ID: id, IdempotencyKey: key, Record: rec, Replay: !created, PhoneNumberID: number}, nil
+}
+
+// Queue stores the send record seed unless its key has one (store.Sends.CreateSend) and queues
+// its process_send task on the tenant's queue while the record is pending, so a caller that
+// runs again (a retried task, a replayed request) queues nothing twice: the task's name is
+// derived from the key. It applies none of Send's rules: the caller has (Send), or the send's
+// own policy does at send time (a notification: package notify, delivery.Notification).
+func (o *Outbox) Queue(ctx context.Context, seed store.OutboundRecord) (store.OutboundRecord, bool, error) {
+	rec, created, err := o.Sends.CreateSend(ctx, seed)
+	if err != nil {
+		return rec, false, err
+	}
 	if rec.State == store.OutboundPending && rec.ReleaseGen == 0 {
 		// A replay of a request whose task may not exist yet enqueues it again; the task's name
 		// makes that idempotent.
-		body, _ := json.Marshal(tasks.Send{IdempotencyKey: key, CorrelationID: rec.CorrelationID, TenantID: r.TenantID})
+		body, _ := json.Marshal(tasks.Send{IdempotencyKey: rec.IdempotencyKey, CorrelationID: rec.CorrelationID, TenantID: rec.TenantID})
 		if _, err := o.Tasks.Enqueue(ctx, taskqueue.Task{
-			Queue: tasks.TenantQueueID(r.TenantID), ID: tasks.SendTaskID(key, 0), Path: tasks.ProcessSendPath,
+			Queue: tasks.TenantQueueID(rec.TenantID), ID: tasks.SendTaskID(rec.IdempotencyKey, 0), Path: tasks.ProcessSendPath,
 			Body: body, CorrelationID: rec.CorrelationID,
 		}); err != nil {
-			return Result{}, fmt.Errorf("create the send task: %w", err)
+			return rec, created, fmt.Errorf("create the send task: %w", err)
 		}
 	}
-	return Result{ID: id, IdempotencyKey: key, Record: rec, Replay: !created, PhoneNumberID: number}, nil
+	return rec, created, nil
 }
 
 // MessageIDPurpose names the key message ids are derived with (logging.Hasher.DerivedKey).

@@ -98,6 +98,11 @@ type OutboundRecord struct {
 	ParkedAt       time.Time `firestore:"parked_at,omitempty" json:"parked_at,omitempty"`
 	ReleaseGen     int64     `firestore:"release_gen,omitempty" json:"release_gen,omitempty"`
 	ReleasePending bool      `firestore:"release_pending,omitempty" json:"release_pending,omitempty"`
+
+	// Fallback (a graph.Message JSON, a template) replaces Message when the contact's 24-hour
+	// window is closed: a notification's templates.notify with its parameters filled (package
+	// notify). Never shown.
+	Fallback string `firestore:"fallback,omitempty" json:"-"`
 }
 
 // ErrNotFound is returned when a record does not exist.

@@ -312,9 +312,18 @@ func shardSum(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sum usage shards: %w", err)
 	}
-	switch v := res["n"].(type) {
+	n, err := aggregateInt(res["n"])
+	if err != nil {
+		return 0, fmt.Errorf("sum usage shards: %w", err)
+	}
+	return int(n), nil
+}
+
+// aggregateInt reads a sum from an aggregation query's result.
+func aggregateInt(v any) (int64, error) {
+	switch v := v.(type) {
 	case int64:
-		return int(v), nil
+		return v, nil
 	case nil:
 		return 0, nil
 	default:
@@ -323,9 +332,9 @@ func shardSum(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
 			GetIntegerValue() int64
 			GetDoubleValue() float64
 		}); ok {
-			return int(pv.GetIntegerValue()) + int(pv.GetDoubleValue()), nil
+			return pv.GetIntegerValue() + int64(pv.GetDoubleValue()), nil
 		}
-		return 0, fmt.Errorf("sum usage shards: unexpected result type %T", v)
+		return 0, fmt.Errorf("unexpected result type %T", v)
 	}
 }
 

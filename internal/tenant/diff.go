@@ -72,6 +72,7 @@ func Diff(prev, next *Tenant) []Change {
 	d.text("assistant.action_url", pa.ActionURL, na.ActionURL)
 	d.list("assistant.intents", intentItems(pa.Intents), intentItems(na.Intents), true)
 	d.text("templates.reengage", fmtTemplate(prev.Templates.Reengage), fmtTemplate(next.Templates.Reengage))
+	d.text("templates.notify", fmtTemplate(prev.Templates.Notify), fmtTemplate(next.Templates.Notify))
 	return d.out
 }
 
@@ -198,19 +199,28 @@ func memberItems(ms []Member) []item {
 func intentItems(ins []Intent) []item {
 	out := make([]item, len(ins))
 	for i, in := range ins {
-		roles := make([]string, len(in.Roles))
-		for j, r := range in.Roles {
-			roles[j] = string(r)
-		}
 		out[i] = item{key: in.Name, label: in.Name, attrs: []attr{
 			{"description", in.Description, true},
 			{"fields", in.Fields.String(), false},
 			{"required", "[" + strings.Join(in.Required, ", ") + "]", false},
 			{"confirm", strconv.FormatBool(in.Confirm), false},
-			{"roles", "[" + strings.Join(roles, ", ") + "]", false},
+			{"roles", fmtRoles(in.Roles), false},
+			{"notify", fmtRoles(in.Notify), false},
 		}}
 	}
 	return out
+}
+
+// fmtRoles shows a role list as the file writes it: [owner, admin]; an empty role as "".
+func fmtRoles(rs []Role) string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = string(r)
+		if r == "" {
+			names[i] = `""`
+		}
+	}
+	return "[" + strings.Join(names, ", ") + "]"
 }
 
 // MemberLabel shows a member without their full number: "Pak Agus (…7890)", or "…7890" when

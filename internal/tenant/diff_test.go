@@ -167,6 +167,10 @@ func TestDiffEachKindOfChange(t *testing.T) {
 			"~ assistant.intents[create_booking].confirm: true -> false",
 			"~ assistant.intents[create_booking].roles: [owner, admin] -> []",
 		}},
+		{"intent notify roles", func(t *Tenant) { t.Assistant.Intents[0].Notify = []Role{RoleAdmin} }, []string{
+			"~ assistant.intents[create_booking].notify: [] -> [admin]"}},
+		{"notify template added", func(t *Tenant) { t.Templates.Notify = &Template{Name: "new_request", Language: "id"} }, []string{
+			"+ templates.notify: new_request (id)"}},
 		{"intents reordered", func(t *Tenant) {
 			in := t.Assistant.Intents
 			in[0], in[1] = in[1], in[0]

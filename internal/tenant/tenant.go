@@ -191,6 +191,9 @@ type Intent struct {
 	Confirm bool `yaml:"confirm" firestore:"confirm"`
 	// Roles, when set, are the only member roles allowed to use the intent.
 	Roles []Role `yaml:"roles,omitempty" firestore:"roles"`
+	// Notify are the member roles told of each of the intent's actions once it succeeds (package
+	// notify): every member with one of them, except the member who asked.
+	Notify []Role `yaml:"notify,omitempty" firestore:"notify"`
 }
 
 // AllowedFor reports whether a sender with role may use the intent. A non-member has the
@@ -228,6 +231,9 @@ type Field struct {
 type Templates struct {
 	// Reengage is sent when a reply falls outside the 24-hour customer service window.
 	Reengage *Template `yaml:"reengage,omitempty" firestore:"reengage,omitempty"`
+	// Notify carries a notification (an intent's notify) to a member outside their 24-hour
+	// window; without it such a notification is skipped. Never replaced by Reengage.
+	Notify *Template `yaml:"notify,omitempty" firestore:"notify,omitempty"`
 }
 
 // Template names an approved template.

@@ -63,6 +63,7 @@ func (t *Tenant) validate() Problems {
 		c.add("quota.per_sender_per_month", "must be 1 or more (absent: a tenth of llm_calls_per_month, at least %d)", MinSenderShare)
 	}
 	t.validateAssistant(&c)
+	checkTemplate(&c, "templates.notify", t.Templates.Notify)
 	if r := t.Templates.Reengage; r != nil {
 		switch {
 		case r.Name == "":
@@ -235,6 +236,7 @@ func (t *Tenant) validateAssistant(c *problems) {
 		for j, r := range in.Roles {
 			checkRole(c, index(path+".roles", j), r)
 		}
+		checkNotify(c, path+".notify", in.Notify)
 	}
 }
 

@@ -88,8 +88,10 @@ func TestSlowUploadsCannotLockOutDeliveries(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("genuine delivery answered %d, want 200", status)
 	}
-	if latency > time.Second {
-		t.Errorf("genuine delivery answered in %s, want within 1 s", latency)
+	// Had it queued behind the slow uploads it would have waited out their grace: anything under
+	// it did not wait (a loaded machine may take far more than the usual few milliseconds).
+	if latency >= grace {
+		t.Errorf("genuine delivery answered in %s, after the slow uploads' %s grace: it waited behind them", latency, grace)
 	}
 	e.wantTasks(1)
 	// Each slow upload holds its first buffer, not its declared length.

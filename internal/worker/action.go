@@ -6,6 +6,10 @@ import (
 
 	"github.com/wapipe/wapipe/internal/actions"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/notify"
+	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -29,4 +33,11 @@ func (s *Server) processAction(ctx context.Context, t *task, a tasks.Action, _ t
 	ctx, _ = logging.With(ctx, "action_id", a.ActionID, "tenant_id", a.TenantID, "conversation_id", a.ConversationID,
 		"correlation_id", a.CorrelationID, "intent", req.Intent, logging.EventID(a.InboundEventID))
 	return s.actionOutcome(ctx, t, s.actions.Run(ctx, a, req, s.isLastAttempt(t)))
+}
+
+// newNotifier queues the notifications of succeeded actions as send records and their
+// process_send tasks on each tenant's queue (package outbox), like the api's sends.
+func newNotifier(db *store.DB, tq *taskqueue.Client, tenants *store.Tenants, hasher *logging.Hasher) *notify.Notifier {
+	return &notify.Notifier{Members: tenants, Hasher: hasher,
+		Outbox: &outbox.Outbox{Sends: store.NewSends(db, store.Options{}), Tasks: tq, Hasher: hasher}}
 }

@@ -92,6 +92,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Uploads:       uploads,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
+		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),
 		Lease:         cfg.ConversationLease,
 		Sends:         store.NewSends(db, store.Options{}),
 		Events:        events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{})),

@@ -135,6 +135,8 @@ func (failingGuard) ReserveCall(context.Context, assistant.CallReservation) (ass
 	return assistant.CallDecision{}, errors.New("rpc error: code = Unavailable desc = the usage store is down")
 }
 
+func (failingGuard) RecordTokens(context.Context, assistant.TokenUse) error { return nil }
+
 // lateExtractor asks the fake Gemini whose URL is known only once the stack is up.
 type lateExtractor struct {
 	mu  sync.Mutex

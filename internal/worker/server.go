@@ -112,6 +112,10 @@ type Deps struct {
 	// Sends are the records process_send sends from, and the parking of a tenant's sends.
 	Sends delivery.Parker
 
+	// Notifier tells the members an intent's notify names of its succeeded actions (package
+	// notify); none are told without it.
+	Notifier actions.Notifier
+
 	// Events applies Meta's events other than ordinary messages (revokes, edits, number
 	// changes, preferences, echoes, account updates); with none they are only answered or traced.
 	Events EventApplier
@@ -167,7 +171,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		srv.fanner.Events = deps.Events
 	}
 	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
-		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply}
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply, Notify: deps.Notifier}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends

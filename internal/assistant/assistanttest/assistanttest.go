@@ -24,11 +24,16 @@ type Guard struct {
 	quotaErr   error
 	senderHits int
 	quotaCalls int
+	// tokens are the recorded prompt and output tokens by tenant and period; tokensOf the call
+	// ids recorded.
+	tokens   map[[2]string][2]int
+	tokensOf map[string]bool
 }
 
 // NewGuard returns a guard with no counts.
 func NewGuard() *Guard {
-	return &Guard{windows: map[[2]string]assistant.Window{}, usage: map[[2]string]int{}, granted: map[string]bool{}}
+	return &Guard{windows: map[[2]string]assistant.Window{}, usage: map[[2]string]int{}, granted: map[string]bool{},
+		tokens: map[[2]string][2]int{}, tokensOf: map[string]bool{}}
 }
 
 // HitSender counts h with assistant.Window.Hit, or returns the error set by FailSender.
@@ -72,6 +77,28 @@ func (g *Guard) ReserveCall(_ context.Context, c assistant.CallReservation) (ass
 	g.usage[sk]++
 	g.granted[c.CallID] = true
 	return assistant.CallDecision{Granted: true}, nil
+}
+
+// RecordTokens adds a call's tokens to the tenant's period, once per call id.
+func (g *Guard) RecordTokens(_ context.Context, u assistant.TokenUse) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tokensOf[u.CallID] {
+		return nil
+	}
+	g.tokensOf[u.CallID] = true
+	k := [2]string{u.TenantID, u.Period}
+	t := g.tokens[k]
+	g.tokens[k] = [2]int{t[0] + u.Prompt, t[1] + u.Output}
+	return nil
+}
+
+// Tokens are a tenant's recorded prompt and output tokens in a period.
+func (g *Guard) Tokens(tenantID, period string) (prompt, output int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.tokens[[2]string{tenantID, period}]
+	return t[0], t[1]
 }
 
 // SenderUsage is a contact's counted calls in a period.

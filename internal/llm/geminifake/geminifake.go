@@ -209,6 +209,10 @@ type Request struct {
 	Rule string `json:"rule,omitempty"`
 	// Status is the HTTP status answered; 0 when the client gave up during a Delay.
 	Status int `json:"status"`
+	// PromptTokens and OutputTokens are the answer's usageMetadata (promptTokenCount,
+	// candidatesTokenCount); zero when the call failed.
+	PromptTokens int `json:"prompt_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
 }
 
 // Server is the fake. Its zero value is not usable; call New. It is safe for concurrent use.
@@ -599,6 +603,7 @@ func (s *Server) response(rec *Request, text, finish string) map[string]any {
 		promptChars += len(c.Text)
 	}
 	prompt, out := tokens(promptChars), tokens(len(text))
+	rec.PromptTokens, rec.OutputTokens = prompt, out
 	return map[string]any{
 		"candidates": []any{map[string]any{
 			"content": map[string]any{

@@ -116,12 +116,17 @@ func TestRecordsTheRequest(t *testing.T) {
 	f, srv := start(t)
 	req := request("jadwal besok")
 	req.History = []llm.Turn{{Role: llm.RoleUser, Text: "halo"}, {Role: llm.RoleModel, Text: "Halo!"}}
-	if _, err := llmClient(t, srv, 0).Extract(context.Background(), req); err != nil {
+	res, err := llmClient(t, srv, 0).Extract(context.Background(), req)
+	if err != nil {
 		t.Fatalf("Extract: %v", err)
 	}
 	rs := f.Requests()
 	if len(rs) != 1 {
 		t.Fatalf("got %d requests; want 1", len(rs))
+	}
+	// The record carries the usageMetadata the client read.
+	if res.Usage.PromptTokens <= 0 || res.Usage.OutputTokens <= 0 {
+		t.Errorf("usage read by the client = %+v, want tokens", res.Usage)
 	}
 	r := rs[0]
 	want := geminifake.Request{
@@ -130,6 +135,7 @@ func TestRecordsTheRequest(t *testing.T) {
 		Contents:          []geminifake.Content{{Role: "user", Text: "halo"}, {Role: "model", Text: "Halo!"}, {Role: "user", Text: "jadwal besok"}},
 		Text:              "jadwal besok",
 		HasResponseSchema: true, ResponseMIMEType: "application/json", Rule: "default", Status: 200,
+		PromptTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.OutputTokens,
 	}
 	ignore := cmp.FilterPath(func(p cmp.Path) bool {
 		switch p.String() {

@@ -1,0 +1,118 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/testenv"
+)
+
+// TestTenantPageRemovesInvitedMember: the tenant page lists the members who joined by invite,
+// their numbers masked, each with a Remove button (a POST with the CSRF token and a request id,
+// naming the member by a reference, not the number); the button removes the member once,
+// audited; a forged POST removes nothing. Tenants, members and audit entries live in the
+// Firestore emulator.
+func TestTenantPageRemovesInvitedMember(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	tenants := store.NewTenants(db, store.Options{})
+	audit := store.NewAudit(db, store.Options{})
+	tn := &tenant.Tenant{ID: "clinic-01", Name: "Clinic", Language: "en", Audience: tenant.AudienceMembers,
+		PhoneNumbers: []tenant.PhoneNumber{{PhoneNumberID: "1clinic", WABAID: "2"}}}
+	tn.ApplyDefaults()
+	if _, err := tenants.Apply(ctx, tn, false); err != nil {
+		t.Fatal(err)
+	}
+	const joined = "6281234500042"
+	code, _ := tenant.NewInviteCode()
+	if err := tenants.CreateInvite(ctx, tn.ID, tenant.InviteCodeHash(code), tenant.RoleAdmin, time.Now().Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tenants.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), joined, "Budi"); err != nil {
+		t.Fatal(err)
+	}
+
+	f := newFixture(t, false)
+	f.deps.Tenants, f.deps.Members, f.deps.Audit = tenants, tenants, audit
+	f.rebuild()
+	code2, body := f.get(t, "/tenants/clinic-01")
+	ref := regexp.MustCompile(`name="member" value="([0-9a-f]+)"`).FindStringSubmatch(body)
+	if code2 != http.StatusOK || ref == nil || !strings.Contains(body, "Budi (…0042) — admin") || strings.Contains(body, joined) {
+		t.Fatalf("GET = %d, want the invited member masked with a Remove form, never the number:\n%s", code2, body)
+	}
+	member := func() bool {
+		t.Helper()
+		_, ok, err := tenants.RuntimeMember(ctx, tn.ID, joined)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	remove := func(form url.Values) int {
+		t.Helper()
+		return f.post(t, "/tenants/clinic-01/members/remove", form, f.as(t, "alice@example.com")...).Code
+	}
+	if code := remove(url.Values{RequestIDField: {newRequestID()}, CSRFField: {"x"}, "member": {ref[1]}}); code != http.StatusForbidden || !member() {
+		t.Fatalf("POST without the CSRF token = %d (member %v), want 403 and the member kept", code, member())
+	}
+	req := newRequestID()
+	for range 2 { // a double submit runs once
+		if code := remove(url.Values{RequestIDField: {req}, "member": {ref[1]}}); code != http.StatusSeeOther {
+			t.Fatalf("remove = %d, want 303 back to the page", code)
+		}
+	}
+	if member() {
+		t.Error("still a member after Remove")
+	}
+	e, err := audit.Get(ctx, req)
+	if err != nil || e.Action != "remove_member" || e.State != store.AuditDone || e.TenantID != "clinic-01" ||
+		e.Target != ref[1] || strings.Contains(e.Result+e.Target, joined) {
+		t.Errorf("audit entry %+v (%v)", e, err)
+	}
+	_, body = f.get(t, "/tenants/clinic-01?req="+req)
+	if !strings.Contains(body, "remove_member: done") || strings.Contains(body, `name="member"`) {
+		t.Errorf("the page after removing:\n%s", body)
+	}
+	// Again, a new request: nobody to remove, audited as failed.
+	req = newRequestID()
+	if code := remove(url.Values{RequestIDField: {req}, "member": {ref[1]}}); code != http.StatusSeeOther {
+		t.Errorf("remove again = %d, want 303", code)
+	}
+	if e, err := audit.Get(ctx, req); err != nil || e.State != store.AuditFailed {
+		t.Errorf("audit entry of a second removal %+v (%v), want failed", e, err)
+	}
+}
+
+// TestTenantPageShowsTokens: the tenant page shows the month's LLM tokens (prompt, output)
+// recorded for the tenant, read from the usage counters in the Firestore emulator.
+func TestTenantPageShowsTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	guard := store.NewGuard(db, store.Options{})
+	period := assistant.Period(fixedNow)
+	for i, call := range []string{"c1", "c2"} {
+		if _, err := guard.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-01", Period: period, CallID: call}); err != nil {
+			t.Fatal(err)
+		}
+		if err := guard.RecordTokens(ctx, assistant.TokenUse{TenantID: "acme-01", Period: period, CallID: call, Prompt: 1000 + i, Output: 50}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixture(t, false)
+	f.deps.Usage = guard
+	f.rebuild()
+	code, body := f.get(t, "/tenants/acme-01")
+	if want := `<dd id="llm-tokens">2001 prompt, 100 output in ` + period + `</dd>`; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("GET = %d, want %q in:\n%s", code, want, body)
+	}
+}

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/wapipe/wapipe/internal/tenant"
+)
+
+// SourceNotification marks an outbound record made by a notification after an action (package
+// notify): sent from the record by process_send, with its Fallback outside the window.
+const SourceNotification = "notification"
+
+// RuntimeMembersWithRoles returns the members of tenant id who joined by invite with one of roles,
+// ordered by wa_id. The file's members are on the tenant itself (tenant.Tenant.Members).
+func (s *Tenants) RuntimeMembersWithRoles(ctx context.Context, id string, roles []tenant.Role) ([]tenant.Member, error) {
+	if id == "" || len(roles) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	// One filter and no order: no composite index to deploy; the few members are sorted here.
+	q := s.tenantDoc(id).Collection(TenantMembers).Where("role", "in", names)
+	docs, err := queryAll[memberDoc](ctx, q, "members of "+id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tenant.Member, len(docs))
+	for i, d := range docs {
+		out[i] = tenant.Member{WaID: d.WaID, Role: d.Role, Name: d.Name, Language: d.Language}
+	}
+	slices.SortFunc(out, func(a, b tenant.Member) int { return strings.Compare(a.WaID, b.WaID) })
+	return out, nil
+}
