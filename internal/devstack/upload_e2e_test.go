@@ -11,7 +11,9 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/devstack"
@@ -20,6 +22,7 @@ import (
 	"github.com/wapipe/wapipe/internal/media/mediasample"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
@@ -137,9 +140,9 @@ func uploads(g *graphfake.Fake, fileName string) []graphfake.Request {
 
 // TestMediaUploadEndToEnd: a JPEG posted to the api's POST /v1/media goes through the real worker
 // to the fake Graph API's upload, byte for byte, with the tenant's token and on its number; the
-// answer's id, size and hex sha256 are the file's, and the id then serves the same bytes through
-// the worker's media route (a lookup and download with Meta's id). Refusals come with the
-// contract's codes and reach no upload.
+// answer's id, size and hex sha256 are the file's; the id then serves the same bytes through the
+// worker's media route (a lookup and download with Meta's id) and sends an image through
+// /v1/messages. Refusals come with the contract's codes and reach no upload.
 func TestMediaUploadEndToEnd(t *testing.T) {
 	t.Parallel()
 	st := startUploadStack(t)
@@ -179,8 +182,45 @@ func TestMediaUploadEndToEnd(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(back, photo) {
 		t.Errorf("media route for the uploaded id: status %d, %d bytes; want 200 and the photo", resp.StatusCode, len(back))
 	}
-	// A /v1/messages image send by this id is the sendtypes change (media bodies on
-	// /v1/messages), not on this branch: it is tested there.
+	// The uploaded id sends: the contact writes (the 24 h window opens), then /v1/messages
+	// sends an image by the id, which Graph receives as Meta's image body.
+	post(t, st.Stack, whatsapp.SampleText(whatsapp.SampleOptions{PhoneNumberID: uploadNumber, From: customerPhone}, "send me the photo"))
+	ctx := context.Background()
+	db, err := store.OpenEmulator(ctx, st.FirestoreHost, st.Project, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	convs := store.NewConversationStore(db, store.Options{})
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		c, err := convs.Get(ctx, store.ConversationID("up-one", uploadNumber, customerPhone))
+		return err == nil && !c.LastInboundAt.IsZero()
+	}, "the contact's message never opened the window")
+	sendBody := `{"to":"` + customerPhone + `","type":"image","image":{"id":"` + id + `","caption":"your bus"}}`
+	req, _ := http.NewRequest(http.MethodPost, st.APIURL+"/v1/messages", strings.NewReader(sendBody))
+	req.Header.Set("Authorization", "Bearer "+st.keyOne)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/messages with the uploaded id: status %d, want 202", resp.StatusCode)
+	}
+	var sent graphfake.Request
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		for _, r := range st.Graph.Sends() {
+			if r.PhoneNumberID == uploadNumber && r.Body["type"] == "image" {
+				sent = r
+				return true
+			}
+		}
+		return false
+	}, "the image send never reached Graph")
+	if img, _ := sent.Body["image"].(map[string]any); img["id"] != id || img["caption"] != "your bus" || sent.Body["to"] != customerPhone {
+		t.Errorf("Graph received %v, want an image with the uploaded id %s and its caption, to the contact", sent.Body, id)
+	}
 
 	big := make([]byte, 5*graph.MB+1)
 	copy(big, photo)
