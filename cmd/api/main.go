@@ -1,6 +1,6 @@
 // Command api is the public, business-facing Cloud Run service: POST /v1/messages sends on a
-// tenant's behalf, GET /v1/messages/{id} reports a message's state, and the Embedded Signup routes
-// connect a tenant's WhatsApp account.
+// tenant's behalf, GET /v1/messages/{id} reports a message's state, POST /v1/media uploads a file
+// (through the worker), and the Embedded Signup routes connect a tenant's WhatsApp account.
 package main
 
 import (
@@ -25,6 +25,8 @@ func realMain(ctx context.Context, cfg *api.Config) error {
 	if err != nil {
 		return err
 	}
+	// Uploads (POST /v1/media) and templates pass through the worker, which alone opens tenant
+	// tokens.
 	if deps.Worker, err = workerclient.New(ctx, cfg.Base); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 func main() { service.Main("console", &console.Config{}, realMain) }
@@ -28,6 +29,10 @@ func realMain(ctx context.Context, cfg *console.Config) error {
 
 	deps := console.NewDeps(cfg, c.DB, c.Tasks, c.Admin, c.Keeper, c.Logger)
 	cfg.UseInboundDatabase(c.InboundDB, &deps)
+	// A message's image is fetched through the worker, which alone opens tenant tokens.
+	if deps.Worker, err = workerclient.New(ctx, cfg.Base); err != nil {
+		return err
+	}
 	c.Logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
 		"oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform, "cloud_run_service", cfg.Service, "hosts", cfg.Hosts)
 	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes

@@ -22,6 +22,10 @@ const (
 	// CodeContactOptedOut answers 422: a MARKETING template to a contact who stopped marketing
 	// messages (Meta would answer 131050).
 	CodeContactOptedOut = "contact_opted_out"
+	// CodeMediaTooLarge answers 413: an upload over its type's limit (POST /v1/media).
+	CodeMediaTooLarge = "media_too_large"
+	// CodeMediaRefused answers 422: WhatsApp refused an uploaded file of a type it takes.
+	CodeMediaRefused = "media_refused"
 )
 
 // Codes of the body's transport problems, which HTTP names with statuses of their own; the
@@ -31,6 +35,10 @@ const (
 	codeBodyTooLarge         = "body_too_large"
 	codeBodyTimeout          = "body_timeout"
 	codeInternal             = "internal"
+	// codeMediaTypeRefused is an upload of a type WhatsApp does not take: 415 under the
+	// contract's code unsupported_media_type (a body that is not the expected format reads
+	// invalid_request).
+	codeMediaTypeRefused = "media_type_refused"
 )
 
 // Codes of the Embedded Signup pages' refusals, which a person reads on the page (page).
@@ -73,6 +81,9 @@ var answers = map[string]answer{
 	CodeUnavailable:           {http.StatusServiceUnavailable, CodeUnavailable, msgUnavailable},
 	CodeContactOptedOut:       {http.StatusUnprocessableEntity, CodeContactOptedOut, ""},
 	CodeTemplateNotApproved:   {http.StatusUnprocessableEntity, CodeTemplateNotApproved, ""},
+	CodeMediaTooLarge:         {http.StatusRequestEntityTooLarge, CodeMediaTooLarge, ""},
+	codeMediaTypeRefused:      {http.StatusUnsupportedMediaType, codeUnsupportedMediaType, ""},
+	CodeMediaRefused:          {http.StatusUnprocessableEntity, CodeMediaRefused, ""},
 	codeInternal:              {http.StatusInternalServerError, codeInternal, ""},
 	codeForbidden:             {http.StatusForbidden, codeForbidden, ""},
 	codeBadGateway:            {http.StatusBadGateway, codeBadGateway, ""},

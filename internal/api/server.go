@@ -87,12 +87,13 @@ type Deps struct {
 	OptOuts OptOutReader
 	// Templates refuses templates known not to be approved; no check when nil (templates.go).
 	Templates TemplateReader
-	// Worker calls the worker's tenant routes (/v1/templates); those routes answer 503 without.
-	Worker WorkerCaller
-	Tasks  Enqueuer
+	Tasks     Enqueuer
 	// Graph calls Meta for Embedded Signup; it has no token of its own.
 	Graph  *graph.Client
 	Keeper Keeper
+	// Worker calls the worker's tenant routes (media.go: uploads; templates.go); POST /v1/media
+	// and /v1/templates answer 503 without it.
+	Worker WorkerCaller
 	// Hasher makes the keyed refs stored for lookups (to_hash); the dev key when nil.
 	Hasher *logging.Hasher
 	Logger *slog.Logger
@@ -168,6 +169,7 @@ func (s *Server) Routes() http.Handler {
 		r.Get("/v1/templates", s.handleTemplatesList)            // templates.go
 		r.Post("/v1/templates", s.handleTemplateCreate)          // templates.go
 		r.Delete("/v1/templates/{name}", s.handleTemplateDelete) // templates.go
+		r.Post("/v1/media", s.handleUpload)                      // media.go
 		r.Get(ConnectPath, s.handleConnectPage)
 		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
 		r.Get(CallbackPath, s.handleCallback)

@@ -27,11 +27,6 @@ import (
 // PENDING, REJECTED, PAUSED or DISABLED.
 const CodeTemplateNotApproved = "template_not_approved"
 
-// WorkerCaller calls the worker's tenant routes; *workerclient.Client implements it.
-type WorkerCaller interface {
-	Do(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error)
-}
-
 // TemplateReader reads what wapipe knows of a tenant's template; *store.Templates implements it.
 type TemplateReader interface {
 	Get(ctx context.Context, tenantID, name, language string) (store.Template, error)

@@ -104,10 +104,12 @@ type messageView struct {
 	messageID string
 }
 
-// mediaView is what the console shows of a media message: never its bytes (there is no image
-// proxy yet).
+// mediaView is what the console shows of a media message; ImageURL, when set, shows an image
+// fetched from Graph on demand (media.go), never stored.
 type mediaView struct {
 	MIMEType, Size, Caption, Filename string
+	ImageURL                          string
+	media                             *store.Media
 }
 
 type tick struct {
@@ -261,7 +263,7 @@ func mediaOf(m *store.Media) *mediaView {
 	if m == nil {
 		return nil
 	}
-	return &mediaView{MIMEType: m.MIMEType, Size: humanBytes(m.Size), Caption: cleanText(m.Caption), Filename: m.Filename}
+	return &mediaView{MIMEType: m.MIMEType, Size: humanBytes(m.Size), Caption: cleanText(m.Caption), Filename: m.Filename, media: m}
 }
 
 // humanBytes writes a size as people read it (MB = 1,000,000 bytes, as Meta's limits say).
@@ -357,6 +359,9 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 		return conversationView{}, err
 	}
 	for i := range items {
+		if m := items[i].Media; m != nil {
+			m.ImageURL = s.imageURL(c, m.media)
+		}
 		if items[i].Direction == store.DirectionOut {
 			rec, ok := recs[items[i].recordKey]
 			items[i].Tick = tickOf(rec, ok)

@@ -47,6 +47,9 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now is time.Now when nil.
 	Now func() time.Time
+	// Worker calls the worker's tenant routes: a message's image (media.go). Without it, the
+	// page shows no images.
+	Worker WorkerCaller
 	// Identity verifies who the operator is; with none, every request is refused (401).
 	Identity Authenticator
 	// Hosts are the host names the console answers; the zero policy refuses every request (421).
@@ -104,6 +107,7 @@ func (s *Server) Routes() http.Handler {
 	r.Method(http.MethodPost, "/conversations/{conversation}/reply", s.protect(s.handleReply()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/assign", s.protect(s.handleAssign()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/close", s.protect(s.handleClose()))
+	r.Method(http.MethodGet, "/media/{tenant_id}/{media_id}", s.handleMedia()) // media.go
 	r.Method(http.MethodGet, "/failures", s.handleFailures())
 	r.Method(http.MethodPost, "/failures/{deadletter}/replay", s.protect(s.handleReplay()))
 	r.Method(http.MethodGet, "/search", s.handleSearch())

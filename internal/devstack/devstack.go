@@ -41,6 +41,7 @@ import (
 	"github.com/wapipe/wapipe/internal/telemetry"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
+	"github.com/wapipe/wapipe/internal/workerclient"
 	"github.com/wapipe/wapipe/tasks"
 	"github.com/wapipe/wapipe/tenants"
 )
@@ -434,6 +435,8 @@ func (s *Stack) serveConsole(ctx context.Context, o Options, base config.Base, d
 	ccfg := &console.Config{Base: base, InboundQueue: tasks.InboundQueueID, OutboundQueue: tasks.OutboundQueueID, PublicBaseURL: s.APIURL}
 	clog := logging.New(w, logging.Options{Level: o.LogLevel, ProjectID: o.Project, Hasher: base.Hasher()})
 	deps := console.NewDeps(ccfg, db, tq, admin, keeper, clog)
+	// A message's image comes through the worker's tenant route, with the internal token.
+	deps.Worker = workerclient.NewWithHTTPClient(s.WorkerURL, DevInternalToken, http.DefaultClient)
 	for _, adjust := range o.Console {
 		adjust(&deps)
 	}

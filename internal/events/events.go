@@ -179,7 +179,7 @@ func (a *Applier) echo(ctx context.Context, logger *slog.Logger, tenantID string
 	ts, _ := strconv.ParseInt(e.Timestamp, 10, 64)
 	m := store.Message{MessageID: e.ID, Type: e.Type, Text: e.Text, Timestamp: ts}
 	if e.Media != nil {
-		m.Media = &store.Media{MIMEType: e.Media.MimeType, SHA256: e.Media.SHA256, Caption: e.Text, Filename: e.Media.Filename}
+		m.Media = &store.Media{ID: e.Media.ID, MIMEType: e.Media.MimeType, SHA256: e.Media.SHA256, Caption: e.Text, Filename: e.Media.Filename}
 	}
 	conv := store.ConversationID(tenantID, ev.PhoneNumberID, ev.Contact)
 	var err error

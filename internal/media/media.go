@@ -273,14 +273,14 @@ func parseDigest(s string) ([]byte, bool) {
 	return nil, false
 }
 
-// Describe is what the store keeps of media message m (never its bytes): the type, the
-// webhook's sha256 in hex, the caption and the file name; with att (a fetched file), its
+// Describe is what the store keeps of media message m (never its bytes): Meta's media id, the
+// type, the webhook's sha256 in hex, the caption and the file name; with att (a fetched file), its
 // normalised type, hash and size. Nil when m carries no media.
 func Describe(m whatsapp.Message, att *assistant.Attachment) *store.Media {
 	if m.Media == nil {
 		return nil
 	}
-	d := &store.Media{MIMEType: llm.NormalizeMIMEType(m.Media.MimeType), Caption: m.Text, Filename: m.Media.Filename}
+	d := &store.Media{ID: m.Media.ID, MIMEType: llm.NormalizeMIMEType(m.Media.MimeType), Caption: m.Text, Filename: m.Media.Filename}
 	if sum, ok := parseDigest(m.Media.SHA256); ok {
 		d.SHA256 = hex.EncodeToString(sum)
 	}

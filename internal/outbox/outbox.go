@@ -129,14 +129,9 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 		return Result{}, &Refusal{Code: CodeReauthRequired,
 			Message: "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then"}
 	}
-	number := r.PhoneNumberID
-	switch {
-	case number == "" && len(tn.Tenant.PhoneNumbers) == 1:
-		number = tn.Tenant.PhoneNumbers[0].PhoneNumberID
-	case number == "":
-		return Result{}, &Refusal{Code: CodeInvalidRequest, Message: "phone_number_id: required, the tenant has several numbers"}
-	case !tn.Tenant.OwnsNumber(number):
-		return Result{}, &Refusal{Code: CodeInvalidRequest, Message: "phone_number_id: not one of the tenant's numbers"}
+	number, err := SenderNumber(tn.Tenant, r.PhoneNumberID)
+	if err != nil {
+		return Result{}, err
 	}
 	if r.Message.Type != "template" {
 		open, err := o.windowOpen(ctx, r.TenantID, number, r.To, now())

@@ -542,6 +542,9 @@ func (c *ConversationStore) ListLatestMessages(ctx context.Context, conversation
 
 // Media is what is kept of a media message: never its bytes.
 type Media struct {
+	// ID is Meta's media id (not content: it names the file at Meta for about 30 days), so the
+	// console can show the image, fetched from Graph on demand.
+	ID       string `firestore:"id,omitempty" json:"id,omitempty"`
 	MIMEType string `firestore:"mime_type" json:"mime_type"`
 	SHA256   string `firestore:"sha256" json:"sha256"`
 	Size     int64  `firestore:"size" json:"size"`

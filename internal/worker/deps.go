@@ -62,6 +62,10 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, fmt.Errorf("media.New: %w", err)
 	}
+	uploads, err := GraphUploader(cfg.GraphAPIBaseURL, otelhttp.NewTransport(http.DefaultTransport))
+	if err != nil {
+		return Deps{}, err
+	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
@@ -89,6 +93,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		MediaFiles:    mf,
 		Templates:     store.NewTemplates(db, store.Options{}),
 		TemplateAPI:   GraphTemplates{Client: gc},
+		Uploads:       uploads,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),

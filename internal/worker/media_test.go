@@ -116,7 +116,8 @@ func TestMediaVoiceNoteBooks(t *testing.T) {
 	s, _ := assistantStack(t)
 	tid := s.assistantTenant("acme-voice", numberA, "")
 	v := mediasample.VoiceNote()
-	id := s.sendMedia(numberA, contact, "audio", s.holdMedia(v.Data, v.MIMEType, true))
+	vf := s.holdMedia(v.Data, v.MIMEType, true)
+	id := s.sendMedia(numberA, contact, "audio", vf)
 	prompt := s.waitSendsTo(contact, 1)[0]
 	if got := buttons(prompt); !slices.Equal(got, []string{assistant.ButtonYes, assistant.ButtonNo}) {
 		t.Fatalf("the voice note got %q with buttons %v, want a confirmation", body(prompt), got)
@@ -137,7 +138,7 @@ func TestMediaVoiceNoteBooks(t *testing.T) {
 		t.Errorf("%d action calls, want 1", n)
 	}
 	m := s.storedMessage(tid, numberA, contact, id, func(m store.Message) bool { return m.Media != nil && m.Media.Size > 0 })
-	want := store.Media{MIMEType: "audio/ogg", SHA256: v.SHA256Hex(), Size: int64(len(v.Data))}
+	want := store.Media{ID: vf.ID, MIMEType: "audio/ogg", SHA256: v.SHA256Hex(), Size: int64(len(v.Data))}
 	if m.Type != "audio" || *m.Media != want {
 		t.Errorf("stored %s message with media %+v, want audio with %+v", m.Type, *m.Media, want)
 	}
@@ -168,11 +169,11 @@ func TestMediaReachesTheModel(t *testing.T) {
 		{"photo with a caption", func(from string) []byte {
 			return whatsapp.SampleMedia(whatsapp.SampleOptions{PhoneNumberID: numberA, From: from}, "image", photoFile)
 		}, &photo, "image/jpeg", []string{photoCaption},
-			&store.Media{MIMEType: "image/jpeg", SHA256: photo.SHA256Hex(), Size: int64(len(photo.Data)), Caption: photoCaption}},
+			&store.Media{ID: photoFile.ID, MIMEType: "image/jpeg", SHA256: photo.SHA256Hex(), Size: int64(len(photo.Data)), Caption: photoCaption}},
 		{"PDF", func(from string) []byte {
 			return whatsapp.SampleMedia(whatsapp.SampleOptions{PhoneNumberID: numberA, From: from}, "document", formFile)
 		}, &form, "application/pdf", []string{formFilename},
-			&store.Media{MIMEType: "application/pdf", SHA256: form.SHA256Hex(), Size: int64(len(form.Data)), Filename: formFilename}},
+			&store.Media{ID: formFile.ID, MIMEType: "application/pdf", SHA256: form.SHA256Hex(), Size: int64(len(form.Data)), Filename: formFilename}},
 		{"location", func(from string) []byte {
 			return whatsapp.SampleLocation(whatsapp.SampleOptions{PhoneNumberID: numberA, From: from}, -6.2, 106.8166, "Pool Bus", "Jl. Sudirman 1")
 		}, nil, "", []string{"Pool Bus", "Jl. Sudirman 1", "latitude: -6.2", "longitude: 106.8166"}, nil},

@@ -92,6 +92,9 @@ type Deps struct {
 	// /internal/tenants/{id}/templates routes); nil: those routes answer 404.
 	Templates   TemplateStore
 	TemplateAPI TemplateAPI
+	// Uploads streams files to Graph's upload (POST /internal/tenants/{id}/media, upload.go);
+	// nil: that route answers 404.
+	Uploads MediaUploader
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller

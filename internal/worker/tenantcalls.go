@@ -36,6 +36,7 @@ func (s *Server) tenantCalls() []tenantCall {
 		{http.MethodGet, "/templates", http.HandlerFunc(s.handleTemplatesList)},            // templates.go
 		{http.MethodPost, "/templates", http.HandlerFunc(s.handleTemplateCreate)},          // templates.go
 		{http.MethodDelete, "/templates/{name}", http.HandlerFunc(s.handleTemplateDelete)}, // templates.go
+		{http.MethodPost, "/media", http.HandlerFunc(s.handleUpload)},                      // upload.go
 	}
 }
 

@@ -1,5 +1,6 @@
 // wapipe console: times in the reader's zone (relative and absolute), Ctrl/Cmd+Enter sends a
-// reply, and the open conversation stays scrolled to its newest message when it updates.
+// reply, the open conversation stays scrolled to its newest message when it updates, and an image
+// that cannot be fetched gives way to its media line.
 (function () {
   "use strict";
   var rtf = window.Intl && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: "auto" }) : null;
@@ -44,6 +45,13 @@
     times(e.detail.target && e.detail.target.parentNode);
     if (stick) toEnd();
   });
+
+  // A message's image that cannot be fetched (expired at Meta, token refused) is hidden: the
+  // bubble's media line ("image · image/jpeg · 12 kB") stands in for it.
+  document.addEventListener("error", function (e) {
+    var t = e.target;
+    if (t && t.classList && t.classList.contains("media-img")) t.hidden = true;
+  }, true);
 
   document.addEventListener("keydown", function (e) {
     if (e.key !== "Enter" || !(e.ctrlKey || e.metaKey)) return;

@@ -21,6 +21,9 @@
 // expired id (ExpireMedia) gets Meta's unknown-object error on lookup and a 404 on download;
 // FailWith with Kind KindMedia or KindDownload scripts an error (such as a 5xx) on either.
 //
+// POST /{version}/{phone-number-id}/media uploads a file as Meta's multipart form (upload.go);
+// the id it answers then works in a lookup and download.
+//
 // GET /debug_token?input_token=… answers Meta's token description: every token is valid, with
 // the WhatsApp scopes, unless revoked.
 //
@@ -290,7 +293,7 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveAdmin(w, r)
 		return
 	}
-	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveMedia(w, r) || f.serveTemplates(w, r) {
+	if f.serveDebugToken(w, r) || f.serveSignup(w, r) || f.serveUpload(w, r) || f.serveMedia(w, r) || f.serveTemplates(w, r) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}

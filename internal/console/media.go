@@ -1,0 +1,106 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/workerclient"
+)
+
+// The console shows a message's image without holding the tenant's token or keeping the file:
+// GET /media/{tenant_id}/{media_id}?c={conversation_id} asks the worker, which alone opens tenant
+// tokens, to fetch it from Graph and streams the answer through. It is not an open proxy: the
+// media id must be that of an image in the named conversation's messages, and the conversation
+// the tenant's, before the worker is asked.
+
+// WorkerCaller calls the worker's tenant routes; *workerclient.Client implements it.
+type WorkerCaller interface {
+	Do(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error)
+}
+
+// mediaHeaders are the worker's headers passed on with a file: its type and length, and those
+// that keep a browser from running it and a cache from keeping it.
+var mediaHeaders = []string{"Content-Type", "Content-Length", "X-Content-Type-Options", "Content-Security-Policy", "Cache-Control"}
+
+// imageURL is the console's URL of the image of message m in conversation c, or "" when m shows
+// no image (no media id, not an image, or no worker to fetch it).
+func (s *Server) imageURL(c store.Conversation, m *store.Media) string {
+	if s.deps.Worker == nil || m == nil || m.ID == "" || !strings.HasPrefix(m.MIMEType, "image/") {
+		return ""
+	}
+	return "/media/" + url.PathEscape(c.TenantID) + "/" + url.PathEscape(m.ID) + "?" + url.Values{"c": {c.ID}}.Encode()
+}
+
+// handleMedia answers GET /media/{tenant_id}/{media_id}?c={conversation_id}: the image, streamed
+// from the worker.
+func (s *Server) handleMedia() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		tenantID, mediaID := chi.URLParam(r, "tenant_id"), chi.URLParam(r, "media_id")
+		ok, err := s.imageOf(ctx, tenantID, r.URL.Query().Get("c"), mediaID)
+		switch {
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			s.fail(w, r, "Read the conversation", err)
+			return
+		case !ok || s.deps.Worker == nil:
+			s.renderError(w, r, http.StatusNotFound, "No such image.")
+			return
+		}
+		resp, err := s.deps.Worker.Do(ctx, http.MethodGet, workerclient.Path(tenantID, "media", mediaID), nil, nil)
+		if err != nil {
+			s.logger(ctx).WarnContext(ctx, "image not fetched", "event", "console_media_failed", "tenant_id", tenantID, "error", err)
+			s.renderError(w, r, http.StatusBadGateway, "The image could not be fetched.")
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			// The worker's refusal (the file expired at Meta, the token was refused): the page
+			// shows its placeholder instead.
+			s.logger(ctx).InfoContext(ctx, "image not available", "event", "console_media_failed", "tenant_id", tenantID, "status", resp.StatusCode)
+			status := http.StatusBadGateway
+			if resp.StatusCode == http.StatusNotFound {
+				status = http.StatusNotFound
+			}
+			s.renderError(w, r, status, "The image is not available.")
+			return
+		}
+		for _, h := range mediaHeaders {
+			if v := resp.Header.Get(h); v != "" {
+				w.Header().Set(h, v)
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			s.logger(ctx).WarnContext(ctx, "image copy broke off", "event", "console_media_failed", "tenant_id", tenantID, "error", err)
+		}
+	})
+}
+
+// imageOf reports whether mediaID is an image of a message shown in conversation convID of
+// tenantID.
+func (s *Server) imageOf(ctx context.Context, tenantID, convID, mediaID string) (bool, error) {
+	if convID == "" || mediaID == "" {
+		return false, nil
+	}
+	c, err := s.deps.Conversations.Get(ctx, convID)
+	if err != nil || c.TenantID != tenantID {
+		return false, err
+	}
+	msgs, err := s.deps.Conversations.ListLatestMessages(ctx, convID, MessagesShown)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range msgs {
+		if m.Media != nil && m.Media.ID == mediaID && strings.HasPrefix(m.Media.MIMEType, "image/") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
