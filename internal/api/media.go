@@ -56,17 +56,12 @@ var errFieldAfterFile = refuse(CodeInvalidRequest, "form: the file must be the l
 // handleUpload answers POST /v1/media: multipart/form-data with an optional phone_number_id and
 // then file, whose part Content-Type is the file's MIME type.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	r, tenantID, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
 	ctx := r.Context()
-	tenantID, err := s.authenticate(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if !s.allowKey(w, r) {
-		return
-	}
-	ctx, logger := logging.With(ctx, "tenant_id", tenantID)
-	r = r.WithContext(ctx)
+	logger := logging.FromContext(ctx)
 	if s.deps.Worker == nil {
 		fail(w, r, errors.New("no worker client: media uploads are not configured"))
 		return

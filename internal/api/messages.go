@@ -346,17 +346,12 @@ func jsonProblem(err error) string {
 
 // handleSend answers POST /v1/messages.
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	r, tenantID, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
 	ctx := r.Context()
 	logger := logging.FromContext(ctx)
-	tenantID, err := s.authenticate(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if !s.allowKey(w, r) {
-		return
-	}
-	ctx, logger = logging.With(ctx, "tenant_id", tenantID)
 	idem := r.Header.Get("Idempotency-Key")
 	if len(idem) > MaxIdempotencyKeyLen || strings.ContainsFunc(idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		fail(w, r, refuse(CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen)))
@@ -433,16 +428,12 @@ var errNoSuchMessage = refuse(CodeNotFound, "no such message")
 
 // handleGet answers GET /v1/messages/{id}.
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := s.authenticate(r)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if !s.allowKey(w, r) {
+	r, tenantID, ok := s.caller(w, r)
+	if !ok {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	rec, err := store.OutboundRecord{}, errNoSuchMessage
+	rec, err := store.OutboundRecord{}, error(errNoSuchMessage)
 	if messageIDRe.MatchString(id) {
 		rec, err = s.deps.Sends.GetSend(r.Context(), tasks.SendKey(id))
 	}

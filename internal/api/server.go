@@ -194,6 +194,22 @@ func (s *Server) withAddressLimit(next http.Handler) http.Handler {
 
 // allowKey applies API_RATE_PER_KEY to the request's API key, once authenticated; false when it
 // has answered 429.
+// caller is the tenant of a /v1 request: authenticated by its API key and within the key's rate
+// limit, with r's context naming the tenant in its log lines; ok is false when the request has
+// been answered (401, 429 or an error).
+func (s *Server) caller(w http.ResponseWriter, r *http.Request) (_ *http.Request, tenantID string, ok bool) {
+	tenantID, err := s.authenticate(r)
+	if err != nil {
+		fail(w, r, err)
+		return r, "", false
+	}
+	if !s.allowKey(w, r) {
+		return r, "", false
+	}
+	ctx, _ := logging.With(r.Context(), "tenant_id", tenantID)
+	return r.WithContext(ctx), tenantID, true
+}
+
 func (s *Server) allowKey(w http.ResponseWriter, r *http.Request) bool {
 	raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	id, _ := apikey.ID(strings.TrimSpace(raw))

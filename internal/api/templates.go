@@ -96,15 +96,11 @@ type TemplateInfo struct {
 // templateTenant authenticates and rate-limits a template request: the tenant, or false when
 // it has answered.
 func (s *Server) templateTenant(w http.ResponseWriter, r *http.Request) (context.Context, string, bool) {
-	tenantID, err := s.authenticate(r)
-	if err != nil {
-		fail(w, r, err)
+	r, tenantID, ok := s.caller(w, r)
+	if !ok {
 		return nil, "", false
 	}
-	if !s.allowKey(w, r) {
-		return nil, "", false
-	}
-	ctx, _ := logging.With(r.Context(), "tenant_id", tenantID)
+	ctx := r.Context()
 	if s.deps.Worker == nil {
 		fail(w, r, errors.New("the api has no worker client"))
 		return nil, "", false
