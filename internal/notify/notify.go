@@ -78,7 +78,7 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 		}
 		if left {
 			logger.InfoContext(ctx, "notification not queued: the member chose another tenant on this shared number",
-				"event", "notification_skipped", "to_hash", n.Hasher.Phone(m.WaID), "role", m.Role)
+				"event", "notification_skipped", "reason", "left_shared_number", "to_hash", n.Hasher.Phone(m.WaID), "role", m.Role)
 			continue
 		}
 		msg := Compose(tn, in, m, sender, req.Data)
