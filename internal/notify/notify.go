@@ -110,17 +110,25 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 }
 
 // leftOn reports whether waID, a member of tn, chose another tenant on phoneNumberID with an
-// invite code: on a shared number that makes the contact the other tenant's, whatever tn's file
-// says, so tn's business is no longer theirs to hear of there.
+// invite code and is still its member: on a shared number that makes the contact the other
+// tenant's, whatever tn's file says (tenantcache.ContactRouter routes them there), so tn's
+// business is no longer theirs to hear of there. One removed from the tenant they chose is
+// routed by the files again, and told again.
 func (n *Notifier) leftOn(ctx context.Context, tn *tenant.Tenant, phoneNumberID, waID string) (bool, error) {
 	if n.Choices == nil || !tn.SharesNumber(phoneNumberID) {
 		return false, nil
 	}
 	sc, err := n.Choices.SharedContact(ctx, phoneNumberID, nil, waID)
+	if err == nil && sc.Chosen != "" && sc.Chosen != tn.ID {
+		sc, err = n.Choices.SharedContact(ctx, phoneNumberID, []string{sc.Chosen}, waID)
+		if err == nil {
+			return len(sc.Joined) > 0, nil
+		}
+	}
 	if err != nil {
 		return false, fmt.Errorf("read the choice of %s on shared number %s: %w", n.Hasher.Phone(waID), phoneNumberID, err)
 	}
-	return sc.Chosen != "" && sc.Chosen != tn.ID, nil
+	return false, nil
 }
 
 // Recipients are the members of tn with one of roles, except the sender: the file's members,

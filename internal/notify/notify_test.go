@@ -307,8 +307,8 @@ func TestComposeFitsWhatsApp(t *testing.T) {
 
 // TestNotifySkipsMembersWhoLeftOnASharedNumber: on a shared number a file member of the tenant
 // who redeemed another tenant's invite code there is that tenant's (CONTRACT: shared numbers):
-// the first tenant's notifications on that number no longer go to them; the others still get
-// theirs, once.
+// the first tenant's notifications on that number no longer go to them, unless the other tenant
+// removed them since; the others still get theirs, once.
 func TestNotifySkipsMembersWhoLeftOnASharedNumber(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -328,8 +328,19 @@ func TestNotifySkipsMembersWhoLeftOnASharedNumber(t *testing.T) {
 	if err := w.tenants.CreateInvite(ctx, other.ID, code, tenant.RoleMember, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	// The owner, a member by acme-bus's file, picks other-bus on the shared number.
+	// The owner, a member by acme-bus's file, picks other-bus on the shared number. The admin did
+	// too, and other-bus then removed them: the files route them again, to acme-bus.
 	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code, owner, "Marie"); err != nil {
+		t.Fatal(err)
+	}
+	code2 := tenant.InviteCodeHash("WP-CCCCCCCC")
+	if err := w.tenants.CreateInvite(ctx, other.ID, code2, tenant.RoleMember, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code2, admin, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.tenants.RemoveRuntimeMember(ctx, other.ID, admin); err != nil {
 		t.Fatal(err)
 	}
 
