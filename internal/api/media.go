@@ -138,7 +138,13 @@ func (s *Server) streamFile(r *http.Request, tenantID, number string, mr *multip
 		return MediaUpload{}, err
 	}
 
-	q := url.Values{"phone_number_id": {number}, "mime_type": {mimeType}, "filename": {p.FileName()}}
+	// The file's name is message content: it goes in a header, never in the worker's URL, which
+	// Cloud Run's request logs keep.
+	q := url.Values{"phone_number_id": {number}, "mime_type": {mimeType}}
+	header := http.Header{"Content-Type": {"application/octet-stream"}}
+	if d := workerclient.UploadDisposition(p.FileName()); d != "" {
+		header.Set("Content-Disposition", d)
+	}
 	pr, pw := io.Pipe()
 	type answer struct {
 		resp *http.Response
@@ -146,8 +152,7 @@ func (s *Server) streamFile(r *http.Request, tenantID, number string, mr *multip
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		resp, err := s.deps.Worker.Do(ctx, http.MethodPost, workerclient.Path(tenantID, "media")+"?"+q.Encode(), pr,
-			http.Header{"Content-Type": {"application/octet-stream"}})
+		resp, err := s.deps.Worker.Do(ctx, http.MethodPost, workerclient.Path(tenantID, "media")+"?"+q.Encode(), pr, header)
 		// The worker has answered: the copy below stops at its next write.
 		pr.CloseWithError(errWorkerAnswered)
 		answered <- answer{resp, err}

@@ -2,13 +2,20 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 // TestWorkerAnswer: each answer of the worker's upload route becomes the api's: the upload, or
@@ -98,5 +105,53 @@ func TestCopyFileLimits(t *testing.T) {
 				t.Errorf("copied %d bytes past a limit of %d", got.Len(), tc.limit)
 			}
 		})
+	}
+}
+
+// uploadTenants is a TenantStore with one tenant, "t1", and one number.
+type uploadTenants struct{ TenantStore }
+
+func (uploadTenants) Get(_ context.Context, id string) (store.TenantRecord, error) {
+	return store.TenantRecord{Tenant: &tenant.Tenant{ID: id, PhoneNumbers: []tenant.PhoneNumber{{PhoneNumberID: "100"}}}}, nil
+}
+
+// recordingWorker answers every upload 201 and keeps the path and headers it was called with.
+type recordingWorker struct {
+	path   string
+	header http.Header
+}
+
+func (w *recordingWorker) Do(_ context.Context, _, path string, body io.Reader, header http.Header) (*http.Response, error) {
+	w.path, w.header = path, header
+	_, _ = io.Copy(io.Discard, body)
+	return &http.Response{StatusCode: http.StatusCreated, Body: io.NopCloser(strings.NewReader(`{"id":"m1","mime_type":"image/jpeg","file_size":3}`))}, nil
+}
+
+// TestUploadKeepsTheFileNameOutOfTheWorkersURL: the file's name is message content; Cloud Run
+// logs the worker's request URLs, so the api names the file to the worker in a header only.
+func TestUploadKeepsTheFileNameOutOfTheWorkersURL(t *testing.T) {
+	t.Parallel()
+	const name = "payslip ana 2026.jpg"
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="file"; filename="`+name+`"`)
+	h.Set("Content-Type", "image/jpeg")
+	part, _ := mw.CreatePart(h)
+	_, _ = part.Write([]byte("jpg"))
+	_ = mw.Close()
+	r := httptest.NewRequest(http.MethodPost, "/v1/media", &body)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+
+	wk := &recordingWorker{}
+	s := &Server{deps: Deps{Tenants: uploadTenants{}, Worker: wk}}
+	if _, err := s.upload(httptest.NewRecorder(), r, "t1"); err != nil {
+		t.Fatalf("upload: %v", err)
+	}
+	if u, err := url.Parse(wk.path); err != nil || u.Query().Has("filename") || strings.Contains(wk.path, "payslip") {
+		t.Errorf("the worker's URL %q names the file", wk.path)
+	}
+	if got := workerclient.UploadFilename(wk.header); got != name {
+		t.Errorf("the worker's headers name the file %q, want %q", got, name)
 	}
 }

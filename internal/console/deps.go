@@ -61,6 +61,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		},
 		LinkMaker: links,
 		Logger:    logger,
+		Hasher:    hasher,
 		Identity:  cfg.Authenticator(IdentityKeys{}),
 		Hosts:     cfg.HostPolicy(),
 	}

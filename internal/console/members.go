@@ -28,10 +28,12 @@ type invitedView struct {
 	JoinedAt   time.Time
 }
 
-// memberRef names member waID of tenant id in the Remove form: the page and the request carry
-// no phone number.
-func memberRef(id, waID string) string {
-	return store.DocID("console-member\x00" + id + "\x00" + waID)[:24]
+// memberRef names member waID in the Remove form: the page and the request carry no phone
+// number. It is the number's keyed ref (ph_…, as in every log line, `wapipe hash-phone` finds
+// it), never an unkeyed hash, which anyone could reverse by hashing guessed numbers: the ref is
+// logged and kept in the audit entry.
+func (s *Server) memberRef(waID string) string {
+	return s.deps.Hasher.Phone(waID)
 }
 
 // invitedMembers lists the tenant's members who joined by invite, or says why not.
@@ -46,7 +48,7 @@ func (s *Server) invitedMembers(ctx context.Context, id string) ([]invitedView, 
 	}
 	out := make([]invitedView, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, invitedView{Ref: memberRef(id, r.Member.WaID), Label: tenant.MemberLabel(r.Member), Role: r.Member.Role, JoinedAt: r.JoinedAt})
+		out = append(out, invitedView{Ref: s.memberRef(r.Member.WaID), Label: tenant.MemberLabel(r.Member), Role: r.Member.Role, JoinedAt: r.JoinedAt})
 	}
 	return out, ""
 }
@@ -76,7 +78,7 @@ func (s *Server) handleRemoveMember() http.Handler {
 					return "", err
 				}
 				for _, m := range recs {
-					if memberRef(id, m.Member.WaID) == ref {
+					if s.memberRef(m.Member.WaID) == ref {
 						removed, err := operator.RemoveMember(ctx, s.deps.Members, id, m.Member.WaID)
 						if err != nil {
 							return "", err

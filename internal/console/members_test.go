@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -45,9 +46,14 @@ func TestTenantPageRemovesInvitedMember(t *testing.T) {
 	f.deps.Tenants, f.deps.Members, f.deps.Audit = tenants, tenants, audit
 	f.rebuild()
 	code2, body := f.get(t, "/tenants/clinic-01")
-	ref := regexp.MustCompile(`name="member" value="([0-9a-f]+)"`).FindStringSubmatch(body)
+	ref := regexp.MustCompile(`name="member" value="([^"]+)"`).FindStringSubmatch(body)
 	if code2 != http.StatusOK || ref == nil || !strings.Contains(body, "Budi (…0042) — admin") || strings.Contains(body, joined) {
 		t.Fatalf("GET = %d, want the invited member masked with a Remove form, never the number:\n%s", code2, body)
+	}
+	// The reference is logged and audited: the number's keyed ref (LOG_HASH_KEY, here the dev
+	// key), never an unkeyed hash anyone could reverse by hashing guessed numbers.
+	if want := logging.DevHasher().Phone(joined); ref[1] != want {
+		t.Fatalf("the Remove form names the member %q, want the keyed ref %q", ref[1], want)
 	}
 	member := func() bool {
 		t.Helper()

@@ -45,6 +45,9 @@ type Deps struct {
 	Replier   Replier
 	LinkMaker LinkMaker
 	Logger    *slog.Logger
+	// Hasher keys the refs of phone numbers the pages and logs carry (LOG_HASH_KEY); the dev
+	// key when nil.
+	Hasher *logging.Hasher
 	// Now is time.Now when nil.
 	Now func() time.Time
 	// Worker calls the worker's tenant routes: a message's image (media.go). Without it, the
@@ -70,6 +73,9 @@ func NewServer(deps Deps) *Server {
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if deps.Hasher == nil {
+		deps.Hasher = logging.DevHasher()
 	}
 	if deps.Replier == nil {
 		deps.Replier = NotAvailable{}

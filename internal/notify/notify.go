@@ -30,10 +30,19 @@ type Queue interface {
 	Queue(ctx context.Context, seed store.OutboundRecord) (store.OutboundRecord, bool, error)
 }
 
+// Choices reads which tenant a contact chose on a shared number by invite code;
+// *store.Tenants implements it.
+type Choices interface {
+	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, waID string) (store.SharedContact, error)
+}
+
 // Notifier queues the notifications of succeeded actions. Members, Outbox and Hasher are
 // required.
 type Notifier struct {
 	Members Directory
+	// Choices, when set, keeps a shared number's notifications from the members who left the
+	// tenant there for another tenant's invite code (its file still lists them).
+	Choices Choices
 	Outbox  Queue
 	// Hasher keys the notifications' ids (IDPurpose) and the members' hashes in logs.
 	Hasher *logging.Hasher
@@ -62,6 +71,16 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 	sender := Sender(req.From)
 	var errs []error
 	for _, m := range to {
+		left, err := n.leftOn(ctx, tn, a.PhoneNumberID, m.WaID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if left {
+			logger.InfoContext(ctx, "notification not queued: the member chose another tenant on this shared number",
+				"event", "notification_skipped", "reason", "left_shared_number", "to_hash", n.Hasher.Phone(m.WaID), "role", m.Role)
+			continue
+		}
 		msg := Compose(tn, in, m, sender, req.Data)
 		text, err := json.Marshal(msg.Text)
 		if err != nil {
@@ -88,6 +107,28 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 			"role", m.Role, "idempotency_key", seed.IdempotencyKey, "existed", !created, "template", msg.Fallback != nil)
 	}
 	return errors.Join(errs...)
+}
+
+// leftOn reports whether waID, a member of tn, chose another tenant on phoneNumberID with an
+// invite code and is still its member: on a shared number that makes the contact the other
+// tenant's, whatever tn's file says (tenantcache.ContactRouter routes them there), so tn's
+// business is no longer theirs to hear of there. One removed from the tenant they chose is
+// routed by the files again, and told again.
+func (n *Notifier) leftOn(ctx context.Context, tn *tenant.Tenant, phoneNumberID, waID string) (bool, error) {
+	if n.Choices == nil || !tn.SharesNumber(phoneNumberID) {
+		return false, nil
+	}
+	sc, err := n.Choices.SharedContact(ctx, phoneNumberID, nil, waID)
+	if err == nil && sc.Chosen != "" && sc.Chosen != tn.ID {
+		sc, err = n.Choices.SharedContact(ctx, phoneNumberID, []string{sc.Chosen}, waID)
+		if err == nil {
+			return len(sc.Joined) > 0, nil
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the choice of %s on shared number %s: %w", n.Hasher.Phone(waID), phoneNumberID, err)
+	}
+	return false, nil
 }
 
 // Recipients are the members of tn with one of roles, except the sender: the file's members,

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"sync"
@@ -301,5 +302,63 @@ func TestComposeFitsWhatsApp(t *testing.T) {
 	_ = json.Unmarshal(raw, &m)
 	if ps := m.Template.Components[0].Parameters; len(ps) != 3 || slices.ContainsFunc(ps, func(p graph.Parameter) bool { return p.Text == "" }) {
 		t.Errorf("parameters %+v: want three, none empty", ps)
+	}
+}
+
+// TestNotifySkipsMembersWhoLeftOnASharedNumber: on a shared number a file member of the tenant
+// who redeemed another tenant's invite code there is that tenant's (CONTRACT: shared numbers):
+// the first tenant's notifications on that number no longer go to them, unless the other tenant
+// removed them since; the others still get theirs, once.
+func TestNotifySkipsMembersWhoLeftOnASharedNumber(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tn := tenantFile(t, "[owner, admin]", "")
+	tn.PhoneNumbers[0].Shared = true
+	w := newWorld(t, tn)
+	w.n.Choices = w.tenants
+	other, err := tenant.Parse([]byte("id: other-bus\nname: Other Bus\nlanguage: en\naudience: members\nphone_numbers:\n" +
+		"  - {phone_number_id: \"111\", waba_id: \"900\", shared: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.tenants.Apply(ctx, other, false); err != nil {
+		t.Fatalf("apply the second tenant of the shared number: %v", err)
+	}
+	code := tenant.InviteCodeHash("WP-BBBBBBBB")
+	if err := w.tenants.CreateInvite(ctx, other.ID, code, tenant.RoleMember, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// The owner, a member by acme-bus's file, picks other-bus on the shared number. The admin did
+	// too, and other-bus then removed them: the files route them again, to acme-bus.
+	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code, owner, "Marie"); err != nil {
+		t.Fatal(err)
+	}
+	code2 := tenant.InviteCodeHash("WP-CCCCCCCC")
+	if err := w.tenants.CreateInvite(ctx, other.ID, code2, tenant.RoleMember, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code2, admin, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.tenants.RemoveRuntimeMember(ctx, other.ID, admin); err != nil {
+		t.Fatal(err)
+	}
+
+	a, req := booked("act-shared")
+	for range 2 {
+		if err := w.n.Notify(ctx, tn, a, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.sends.GetSend(ctx, w.n.Key("act-shared", owner)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the owner who left acme-bus on the shared number has a notification record (err %v), want none", err)
+	}
+	for _, to := range []string{admin, joined} {
+		if _, err := w.sends.GetSend(ctx, w.n.Key("act-shared", to)); err != nil {
+			t.Errorf("notification to %s: %v, want one", to, err)
+		}
+	}
+	if n := w.tasks.count(); n != 2 {
+		t.Errorf("%d process_send tasks, want 2 (admin, invited admin)", n)
 	}
 }

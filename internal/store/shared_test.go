@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -265,5 +267,56 @@ func TestDeleteTenantOnASharedNumber(t *testing.T) {
 	}
 	if diff := cmp.Diff(tenant.NumberUse{}, numberUse(t, s, num)); diff != "" {
 		t.Errorf("the number outlived its last tenant: %s", diff)
+	}
+}
+
+// TestConcurrentSharedRedeems: a contact who sends two tenants' codes on a shared number at once
+// ends up the member of exactly one of them, the one its choice under the number names, however
+// the two transactions interleave: each redeem writes the whole move (its membership, the other
+// tenants' removed, the choice), so the last to commit wins whole.
+func TestConcurrentSharedRedeems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, clk := newTenants(t)
+	const num = "730"
+	mustApply(t, s, sharedTenant(t, "gamma", "900", []string{num}, num))
+	mustApply(t, s, sharedTenant(t, "delta", "900", []string{num}, num))
+	tenants := []string{"delta", "gamma"}
+	expire := clk.Now().Add(tenant.InviteTTL)
+	contacts := []string{"6283000001", "6283000002", "6283000003", "6283000004"}
+	for i := range contacts {
+		for _, id := range tenants {
+			code := fmt.Sprintf("WP-%s%07d", strings.ToUpper(id[:1]), i)
+			if err := s.CreateInvite(ctx, id, tenant.InviteCodeHash(code), tenant.RoleMember, expire); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2*len(contacts))
+	for i, contact := range contacts {
+		for j, id := range tenants {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code := fmt.Sprintf("WP-%s%07d", strings.ToUpper(id[:1]), i)
+				_, errs[2*i+j] = s.RedeemSharedInvite(ctx, id, num, tenant.InviteCodeHash(code), contact, "")
+			}()
+		}
+	}
+	wg.Wait()
+	for i, contact := range contacts {
+		if errs[2*i] != nil && errs[2*i+1] != nil {
+			t.Errorf("contact %d: both redeems failed: %v; %v", i, errs[2*i], errs[2*i+1])
+			continue
+		}
+		sc, err := s.SharedContact(ctx, num, tenants, contact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sc.Joined) != 1 || sc.Joined[0] != sc.Chosen {
+			t.Errorf("contact %d after two codes at once: %+v (errors %v, %v), want the member of exactly the tenant chosen",
+				i, sc, errs[2*i], errs[2*i+1])
+		}
 	}
 }

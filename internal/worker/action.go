@@ -38,6 +38,6 @@ func (s *Server) processAction(ctx context.Context, t *task, a tasks.Action, _ t
 // newNotifier queues the notifications of succeeded actions as send records and their
 // process_send tasks on each tenant's queue (package outbox), like the api's sends.
 func newNotifier(db *store.DB, tq *taskqueue.Client, tenants *store.Tenants, hasher *logging.Hasher) *notify.Notifier {
-	return &notify.Notifier{Members: tenants, Hasher: hasher,
+	return &notify.Notifier{Members: tenants, Choices: tenants, Hasher: hasher,
 		Outbox: &outbox.Outbox{Sends: store.NewSends(db, store.Options{}), Tasks: tq, Hasher: hasher}}
 }

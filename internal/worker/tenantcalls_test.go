@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
@@ -88,6 +89,56 @@ func TestMediaCopyStreamsTheFileWithTheTenantsToken(t *testing.T) {
 		}
 		if err := json.Unmarshal(b, &e); err != nil || e.Error.Code != tc.wantCode {
 			t.Errorf("%s: body %s, want error code %s", tc.name, b, tc.wantCode)
+		}
+	}
+}
+
+// TestUploadNamesTheFileInAHeaderNotTheURL: the upload route takes the file's name (message
+// content, never logged) from the request's Content-Disposition header, where the api puts it,
+// never from the URL, whose query Cloud Run's request logs keep; a name in the query is ignored.
+// The name reaches Graph's upload form, non-ASCII letters and quotes included.
+func TestUploadNamesTheFileInAHeaderNotTheURL(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	const number = "106540352242991"
+	tid := s.applyTenant(s.ops(), tenantFile("upload-name", number, "en", "public", ""), "token-upload-name")
+	c := workerclient.NewWithHTTPClient(s.WorkerURL, s.InternalToken, http.DefaultClient)
+	photo := mediasample.Photo().Data
+
+	tests := []struct {
+		name, header, query, want string
+	}{
+		{"name in the header", `facture "été" 12.jpg`, "", `facture "été" 12.jpg`},
+		{"name in the query only", "", "query-name.jpg", "file"},
+	}
+	for _, tc := range tests {
+		q := url.Values{"phone_number_id": {number}, "mime_type": {"image/jpeg"}}
+		if tc.query != "" {
+			q.Set("filename", tc.query)
+		}
+		h := http.Header{"Content-Type": {"application/octet-stream"}}
+		if tc.header != "" {
+			h.Set("Content-Disposition", workerclient.UploadDisposition(tc.header))
+		}
+		resp, err := c.Do(context.Background(), http.MethodPost, workerclient.Path(tid, "media")+"?"+q.Encode(), bytes.NewReader(photo), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var up struct{ ID string }
+		err = json.NewDecoder(resp.Body).Decode(&up)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || err != nil || up.ID == "" {
+			t.Fatalf("%s: status %d (%v), want 201 with an id", tc.name, resp.StatusCode, err)
+		}
+		var names []string
+		for _, r := range s.Graph.Requests() {
+			if r.Kind == graphfake.KindUpload && r.MediaID == up.ID {
+				n, _ := r.Body["filename"].(string)
+				names = append(names, n)
+			}
+		}
+		if len(names) != 1 || names[0] != tc.want {
+			t.Errorf("%s: Graph's upload of %s was named %q, want [%q]", tc.name, up.ID, names, tc.want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 // UploadTimeout bounds one upload through the worker: the api cuts off a client slower than its
@@ -80,8 +81,8 @@ func (l *limitedHash) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// handleUpload answers POST /internal/tenants/{tenant_id}/media?phone_number_id=…&mime_type=…
-// &filename=…, whose body is the file: it streams the file to Graph's upload with the tenant's
+// handleUpload answers POST /internal/tenants/{tenant_id}/media?phone_number_id=…&mime_type=…,
+// whose body is the file, named by its Content-Disposition header (workerclient.UploadDisposition): it streams the file to Graph's upload with the tenant's
 // token, counting and hashing it as it goes, and answers 201 {"id","mime_type","file_size",
 // "sha256"} (sha256 hex-encoded, as Meta's media lookup gives it). The api has checked the type
 // and size already; they are checked again here, where the token is.
@@ -90,7 +91,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	tenantID := chi.URLParam(r, "tenant_id")
 	ctx, logger := logging.With(ctx, "tenant_id", tenantID)
 	q := r.URL.Query()
-	number, filename := q.Get("phone_number_id"), q.Get("filename")
+	number, filename := q.Get("phone_number_id"), workerclient.UploadFilename(r.Header)
 	mimeType, ut, ok := graph.UploadTypeOf(q.Get("mime_type"))
 	if !ok {
 		writeCallError(ctx, w, &callError{http.StatusUnsupportedMediaType, callUnsupportedType, "WhatsApp does not take files of this type"})

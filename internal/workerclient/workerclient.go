@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -83,4 +84,23 @@ func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, he
 		return nil, fmt.Errorf("workerclient: %s %s: %w", method, strings.SplitN(path, "?", 2)[0], err)
 	}
 	return resp, nil
+}
+
+// UploadDisposition is the Content-Disposition header that names a file to the worker's upload
+// route ("" for no name). The name is message content: it goes in a header, never in the URL,
+// which Cloud Run's request logs keep.
+func UploadDisposition(filename string) string {
+	if filename == "" {
+		return ""
+	}
+	return mime.FormatMediaType("attachment", map[string]string{"filename": filename})
+}
+
+// UploadFilename is the file name UploadDisposition put in h, or "".
+func UploadFilename(h http.Header) string {
+	_, params, err := mime.ParseMediaType(h.Get("Content-Disposition"))
+	if err != nil {
+		return ""
+	}
+	return params["filename"]
 }
