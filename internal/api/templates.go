@@ -239,6 +239,8 @@ func workerRefusal(status int, code, message string) error {
 		return refuse(CodeReauthRequired, message)
 	case status == http.StatusNotFound && code == CodeNotFound:
 		return refuse(outbox.CodeTenantNotFound, message)
+	case status == http.StatusForbidden && code == codeForbidden:
+		return refuse(codeForbidden, message)
 	}
 	return fmt.Errorf("the worker answered %d %s", status, code)
 }

@@ -320,3 +320,67 @@ func TestTemplatesAcrossAccounts(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedAccountTemplatesDeletedOnlyByTheirCreator: two tenants share a number, hence its
+// WhatsApp Business Account and the account's templates. Each lists them all, but a tenant may
+// delete only a template it created through wapipe: the other tenant's, and one created
+// elsewhere (WhatsApp Manager), are refused with 403 forbidden and stay at Meta.
+func TestSharedAccountTemplatesDeletedOnlyByTheirCreator(t *testing.T) {
+	t.Parallel()
+	const sharedNumber, baliToken = "200000000000103", "EAAG-bali-token"
+	s := newStack(t, "  - {phone_number_id: \""+sharedNumber+"\", waba_id: \""+waba+"\", shared: true}\n")
+	ctx := context.Background()
+	bali := "id: bali\nname: Bali\nlanguage: en\naudience: public\nphone_numbers:\n  - {phone_number_id: \"" + sharedNumber + "\", waba_id: \"" + waba + "\", shared: true}\n"
+	if _, err := s.creds.Tenants.Apply(ctx, []byte(bali), false); err != nil {
+		t.Fatalf("apply bali: %v", err)
+	}
+	if _, _, err := s.creds.SetToken(ctx, "bali", baliToken, false); err != nil {
+		t.Fatal(err)
+	}
+	s.Graph.AcceptToken(baliToken)
+	baliKey, err := s.creds.APIKey(ctx, "bali")
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := func(key, name string) answer {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodDelete, s.APIURL+"/v1/templates/"+name, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		return s.do(req)
+	}
+	atMeta := func(name string) bool {
+		for _, tpl := range s.Graph.Templates() {
+			if tpl.Name == name && tpl.WABAID == waba {
+				return true
+			}
+		}
+		return false
+	}
+	if a := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody); a.Status != http.StatusCreated {
+		t.Fatalf("acme creates order_ready: %d %v", a.Status, a.Body)
+	}
+	s.Graph.PutTemplate(graphfake.Template{WABAID: waba, Name: "made_elsewhere", Language: "en_US", Status: "APPROVED", Category: "UTILITY"})
+	// A listing in between rewrites the records from Meta's answer: who created it is kept.
+	if s.listed("order_ready", "en_US") == nil || s.listed("made_elsewhere", "en_US") == nil {
+		t.Fatal("the shared account's templates are not all listed")
+	}
+
+	for _, tc := range []struct{ who, key, name string }{
+		{"bali, acme's template", baliKey, "order_ready"},
+		{"acme, a template made in WhatsApp Manager", s.key, "made_elsewhere"},
+		{"bali, a template made in WhatsApp Manager", baliKey, "made_elsewhere"},
+	} {
+		if a := del(tc.key, tc.name); a.Status != http.StatusForbidden || a.errorCode() != "forbidden" {
+			t.Errorf("%s: %d %v, want 403 forbidden", tc.who, a.Status, a.Body)
+		}
+		if !atMeta(tc.name) {
+			t.Errorf("%s: the template was deleted at Meta", tc.who)
+		}
+	}
+	if a := del(s.key, "order_ready"); a.Status != http.StatusOK {
+		t.Errorf("acme deletes its own order_ready: %d %v, want 200", a.Status, a.Body)
+	}
+	if atMeta("order_ready") {
+		t.Error("order_ready is still at Meta after its creator deleted it")
+	}
+}

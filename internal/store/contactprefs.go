@@ -116,6 +116,10 @@ type Template struct {
 	Components   string    `firestore:"components,omitempty" json:"components,omitempty"`
 	StatusAt     time.Time `firestore:"status_at,omitempty" json:"status_at,omitempty"`
 	StatusSource string    `firestore:"status_source,omitempty" json:"status_source,omitempty"`
+	// CreatedBy is the tenant that created the template through wapipe (POST /v1/templates);
+	// empty for one created elsewhere. On an account shared by several tenants only its creator
+	// may delete it.
+	CreatedBy string `firestore:"created_by,omitempty" json:"created_by,omitempty"`
 }
 
 // CategoryMarketing is the category of a marketing template.

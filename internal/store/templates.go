@@ -135,6 +135,7 @@ func mergeListed(tenantID string, at time.Time, cur, listed Template, now time.T
 	t := listed
 	t.TenantID, t.UpdatedAt = tenantID, now
 	t.Quality = cmp.Or(listed.Quality, cur.Quality)
+	t.CreatedBy = cmp.Or(listed.CreatedBy, cur.CreatedBy)
 	if cur.StatusSource == StatusWebhook && cur.StatusAt.After(at) {
 		t.Status, t.StatusAt, t.StatusSource = cur.Status, cur.StatusAt, cur.StatusSource
 		t.Category = cmp.Or(cur.Category, listed.Category)
@@ -189,6 +190,22 @@ func (s *Templates) RecordCreated(ctx context.Context, t Template, at time.Time)
 		return Template{}, err
 	}
 	return got[0], nil
+}
+
+// CreatedBy reports whether tenantID created its template name (in any language) through
+// wapipe. One query.
+func (s *Templates) CreatedBy(ctx context.Context, tenantID, name string) (bool, error) {
+	snaps, err := s.fs.Collection(TemplatesCollection).Where("tenant_id", "==", tenantID).Where("name", "==", name).Documents(ctx).GetAll()
+	if err != nil {
+		return false, fmt.Errorf("find template %s: %w", name, err)
+	}
+	for _, sn := range snaps {
+		var t Template
+		if sn.DataTo(&t) == nil && t.CreatedBy == tenantID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Delete removes tenantID's template name in every language. One query and a write per

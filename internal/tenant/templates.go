@@ -104,6 +104,17 @@ func (t *Tenant) WABAs() []string {
 	return out
 }
 
+// SharesWABA reports whether waba is the account of a number t lists as shared: other tenants
+// may then list the same account, and its templates are theirs too.
+func (t *Tenant) SharesWABA(waba string) bool {
+	for _, p := range t.PhoneNumbers {
+		if p.Shared && p.WABAID == waba {
+			return true
+		}
+	}
+	return false
+}
+
 // fmtComponents renders components for a diff line: each component's type and parameters.
 func fmtComponents(comps []TemplateComponent) string {
 	if len(comps) == 0 {

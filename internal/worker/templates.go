@@ -27,6 +27,9 @@ import (
 // callInvalid is a tenant route's refusal of the caller's request, or Meta's.
 const callInvalid = "invalid_request"
 
+// callForbidden refuses what the tenant may not do to an account it shares with others.
+const callForbidden = "forbidden"
+
 // maxTemplateBody caps a template creation body: Meta's are a few KiB.
 const maxTemplateBody = 64 << 10
 
@@ -35,6 +38,7 @@ type TemplateStore interface {
 	RecordListing(ctx context.Context, tenantID string, at time.Time, listed []store.Template) ([]store.Template, error)
 	RecordCreated(ctx context.Context, t store.Template, at time.Time) (store.Template, error)
 	Delete(ctx context.Context, tenantID, name string) error
+	CreatedBy(ctx context.Context, tenantID, name string) (bool, error)
 }
 
 // TemplateAPI makes Graph's template calls with a tenant's token (GraphTemplates).
@@ -151,7 +155,7 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	logger := logging.FromContext(ctx)
-	t.TenantID, t.WABAID, t.ID, t.Status = rec.Tenant.ID, waba, created.ID, created.Status
+	t.TenantID, t.WABAID, t.ID, t.Status, t.CreatedBy = rec.Tenant.ID, waba, created.ID, created.Status, rec.Tenant.ID
 	t.Category = cmp.Or(created.Category, t.Category)
 	if got, err := s.deps.Templates.RecordCreated(ctx, t, at); err != nil {
 		// Meta has it: the next listing records it.
@@ -175,6 +179,19 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeCallError(ctx, w, err)
 		return
+	}
+	if rec.Tenant.SharesWABA(waba) {
+		// The account's templates are every sharing tenant's: one may delete only what it created.
+		mine, err := s.deps.Templates.CreatedBy(ctx, rec.Tenant.ID, name)
+		if err != nil {
+			writeCallError(ctx, w, err)
+			return
+		}
+		if !mine {
+			writeCallError(ctx, w, &callError{http.StatusForbidden, callForbidden,
+				"template " + name + " is on an account shared with other businesses and was not created by this tenant through wapipe: only its creator (or the operator, in WhatsApp Manager) may delete it"})
+			return
+		}
 	}
 	if err := s.deps.TemplateAPI.DeleteTemplate(ctx, token, waba, name); err != nil {
 		writeCallError(ctx, w, graphCallError(err))
