@@ -47,10 +47,12 @@ func TestBrowserMessageImage(t *testing.T) {
 	shown := st.Graph.AddMedia(photo.Data, photo.MIMEType)
 	gone := st.Graph.AddMedia(append([]byte{0xff, 0xd8}, bytes.Repeat([]byte{1}, 100)...), "image/jpeg")
 	stray := st.Graph.AddMedia(photo.Data, photo.MIMEType) // never sent in a message
+	// Announced as a JPEG in the webhook, but Graph serves it as a page: never passed on.
+	disguised := st.Graph.AddMedia([]byte("<script>alert(1)</script>"), "text/html")
 	client := &http.Client{Timeout: 30 * time.Second}
-	for _, f := range []graphfake.MediaFile{shown, gone} {
+	for _, f := range []graphfake.MediaFile{shown, gone, disguised} {
 		body := whatsapp.SampleMedia(whatsapp.SampleOptions{PhoneNumberID: number, From: sender},
-			"image", whatsapp.SampleMediaFile{ID: f.ID, MIMEType: f.MIMEType, SHA256: f.SHA256, Caption: "photo " + f.ID})
+			"image", whatsapp.SampleMediaFile{ID: f.ID, MIMEType: "image/jpeg", SHA256: f.SHA256, Caption: "photo " + f.ID})
 		res, err := operator.Post(ctx, client, st.WebhookURL, st.AppSecret, body)
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("deliver: %+v, %v", res, err)
@@ -66,15 +68,15 @@ func TestBrowserMessageImage(t *testing.T) {
 		msgs, err := convs.Messages(ctx, convID, 100)
 		n := 0
 		for _, m := range msgs {
-			if err == nil && m.Media != nil && (m.Media.ID == shown.ID || m.Media.ID == gone.ID) {
+			if err == nil && m.Media != nil && (m.Media.ID == shown.ID || m.Media.ID == gone.ID || m.Media.ID == disguised.ID) {
 				n++
 			}
 		}
 		// A message is stored before its conversation is created (AddInbound, then Acquire):
 		// the console shows both only once the conversation exists.
 		c, cerr := convs.Get(ctx, convID)
-		return n == 2 && cerr == nil && c.TenantID == tenantID
-	}, "the two photos were not stored with their media ids in the tenant's conversation")
+		return n == 3 && cerr == nil && c.TenantID == tenantID
+	}, "the three photos were not stored with their media ids in the tenant's conversation")
 	st.Graph.ExpireMedia(gone.ID)
 
 	get := func(path string) (*http.Response, []byte) {
@@ -98,9 +100,10 @@ func TestBrowserMessageImage(t *testing.T) {
 		}
 	}
 	for _, path := range []string{
-		"/media/" + tenantID + "/" + stray.ID + "?c=" + convID, // not in the conversation
-		"/media/another-tenant/" + shown.ID + "?c=" + convID,   // not the conversation's tenant
-		"/media/" + tenantID + "/" + shown.ID,                  // no conversation named
+		"/media/" + tenantID + "/" + stray.ID + "?c=" + convID,     // not in the conversation
+		"/media/another-tenant/" + shown.ID + "?c=" + convID,       // not the conversation's tenant
+		"/media/" + tenantID + "/" + shown.ID,                      // no conversation named
+		"/media/" + tenantID + "/" + disguised.ID + "?c=" + convID, // Graph serves it as text/html
 	} {
 		if resp, _ := get(path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: status %d, want 404", path, resp.StatusCode)
@@ -131,8 +134,8 @@ func TestBrowserMessageImage(t *testing.T) {
 		return err == nil && hidden
 	}, "the photo Meta no longer has was not replaced by its media line")
 	var mediaLines int
-	if err := chromedp.Run(tab, chromedp.Evaluate(`document.querySelectorAll('#messages .media-info').length`, &mediaLines)); err != nil || mediaLines != 2 {
-		t.Errorf("%d media lines (%v), want 2: the placeholder stays beside every image", mediaLines, err)
+	if err := chromedp.Run(tab, chromedp.Evaluate(`document.querySelectorAll('#messages .media-info').length`, &mediaLines)); err != nil || mediaLines != 3 {
+		t.Errorf("%d media lines (%v), want 3: the placeholder stays beside every image", mediaLines, err)
 	}
 	if err := chromedp.Run(tab, chromedp.Evaluate(img(shown.ID)+`.scrollIntoView()`, nil)); err != nil {
 		t.Fatal(err)

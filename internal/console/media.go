@@ -25,9 +25,13 @@ type WorkerCaller interface {
 	Do(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error)
 }
 
-// mediaHeaders are the worker's headers passed on with a file: its type and length, and those
-// that keep a browser from running it and a cache from keeping it.
-var mediaHeaders = []string{"Content-Type", "Content-Length", "X-Content-Type-Options", "Content-Security-Policy", "Cache-Control"}
+// The console sets the headers that keep a browser from running a contact's file and a cache
+// from keeping it itself, whatever the worker says, and passes on only an image type.
+var imageHeaders = map[string]string{
+	"X-Content-Type-Options":  "nosniff",
+	"Content-Security-Policy": "sandbox",
+	"Cache-Control":           "private, no-store",
+}
 
 // imageURL is the console's URL of the image of message m in conversation c, or "" when m shows
 // no image (no media id, not an image, or no worker to fetch it).
@@ -71,10 +75,19 @@ func (s *Server) handleMedia() http.Handler {
 			s.renderError(w, r, status, "The image is not available.")
 			return
 		}
-		for _, h := range mediaHeaders {
-			if v := resp.Header.Get(h); v != "" {
-				w.Header().Set(h, v)
-			}
+		ct := resp.Header.Get("Content-Type")
+		if !strings.HasPrefix(ct, "image/") || strings.Contains(ct, "svg") {
+			// Not a picture a browser only draws (an SVG may carry script): the placeholder.
+			s.logger(ctx).WarnContext(ctx, "media is not an image", "event", "console_media_failed", "tenant_id", tenantID)
+			s.renderError(w, r, http.StatusNotFound, "The image is not available.")
+			return
+		}
+		for h, v := range imageHeaders {
+			w.Header().Set(h, v)
+		}
+		w.Header().Set("Content-Type", ct)
+		if n := resp.Header.Get("Content-Length"); n != "" {
+			w.Header().Set("Content-Length", n)
 		}
 		w.WriteHeader(http.StatusOK)
 		if _, err := io.Copy(w, resp.Body); err != nil {
