@@ -384,3 +384,39 @@ func TestSharedAccountTemplatesDeletedOnlyByTheirCreator(t *testing.T) {
 		t.Error("order_ready is still at Meta after its creator deleted it")
 	}
 }
+
+// TestRefusedTokenOnATemplateCallMarksTheTenant: a token Meta refuses on a template call (as on
+// a send) marks the tenant needs_reauth at once, logged once at ERROR, and the business's next
+// send is refused with 409 WHATSAPP_REAUTH_REQUIRED, as after a refused send; a new token makes
+// it ok again.
+func TestRefusedTokenOnATemplateCallMarksTheTenant(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, "")
+	ctx := context.Background()
+	s.Graph.RevokeToken(token)
+	if a := s.templateCall(http.MethodGet, "/v1/templates", ""); a.Status != http.StatusConflict || a.errorCode() != "WHATSAPP_REAUTH_REQUIRED" {
+		t.Fatalf("GET /v1/templates with a refused token: %d %v, want 409 WHATSAPP_REAUTH_REQUIRED", a.Status, a.Body)
+	}
+	rec, err := store.NewTenants(s.db, store.Options{}).Get(ctx, "acme")
+	if err != nil || rec.AuthStatus != store.AuthNeedsReauth {
+		t.Fatalf("tenant auth_status %q (%v), want needs_reauth as soon as the call is answered", rec.AuthStatus, err)
+	}
+	if a := s.templateCall(http.MethodGet, "/v1/templates", ""); a.Status != http.StatusConflict {
+		t.Errorf("second GET: %d, want 409", a.Status)
+	}
+	if n := strings.Count(s.logs.String(), `"event":"tenant_needs_reauth"`); n != 1 {
+		t.Errorf("%d tenant_needs_reauth lines, want 1 (the first refusal marks, the rest find it marked)", n)
+	}
+	s.openWindow(contact, time.Now().Add(-time.Hour))
+	if a := s.post(s.key, "", textBody); a.Status != http.StatusConflict || a.errorCode() != "WHATSAPP_REAUTH_REQUIRED" {
+		t.Errorf("POST /v1/messages after the refusal: %d %v, want 409 WHATSAPP_REAUTH_REQUIRED", a.Status, a.Body)
+	}
+	const fresh = "EAAG-fresh-token"
+	s.Graph.AcceptToken(fresh)
+	if _, _, err := s.creds.SetToken(ctx, "acme", fresh, false); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		return s.templateCall(http.MethodGet, "/v1/templates", "").Status == http.StatusOK
+	}, "template calls never worked again with the new token")
+}

@@ -28,6 +28,7 @@ type Parker interface {
 	GetSend(ctx context.Context, key string) (store.OutboundRecord, error)
 	Park(ctx context.Context, p store.ParkRequest) (store.ParkResult, error)
 	ReleaseDone(ctx context.Context, key string, gen int64) error
+	MarkNeedsReauth(ctx context.Context, tenantID, authErr string, tokenSetAt time.Time) (bool, error)
 }
 
 // Sender talks to the Graph API; GraphSender adapts the graph client to it. Each call carries

@@ -151,6 +151,27 @@ func (d *Deliverer) park(ctx context.Context, req Request, tn store.TenantRecord
 	return res, nil
 }
 
+// TokenRefused marks tenant tn needs_reauth after a Graph call other than a send (an upload, a
+// template call, a media download for the console) met authErr with tn's token, so that health,
+// the console and /v1/messages say so and its sends park, as after a refused send. The first to
+// mark it logs tenant_needs_reauth at ERROR. Without parking (Sends nil) it only stops this
+// instance from using the token.
+func (d *Deliverer) TokenRefused(ctx context.Context, tn store.TenantRecord, authErr error) error {
+	d.Tenants.TokenRefused(tn)
+	if d.Sends == nil || authErr == nil {
+		return nil
+	}
+	marked, err := d.Sends.MarkNeedsReauth(ctx, tn.Tenant.ID, authErr.Error(), tn.TokenSetAt)
+	if err != nil {
+		return err
+	}
+	if marked {
+		logging.FromContext(ctx).ErrorContext(ctx, "the tenant's access token was refused: its sends are parked until a new token is set (wapipe tenants set-token or connect-link)",
+			"event", "tenant_needs_reauth", "error", authErr)
+	}
+	return nil
+}
+
 // send sends and settles. A reply beside which the inbound message is marked read waits for the
 // mark (bounded by its timeout), so no goroutine outlives the request.
 func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, out outgoing, rec store.OutboundRecord) (Result, bool) {

@@ -150,16 +150,12 @@ func (s *Sends) Park(ctx context.Context, p ParkRequest) (ParkResult, error) {
 		}
 		res.AuthStatus = td.AuthStatus
 		res.Tenant = td.record()
-		if p.AuthError != "" && td.AuthStatus != AuthNeedsReauth && sameInstant(td.TokenSetAt, p.TokenSetAt) {
-			res.Marked, res.AuthStatus = true, AuthNeedsReauth
+		if res.Marked, err = markNeedsReauth(tx, tref, td, p.AuthError, p.TokenSetAt, now); err != nil {
+			return res, err
+		}
+		if res.Marked {
+			res.AuthStatus = AuthNeedsReauth
 			res.Tenant.AuthStatus, res.Tenant.AuthLastError = AuthNeedsReauth, p.AuthError
-			if err := tx.Update(tref, []firestore.Update{
-				{Path: "auth_status", Value: AuthNeedsReauth},
-				{Path: "auth_last_error", Value: p.AuthError},
-				{Path: "updated_at", Value: now},
-			}); err != nil {
-				return res, err
-			}
 		}
 		if res.AuthStatus != AuthNeedsReauth {
 			return res, nil
@@ -196,6 +192,46 @@ func (s *Sends) Park(ctx context.Context, p ParkRequest) (ParkResult, error) {
 		return ParkResult{}, fmt.Errorf("park send %s: %w", seed.IdempotencyKey, err)
 	}
 	return res, nil
+}
+
+// markNeedsReauth marks the tenant of td (at tref) needs_reauth with authErr, the Graph auth
+// error a call met with the token set at tokenSetAt, and reports whether it did: not when authErr
+// is empty, the tenant is marked already, or a newer token was set since.
+func markNeedsReauth(tx *firestore.Transaction, tref *firestore.DocumentRef, td tenantDoc, authErr string, tokenSetAt, now time.Time) (bool, error) {
+	if authErr == "" || td.AuthStatus == AuthNeedsReauth || !sameInstant(td.TokenSetAt, tokenSetAt) {
+		return false, nil
+	}
+	return true, tx.Update(tref, []firestore.Update{
+		{Path: "auth_status", Value: AuthNeedsReauth},
+		{Path: "auth_last_error", Value: authErr},
+		{Path: "updated_at", Value: now},
+	})
+}
+
+// MarkNeedsReauth marks tenantID needs_reauth after a Graph call other than a send (an upload,
+// a template call, a media download) met authErr with the token set at tokenSetAt, as Park does
+// for a send: not when a newer token was set since or the tenant is marked already. marked says
+// this call marked it. One transaction.
+func (s *Sends) MarkNeedsReauth(ctx context.Context, tenantID, authErr string, tokenSetAt time.Time) (marked bool, err error) {
+	tref := s.fs.Collection(TenantsCollection).Doc(tenantID)
+	marked, err = runTx(ctx, s.fs, s.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
+		tsnap, err := tx.Get(tref)
+		if status.Code(err) == codes.NotFound {
+			return false, ErrNotFound
+		}
+		if err != nil {
+			return false, err
+		}
+		var td tenantDoc
+		if err := tsnap.DataTo(&td); err != nil {
+			return false, err
+		}
+		return markNeedsReauth(tx, tref, td, authErr, tokenSetAt, s.opts.Now())
+	})
+	if err != nil {
+		return false, fmt.Errorf("mark tenant %s needs_reauth: %w", tenantID, err)
+	}
+	return marked, nil
 }
 
 // ReleaseParked releases the parked sends of tenantID once its auth_status is ok again: each

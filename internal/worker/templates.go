@@ -106,7 +106,7 @@ func (s *Server) handleTemplatesList(w http.ResponseWriter, r *http.Request) {
 	for _, waba := range rec.Tenant.WABAs() {
 		ts, err := s.deps.TemplateAPI.ListTemplates(ctx, token, waba)
 		if err != nil {
-			writeCallError(ctx, w, graphCallError(err))
+			writeCallError(ctx, w, s.graphFailed(ctx, rec, err))
 			return
 		}
 		for _, t := range ts {
@@ -151,7 +151,7 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 	at := s.deps.Now()
 	created, err := s.deps.TemplateAPI.CreateTemplate(ctx, token, waba, body)
 	if err != nil {
-		writeCallError(ctx, w, graphCallError(err))
+		writeCallError(ctx, w, s.graphFailed(ctx, rec, err))
 		return
 	}
 	logger := logging.FromContext(ctx)
@@ -194,7 +194,7 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := s.deps.TemplateAPI.DeleteTemplate(ctx, token, waba, name); err != nil {
-		writeCallError(ctx, w, graphCallError(err))
+		writeCallError(ctx, w, s.graphFailed(ctx, rec, err))
 		return
 	}
 	logger := logging.FromContext(ctx)

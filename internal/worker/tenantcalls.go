@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpjson"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/media"
@@ -90,6 +91,24 @@ func (s *Server) tenantToken(ctx context.Context, tenantID string) (store.Tenant
 	return rec, token, nil
 }
 
+// tokenRefused marks rec's tenant needs_reauth after Graph refused its token on a tenant route,
+// as a refused send does; a failure to mark is logged (the caller is answered 409 either way, and
+// the tenant's next send meets the refusal again).
+func (s *Server) tokenRefused(ctx context.Context, rec store.TenantRecord, err error) {
+	if merr := s.deliver.TokenRefused(ctx, rec, err); merr != nil {
+		logging.FromContext(ctx).WarnContext(ctx, "tenant not marked needs_reauth", "event", "tenant_reauth_mark_failed", "error", merr)
+	}
+}
+
+// graphFailed is the refusal a tenant route answers for a failed Graph call of rec's tenant
+// (graphCallError), after marking the tenant needs_reauth when Graph refused its token.
+func (s *Server) graphFailed(ctx context.Context, rec store.TenantRecord, err error) error {
+	if graph.Classify(err) == graph.Auth {
+		s.tokenRefused(ctx, rec, err)
+	}
+	return graphCallError(err)
+}
+
 // handleMediaCopy answers GET /internal/tenants/{tenant_id}/media/{media_id}: the file, fetched
 // from Graph with the tenant's token and streamed through, never stored (the console's view of a
 // message's image).
@@ -101,7 +120,7 @@ func (s *Server) handleMediaCopy(w http.ResponseWriter, r *http.Request) {
 		writeCallError(ctx, w, &callError{http.StatusNotFound, callNotFound, "this worker fetches no media"})
 		return
 	}
-	_, token, err := s.tenantToken(ctx, tenantID)
+	rec, token, err := s.tenantToken(ctx, tenantID)
 	if err != nil {
 		writeCallError(ctx, w, err)
 		return
@@ -128,6 +147,7 @@ func (s *Server) handleMediaCopy(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, media.ErrTooLarge):
 		writeCallError(ctx, w, &callError{http.StatusRequestEntityTooLarge, callTooLarge, "the file is larger than MEDIA_MAX_BYTES"})
 	case errors.Is(err, media.ErrAuth):
+		s.tokenRefused(ctx, rec, err)
 		writeCallError(ctx, w, &callError{http.StatusConflict, callReauthRequired, "Meta refused the tenant's access token"})
 	case errors.Is(err, media.ErrGone):
 		writeCallError(ctx, w, &callError{http.StatusNotFound, callGone, "Meta no longer has this file"})

@@ -132,6 +132,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil && graph.Classify(err) == graph.Auth:
 		logger.WarnContext(ctx, "upload refused: Meta refused the token", "event", "media_upload_failed", "error", err)
+		s.tokenRefused(ctx, rec, err)
 		writeCallError(ctx, w, &callError{http.StatusConflict, callReauthRequired, "Meta refused the tenant's access token: reconnect it"})
 		return
 	case err != nil && graph.Classify(err) == graph.Permanent:
