@@ -200,7 +200,7 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 		err = errors.Join(fanErr, f.applyStatuses(ctx, logger, in, statuses, routes))
 		if !errors.Is(err, errStoreTimeout) {
 			var evErr error
-			out.Events, evErr = f.applyEvents(ctx, payload)
+			out.Events, evErr = f.applyEvents(ctx, payload, routes)
 			err = errors.Join(err, evErr)
 		}
 	}
@@ -372,9 +372,11 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 }
 
 // applyEvents applies each change of a field other than messages, for the tenant its number
-// routes to. Every effect is idempotent, so a failure fails the delivery and the retry applies
-// them all again. It returns how many were applied.
-func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload) (int, error) {
+// routes to: routes holds the numbers resolved already (routeAll's), and takes each number first
+// resolved here, so a number is resolved once per delivery. Every effect is idempotent, so a
+// failure fails the delivery and the retry applies them all again. It returns how many were
+// applied.
+func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload, routes map[string]route) (int, error) {
 	if f.Events == nil {
 		return 0, nil
 	}
@@ -382,9 +384,13 @@ func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload) (in
 	for _, ev := range whatsapp.Events(payload) {
 		tenantIDs := []string{""}
 		if ev.PhoneNumberID != "" {
-			r, err := storeCall(ctx, func(ctx context.Context) (route, error) { return f.route(ctx, ev.PhoneNumberID) })
-			if err != nil {
-				return applied, err
+			r, ok := routes[ev.PhoneNumberID]
+			var err error
+			if !ok {
+				if r, err = storeCall(ctx, func(ctx context.Context) (route, error) { return f.route(ctx, ev.PhoneNumberID) }); err != nil {
+					return applied, err
+				}
+				routes[ev.PhoneNumberID] = r
 			}
 			if tenantIDs, err = f.eventTenants(ctx, r, ev); err != nil {
 				return applied, err
