@@ -208,15 +208,26 @@ func (s *Server) askWorker(ctx context.Context, method, path string, body []byte
 		return err
 	}
 	defer resp.Body.Close()
+	code, message, ok, err := readWorkerAnswer(resp, want, out)
+	if err != nil || ok {
+		return err
+	}
+	return workerRefusal(resp.StatusCode, code, message)
+}
+
+// readWorkerAnswer reads a tenant route's answer, at most maxWorkerAnswer bytes: decoded into out
+// when its status is want (ok), else the code and message of its refusal
+// ({"error":{"code","message"}}; empty when the body is not one).
+func readWorkerAnswer(resp *http.Response, want int, out any) (code, message string, ok bool, err error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWorkerAnswer))
 	if err != nil {
-		return fmt.Errorf("read the worker's answer: %w", err)
+		return "", "", false, fmt.Errorf("read the worker's answer: %w", err)
 	}
 	if resp.StatusCode == want {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("decode the worker's answer: %w", err)
+			return "", "", false, fmt.Errorf("decode the worker's answer: %w", err)
 		}
-		return nil
+		return "", "", true, nil
 	}
 	var e struct {
 		Error struct {
@@ -225,7 +236,7 @@ func (s *Server) askWorker(ctx context.Context, method, path string, body []byte
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(data, &e)
-	return workerRefusal(resp.StatusCode, e.Error.Code, e.Error.Message)
+	return e.Error.Code, e.Error.Message, false, nil
 }
 
 // workerRefusal maps a tenant route's refusal to the api's answer: Meta's or the worker's
