@@ -55,16 +55,12 @@ var errFieldAfterFile = refuse(CodeInvalidRequest, "form: the file must be the l
 // handleUpload answers POST /v1/media: multipart/form-data with an optional phone_number_id and
 // then file, whose part Content-Type is the file's MIME type.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	r, tenantID, ok := s.caller(w, r)
+	r, tenantID, ok := s.workerTenant(w, r) // templates.go
 	if !ok {
 		return
 	}
 	ctx := r.Context()
 	logger := logging.FromContext(ctx)
-	if s.deps.Worker == nil {
-		fail(w, r, errors.New("no worker client: media uploads are not configured"))
-		return
-	}
 	up, err := s.upload(w, r, tenantID)
 	if err != nil {
 		if refusal, ok := refusalOf(err); ok {
