@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wapipe/wapipe/internal/api"
 )
 
 // apiClient calls the api service as a business does: Bearer key, JSON in and out.
@@ -24,14 +26,6 @@ type apiClient struct {
 // apiTimeout bounds one call; an upload of a large document over a slow link is the longest.
 const apiTimeout = 5 * time.Minute
 
-// uploadedMedia is POST /v1/media's answer (the contract's 201 body).
-type uploadedMedia struct {
-	ID       string `json:"id"`
-	MIMEType string `json:"mime_type"`
-	FileSize int64  `json:"file_size"`
-	SHA256   string `json:"sha256"`
-}
-
 // accepted is POST /v1/messages's answer.
 type accepted struct {
 	ID     string `json:"id"`
@@ -40,22 +34,22 @@ type accepted struct {
 
 // upload sends the file at path to POST /v1/media as multipart/form-data (part "file", its type
 // from the extension, else sniffed), streamed: the file is never read whole into memory.
-func (c *apiClient) upload(ctx context.Context, path, phoneNumberID string) (uploadedMedia, error) {
+func (c *apiClient) upload(ctx context.Context, path, phoneNumberID string) (api.MediaUpload, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return uploadedMedia{}, fmt.Errorf("upload: %w", err)
+		return api.MediaUpload{}, fmt.Errorf("upload: %w", err)
 	}
 	defer f.Close()
 	ctype, err := fileType(f, path)
 	if err != nil {
-		return uploadedMedia{}, fmt.Errorf("upload %s: %w", filepath.Base(path), err)
+		return api.MediaUpload{}, fmt.Errorf("upload %s: %w", filepath.Base(path), err)
 	}
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
 		pw.CloseWithError(writeUpload(mw, f, filepath.Base(path), ctype, phoneNumberID))
 	}()
-	var m uploadedMedia
+	var m api.MediaUpload
 	err = c.call(ctx, http.MethodPost, "/v1/media", mw.FormDataContentType(), pr, "", http.StatusCreated, &m)
 	pr.Close() // ends the writer when the api answered before reading it all
 	if err != nil {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,16 +55,12 @@ var errFieldAfterFile = refuse(CodeInvalidRequest, "form: the file must be the l
 // handleUpload answers POST /v1/media: multipart/form-data with an optional phone_number_id and
 // then file, whose part Content-Type is the file's MIME type.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	r, tenantID, ok := s.caller(w, r)
+	r, tenantID, ok := s.workerTenant(w, r) // templates.go
 	if !ok {
 		return
 	}
 	ctx := r.Context()
 	logger := logging.FromContext(ctx)
-	if s.deps.Worker == nil {
-		fail(w, r, errors.New("no worker client: media uploads are not configured"))
-		return
-	}
 	up, err := s.upload(w, r, tenantID)
 	if err != nil {
 		if refusal, ok := refusalOf(err); ok {
@@ -249,23 +244,18 @@ var workerAnswers = map[string]string{
 
 // workerAnswer reads the worker's answer: the upload, or its refusal as the api's.
 func workerAnswer(resp *http.Response) (MediaUpload, error) {
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return MediaUpload{}, fmt.Errorf("read the worker's answer: %w", err)
-	}
-	if resp.StatusCode == http.StatusCreated {
-		var up MediaUpload
-		if err := json.Unmarshal(data, &up); err != nil || up.ID == "" {
-			return MediaUpload{}, fmt.Errorf("the worker's upload answer is not one (status %d)", resp.StatusCode)
-		}
+	var up MediaUpload
+	code, message, ok, err := readWorkerAnswer(resp, http.StatusCreated, &up)
+	switch {
+	case err != nil:
+		return MediaUpload{}, err
+	case ok && up.ID == "":
+		return MediaUpload{}, errors.New("the worker's upload answer has no media id")
+	case ok:
 		return up, nil
 	}
-	var e struct {
-		Error struct{ Code, Message string } `json:"error"`
+	if mapped, known := workerAnswers[code]; known {
+		return MediaUpload{}, refuse(mapped, message)
 	}
-	_ = json.Unmarshal(data, &e)
-	if code, ok := workerAnswers[e.Error.Code]; ok {
-		return MediaUpload{}, refuse(code, e.Error.Message)
-	}
-	return MediaUpload{}, fmt.Errorf("the worker refused the upload: status %d, code %q", resp.StatusCode, e.Error.Code)
+	return MediaUpload{}, fmt.Errorf("the worker refused the upload: status %d, code %q", resp.StatusCode, code)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -296,7 +297,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, what string) erro
 	if err != nil {
 		return refuse(CodeInvalidRequest, "body: could not be read")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return refuse(CodeInvalidRequest, fmt.Sprintf("body: not a valid %s object (%s)", what, jsonProblem(err)))

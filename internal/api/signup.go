@@ -461,9 +461,6 @@ func grantedWABAs(info graph.TokenInfo) []string {
 	return out
 }
 
-// tenantWABAs are the accounts of t's numbers, each once.
-func tenantWABAs(t *tenant.Tenant) []string { return t.WABAs() }
-
 // connect runs the Graph side of the callback and registers the result. Every check (the
 // token, the accounts it grants, the numbers' owners) comes before the first change: the app's
 // subscription.
@@ -485,7 +482,7 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 		return res, &connectError{"the new token may not send WhatsApp messages", errors.New("debug_token: no " + graph.ScopeMessaging)}
 	}
 	granted := grantedWABAs(info)
-	have := tenantWABAs(rec.Tenant)
+	have := rec.Tenant.WABAs()
 	res.granted = len(granted)
 	if len(granted) == 0 {
 		return res, &connectRefusal{"no_account_shared", "No WhatsApp Business Account was shared in Meta's dialog."}

@@ -93,27 +93,27 @@ type TemplateInfo struct {
 	Components json.RawMessage `json:"components"`
 }
 
-// templateTenant authenticates and rate-limits a template request: the tenant, or false when
-// it has answered.
-func (s *Server) templateTenant(w http.ResponseWriter, r *http.Request) (context.Context, string, bool) {
-	r, tenantID, ok := s.caller(w, r)
+// workerTenant is caller for the routes that pass through the worker (templates, media): ok is
+// also false, answered 503, when the api has no worker client.
+func (s *Server) workerTenant(w http.ResponseWriter, r *http.Request) (_ *http.Request, tenantID string, ok bool) {
+	r, tenantID, ok = s.caller(w, r)
 	if !ok {
-		return nil, "", false
+		return r, "", false
 	}
-	ctx := r.Context()
 	if s.deps.Worker == nil {
-		fail(w, r, errors.New("the api has no worker client"))
-		return nil, "", false
+		fail(w, r, errors.New("the api has no worker client: uploads and templates are not configured"))
+		return r, "", false
 	}
-	return ctx, tenantID, true
+	return r, tenantID, true
 }
 
 // handleTemplatesList answers GET /v1/templates.
 func (s *Server) handleTemplatesList(w http.ResponseWriter, r *http.Request) {
-	ctx, tenantID, ok := s.templateTenant(w, r)
+	r, tenantID, ok := s.workerTenant(w, r)
 	if !ok {
 		return
 	}
+	ctx := r.Context()
 	var got struct {
 		Data []TemplateInfo `json:"data"`
 	}
@@ -134,10 +134,11 @@ func (s *Server) handleTemplatesList(w http.ResponseWriter, r *http.Request) {
 
 // handleTemplateCreate answers POST /v1/templates: 201 {"id","status"}.
 func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
-	ctx, tenantID, ok := s.templateTenant(w, r)
+	r, tenantID, ok := s.workerTenant(w, r)
 	if !ok {
 		return
 	}
+	ctx := r.Context()
 	var req TemplateCreateRequest
 	err := decodeJSON(w, r, &req, "template")
 	if err == nil {
@@ -170,10 +171,11 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 // handleTemplateDelete answers DELETE /v1/templates/{name}[?waba_id=…]: 200 {"success":true},
 // the template deleted in every language.
 func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
-	ctx, tenantID, ok := s.templateTenant(w, r)
+	r, tenantID, ok := s.workerTenant(w, r)
 	if !ok {
 		return
 	}
+	ctx := r.Context()
 	name := chi.URLParam(r, "name")
 	if len(name) > MaxTemplateName || !templatePattern.MatchString(name) {
 		fail(w, r, refuse(CodeInvalidRequest, "name: lowercase letters, digits and underscores, at most 512"))
@@ -208,15 +210,26 @@ func (s *Server) askWorker(ctx context.Context, method, path string, body []byte
 		return err
 	}
 	defer resp.Body.Close()
+	code, message, ok, err := readWorkerAnswer(resp, want, out)
+	if err != nil || ok {
+		return err
+	}
+	return workerRefusal(resp.StatusCode, code, message)
+}
+
+// readWorkerAnswer reads a tenant route's answer, at most maxWorkerAnswer bytes: decoded into out
+// when its status is want (ok), else the code and message of its refusal
+// ({"error":{"code","message"}}; empty when the body is not one).
+func readWorkerAnswer(resp *http.Response, want int, out any) (code, message string, ok bool, err error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWorkerAnswer))
 	if err != nil {
-		return fmt.Errorf("read the worker's answer: %w", err)
+		return "", "", false, fmt.Errorf("read the worker's answer: %w", err)
 	}
 	if resp.StatusCode == want {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("decode the worker's answer: %w", err)
+			return "", "", false, fmt.Errorf("decode the worker's answer: %w", err)
 		}
-		return nil
+		return "", "", true, nil
 	}
 	var e struct {
 		Error struct {
@@ -225,7 +238,7 @@ func (s *Server) askWorker(ctx context.Context, method, path string, body []byte
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(data, &e)
-	return workerRefusal(resp.StatusCode, e.Error.Code, e.Error.Message)
+	return e.Error.Code, e.Error.Message, false, nil
 }
 
 // workerRefusal maps a tenant route's refusal to the api's answer: Meta's or the worker's

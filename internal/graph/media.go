@@ -198,12 +198,7 @@ func (c *Client) UploadMedia(ctx context.Context, phoneNumberID, mimeType, filen
 		if werr != nil && !errors.Is(werr, io.ErrClosedPipe) && !errors.Is(werr, errUploadAnswered) {
 			return "", fmt.Errorf("upload media: %w", werr)
 		}
-		cause := a.err
-		var ue *url.Error
-		if errors.As(a.err, &ue) {
-			cause = ue.Err
-		}
-		return "", &Error{Kind: Temporary, err: fmt.Errorf("POST media: %w", cause)}
+		return "", transportError("POST media", a.err)
 	}
 	defer a.resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(a.resp.Body, maxResponseBytes))
@@ -264,14 +259,19 @@ func (c *Client) get(ctx context.Context, rawURL string) (*http.Response, error)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		cause := err
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			cause = ue.Err
-		}
-		return nil, &Error{Kind: Temporary, err: fmt.Errorf("GET media: %w", cause)}
+		return nil, transportError("GET media", err)
 	}
 	return resp, nil
+}
+
+// transportError is a media call that got no answer, a temporary failure: its text leaves the
+// URL out (url.Error quotes it), since a download URL is a capability for the file.
+func transportError(op string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &Error{Kind: Temporary, err: fmt.Errorf("%s: %w", op, err)}
 }
 
 // IsMediaGone reports whether err says Meta no longer has the media: the lookup of an unknown or

@@ -188,15 +188,15 @@ func (f *Fetcher) fetch(ctx context.Context, token string, m whatsapp.Message) (
 			return att, &Error{Kind: ErrUnsupported, Reason: "type " + n}
 		}
 	}
-	if info.FileSize > f.max {
-		return att, &Error{Kind: ErrTooLarge, Reason: fmt.Sprintf("%d bytes announced, limit %d", info.FileSize, f.max)}
+	if err := f.checkSize(info); err != nil {
+		return att, err
 	}
 	want, err := wantDigests(m.Media.SHA256, info.SHA256)
 	if err != nil {
 		return att, err
 	}
-	if u, err := url.Parse(info.URL); err != nil || (u.Scheme != "https" && !(f.allowHTTP && u.Scheme == "http")) {
-		return att, &Error{Kind: ErrGone, Reason: "the download URL is not https"}
+	if err := f.checkURL(info); err != nil {
+		return att, err
 	}
 	var buf bytes.Buffer
 	if info.FileSize > 0 {
@@ -216,6 +216,23 @@ func (f *Fetcher) fetch(ctx context.Context, token string, m whatsapp.Message) (
 	}
 	att.Data, att.Size, att.SHA256 = buf.Bytes(), n, hex.EncodeToString(got)
 	return att, nil
+}
+
+// checkSize refuses a file whose announced size is over the cap, before its download.
+func (f *Fetcher) checkSize(info graph.MediaInfo) error {
+	if info.FileSize > f.max {
+		return &Error{Kind: ErrTooLarge, Reason: fmt.Sprintf("%d bytes announced, limit %d", info.FileSize, f.max)}
+	}
+	return nil
+}
+
+// checkURL refuses a download URL that is not https (http only where allowed: dev): the token
+// goes with the download.
+func (f *Fetcher) checkURL(info graph.MediaInfo) error {
+	if u, err := url.Parse(info.URL); err != nil || (u.Scheme != "https" && !(f.allowHTTP && u.Scheme == "http")) {
+		return &Error{Kind: ErrGone, Reason: "the download URL is not https"}
+	}
+	return nil
 }
 
 // graphError classifies a Graph failure of step.

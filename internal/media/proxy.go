@@ -2,9 +2,7 @@ package media
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net/url"
 )
 
 // Head is what a Copy says about a file before its bytes: its MIME type as Meta gave it, and
@@ -24,11 +22,11 @@ func (f *Fetcher) Copy(ctx context.Context, token, mediaID string, w io.Writer, 
 	if err != nil {
 		return 0, graphError("lookup", err)
 	}
-	if info.FileSize > f.max {
-		return 0, &Error{Kind: ErrTooLarge, Reason: fmt.Sprintf("%d bytes announced, limit %d", info.FileSize, f.max)}
+	if err := f.checkSize(info); err != nil {
+		return 0, err
 	}
-	if u, err := url.Parse(info.URL); err != nil || (u.Scheme != "https" && !(f.allowHTTP && u.Scheme == "http")) {
-		return 0, &Error{Kind: ErrGone, Reason: "the download URL is not https"}
+	if err := f.checkURL(info); err != nil {
+		return 0, err
 	}
 	head(Head{MIMEType: info.MIMEType, Size: info.FileSize})
 	n, err := g.DownloadMedia(ctx, info.URL, w, f.max)
