@@ -265,17 +265,6 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// CheckNumberOwners checks t's numbers against the numbers other tenants own (owners maps a
-// phone_number_id to its tenant's id) and returns one problem per number another tenant
-// owns, as Problems, or nil. A number owned by t itself is fine.
-func CheckNumberOwners(t *Tenant, owners map[string]string) error {
-	uses := make(map[string]NumberUse, len(owners))
-	for number, owner := range owners {
-		uses[number] = NumberUse{TenantIDs: []string{owner}}
-	}
-	return CheckNumbers(t, uses)
-}
-
 // NumberUse is how the tenants use a business number now (the phone_numbers index).
 type NumberUse struct {
 	// TenantIDs are the tenants that list the number, sorted.
