@@ -448,5 +448,5 @@ func (s *Tenants) RuntimeMember(ctx context.Context, id, waID string) (tenant.Me
 	if err != nil {
 		return tenant.Member{}, false, err
 	}
-	return tenant.Member{WaID: d.WaID, Role: d.Role, Name: d.Name, Language: d.Language}, true, nil
+	return d.member(), true, nil
 }
