@@ -241,14 +241,18 @@ func (fs *fetches) wait() []error {
 
 // fetchQueues fetches each queue's stats into r.Queues.
 func (c *Checker) fetchQueues(ctx context.Context, f *fetches, r *Report, now time.Time) {
-	for _, q := range c.queues {
+	// fetch reads queue name's stats into r.Queues[id].
+	fetch := func(name, id string) {
 		f.run(func() error {
-			st, err := c.queueStats(ctx, q, now)
+			st, err := c.queueStats(ctx, name, now)
 			f.mu.Lock()
-			r.Queues[q[strings.LastIndex(q, "/")+1:]] = st
+			r.Queues[id] = st
 			f.mu.Unlock()
 			return err
 		})
+	}
+	for _, q := range c.queues {
+		fetch(q, q[strings.LastIndex(q, "/")+1:])
 	}
 	if c.tenants == nil {
 		return
@@ -262,13 +266,7 @@ func (c *Checker) fetchQueues(ctx context.Context, f *fetches, r *Report, now ti
 		}
 		for _, rec := range recs {
 			id := tasks.TenantQueueID(rec.Tenant.ID)
-			f.run(func() error {
-				st, err := c.queueStats(ctx, id, now)
-				f.mu.Lock()
-				r.Queues[id] = st
-				f.mu.Unlock()
-				return err
-			})
+			fetch(id, id)
 		}
 		return nil
 	})

@@ -30,7 +30,7 @@ func (s *Tenants) RuntimeMembersWithRoles(ctx context.Context, id string, roles 
 	}
 	out := make([]tenant.Member, len(docs))
 	for i, d := range docs {
-		out[i] = tenant.Member{WaID: d.WaID, Role: d.Role, Name: d.Name, Language: d.Language}
+		out[i] = d.member()
 	}
 	slices.SortFunc(out, func(a, b tenant.Member) int { return strings.Compare(a.WaID, b.WaID) })
 	return out, nil

@@ -432,9 +432,6 @@ func (s *Tenants) CreateInvite(ctx context.Context, id, codeHash string, role te
 // a member (tenants/{id}/members/{waID}) with the invite's role and name. ErrInviteInvalid
 // otherwise.
 func (s *Tenants) RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error) {
-	if id == "" || codeHash == "" || waID == "" || strings.Contains(codeHash, "/") || strings.Contains(waID, "/") {
-		return tenant.Member{}, ErrInviteInvalid
-	}
 	return s.redeemInvite(ctx, id, "", codeHash, waID, name)
 }
 
@@ -451,5 +448,5 @@ func (s *Tenants) RuntimeMember(ctx context.Context, id, waID string) (tenant.Me
 	if err != nil {
 		return tenant.Member{}, false, err
 	}
-	return tenant.Member{WaID: d.WaID, Role: d.Role, Name: d.Name, Language: d.Language}, true, nil
+	return d.member(), true, nil
 }

@@ -480,20 +480,21 @@ func TestProblemsNeverEchoAMemberNumber(t *testing.T) {
 func TestCheckNumberOwners(t *testing.T) {
 	t.Parallel()
 	tn := mustParseFile(t, "../../tenants/sample.yaml")
-	owners := map[string]string{
-		"106540352242922": "sunrise-bus", // its own: fine
-		"106540352242923": "acme-bus",
-		"999":             "other",
+	owned := func(id string) NumberUse { return NumberUse{TenantIDs: []string{id}} }
+	owners := map[string]NumberUse{
+		"106540352242922": owned("sunrise-bus"), // its own: fine
+		"106540352242923": owned("acme-bus"),
+		"999":             owned("other"),
 	}
-	err := CheckNumberOwners(tn, owners)
+	err := CheckNumbers(tn, owners)
 	want := "phone_numbers[1].phone_number_id: 106540352242923 already belongs to tenant acme-bus"
 	if err == nil || err.Error() != want {
-		t.Errorf("CheckNumberOwners = %v, want %q", err, want)
+		t.Errorf("CheckNumbers = %v, want %q", err, want)
 	}
-	if err := CheckNumberOwners(tn, map[string]string{"106540352242922": "sunrise-bus"}); err != nil {
+	if err := CheckNumbers(tn, map[string]NumberUse{"106540352242922": owned("sunrise-bus")}); err != nil {
 		t.Errorf("own numbers: %v", err)
 	}
-	if err := CheckNumberOwners(tn, nil); err != nil {
+	if err := CheckNumbers(tn, nil); err != nil {
 		t.Errorf("no owners: %v", err)
 	}
 }

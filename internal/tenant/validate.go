@@ -68,18 +68,7 @@ func (t *Tenant) validate() Problems {
 		c.add("templates.notify.components", "not taken: a notification fills its body with the intent, the sender and the data")
 	}
 	if r := t.Templates.Reengage; r != nil {
-		switch {
-		case r.Name == "":
-			c.add("templates.reengage.name", "required: the approved template's name")
-		case !templateNameRE.MatchString(r.Name):
-			c.add("templates.reengage.name", "must be a template name: lower-case letters, digits and _")
-		}
-		switch {
-		case r.Language == "":
-			c.add("templates.reengage.language", "required: the template's language code, such as id or en_US")
-		case !templateLangRE.MatchString(r.Language):
-			c.add("templates.reengage.language", "must be a template language code, such as id or en_US")
-		}
+		checkTemplate(&c, "templates.reengage", r)
 		validateComponents(&c, "templates.reengage.components", r.Components)
 	}
 	return c.list
@@ -274,17 +263,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// CheckNumberOwners checks t's numbers against the numbers other tenants own (owners maps a
-// phone_number_id to its tenant's id) and returns one problem per number another tenant
-// owns, as Problems, or nil. A number owned by t itself is fine.
-func CheckNumberOwners(t *Tenant, owners map[string]string) error {
-	uses := make(map[string]NumberUse, len(owners))
-	for number, owner := range owners {
-		uses[number] = NumberUse{TenantIDs: []string{owner}}
-	}
-	return CheckNumbers(t, uses)
 }
 
 // NumberUse is how the tenants use a business number now (the phone_numbers index).

@@ -126,16 +126,7 @@ func (c *TokenCache) Token(ctx context.Context, rec store.TenantRecord) (string,
 	}
 	id := rec.Tenant.ID
 	key := id + "\x00" + rec.TokenSetAt.UTC().Format(time.RFC3339Nano)
-	return c.entries.getWith(ctx, key, func(ctx context.Context, _ string) (string, error) {
-		if c.keeper == nil {
-			return "", errors.New("decrypt access token: no secrets keeper configured")
-		}
-		b, err := c.keeper.Decrypt(ctx, rec.AccessToken, secrets.AD(id, secrets.PurposeAccessToken))
-		if err != nil {
-			return "", fmt.Errorf("decrypt access token of tenant %s: %w", id, err)
-		}
-		return string(b), nil
-	})
+	return c.open(ctx, key, rec.AccessToken, id, secrets.PurposeAccessToken, "access token")
 }
 
 // ErrNoActionSecret: the tenant has no action signing secret (`wapipe tenants action-secret`),
@@ -150,15 +141,21 @@ func (c *TokenCache) ActionSecret(ctx context.Context, rec store.TenantRecord) (
 	}
 	id := rec.Tenant.ID
 	key := "action\x00" + id + "\x00" + rec.ActionSecretSetAt.UTC().Format(time.RFC3339Nano)
-	s, err := c.entries.getWith(ctx, key, func(ctx context.Context, _ string) (string, error) {
+	s, err := c.open(ctx, key, rec.ActionSecret, id, secrets.PurposeActionSecret, "action secret")
+	return []byte(s), err
+}
+
+// open returns the plaintext of tenant id's sealed secret for purpose (what names it in
+// errors), cached under key.
+func (c *TokenCache) open(ctx context.Context, key string, ciphertext []byte, id, purpose, what string) (string, error) {
+	return c.entries.getWith(ctx, key, func(ctx context.Context, _ string) (string, error) {
 		if c.keeper == nil {
-			return "", errors.New("decrypt action secret: no secrets keeper configured")
+			return "", fmt.Errorf("decrypt %s: no secrets keeper configured", what)
 		}
-		b, err := c.keeper.Decrypt(ctx, rec.ActionSecret, secrets.AD(id, secrets.PurposeActionSecret))
+		b, err := c.keeper.Decrypt(ctx, ciphertext, secrets.AD(id, purpose))
 		if err != nil {
-			return "", fmt.Errorf("decrypt action secret of tenant %s: %w", id, err)
+			return "", fmt.Errorf("decrypt %s of tenant %s: %w", what, id, err)
 		}
 		return string(b), nil
 	})
-	return []byte(s), err
 }
