@@ -18,15 +18,20 @@ func HeapPeak(interval time.Duration) (stop func() uint64) {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		var ms runtime.MemStats
+		sample := func() {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+		// One sample at once: a stop before the first tick still reports the heap.
+		sample()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
+				sample()
 			}
 		}
 	}()

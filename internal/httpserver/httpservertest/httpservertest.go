@@ -12,14 +12,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/testenv"
 )
 
 // Serve serves h with httpserver.Serve on a loopback port until the test ends, then checks that it
@@ -157,24 +156,6 @@ func (u *Upload) Close() {
 	})
 }
 
-// HeapPeak samples the heap in use every 5 ms until stop is called, which returns the peak.
-func HeapPeak() (stop func() uint64) {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	})
-	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
-}
+// HeapPeak samples the heap in use every 5 ms until stop is called, which returns the peak
+// (testenv.HeapPeak at the interval these tests use).
+func HeapPeak() (stop func() uint64) { return testenv.HeapPeak(5 * time.Millisecond) }
