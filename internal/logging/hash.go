@@ -21,6 +21,10 @@ const MinHashKeyBytes = 32
 const (
 	RefPrefix   = "ref_"
 	PhonePrefix = "ph_"
+	// UserPrefix starts the ref of a business-scoped user id (BSUID) or a parent BSUID,
+	// UsernamePrefix the ref of a WhatsApp username: both identify a person, like a number.
+	UserPrefix     = "us_"
+	UsernamePrefix = "un_"
 )
 
 // Hasher makes the keyed hashes logs carry instead of ids and phone numbers (CONTRACT.md, Logs):
@@ -88,6 +92,32 @@ func (h *Hasher) Phone(number string) string {
 		return Redacted
 	}
 	return PhonePrefix + h.sum("phone", digits, 6)
+}
+
+// User returns the us_ ref of a business-scoped user id (BSUID) or parent BSUID, exactly as
+// received (they are case-sensitive). Empty in, empty out; a nil Hasher gives Redacted.
+func (h *Hasher) User(userID string) string {
+	if userID == "" {
+		return ""
+	}
+	if h == nil {
+		return Redacted
+	}
+	return UserPrefix + h.sum("user", userID, 6)
+}
+
+// Username returns the un_ ref of a WhatsApp username; a leading "@" and letter case do not
+// change it (usernames are shown with "@" and are not case-sensitive). Empty in, empty out; a
+// nil Hasher gives Redacted.
+func (h *Hasher) Username(name string) string {
+	name = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(name), "@"))
+	if name == "" {
+		return ""
+	}
+	if h == nil {
+		return Redacted
+	}
+	return UsernamePrefix + h.sum("username", name, 6)
 }
 
 // NormalizePhone keeps a phone number's digits, the form Meta's wa_id has.

@@ -21,6 +21,8 @@ type privateKind uint8
 const (
 	kindID privateKind = iota
 	kindPhone
+	kindUser
+	kindUsername
 )
 
 // private is an id or a phone number on its way to a log line. wapipe's handler renders it as its
@@ -47,6 +49,13 @@ func ID(key, id string) slog.Attr { return slog.Any(key, private{kindID, id}) }
 
 // Phone is an attribute named key holding the ph_ ref of a phone number or WhatsApp id.
 func Phone(key, number string) slog.Attr { return slog.Any(key, private{kindPhone, number}) }
+
+// User is an attribute named key holding the us_ ref of a business-scoped user id (BSUID) or a
+// parent BSUID.
+func User(key, userID string) slog.Attr { return slog.Any(key, private{kindUser, userID}) }
+
+// Username is an attribute named key holding the un_ ref of a WhatsApp username.
+func Username(key, name string) slog.Attr { return slog.Any(key, private{kindUsername, name}) }
 
 // wamidPattern finds wamids inside longer strings (error messages, document paths).
 var wamidPattern = regexp.MustCompile(`wamid\.[A-Za-z0-9+/=_-]+`)
@@ -116,8 +125,13 @@ func (h *privacyHandler) ref(p private) string {
 	if h.hasher == nil {
 		return Redacted
 	}
-	if p.kind == kindPhone {
+	switch p.kind {
+	case kindPhone:
 		return h.hasher.Phone(p.v)
+	case kindUser:
+		return h.hasher.User(p.v)
+	case kindUsername:
+		return h.hasher.Username(p.v)
 	}
 	return h.hasher.Ref(p.v)
 }

@@ -17,10 +17,13 @@ import (
 )
 
 const (
-	samplePhone = "16505551234"
-	sampleWamid = "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzRUIwQzc2N0Q3MTk0NjE5RUY0QQA="
-	keyA        = "key-a-0123456789abcdef0123456789abcdef"
-	keyB        = "key-b-0123456789abcdef0123456789abcdef"
+	sampleUser     = "US.13491208655302741918"
+	sampleParent   = "US.ENT.506847293015824"
+	sampleUsername = "@julianzlc"
+	samplePhone    = "16505551234"
+	sampleWamid    = "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzRUIwQzc2N0Q3MTk0NjE5RUY0QQA="
+	keyA           = "key-a-0123456789abcdef0123456789abcdef"
+	keyB           = "key-b-0123456789abcdef0123456789abcdef"
 )
 
 func hasher(t *testing.T, key string) *logging.Hasher {
@@ -42,6 +45,8 @@ func TestHasherIsKeyed(t *testing.T) {
 	}{
 		{"Phone", (*logging.Hasher).Phone, samplePhone},
 		{"Ref", (*logging.Hasher).Ref, sampleWamid},
+		{"User", (*logging.Hasher).User, sampleUser},
+		{"Username", (*logging.Hasher).Username, sampleUsername},
 	}
 	for _, tc := range tests {
 		ra, rb := tc.f(a, tc.in), tc.f(b, tc.in)
@@ -54,7 +59,7 @@ func TestHasherIsKeyed(t *testing.T) {
 		if tc.f(a, tc.in+"0") == ra {
 			t.Errorf("%s: two values give one ref", tc.name)
 		}
-		if strings.Contains(ra, "5551234") || strings.Contains(ra, "wamid") {
+		if strings.Contains(ra, "5551234") || strings.Contains(ra, "wamid") || strings.Contains(ra, "349120865") || strings.Contains(ra, "julian") {
 			t.Errorf("%s(%s) = %s holds the value", tc.name, tc.in, ra)
 		}
 		for _, unkeyed := range logcheck.UnkeyedHashes(tc.in) {
@@ -123,17 +128,22 @@ func TestHandlerRendersRefs(t *testing.T) {
 	h := hasher(t, keyA)
 	raw, got := logLine(t, h, func(l *slog.Logger) {
 		ctx, l := logging.With(logging.WithLogger(context.Background(), l), logging.EventID(sampleWamid))
-		l.InfoContext(ctx, "m", logging.MessageID(sampleWamid+"2"), logging.Phone("to", samplePhone))
+		l.InfoContext(ctx, "m", logging.MessageID(sampleWamid+"2"), logging.Phone("to", samplePhone),
+			logging.User("user", sampleUser), logging.User("parent", sampleParent), logging.Username("username", sampleUsername))
 	})
 	want := map[string]any{
 		"severity": "INFO", "message": "m",
 		"event_ref": h.Ref(sampleWamid), "message_ref": h.Ref(sampleWamid + "2"), "to": h.Phone(samplePhone),
+		"user": h.User(sampleUser), "parent": h.User(sampleParent), "username": h.Username(sampleUsername),
 	}
 	delete(got, "time")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log line (-want, +got):\n%s", diff)
 	}
-	logcheck.Check(t, raw, []string{samplePhone}, []string{sampleWamid})
+	if h.Username("JulianZLC") != h.Username(sampleUsername) {
+		t.Error("a username's ref depends on its case or its @")
+	}
+	logcheck.Check(t, raw, []string{samplePhone}, []string{sampleWamid, sampleUser, sampleParent, sampleUsername})
 }
 
 func TestHandlerScrubsWamids(t *testing.T) {
@@ -186,10 +196,14 @@ func TestLogcheckFindsLeaks(t *testing.T) {
 		`{"to":"+1 650 555 1234"}`,
 		`{"id":"wamid.x"}`,
 		`{"to":"` + logcheck.UnkeyedHashes(samplePhone)[0] + `"}`,
+		`{"user":"` + sampleUser + `"}`,
+		`{"error":"contact ` + sampleParent + ` not found"}`,
+		`{"user":"CO.1047385771169864"}`,
+		`{"username":"julianzlc"}`,
 	}
 	for _, line := range leaks {
 		ft := &fakeT{}
-		logcheck.Check(ft, line, []string{"+1 650 555 1234"}, nil)
+		logcheck.Check(ft, line, []string{"+1 650 555 1234"}, []string{sampleUsername})
 		if ft.errors == 0 {
 			t.Errorf("Check missed the leak in %s", line)
 		}

@@ -1,6 +1,10 @@
 package whatsapp
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/wapipe/wapipe/internal/contact"
+)
 
 // Meta's subscribed fields other than "messages". Each change's field says which of Value's
 // fields are set; Events turns them into one flat Event each.
@@ -13,7 +17,9 @@ const (
 	FieldTemplateCategory     = "template_category_update"
 	FieldTemplateQuality      = "message_template_quality_update"
 	FieldCalls                = "calls"
+	FieldUserIDUpdate         = "user_id_update"
 	SystemUserChangedNumber   = "user_changed_number"
+	SystemUserChangedUserID   = "user_changed_user_id"
 	InteractiveCallPermission = "call_permission_reply"
 )
 
@@ -30,30 +36,55 @@ type Edit struct {
 }
 
 // MessageEcho is a message the business sent from the WhatsApp Business app on the same number
-// (field smb_message_echoes): From is the business number, To the contact.
+// (field smb_message_echoes): From is the business number, To the contact's phone (absent for
+// a user with a username), ToUserID its BSUID.
 type MessageEcho struct {
 	InboundMessage
-	To string `json:"to"`
+	To             string `json:"to,omitempty"`
+	ToUserID       string `json:"to_user_id,omitempty"`
+	ToParentUserID string `json:"to_parent_user_id,omitempty"`
 }
 
 // UserPreference is a contact's choice about marketing messages (field user_preferences):
-// Category marketing_messages, Value stop, resume or signup.
+// Category marketing_messages, Value stop, resume or signup. The contact is WaID (its phone,
+// conditional) and UserID (its BSUID).
 type UserPreference struct {
-	WaID      string `json:"wa_id"`
-	Detail    string `json:"detail,omitempty"`
-	Category  string `json:"category"`
-	Value     string `json:"value"`
-	Timestamp Number `json:"timestamp,omitempty"`
+	WaID         string `json:"wa_id,omitempty"`
+	UserID       string `json:"user_id,omitempty"`
+	ParentUserID string `json:"parent_user_id,omitempty"`
+	Detail       string `json:"detail,omitempty"`
+	Category     string `json:"category"`
+	Value        string `json:"value"`
+	Timestamp    Number `json:"timestamp,omitempty"`
 }
 
-// CallEvent is one event of the Calling API (field calls); wapipe only records it.
+// CallEvent is one event of the Calling API (field calls); wapipe only records it. From and To
+// are phone numbers (conditional, like a message's from), FromUserID and ToUserID BSUIDs.
 type CallEvent struct {
-	ID        string `json:"id"`
-	From      string `json:"from,omitempty"`
-	To        string `json:"to,omitempty"`
-	Event     string `json:"event,omitempty"`
-	Direction string `json:"direction,omitempty"`
-	Timestamp string `json:"timestamp,omitempty"`
+	ID         string `json:"id"`
+	From       string `json:"from,omitempty"`
+	FromUserID string `json:"from_user_id,omitempty"`
+	To         string `json:"to,omitempty"`
+	ToUserID   string `json:"to_user_id,omitempty"`
+	Event      string `json:"event,omitempty"`
+	Direction  string `json:"direction,omitempty"`
+	Timestamp  string `json:"timestamp,omitempty"`
+}
+
+// UserIDUpdate is one change of field user_id_update: a user's BSUID (and parent BSUID) went
+// from Previous to Current.
+type UserIDUpdate struct {
+	WaID         string   `json:"wa_id,omitempty"`
+	UserID       IDChange `json:"user_id"`
+	ParentUserID IDChange `json:"parent_user_id"`
+	Timestamp    Number   `json:"timestamp,omitempty"`
+	Contact      *Contact `json:"contact,omitempty"`
+}
+
+// IDChange is an identifier's previous and current value.
+type IDChange struct {
+	Previous string `json:"previous,omitempty"`
+	Current  string `json:"current,omitempty"`
 }
 
 // OtherValue holds the flat values of account_update and the template updates, which share the
@@ -100,14 +131,17 @@ type Event struct {
 	// WABAID is the entry's id: the WhatsApp Business Account the change belongs to.
 	WABAID        string `json:"waba_id"`
 	PhoneNumberID string `json:"phone_number_id,omitempty"`
-	// Contact is the contact's wa_id (preferences, echoes, calls): never log it in clear.
-	Contact string `json:"contact,omitempty"`
+	// Contact is the person the change is about (preferences, echoes, calls): personal data,
+	// never logged in clear.
+	Contact contact.Identity `json:"contact,omitzero"`
 
 	Preference *Preference     `json:"preference,omitempty"`
 	Echo       *Message        `json:"echo,omitempty"`
 	Account    *AccountChange  `json:"account,omitempty"`
 	Template   *TemplateChange `json:"template,omitempty"`
 	Call       *CallEvent      `json:"call,omitempty"`
+	// IdentityChange is set for a user_id_update: the person's BSUID changed.
+	IdentityChange *IdentityChange `json:"identity_change,omitempty"`
 }
 
 // Preference is a contact's marketing preference: Stop is true for "stop", false for
@@ -162,7 +196,8 @@ func changeEvents(wabaID string, c *Change) []Event {
 	case FieldUserPreferences:
 		for _, up := range v.UserPreferences {
 			ev := base
-			ev.Contact = up.WaID
+			ev.Contact = contact.FromWebhook(up.WaID, up.UserID, up.ParentUserID, "", "")
+			ev.Contact = withProfile(ev.Contact, v.Contacts)
 			val := strings.ToLower(up.Value)
 			ev.Preference = &Preference{Category: up.Category, Value: val, Stop: val == "stop", Timestamp: string(up.Timestamp)}
 			out = append(out, ev)
@@ -172,7 +207,7 @@ func changeEvents(wabaID string, c *Change) []Event {
 			echo := &v.MessageEchoes[i]
 			m := normalizeMessage(v, &echo.InboundMessage)
 			ev := base
-			ev.Contact = echo.To
+			ev.Contact = withProfile(contact.FromWebhook(echo.To, echo.ToUserID, echo.ToParentUserID, "", ""), v.Contacts)
 			ev.Echo = &m
 			out = append(out, ev)
 		}
@@ -197,13 +232,37 @@ func changeEvents(wabaID string, c *Change) []Event {
 	case FieldCalls:
 		for _, call := range v.Calls {
 			ev := base
-			ev.Contact = call.From
+			ev.Contact = contact.FromWebhook(call.From, call.FromUserID, "", "", "")
 			call := call
 			ev.Call = &call
 			out = append(out, ev)
 		}
+	case FieldUserIDUpdate:
+		for _, u := range v.UserIDUpdates {
+			ch := IdentityChange{
+				Type:     FieldUserIDUpdate,
+				Previous: contact.FromWebhook(u.WaID, u.UserID.Previous, u.ParentUserID.Previous, "", ""),
+				Current:  contact.FromWebhook(u.WaID, u.UserID.Current, u.ParentUserID.Current, "", ""),
+			}
+			ev := base
+			ev.Contact = ch.Previous
+			ev.IdentityChange = &ch
+			out = append(out, ev)
+		}
 	}
 	return out
+}
+
+// withProfile adds the username and profile name of the contacts[] entry that names the same
+// person as id.
+func withProfile(id contact.Identity, cs []Contact) contact.Identity {
+	for _, c := range cs {
+		ci := contact.FromWebhook(c.WaID, c.UserID, c.ParentUserID, c.Profile.Username, c.Profile.Name)
+		if ci.Matches(id) {
+			return ci.Merge(id)
+		}
+	}
+	return id
 }
 
 // accountDetail names what an account update restricts, without any number: restriction types,

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wapipe/wapipe/internal/contact"
 )
 
 // change wraps one change's value, as Meta sends it, in the envelope.
@@ -119,7 +121,7 @@ func TestEventsOfOtherFields(t *testing.T) {
 		field: "user_preferences",
 		value: `{` + meta + `,"contacts":[{"profile":{"name":"Sheena"},"wa_id":"16505551234"}],"user_preferences":[{"wa_id":"16505551234","detail":"User requested to stop marketing messages","category":"marketing_messages","value":"stop","timestamp":1732440000}]}`,
 		want: []Event{with("user_preferences", func(e *Event) {
-			e.Contact = "16505551234"
+			e.Contact = contact.Identity{WaID: "16505551234", Name: "Sheena"}
 			e.Preference = &Preference{Category: "marketing_messages", Value: "stop", Stop: true, Timestamp: "1732440000"}
 		})},
 	}, {
@@ -127,7 +129,7 @@ func TestEventsOfOtherFields(t *testing.T) {
 		field: "user_preferences",
 		value: `{` + meta + `,"user_preferences":[{"wa_id":"16505551234","category":"marketing_messages","value":"resume","timestamp":1732440000}]}`,
 		want: []Event{with("user_preferences", func(e *Event) {
-			e.Contact = "16505551234"
+			e.Contact = contact.Identity{WaID: "16505551234"}
 			e.Preference = &Preference{Category: "marketing_messages", Value: "resume", Timestamp: "1732440000"}
 		})},
 	}, {
@@ -135,7 +137,7 @@ func TestEventsOfOtherFields(t *testing.T) {
 		field: "smb_message_echoes",
 		value: `{` + meta + `,"message_echoes":[{"from":"15550783881","to":"16505551234","id":"wamid.E","timestamp":"1732440000","type":"text","text":{"body":"We open at 9"}}]}`,
 		want: []Event{with("smb_message_echoes", func(e *Event) {
-			e.Contact = "16505551234"
+			e.Contact = contact.Identity{WaID: "16505551234"}
 			e.Echo = &Message{ID: "wamid.E", From: "15550783881", PhoneNumberID: "106540352242922", DisplayPhoneNumber: "15550783881",
 				Timestamp: "1732440000", Type: "text", Text: "We open at 9"}
 		})},
@@ -179,7 +181,7 @@ func TestEventsOfOtherFields(t *testing.T) {
 		field: "calls",
 		value: `{` + meta + `,"calls":[{"id":"wacid.C","to":"15550783881","from":"16505551234","event":"connect","timestamp":"1732440000","direction":"USER_INITIATED"}]}`,
 		want: []Event{with("calls", func(e *Event) {
-			e.Contact = "16505551234"
+			e.Contact = contact.Identity{WaID: "16505551234"}
 			e.Call = &CallEvent{ID: "wacid.C", From: "16505551234", To: "15550783881", Event: "connect", Direction: "USER_INITIATED", Timestamp: "1732440000"}
 		})},
 	}, {

@@ -1,6 +1,10 @@
 package whatsapp
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/wapipe/wapipe/internal/contact"
+)
 
 // Normalize flattens every message and every status of a payload into wapipe's Message and
 // Status shapes.
@@ -34,10 +38,14 @@ func Normalize(p *Payload) ([]Message, []Status) {
 }
 
 func normalizeMessage(v *Value, in *InboundMessage) Message {
+	sender := withProfile(contact.FromWebhook(in.From, in.FromUserID, in.FromParentUserID, "", ""), v.Contacts)
 	m := Message{
 		ID:                 in.ID,
 		From:               in.From,
-		ContactName:        contactName(v.Contacts, in.From),
+		FromUserID:         in.FromUserID,
+		FromParentUserID:   in.FromParentUserID,
+		ContactName:        sender.Name,
+		Username:           sender.Username,
 		PhoneNumberID:      v.Metadata.PhoneNumberID,
 		DisplayPhoneNumber: v.Metadata.DisplayPhoneNumber,
 		Timestamp:          in.Timestamp,
@@ -110,7 +118,8 @@ func otherKinds(m *Message, v *Value, in *InboundMessage) {
 		if id == "" {
 			id = sy.NewWaID
 		}
-		m.System = &SystemNotice{Type: sy.Type, NewWaID: id}
+		m.System = &SystemNotice{Type: sy.Type, NewWaID: id, UserID: sy.UserID, PreviousUserID: sy.PreviousUserID,
+			ParentUserID: sy.ParentUserID, PreviousParentUserID: sy.PreviousParentUserID}
 	}
 }
 
@@ -164,23 +173,14 @@ func contactCard(c SharedContact) ContactCard {
 	return card
 }
 
-// contactName returns the profile name of the contact whose wa_id is the sender. Meta sends
-// one contact per sender in the change, but a batch may hold several senders.
-func contactName(cs []Contact, waID string) string {
-	for _, c := range cs {
-		if c.WaID == waID {
-			return c.Profile.Name
-		}
-	}
-	return ""
-}
-
 func normalizeStatus(v *Value, in *StatusUpdate) Status {
 	s := Status{
 		ID:                    in.ID,
 		Status:                in.Status,
 		Timestamp:             in.Timestamp,
 		RecipientID:           in.RecipientID,
+		RecipientUserID:       in.RecipientUserID,
+		RecipientParentUserID: or(in.RecipientParentUserID, in.ParentRecipientUserID),
 		PhoneNumberID:         v.Metadata.PhoneNumberID,
 		BizOpaqueCallbackData: in.BizOpaqueCallbackData,
 		Errors:                convertErrors(in.Errors),
@@ -210,4 +210,12 @@ func convertErrors(es []MetaError) []Error {
 		}
 	}
 	return out
+}
+
+// or returns a, else b: Meta spelled some fields two ways.
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

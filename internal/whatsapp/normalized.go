@@ -1,6 +1,10 @@
 package whatsapp
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/wapipe/wapipe/internal/contact"
+)
 
 // Message is one inbound message, normalised out of Meta's envelope so that everything after the
 // webhook (the outbound task body, the Responder, the records) sees one flat shape whatever the
@@ -9,10 +13,16 @@ import "encoding/json"
 type Message struct {
 	// ID is Meta's message id (wamid.…), unique per message.
 	ID string `json:"id"`
-	// From is the sender's WhatsApp id (a phone number: never log it in clear).
-	From string `json:"from"`
-	// ContactName is the sender's profile name when Meta sent one.
+	// From is the sender's phone number, absent for a user with a username it may not share;
+	// FromUserID is the sender's business-scoped user id (BSUID), FromParentUserID its parent
+	// BSUID. All three are personal data: never log them in clear (Identity gives them whole).
+	From             string `json:"from,omitempty"`
+	FromUserID       string `json:"from_user_id,omitempty"`
+	FromParentUserID string `json:"from_parent_user_id,omitempty"`
+	// ContactName is the sender's profile name when Meta sent one, Username the sender's
+	// WhatsApp username (display only, never a key).
 	ContactName string `json:"contact_name,omitempty"`
+	Username    string `json:"username,omitempty"`
 	// PhoneNumberID and DisplayPhoneNumber name the business number that received the message.
 	PhoneNumberID      string `json:"phone_number_id"`
 	DisplayPhoneNumber string `json:"display_phone_number,omitempty"`
@@ -112,11 +122,16 @@ type OrderItem struct {
 	Currency          string `json:"currency,omitempty"`
 }
 
-// SystemNotice is a system message: Type user_changed_number carries the contact's new wa_id
-// (a phone number: never log it in clear).
+// SystemNotice is a system message: Type user_changed_number carries the contact's new phone
+// and BSUID, user_changed_user_id its new BSUID, each with the previous BSUID when Meta sent it
+// (personal data: never log them in clear).
 type SystemNotice struct {
-	Type    string `json:"type,omitempty"`
-	NewWaID string `json:"new_wa_id,omitempty"`
+	Type                 string `json:"type,omitempty"`
+	NewWaID              string `json:"new_wa_id,omitempty"`
+	UserID               string `json:"user_id,omitempty"`
+	PreviousUserID       string `json:"previous_user_id,omitempty"`
+	ParentUserID         string `json:"parent_user_id,omitempty"`
+	PreviousParentUserID string `json:"previous_parent_user_id,omitempty"`
 }
 
 // Status is one delivery status update for a message the business sent.
@@ -127,9 +142,13 @@ type Status struct {
 	Status string `json:"status"`
 	// Timestamp is Meta's Unix time in seconds, as sent.
 	Timestamp string `json:"timestamp,omitempty"`
-	// RecipientID is the customer's WhatsApp id (a phone number: never log it in clear).
-	RecipientID   string `json:"recipient_id,omitempty"`
-	PhoneNumberID string `json:"phone_number_id"`
+	// RecipientID is the customer's phone number (absent for a send by BSUID),
+	// RecipientUserID its BSUID and RecipientParentUserID its parent BSUID: never log them in
+	// clear.
+	RecipientID           string `json:"recipient_id,omitempty"`
+	RecipientUserID       string `json:"recipient_user_id,omitempty"`
+	RecipientParentUserID string `json:"recipient_parent_user_id,omitempty"`
+	PhoneNumberID         string `json:"phone_number_id"`
 	// BizOpaqueCallbackData echoes what the send set; wapipe puts the idempotency key there.
 	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
 	// ConversationID, PricingCategory and Billable carry Meta's billing details when sent.
@@ -141,6 +160,52 @@ type Status struct {
 
 // DedupeKey is the key statuses are deduplicated on: "<id>:<status>".
 func (s Status) DedupeKey() string { return s.ID + ":" + s.Status }
+
+// Recipient is the person the status is about.
+func (s Status) Recipient() contact.Identity {
+	return contact.FromWebhook(s.RecipientID, s.RecipientUserID, s.RecipientParentUserID, "", "")
+}
+
+// Identity is the sender of the message: every identifier Meta gave, with the username and the
+// profile name. It is zero when the message names nobody (neither a phone nor a BSUID).
+func (m Message) Identity() contact.Identity {
+	return contact.FromWebhook(m.From, m.FromUserID, m.FromParentUserID, m.Username, m.ContactName)
+}
+
+// IdentityChange is a person's identifiers changing: a system message user_changed_number or
+// user_changed_user_id, or a user_id_update. Previous names the person as wapipe knew them,
+// Current what they are now (its empty fields did not change, or were not given).
+type IdentityChange struct {
+	// Type is the system message's type, or FieldUserIDUpdate.
+	Type     string           `json:"type"`
+	Previous contact.Identity `json:"previous"`
+	Current  contact.Identity `json:"current"`
+}
+
+// IdentityChange is the change a system message announces; false for any other message. Before
+// 2026-08-11 Meta sent no previous_user_id: the previous identity is then the sender's.
+func (m Message) IdentityChange() (IdentityChange, bool) {
+	sy := m.System
+	if m.Type != "system" || sy == nil || (sy.Type != SystemUserChangedNumber && sy.Type != SystemUserChangedUserID) {
+		return IdentityChange{}, false
+	}
+	prevUser, prevParent := sy.PreviousUserID, sy.PreviousParentUserID
+	if prevUser == "" && m.FromUserID != sy.UserID {
+		prevUser = m.FromUserID
+	}
+	if prevParent == "" && m.FromParentUserID != sy.ParentUserID {
+		prevParent = m.FromParentUserID
+	}
+	ch := IdentityChange{Type: sy.Type,
+		Previous: contact.FromWebhook(m.From, prevUser, prevParent, m.Username, m.ContactName),
+		Current:  contact.FromWebhook(sy.NewWaID, sy.UserID, sy.ParentUserID, "", ""),
+	}
+	if sy.Type == SystemUserChangedUserID {
+		// The phone did not change (and may not be shared): it stays the person's.
+		ch.Current.WaID = ""
+	}
+	return ch, true
+}
 
 // Error is Meta's error object as it appears in messages, statuses and the envelope.
 type Error struct {

@@ -47,6 +47,9 @@ type Value struct {
 	MessageEchoes   []MessageEcho    `json:"message_echoes,omitempty"`
 	UserPreferences []UserPreference `json:"user_preferences,omitempty"`
 	Calls           []CallEvent      `json:"calls,omitempty"`
+	// UserIDUpdates are the changes of field user_id_update: a user's BSUID changed. Meta
+	// documented it and withdrew the subscription; some providers still forward it.
+	UserIDUpdates []UserIDUpdate `json:"user_id_update,omitempty"`
 	OtherValue
 }
 
@@ -56,24 +59,36 @@ type Metadata struct {
 	PhoneNumberID      string `json:"phone_number_id"`
 }
 
-// Contact is the profile of a customer who sent a message in the same change.
+// Contact is the profile of a customer a change is about: the sender of its messages, the
+// recipient of its statuses. Every identifier is personal data: never log one in clear.
 type Contact struct {
 	Profile Profile `json:"profile"`
-	// WaID is the customer's WhatsApp id (a phone number: never log it in clear).
-	WaID string `json:"wa_id"`
+	// WaID is the customer's phone number; Meta omits it for a user with a username it may not
+	// share (shared/meta/usernames.md).
+	WaID string `json:"wa_id,omitempty"`
+	// UserID is the business-scoped user id (BSUID), ParentUserID the parent BSUID of an
+	// enrolled business.
+	UserID       string `json:"user_id,omitempty"`
+	ParentUserID string `json:"parent_user_id,omitempty"`
 }
 
-// Profile is a customer's WhatsApp profile.
+// Profile is a customer's WhatsApp profile: a name, and the username of a user who took one
+// (display only, never a key).
 type Profile struct {
-	Name string `json:"name"`
+	Name     string `json:"name"`
+	Username string `json:"username,omitempty"`
 }
 
 // InboundMessage is one message a customer sent, with one sub-object set according to Type.
 type InboundMessage struct {
-	From      string `json:"from"`
-	ID        string `json:"id"`
-	Timestamp string `json:"timestamp"`
-	Type      string `json:"type"`
+	// From is the sender's phone number, absent for a user with a username it may not share;
+	// FromUserID the sender's BSUID and FromParentUserID its parent BSUID (never log them).
+	From             string `json:"from,omitempty"`
+	FromUserID       string `json:"from_user_id,omitempty"`
+	FromParentUserID string `json:"from_parent_user_id,omitempty"`
+	ID               string `json:"id"`
+	Timestamp        string `json:"timestamp"`
+	Type             string `json:"type"`
 
 	Context     *Context         `json:"context,omitempty"`
 	Text        *Text            `json:"text,omitempty"`
@@ -276,7 +291,8 @@ type ProductItem struct {
 	Currency          string `json:"currency,omitempty"`
 }
 
-// System is a system message, e.g. a customer changed their number.
+// System is a system message, e.g. a customer changed their number (user_changed_number) or
+// their BSUID changed (user_changed_user_id). Body is for people, not for parsing.
 type System struct {
 	Body     string `json:"body,omitempty"`
 	Identity string `json:"identity,omitempty"`
@@ -284,6 +300,12 @@ type System struct {
 	WaID     string `json:"wa_id,omitempty"`
 	Type     string `json:"type,omitempty"`
 	Customer string `json:"customer,omitempty"`
+	// UserID is the new BSUID, PreviousUserID the old one (absent in payloads from before
+	// 2026-08-11: the old identity is then the message's sender); the parent pair likewise.
+	UserID               string `json:"user_id,omitempty"`
+	PreviousUserID       string `json:"previous_user_id,omitempty"`
+	ParentUserID         string `json:"parent_user_id,omitempty"`
+	PreviousParentUserID string `json:"previous_parent_user_id,omitempty"`
 }
 
 // Referral is set when the customer came from a click-to-WhatsApp ad or post.
@@ -323,8 +345,13 @@ type StatusUpdate struct {
 	ID        string `json:"id"`
 	Status    string `json:"status"`
 	Timestamp string `json:"timestamp"`
-	// RecipientID is the customer's WhatsApp id (a phone number: never log it in clear).
+	// RecipientID is the customer's phone number, absent for a send by BSUID;
+	// RecipientUserID its BSUID, and the parent BSUID under either spelling Meta used (never
+	// log any of them).
 	RecipientID           string        `json:"recipient_id,omitempty"`
+	RecipientUserID       string        `json:"recipient_user_id,omitempty"`
+	RecipientParentUserID string        `json:"recipient_parent_user_id,omitempty"`
+	ParentRecipientUserID string        `json:"parent_recipient_user_id,omitempty"`
 	RecipientType         string        `json:"recipient_type,omitempty"`
 	BizOpaqueCallbackData string        `json:"biz_opaque_callback_data,omitempty"`
 	Conversation          *Conversation `json:"conversation,omitempty"`

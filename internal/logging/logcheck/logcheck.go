@@ -1,18 +1,26 @@
 // Package logcheck is the test helper that checks captured log output for what CONTRACT.md (Logs)
-// keeps out of log lines: wamids, phone numbers in clear, and unkeyed hashes of either (the form
-// wapipe's logs once carried, which anyone can compute from a guessed number).
+// keeps out of log lines: wamids, phone numbers, business-scoped user ids (BSUIDs) and usernames
+// in clear, and unkeyed hashes of any of them (the form wapipe's logs once carried, which anyone
+// can compute from a guessed number).
 package logcheck
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// Check fails t once for each line of logs that holds "wamid.", one of phones (as given, or its
-// digits alone), or an unkeyed hash of one of phones or ids. It returns the number of lines
-// checked, so a caller can assert the logs were not empty.
+// bsuidPattern finds what has the shape of a BSUID or a parent BSUID (CC.… or CC.ENT.…, with
+// digits in it) anywhere in a line, whether or not the test named it: a person's id, like a
+// wamid, never belongs in a log line.
+var bsuidPattern = regexp.MustCompile(`\b[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]*[0-9][A-Za-z0-9]*`)
+
+// Check fails t once for each line of logs that holds "wamid.", something shaped like a BSUID,
+// one of phones (as given, or its digits alone), one of ids (wamids, BSUIDs, usernames: with
+// and without a leading "@"), or an unkeyed hash of one of phones or ids. It returns the number
+// of lines checked, so a caller can assert the logs were not empty.
 func Check(t testing.TB, logs string, phones, ids []string) int {
 	t.Helper()
 	type needle struct{ what, s string }
@@ -36,6 +44,9 @@ func Check(t testing.TB, logs string, phones, ids []string) int {
 		if id == "" {
 			continue
 		}
+		if u, ok := strings.CutPrefix(id, "@"); ok && u != "" {
+			needles = append(needles, needle{"username in clear", u})
+		}
 		needles = append(needles, needle{"id in clear", id})
 		for _, h := range UnkeyedHashes(id) {
 			needles = append(needles, needle{"unkeyed hash of an id", h})
@@ -50,6 +61,9 @@ func Check(t testing.TB, logs string, phones, ids []string) int {
 		n++
 		if strings.Contains(line, "wamid.") {
 			t.Errorf("log line holds a wamid: %s", line)
+		}
+		if m := bsuidPattern.FindString(line); len(m) >= 7 {
+			t.Errorf("log line holds a business-scoped user id (%q): %s", m, line)
 		}
 		for _, nd := range needles {
 			if strings.Contains(line, nd.s) {
