@@ -3,6 +3,8 @@ package tasks
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/wapipe/wapipe/internal/keyedid"
 )
 
 // ProcessActionPath is the worker route that runs one action call of a tenant's assistant. Its
@@ -17,8 +19,13 @@ type Action struct {
 	TenantID       string `json:"tenant_id"`
 	ConversationID string `json:"conversation_id"`
 	PhoneNumberID  string `json:"phone_number_id"`
-	// To is the contact's wa_id (a phone number: never log it in clear).
-	To string `json:"to"`
+	// ContactID is the contact who asked (ct_…); To its phone when known, UserID its BSUID and
+	// ParentUserID its parent BSUID when known (personal data: never log them in clear). The
+	// answer goes to the contact as it is known when it is sent.
+	ContactID    string `json:"contact_id,omitempty"`
+	To           string `json:"to,omitempty"`
+	UserID       string `json:"user_id,omitempty"`
+	ParentUserID string `json:"parent_user_id,omitempty"`
 	// MessageID is the inbound message whose turn asked for the call (a confirmation).
 	MessageID      string    `json:"message_id"`
 	InboundEventID string    `json:"inbound_event_id,omitempty"`
@@ -34,7 +41,13 @@ type Action struct {
 func ActionTaskID(actionID string) string { return hashID("action", actionID) + "-act" }
 
 // ActionReplyKey is the idempotency key of the one message that tells the user an action's
-// result. It has IdempotencyKey's form, so status webhooks find its record.
-func ActionReplyKey(actionID string) string {
+// result. It has IdempotencyKey's form, so status webhooks find its record, and is keyed like it.
+func ActionReplyKey(k *keyedid.Keyer, actionID string) string {
+	return k.ActionReplyKey(actionID)
+}
+
+// LegacyActionReplyKey is the unkeyed key ActionReplyKey replaced: an action whose answer was
+// sent under it before the upgrade is found by it (package actions).
+func LegacyActionReplyKey(actionID string) string {
 	return idempotencyKeyPrefix + hashID("action-reply", actionID)
 }

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -47,12 +49,15 @@ type Inbound struct {
 
 // Outbound is the body of a task on the outbound queue: the reply to one inbound message.
 type Outbound struct {
-	IdempotencyKey string           `json:"idempotency_key"`
-	CorrelationID  string           `json:"correlation_id"`
-	InboundEventID string           `json:"inbound_event_id"`
-	PhoneNumberID  string           `json:"phone_number_id"`
-	To             string           `json:"to"`
-	Message        whatsapp.Message `json:"message"`
+	IdempotencyKey string `json:"idempotency_key"`
+	CorrelationID  string `json:"correlation_id"`
+	InboundEventID string `json:"inbound_event_id"`
+	PhoneNumberID  string `json:"phone_number_id"`
+	// To is the sender's phone number, absent when Meta did not share it; UserID the sender's
+	// business-scoped user id (BSUID). At least one is set (CONTRACT.md, Wave 4).
+	To      string           `json:"to,omitempty"`
+	UserID  string           `json:"user_id,omitempty"`
+	Message whatsapp.Message `json:"message"`
 	// ReceivedAt is when the webhook received the delivery, carried so the outbound record can
 	// measure webhook-to-sent latency. Not in the contract's field list; additive.
 	ReceivedAt time.Time `json:"received_at,omitzero"`
@@ -77,9 +82,26 @@ func OutboundTaskID(messageID string) string {
 
 // IdempotencyKey is the key of the outbound record (outbound_messages) for the reply to an
 // inbound message. It also travels to Meta as biz_opaque_callback_data, so a status webhook can
-// name the record it is about.
-func IdempotencyKey(messageID string) string {
+// name the record it is about. It is keyed (keyedid.Keyer.ReplyKey): whoever else sees the
+// wamid cannot compute it and echo it in a status of their own.
+func IdempotencyKey(k *keyedid.Keyer, messageID string) string {
+	return k.ReplyKey(messageID, 0)
+}
+
+// LegacyIdempotencyKey is the unkeyed key IdempotencyKey replaced: the records of replies sent
+// before it keep it, and their statuses carry it.
+func LegacyIdempotencyKey(messageID string) string {
 	return idempotencyKeyPrefix + hashID("reply", messageID)
+}
+
+// LegacyReplyKey is the unkeyed key of reply index of a turn, before keys were keyed
+// (keyedid.Keyer.ReplyKey): LegacyIdempotencyKey for the first, a hash for the others.
+func LegacyReplyKey(messageID string, index int) string {
+	if index == 0 {
+		return LegacyIdempotencyKey(messageID)
+	}
+	sum := sha256.Sum256([]byte("reply\x00" + messageID + "\x00" + strconv.Itoa(index)))
+	return idempotencyKeyPrefix + hex.EncodeToString(sum[:16])
 }
 
 const idempotencyKeyPrefix = "reply-"

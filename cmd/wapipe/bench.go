@@ -105,6 +105,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var replies *loadgen.Replies
 	if waitReplies && len(res.Sent) > 0 {
 		rc := loadgen.ReplyConfig{GraphURL: graphURL, Sent: res.Sent, Timeout: replyTimeout}
+		if k, err := keyerFromEnv(); err == nil {
+			rc.Keyer = k
+		}
 		if !quiet {
 			last := time.Time{}
 			rc.Progress = func(seen, want int, elapsed time.Duration) {

@@ -3,6 +3,9 @@ package main
 import (
 	"os"
 
+	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/keyedid"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -29,12 +32,32 @@ func (c *connFlags) registerFirestore(fs *flagSet) {
 	fs.StringVar(&c.conn.FirestoreDatabase, "database", env("FIRESTORE_DATABASE", "(default)"), "Firestore database (env FIRESTORE_DATABASE)")
 }
 
-// resolve validates the settings.
+// resolve validates the settings, and keys people's ids as the services do.
 func (c *connFlags) resolve() error {
 	if err := c.conn.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
+	k, err := keyerFromEnv()
+	if err != nil {
+		return err
+	}
+	c.conn.Keyer = k
 	return nil
+}
+
+// keyerFromEnv is the keyer of LOG_HASH_KEY (and LOG_HASH_KEY_PREVIOUS during a rotation), as
+// the services build it; the dev key's when LOG_HASH_KEY and APP_ENV are unset (the local
+// stack).
+func keyerFromEnv() (*keyedid.Keyer, error) {
+	key, appEnv := os.Getenv("LOG_HASH_KEY"), os.Getenv("APP_ENV")
+	if key == "" && appEnv == "" {
+		appEnv = "dev"
+	}
+	b := config.Base{AppEnv: appEnv, LogHashKey: key, LogHashKeyPrevious: os.Getenv("LOG_HASH_KEY_PREVIOUS")}
+	if _, err := logging.HasherFromEnv(key, appEnv); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return b.Keyer(), nil
 }
 
 // queueFlags are the queue ids the services use.

@@ -74,7 +74,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Statuses:    store.NewStatuses(db, store.Options{}),
 		DeadLetters: store.NewDeadLetters(db, store.Options{}),
 		Actions:     store.NewActionStore(db, store.Options{}),
-		Tasks:       queues, Conn: c.conn, Hasher: h,
+		Tasks:       queues, Conn: c.conn, Hasher: h, Keyer: db.Keyer(),
 		InboundQueue: q.inbound, OutboundQueue: q.outbound,
 	}
 	r, err := in.Inspect(ctx, pos[0])

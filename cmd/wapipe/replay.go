@@ -91,7 +91,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer tq.Close()
 
-	r := &operator.Replayer{DeadLetters: store.NewDeadLetters(db, store.Options{}), Outbound: store.NewOutbound(db, store.Options{}), Tasks: tq}
+	r := &operator.Replayer{DeadLetters: store.NewDeadLetters(db, store.Options{}), Outbound: store.NewOutbound(db, store.Options{}), Tasks: tq,
+		Keyer: db.Keyer()}
 	dls, err := r.Select(ctx, ids, all, filter)
 	if err != nil {
 		return err

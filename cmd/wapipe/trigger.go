@@ -105,7 +105,9 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(d.MessageIDs) > 0 {
 		fmt.Fprintf(&b, "message ids: %s\n", strings.Join(d.MessageIDs, " "))
-		fmt.Fprintf(&b, "idempotency keys: %s\n", strings.Join(d.IdempotencyKeys(), " "))
+		if k, err := keyerFromEnv(); err == nil {
+			fmt.Fprintf(&b, "idempotency keys: %s\n", strings.Join(d.IdempotencyKeys(k), " "))
+		}
 	}
 	if len(d.StatusIDs) > 0 {
 		fmt.Fprintf(&b, "statuses: %s\n", strings.Join(d.StatusIDs, " "))

@@ -10,7 +10,12 @@
 //	User-Agent: wapipe-action/1 (+https://github.com/wapipe/wapipe)
 //
 //	{"action_id":"…","tenant_id":"…","intent":"…","data":{…},
-//	 "from":{"wa_id":"…","name":"…","role":"…"},"conversation_id":"…","requested_at":"2026-03-01T08:00:00Z"}
+//	 "from":{"wa_id":"…","user_id":"…","username":"…","name":"…","role":"…"},"conversation_id":"…",
+//	 "requested_at":"2026-03-01T08:00:00Z"}
+//
+// In "from", wa_id (the phone) is absent when Meta did not share it (a user with a username),
+// user_id (the business-scoped user id) when the person is known by phone alone, and username
+// when they have none.
 //
 // The signature is Stripe's scheme. The HMAC key is the bytes of the action secret exactly as
 // `wapipe tenants action-secret` printed it ("whsec_…", prefix included); the MAC covers the

@@ -27,9 +27,13 @@ type Request struct {
 
 // From is the member on whose behalf an action runs.
 type From struct {
-	WaID string `json:"wa_id"`
-	Name string `json:"name"`
-	Role string `json:"role"`
+	// WaID is the member's phone when known; UserID their business-scoped user id (BSUID) and
+	// Username their WhatsApp username when known (CONTRACT.md, Wave 4).
+	WaID     string `json:"wa_id,omitempty"`
+	UserID   string `json:"user_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	Name     string `json:"name"`
+	Role     string `json:"role"`
 }
 
 // wireRequest is Request as sent: data never null, requested_at in one fixed format that

@@ -9,7 +9,9 @@ import (
 
 	"github.com/wapipe/wapipe/internal/action"
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/delivery"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -44,6 +46,9 @@ type Runner struct {
 	// Notify, when set, tells the members the intent's notify names of a succeeded action,
 	// once each (package notify).
 	Notify Notifier
+	// Keyer keys the result's idempotency key (tasks.ActionReplyKey); the development key's
+	// when nil.
+	Keyer *keyedid.Keyer
 }
 
 // Notifier queues the notifications of a succeeded action; *notify.Notifier implements it. It
@@ -115,7 +120,7 @@ func (r *Runner) Run(ctx context.Context, a tasks.Action, req action.Request, la
 	if err != nil {
 		return Result{Status: Failed, Err: fmt.Errorf("read tenant %s: %w", a.TenantID, err)}
 	}
-	member, _, err := members.Gate{Store: r.Members}.Member(ctx, rec.Tenant, a.To)
+	member, _, err := members.Gate{Store: r.Members}.Member(ctx, rec.Tenant, Contact(a))
 	if err != nil {
 		return Result{Status: Failed, Err: err}
 	}
@@ -155,7 +160,7 @@ func (r *Runner) Run(ctx context.Context, a tasks.Action, req action.Request, la
 // (the call is to be retried).
 func (r *Runner) call(ctx context.Context, res *Result, rec store.TenantRecord, req action.Request, ar store.ActionRecord, lastAttempt bool) (store.ActionRecord, bool) {
 	logger := logging.FromContext(ctx)
-	key := tasks.ActionReplyKey(ar.ActionID)
+	key := tasks.ActionReplyKey(r.keyer(), ar.ActionID)
 	finish := func(state string, status int, reply, lastErr string) (store.ActionRecord, bool) {
 		done, err := r.Records.Finish(ctx, ar.ActionID, state, status, reply, lastErr, key)
 		if err != nil {
@@ -222,9 +227,16 @@ func (r *Runner) tell(ctx context.Context, res *Result, a tasks.Action, tn *tena
 	default:
 		text = assistant.ActionFailed(lang)
 	}
-	key := tasks.ActionReplyKey(a.ActionID)
+	// The key the answer was recorded with: an action answered before keys were keyed keeps
+	// its unkeyed one, so its message is not sent twice.
+	key := ar.ReplyKey
+	if key == "" {
+		key = tasks.ActionReplyKey(r.keyer(), a.ActionID)
+	}
+	to := Contact(a).Address()
 	graphID, err := r.Tell(ctx, delivery.Request{
-		Kind: delivery.ActionResult, Key: key, TenantID: tn.ID, PhoneNumberID: a.PhoneNumberID, To: a.To,
+		Kind: delivery.ActionResult, Key: key, TenantID: tn.ID, PhoneNumberID: a.PhoneNumberID, To: to.To, Recipient: to.Recipient,
+		ConversationID:   a.ConversationID,
 		InboundMessageID: a.MessageID, InboundEventID: a.InboundEventID, CorrelationID: a.CorrelationID,
 		ReceivedAt: a.ReceivedAt, Reply: responder.Reply{Text: text}, LastAttempt: lastAttempt,
 	})
@@ -248,11 +260,14 @@ func Validate(a tasks.Action) (action.Request, error) {
 	var errs []error
 	for _, f := range []struct{ name, v string }{
 		{"action_id", a.ActionID}, {"tenant_id", a.TenantID}, {"conversation_id", a.ConversationID},
-		{"phone_number_id", a.PhoneNumberID}, {"to", a.To}, {"message_id", a.MessageID},
+		{"phone_number_id", a.PhoneNumberID}, {"message_id", a.MessageID},
 	} {
 		if f.v == "" {
 			errs = append(errs, fmt.Errorf("%s is empty", f.name))
 		}
+	}
+	if Contact(a).Address().IsZero() {
+		errs = append(errs, errors.New("to and user_id are empty: the action names nobody to answer"))
 	}
 	var req action.Request
 	if len(a.Request) == 0 {
@@ -263,6 +278,20 @@ func Validate(a tasks.Action) (action.Request, error) {
 		errs = append(errs, errors.New("request.action_id differs from action_id"))
 	}
 	return req, errors.Join(errs...)
+}
+
+// Contact is the contact an action task names: who asked, and where its answer goes (the phone
+// when known, else the BSUID).
+func Contact(a tasks.Action) store.Contact {
+	return store.Contact{ID: a.ContactID, TenantID: a.TenantID,
+		Identity: contact.Identity{WaID: a.To, UserID: a.UserID, ParentUserID: a.ParentUserID}}
+}
+
+func (r *Runner) keyer() *keyedid.Keyer {
+	if r.Keyer == nil {
+		return keyedid.Dev()
+	}
+	return r.Keyer
 }
 
 func errText(err error) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -29,7 +30,8 @@ func (q Queue) EnqueueAction(ctx context.Context, p conversation.Pending, req as
 	}
 	body, err := json.Marshal(tasks.Action{
 		ActionID: req.ActionID, TenantID: p.TenantID, ConversationID: p.ConversationID,
-		PhoneNumberID: p.PhoneNumberID, To: p.Contact, MessageID: p.MessageID,
+		PhoneNumberID: p.PhoneNumberID, ContactID: p.ContactID, To: person(p).WaID, UserID: person(p).UserID,
+		ParentUserID: person(p).ParentUserID, MessageID: p.MessageID,
 		InboundEventID: p.InboundEventID, CorrelationID: p.CorrelationID, ReceivedAt: p.ReceivedAt, Request: raw,
 	})
 	if err != nil {
@@ -45,4 +47,13 @@ func (q Queue) EnqueueAction(ctx context.Context, p conversation.Pending, req as
 	logging.FromContext(ctx).InfoContext(ctx, "action queued", "event", "action_queued", "action_id", req.ActionID,
 		"intent", req.Intent, "existed", res.Existed)
 	return nil
+}
+
+// person is who sent p: as known when it arrived, else (a message stored before contacts) its
+// phone.
+func person(p conversation.Pending) contact.Identity {
+	if !p.Person.IsZero() {
+		return p.Person
+	}
+	return contact.Identity{WaID: p.Contact}
 }

@@ -26,6 +26,9 @@ const (
 	CodeMediaTooLarge = "media_too_large"
 	// CodeMediaRefused answers 422: WhatsApp refused an uploaded file of a type it takes.
 	CodeMediaRefused = "media_refused"
+	// CodePhoneNumberRequired answers 422: an authentication template with a one-tap, zero-tap
+	// or copy-code button addressed by recipient (a BSUID) alone, which Meta refuses (131062).
+	CodePhoneNumberRequired = "phone_number_required"
 )
 
 // Codes of the body's transport problems, which HTTP names with statuses of their own; the
@@ -76,6 +79,7 @@ var answers = map[string]answer{
 	CodeNotFound:              {http.StatusNotFound, CodeNotFound, ""},
 	CodeReauthRequired:        {http.StatusConflict, CodeReauthRequired, ""},
 	CodeOutsideWindow:         {http.StatusUnprocessableEntity, CodeOutsideWindow, ""},
+	CodePhoneNumberRequired:   {http.StatusUnprocessableEntity, CodePhoneNumberRequired, ""},
 	CodeIdempotencyKeyReused:  {http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, ""},
 	CodeRateLimited:           {http.StatusTooManyRequests, CodeRateLimited, ""},
 	CodeUnavailable:           {http.StatusServiceUnavailable, CodeUnavailable, msgUnavailable},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
@@ -58,11 +59,14 @@ const (
 )
 
 // SendRequest is the body of POST /v1/messages: Meta's send body, with phone_number_id
-// optional when the tenant has one number. Type names the one object that is set.
+// optional when the tenant has one number. Type names the one object that is set. The contact is
+// To (a phone number) and/or Recipient (a business-scoped user id, or a parent one), as Meta
+// takes them: with both, the message goes to To.
 type SendRequest struct {
 	MessagingProduct string             `json:"messaging_product,omitempty"`
 	RecipientType    string             `json:"recipient_type,omitempty"`
-	To               string             `json:"to"`
+	To               string             `json:"to,omitempty"`
+	Recipient        string             `json:"recipient,omitempty"`
 	PhoneNumberID    string             `json:"phone_number_id,omitempty"`
 	Type             string             `json:"type"`
 	Context          *graph.Context     `json:"context,omitempty"`
@@ -115,10 +119,12 @@ func (r SendRequest) Validate() error {
 		return errors.New(`messaging_product: must be "whatsapp" when given`)
 	case r.RecipientType != "" && r.RecipientType != "individual":
 		return errors.New(`recipient_type: must be "individual" when given`)
-	case r.To == "":
-		return errors.New("to: required (the contact's WhatsApp id)")
-	case !waIDPattern.MatchString(r.To):
-		return errors.New("to: must be a WhatsApp id, 8 to 15 digits with the country code, no + or spaces")
+	case r.To == "" && r.Recipient == "":
+		return errors.New("to or recipient: required (the contact's phone number, or their business-scoped user id)")
+	case r.To != "" && !waIDPattern.MatchString(r.To):
+		return errors.New("to: must be a phone number, 8 to 15 digits with the country code, no + or spaces (a business-scoped user id goes in recipient)")
+	case r.Recipient != "" && !contact.ValidUserID(r.Recipient) && !contact.ValidParentUserID(r.Recipient):
+		return errors.New(`recipient: must be a business-scoped user id ("CC." then 1 to 128 letters or digits, e.g. US.13491208655302741918) or a parent one ("CC.ENT.…"), exactly as the webhook gave it`)
 	case r.Type == "":
 		return errors.New("type: required (" + sendTypes + ")")
 	case r.Context != nil && strings.TrimSpace(r.Context.MessageID) == "":
@@ -369,6 +375,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, refusal)
 		return
 	}
+	if err := s.phoneRequired(ctx, tenantID, req); err != nil { // templates.go
+		logger.InfoContext(ctx, "send refused: an authentication template needs a phone number", "event", "api_send_refused",
+			"code", CodePhoneNumberRequired)
+		fail(w, r, err)
+		return
+	}
 	if optedOut, err := s.optedOut(ctx, tenantID, req); err != nil {
 		fail(w, r, err)
 		return
@@ -383,7 +395,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.outbox.Send(ctx, outbox.Request{
-		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Message: req.Message(),
+		TenantID: tenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Recipient: req.Recipient, Message: req.Message(),
 		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: httpserver.CorrelationID(ctx),
 	})
 	if err != nil {
@@ -394,7 +406,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	logger.InfoContext(ctx, "message accepted", "event", "api_message_accepted", "api_message_id", res.ID, "message_type", req.Type,
-		"phone_number_id", res.PhoneNumberID, logging.Phone("to", req.To), "replay", res.Replay)
+		"phone_number_id", res.PhoneNumberID, logging.Phone("to", req.To), logging.User("recipient", req.Recipient), "replay", res.Replay)
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": res.ID, "status": PublicStatus(res.Record)})
 }
 
@@ -403,10 +415,15 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 // webhooks (message_template_status_update, template_category_update); a template wapipe has no
 // category for is sent, and Meta decides.
 func (s *Server) optedOut(ctx context.Context, tenantID string, req SendRequest) (bool, error) {
-	if req.Type != "template" || req.Template == nil || s.deps.OptOuts == nil {
+	if req.Type != "template" || req.Template == nil || s.deps.OptOuts == nil || s.deps.Contacts == nil {
 		return false, nil
 	}
-	return s.deps.OptOuts.OptedOutOfMarketing(ctx, tenantID, req.To, req.Template.Name, req.Template.Language.Code)
+	c, ok, err := s.deps.Contacts.Find(ctx, tenantID, outbox.RecipientIdentity(req.To, req.Recipient))
+	if err != nil || !ok {
+		// A contact wapipe never met has stopped nothing here.
+		return false, err
+	}
+	return s.deps.OptOuts.OptedOutOfMarketing(ctx, tenantID, c, req.Template.Name, req.Template.Language.Code)
 }
 
 // MessageState is the answer of GET /v1/messages/{id}.

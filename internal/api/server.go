@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/wapipe/wapipe/internal/apikey"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -54,16 +55,20 @@ type SendStore interface {
 	ReleaseParked(ctx context.Context, tenantID string) ([]store.OutboundRecord, error)
 }
 
-// WindowReader reads the conversation that holds a contact's last_inbound_at;
-// *store.ConversationStore implements it.
-type WindowReader interface {
-	Get(ctx context.Context, conversationID string) (store.Conversation, error)
+// WindowReader reads the conversation that holds a contact's last_inbound_at, and locates a
+// contact's conversation; *store.ConversationStore implements it.
+type WindowReader = outbox.WindowReader
+
+// ContactFinder finds a tenant's contact by any of its identifiers; *store.Contacts implements
+// it.
+type ContactFinder interface {
+	Find(ctx context.Context, tenantID string, id contact.Identity) (store.Contact, bool, error)
 }
 
 // OptOutReader says whether a template must not go to a contact who stopped marketing messages;
 // *store.ContactPrefs implements it.
 type OptOutReader interface {
-	OptedOutOfMarketing(ctx context.Context, tenantID, contact, name, language string) (bool, error)
+	OptedOutOfMarketing(ctx context.Context, tenantID string, c store.Contact, name, language string) (bool, error)
 }
 
 // Enqueuer creates tasks; *taskqueue.Client implements it.
@@ -83,6 +88,8 @@ type Deps struct {
 	Tenants TenantStore
 	Sends   SendStore
 	Windows WindowReader
+	// Contacts finds the contact a send names by phone or BSUID (its opt-out).
+	Contacts ContactFinder
 	// OptOuts refuses MARKETING templates to contacts who stopped them; no check when nil.
 	OptOuts OptOutReader
 	// Templates refuses templates known not to be approved; no check when nil (templates.go).
@@ -118,6 +125,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 		Tenants:   store.NewTenants(db, store.Options{}),
 		Sends:     store.NewSends(db, store.Options{}),
 		Windows:   store.NewConversationStore(db, store.Options{}),
+		Contacts:  store.NewContacts(db, store.Options{}),
 		OptOuts:   store.NewContactPrefs(db, store.Options{}),
 		Templates: store.NewTemplates(db, store.Options{}),
 		Tasks:     tq,
@@ -144,6 +152,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Windows != nil {
 		ob.Windows = deps.Windows
 	}
+
 	limits := *cfg
 	limits.SetDefaults()
 	return &Server{cfg: cfg, deps: deps, outbox: ob,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
@@ -261,6 +262,28 @@ func workerRefusal(status int, code, message string) error {
 // templateNotApproved refuses a template send of a template wapipe knows not to be approved
 // (from a listing or a status webhook): Meta would refuse it. A template wapipe has no record
 // of is sent, and Meta decides.
+// phoneRequired refuses an authentication template with a one-tap, zero-tap or copy-code button
+// sent by recipient (a BSUID) alone, before any call to Meta, which would refuse it with 131062
+// (graph.RequiresPhone). The template's category is what wapipe recorded of it (listing or
+// webhook); a template wapipe has no category for is sent, and Meta decides.
+func (s *Server) phoneRequired(ctx context.Context, tenantID string, req SendRequest) error {
+	if req.To != "" || req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
+		return nil
+	}
+	t, err := s.deps.Templates.Get(ctx, tenantID, req.Template.Name, req.Template.Language.Code)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case graph.RequiresPhone(req.Message(), t.Category):
+		return refuse(CodePhoneNumberRequired, fmt.Sprintf(
+			"template %s (%s) is an authentication template: its code button goes only to a phone number, so send it with to (Meta refuses it by recipient, 131062)",
+			t.Name, t.Language))
+	}
+	return nil
+}
+
 func (s *Server) templateNotApproved(ctx context.Context, tenantID string, req SendRequest) error {
 	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
 		return nil

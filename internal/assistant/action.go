@@ -24,9 +24,12 @@ type ActionRequest struct {
 	RequestedAt time.Time `json:"requested_at"`
 }
 
-// ActionFrom is who asked for an action.
+// ActionFrom is who asked for an action: their phone when known, their business-scoped user id
+// (BSUID) and username when known, their name and role.
 type ActionFrom struct {
-	WaID string `json:"wa_id"`
+	WaID     string `json:"wa_id,omitempty"`
+	UserID   string `json:"user_id,omitempty"`
+	Username string `json:"username,omitempty"`
 	// Name is the member's name, else the contact's WhatsApp profile name.
 	Name string `json:"name"`
 	// Role is the member's role, empty for a non-member (audience public).

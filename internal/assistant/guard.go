@@ -59,12 +59,13 @@ type CallDecision struct {
 // SenderHit is one message counted against a sender limit.
 type SenderHit struct {
 	TenantID string
-	// Sender is the contact's WhatsApp id (a phone number: hash it before using it as a
-	// document id or logging it).
-	Sender    string
-	MessageID string
-	At        time.Time
-	Limit     tenant.Limit
+	// Sender is the contact's id (ct_…). LegacySender is its phone, under which its window was
+	// kept before contacts: read until the migration has run (never logged).
+	Sender       string
+	LegacySender string
+	MessageID    string
+	At           time.Time
+	Limit        tenant.Limit
 }
 
 // RateDecision is a rate limit's answer for one message.
@@ -85,9 +86,11 @@ type CallReservation struct {
 	// Limit is the monthly quota when Limited; without Limited the quota is unlimited.
 	Limit   int
 	Limited bool
-	// Sender is the contact's WhatsApp id (hash it before using it as a document id); its
-	// usage of the period is capped at SenderLimit when SenderLimited (tenant.Quota.SenderShare).
+	// Sender is the contact's id (ct_…); its usage of the period is capped at SenderLimit when
+	// SenderLimited (tenant.Quota.SenderShare). LegacySender is its phone, under which its share
+	// was kept before contacts.
 	Sender        string
+	LegacySender  string
 	SenderLimit   int
 	SenderLimited bool
 }

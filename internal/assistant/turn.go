@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -45,6 +46,10 @@ type Input struct {
 	// ConversationID is the conversation's id in the store; with the tenant and message ids it
 	// makes the action ids.
 	ConversationID string
+	// ContactID is the sender's contact (ct_…): the key of its sender window and quota share.
+	// Person is the contact's identity as known now (the action call's "from").
+	ContactID string
+	Person    contact.Identity
 	// Message is the inbound message (already stored).
 	Message whatsapp.Message
 	// Now is the turn's only clock (expiry, rate windows, quota period, requested_at). Pass a
@@ -427,7 +432,8 @@ func (t *turn) actionRequest(id, intent string, data map[string]any) *ActionRequ
 	}
 	return &ActionRequest{
 		ActionID: id, TenantID: t.in.Tenant.ID, Intent: intent, Data: data,
-		From:           ActionFrom{WaID: t.in.Message.From, Name: name, Role: string(t.role)},
+		From: ActionFrom{WaID: t.in.Person.WaID, UserID: t.in.Person.UserID, Username: t.in.Person.Username,
+			Name: name, Role: string(t.role)},
 		ConversationID: t.in.ConversationID, RequestedAt: t.in.Now,
 	}
 }
@@ -446,8 +452,8 @@ func (e *Engine) rateLimit(ctx context.Context, t *turn) (done bool, err error) 
 		t.rateLimited(ReasonConversationLimit, d.First)
 		return true, nil
 	}
-	d, err = e.guard.HitSender(ctx, SenderHit{TenantID: t.in.Tenant.ID, Sender: t.in.Message.From, MessageID: id,
-		At: now, Limit: limits.Sender})
+	d, err = e.guard.HitSender(ctx, SenderHit{TenantID: t.in.Tenant.ID, Sender: t.in.ContactID, LegacySender: t.in.Person.WaID,
+		MessageID: id, At: now, Limit: limits.Sender})
 	if err != nil {
 		if t.in.LastAttempt && ctx.Err() == nil {
 			t.unavailable(ReasonSenderCheckError, err)
@@ -575,7 +581,8 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 	}
 	dec, err := e.guard.ReserveCall(ctx, CallReservation{
 		TenantID: t.in.Tenant.ID, Period: period, CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
-		Limit: limit, Limited: limited, Sender: t.in.Message.From, SenderLimit: share, SenderLimited: shareLimited,
+		Limit: limit, Limited: limited, Sender: t.in.ContactID, LegacySender: t.in.Person.WaID, SenderLimit: share,
+		SenderLimited: shareLimited,
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sethvargo/go-envconfig"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
@@ -48,6 +49,10 @@ type Base struct {
 	// LogHashKey keys the refs that stand for ids and phone numbers in logs (CONTRACT.md, Logs):
 	// required outside dev, logging.DevHashKey in dev when empty. The same in every service.
 	LogHashKey string `env:"LOG_HASH_KEY"`
+	// LogHashKeyPrevious is the LOG_HASH_KEY in use before a rotation: the ids of people made
+	// with it (keyedid) are still read until `wapipe migrate --rekey` has moved them. Unset
+	// outside a rotation.
+	LogHashKeyPrevious string `env:"LOG_HASH_KEY_PREVIOUS"`
 }
 
 // Validate checks the values the environment gave. It changes nothing.
@@ -83,10 +88,27 @@ func (b *Base) Validate() error {
 		// The dev key is public: refs made with it are as reversible as a plain hash of the number.
 		errs = append(errs, fmt.Errorf("LOG_HASH_KEY: is the public dev default, refused when APP_ENV is %s; set a secret key", b.AppEnv))
 	}
+	if b.LogHashKeyPrevious != "" {
+		if _, err := logging.NewHasher(b.LogHashKeyPrevious); err != nil {
+			errs = append(errs, errors.New("LOG_HASH_KEY_PREVIOUS: must be at least 32 bytes"))
+		}
+	}
 	if strings.TrimSpace(b.TasksLocation) == "" {
 		errs = append(errs, errors.New("TASKS_LOCATION: must not be empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// Keyer returns the keyer of the ids derived from people (keyedid): keyed with LOG_HASH_KEY, and
+// knowing LOG_HASH_KEY_PREVIOUS during a rotation.
+func (b *Base) Keyer() *keyedid.Keyer {
+	k := keyedid.New(b.Hasher())
+	if b.LogHashKeyPrevious != "" {
+		if prev, err := logging.NewHasher(b.LogHashKeyPrevious); err == nil {
+			k = k.WithPrevious(keyedid.New(prev))
+		}
+	}
+	return k
 }
 
 // InboundDatabase is the Firestore database of the webhook's markers and out-of-band payloads:

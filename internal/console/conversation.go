@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -139,7 +140,13 @@ type actionView struct {
 
 // PreferenceReader reads a contact's marketing preference; *store.ContactPrefs implements it.
 type PreferenceReader interface {
-	Preference(ctx context.Context, tenantID, contact string) (store.ContactPreference, error)
+	Preference(ctx context.Context, tenantID string, c store.Contact) (store.ContactPreference, error)
+}
+
+// ContactFinder finds the conversation of a person (by phone or BSUID) on a tenant's number;
+// *store.ConversationStore implements it.
+type ContactFinder interface {
+	ConversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (string, bool, error)
 }
 
 // ActionReader reads a conversation's actions; *store.ActionStore implements it.
@@ -385,7 +392,8 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	}
 	v := conversationView{C: c, Contact: contactLabel(c.ContactName, c.Contact), Messages: items}
 	if s.deps.Preferences != nil {
-		p, err := s.deps.Preferences.Preference(ctx, c.TenantID, c.Contact)
+		p, err := s.deps.Preferences.Preference(ctx, c.TenantID,
+			store.Contact{ID: c.ContactID, TenantID: c.TenantID, Identity: contact.Identity{WaID: c.Contact, UserID: c.UserID}})
 		if err != nil {
 			return conversationView{}, err
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
@@ -68,6 +70,7 @@ type deadLetterTarget struct {
 	ConversationID string `json:"conversation_id"`
 	PhoneNumberID  string `json:"phone_number_id"`
 	To             string `json:"to"`
+	UserID         string `json:"user_id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	ActionID       string `json:"action_id"`
 	Payload        struct {
@@ -78,7 +81,8 @@ type deadLetterTarget struct {
 						PhoneNumberID string `json:"phone_number_id"`
 					} `json:"metadata"`
 					Messages []struct {
-						From string `json:"from"`
+						From       string `json:"from"`
+						FromUserID string `json:"from_user_id"`
 					} `json:"messages"`
 				} `json:"value"`
 			} `json:"changes"`
@@ -87,10 +91,10 @@ type deadLetterTarget struct {
 }
 
 // recordKey is the outbound record a replay of d would send, as operator.Replayer finds it.
-func (t deadLetterTarget) recordKey(d store.DeadLetter) string {
+func (t deadLetterTarget) recordKey(k *keyedid.Keyer, d store.DeadLetter) string {
 	switch {
 	case d.Path == tasks.ProcessActionPath && t.ActionID != "":
-		return tasks.ActionReplyKey(t.ActionID)
+		return tasks.ActionReplyKey(k, t.ActionID)
 	case d.IdempotencyKey != "":
 		return d.IdempotencyKey
 	}
@@ -121,17 +125,17 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 			v := t.Payload.Entry[0].Changes[0].Value
 			t.PhoneNumberID = v.Metadata.PhoneNumberID
 			if len(v.Messages) > 0 {
-				t.To = v.Messages[0].From
+				t.To, t.UserID = v.Messages[0].From, v.Messages[0].FromUserID
 			}
 		}
 		if t.TenantID == "" {
 			t.TenantID = owner[t.PhoneNumberID]
 		}
-		if t.ConversationID == "" && t.TenantID != "" && t.PhoneNumberID != "" && t.To != "" {
-			t.ConversationID = store.ConversationID(t.TenantID, t.PhoneNumberID, t.To)
+		if t.ConversationID == "" && t.TenantID != "" && t.PhoneNumberID != "" && (t.To != "" || t.UserID != "") {
+			t.ConversationID = s.conversationOf(ctx, t.TenantID, t.PhoneNumberID, contact.FromWebhook(t.To, t.UserID, "", "", ""))
 		}
 		targets[i] = t
-		if k := t.recordKey(d); k != "" && d.Path != tasks.ProcessInboundPath {
+		if k := t.recordKey(s.deps.Keyer, d); k != "" && d.Path != tasks.ProcessInboundPath {
 			keys = append(keys, k)
 		}
 	}
@@ -148,7 +152,7 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 				row.ErrorLines = append(row.ErrorLines, l)
 			}
 		}
-		rec, hasRec := outs[t.recordKey(d)]
+		rec, hasRec := outs[t.recordKey(s.deps.Keyer, d)]
 		row.WhyNot = whyNotReplayable(d, t, auth[t.TenantID], rec, hasRec && d.Path != tasks.ProcessInboundPath)
 		row.Replayable = row.WhyNot == ""
 		row.Body = "" // not shown, and kept out of the page's memory

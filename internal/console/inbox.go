@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -328,7 +329,9 @@ func (s *Server) search(ctx context.Context, rec store.TenantRecord, q string) (
 	if digits, ok := phoneQuery(q); ok {
 		var ids []string
 		for _, p := range t.PhoneNumbers {
-			ids = append(ids, store.ConversationID(t.ID, p.PhoneNumberID, digits))
+			if id := s.conversationOf(ctx, t.ID, p.PhoneNumberID, contact.Identity{WaID: digits}); id != "" {
+				ids = append(ids, id)
+			}
 		}
 		convs, err := s.deps.Conversations.GetConversations(ctx, ids)
 		if err != nil {
@@ -416,4 +419,18 @@ func namePrefixes(q string) []string {
 func newestFirst(convs []store.Conversation) []store.Conversation {
 	slices.SortStableFunc(convs, func(a, b store.Conversation) int { return b.LastMessageAt.Compare(a.LastMessageAt) })
 	return convs
+}
+
+// conversationOf is the conversation of the person id names on a tenant's number, "" when the
+// tenant does not know them (or Contacts is not set, or cannot be read: a page shows less, it
+// does not fail).
+func (s *Server) conversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) string {
+	if s.deps.Contacts == nil || id.IsZero() {
+		return ""
+	}
+	conv, ok, err := s.deps.Contacts.ConversationOf(ctx, tenantID, phoneNumberID, id)
+	if err != nil || !ok {
+		return ""
+	}
+	return conv
 }

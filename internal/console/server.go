@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 )
@@ -48,6 +49,11 @@ type Deps struct {
 	// Hasher keys the refs of phone numbers the pages and logs carry (LOG_HASH_KEY); the dev
 	// key when nil.
 	Hasher *logging.Hasher
+	// Keyer makes the keyed ids of people and replies (LOG_HASH_KEY's); the dev key's when nil.
+	Keyer *keyedid.Keyer
+	// Contacts finds a tenant's contact by any identifier (searches, failures); none are found
+	// when nil.
+	Contacts ContactFinder
 	// Now is time.Now when nil.
 	Now func() time.Time
 	// Worker calls the worker's tenant routes: a message's image (media.go). Without it, the
@@ -76,6 +82,9 @@ func NewServer(deps Deps) *Server {
 	}
 	if deps.Hasher == nil {
 		deps.Hasher = logging.DevHasher()
+	}
+	if deps.Keyer == nil {
+		deps.Keyer = keyedid.Dev()
 	}
 	if deps.Replier == nil {
 		deps.Replier = NotAvailable{}

@@ -140,7 +140,7 @@ func (i Identity) Address() Address {
 var (
 	userIDPattern       = regexp.MustCompile(`^[A-Z]{2}\.[A-Za-z0-9]{1,128}$`)
 	parentUserIDPattern = regexp.MustCompile(`^[A-Z]{2}\.ENT\.[A-Za-z0-9]{1,128}$`)
-	phonePattern        = regexp.MustCompile(`^\+?[0-9]{5,20}$`)
+	phonePattern        = regexp.MustCompile(`^\+?[0-9]{1,20}$`)
 )
 
 // ValidUserID reports whether s has the form of a BSUID: CC. and 1 to 128 letters or digits.

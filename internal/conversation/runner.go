@@ -3,8 +3,6 @@ package conversation
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +10,12 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
-	"github.com/wapipe/wapipe/tasks"
 )
 
 // DefaultLease is how long a holder keeps the conversation without committing a turn: long
@@ -29,8 +28,14 @@ const DefaultLease = 60 * time.Second
 type Inbound struct {
 	TenantID      string `json:"tenant_id"`
 	PhoneNumberID string `json:"phone_number_id"`
-	// Contact is the sender's wa_id (never logged).
-	Contact     string `json:"contact"`
+	// ConversationID is the conversation the message belongs to (people.Sender), ContactID the
+	// sender's contact (ct_…) and Person its identity as known when the message arrived
+	// (personal data: never logged).
+	ConversationID string           `json:"conversation_id,omitempty"`
+	ContactID      string           `json:"contact_id,omitempty"`
+	Person         contact.Identity `json:"person,omitzero"`
+	// Contact is the sender's phone, as stored messages from before contacts name it.
+	Contact     string `json:"contact,omitempty"`
 	ContactName string `json:"contact_name,omitempty"`
 	MessageID   string `json:"message_id"`
 	// Timestamp is Meta's timestamp, Unix seconds.
@@ -127,6 +132,8 @@ type Options struct {
 	// stored turn marks (store.Reply.QuotaExceeded). The worker passes the assistant's
 	// (assistant.IsQuotaNotice); nil: no reply is such a notice.
 	IsQuotaNotice func(assistant.Reply) bool
+	// Keyer keys the replies' idempotency keys (ReplyKey); the development key's when nil.
+	Keyer *keyedid.Keyer
 }
 
 // Runner serialises the turns of each conversation (see the package comment). Safe for
@@ -145,6 +152,7 @@ type Runner struct {
 	isQuotaNotice func(assistant.Reply) bool
 	// describeMedia is Options.DescribeMedia (never nil).
 	describeMedia func(whatsapp.Message, *assistant.Attachment) *store.Media
+	keyer         *keyedid.Keyer
 }
 
 // NewRunner returns a runner on inbox that sends replies with sender and enqueues actions with
@@ -171,8 +179,12 @@ func NewRunner(inbox Inbox, sender Sender, actions Actions, opts Options) *Runne
 	if opts.IsQuotaNotice == nil {
 		opts.IsQuotaNotice = func(assistant.Reply) bool { return false }
 	}
+	if opts.Keyer == nil {
+		opts.Keyer = keyedid.Dev()
+	}
 	return &Runner{inbox: inbox, sender: sender, actions: actions, lease: opts.Lease, grace: opts.AnswerGrace, now: time.Now,
-		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord, isQuotaNotice: opts.IsQuotaNotice, describeMedia: opts.DescribeMedia}
+		isConfirmTap: opts.IsConfirmTap, isAnswerWord: opts.IsAnswerWord, isQuotaNotice: opts.IsQuotaNotice, describeMedia: opts.DescribeMedia,
+		keyer: opts.Keyer}
 }
 
 // ErrHeld is returned by Handle for a message in the inbox while another holder has the
@@ -194,16 +206,13 @@ type Result struct {
 	Turns int
 }
 
-// ReplyKey is the idempotency key of reply index of the turn of inbound message messageID. The
-// first reply's is tasks.IdempotencyKey's, the key of the single reply wapipe sent before
-// conversations, so a message answered before an upgrade is not answered again after it; all
-// have IdempotencyKey's form, so status webhooks find their records.
-func ReplyKey(messageID string, index int) string {
-	if index == 0 {
-		return tasks.IdempotencyKey(messageID)
-	}
-	sum := sha256.Sum256([]byte("reply\x00" + messageID + "\x00" + strconv.Itoa(index)))
-	return "reply-" + hex.EncodeToString(sum[:16])
+// ReplyKey is the idempotency key of reply index of the turn of inbound message messageID:
+// keyed (keyedid.Keyer.ReplyKey), the first one's being tasks.IdempotencyKey's, the key of the
+// outbound task of the message. A turn records its replies' keys when it commits and its
+// effects always use the recorded keys, so a turn committed before keys were keyed still
+// sends under the keys it recorded, once.
+func (r *Runner) ReplyKey(messageID string, index int) string {
+	return r.keyer.ReplyKey(messageID, index)
 }
 
 // Handle stores in in its conversation's inbox and, when this call takes the conversation's
@@ -214,7 +223,7 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	convID := store.ConversationID(in.TenantID, in.PhoneNumberID, in.Contact)
+	convID := in.ConversationID
 	res := Result{ConversationID: convID}
 	ctx, logger := logging.With(ctx, "conversation_id", convID)
 
@@ -473,7 +482,7 @@ func (r *Runner) record(p Pending, out assistant.Outcome) (store.TurnCommit, err
 		}
 		quota := r.isQuotaNotice(rep)
 		c.QuotaExceeded = c.QuotaExceeded || quota
-		c.Replies = append(c.Replies, store.Reply{Index: i, IdempotencyKey: ReplyKey(p.MessageID, i), Body: rep.Body(),
+		c.Replies = append(c.Replies, store.Reply{Index: i, IdempotencyKey: r.ReplyKey(p.MessageID, i), Body: rep.Body(),
 			Key: string(rep.Key), QuotaExceeded: quota, Payload: string(b)})
 	}
 	if a := out.Action; a != nil {
@@ -540,7 +549,8 @@ func (r *Runner) performEffects(ctx context.Context, p Pending, replies []store.
 
 // touchOf is what in changes on its conversation.
 func touchOf(in Inbound) *store.Touch {
-	return &store.Touch{TenantID: in.TenantID, PhoneNumberID: in.PhoneNumberID, Contact: in.Contact,
+	return &store.Touch{TenantID: in.TenantID, PhoneNumberID: in.PhoneNumberID, ContactID: in.ContactID,
+		Contact: in.Person.WaID, UserID: in.Person.UserID, Username: in.Person.Username,
 		ContactName: in.ContactName, InboundAt: time.Unix(in.Timestamp, 0).UTC()}
 }
 
@@ -559,8 +569,11 @@ func (in Inbound) normalize() (Inbound, error) {
 	if in.MessageID == "" {
 		in.MessageID = m.ID
 	}
+	if in.Person.IsZero() {
+		in.Person = m.Identity()
+	}
 	if in.Contact == "" {
-		in.Contact = m.From
+		in.Contact = in.Person.WaID
 	}
 	if in.PhoneNumberID == "" {
 		in.PhoneNumberID = m.PhoneNumberID
@@ -577,7 +590,7 @@ func (in Inbound) normalize() (Inbound, error) {
 	}
 	var errs []error
 	for _, f := range []struct{ name, v string }{
-		{"tenant id", in.TenantID}, {"phone_number_id", in.PhoneNumberID}, {"contact", in.Contact}, {"message id", in.MessageID},
+		{"tenant id", in.TenantID}, {"phone_number_id", in.PhoneNumberID}, {"conversation id", in.ConversationID}, {"message id", in.MessageID},
 	} {
 		if f.v == "" {
 			errs = append(errs, fmt.Errorf("inbound message: no %s", f.name))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -34,10 +35,10 @@ type Parker interface {
 // Sender talks to the Graph API; GraphSender adapts the graph client to it. Each call carries
 // the access token of the tenant that owns the business number.
 type Sender interface {
-	// Send sends reply to `to` from the business number, with callbackData as
-	// biz_opaque_callback_data and replyTo (when not empty) as the quoted message. It returns
-	// Meta's message id.
-	Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error)
+	// Send sends reply to the person at `to` (a phone, or a BSUID as recipient) from the
+	// business number, with callbackData as biz_opaque_callback_data and replyTo (when not
+	// empty) as the quoted message. It returns Meta's message id.
+	Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply responder.Reply, callbackData, replyTo string) (string, error)
 	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
 }
 
@@ -53,8 +54,8 @@ type Tokens interface {
 	Token(ctx context.Context, rec store.TenantRecord) (string, error)
 }
 
-// Windows reads the conversation that holds a contact's last_inbound_at;
-// *store.ConversationStore implements it.
+// Windows reads the conversation that holds a contact's last_inbound_at (Request
+// ConversationID); *store.ConversationStore implements it.
 type Windows interface {
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
 }
@@ -84,7 +85,13 @@ type Request struct {
 	TenantID      string
 	Token         string
 	PhoneNumberID string
-	To            string
+	// To is the contact's phone; Recipient its BSUID (or parent BSUID), used when To is empty
+	// (contact.Address): a BSUID never goes in To.
+	To        string
+	Recipient string
+	// ConversationID is the contact's conversation on the number ("" when they have none):
+	// its last_inbound_at is the 24-hour window, its contact name the template's.
+	ConversationID string
 	// InboundMessageID is the message answered ("" for none): quoted when the reply asks to, and
 	// marked read with MarkRead.
 	InboundMessageID string
@@ -217,9 +224,7 @@ func (d *Deliverer) begin(ctx context.Context, req Request, pol Policy) (store.O
 		CorrelationID: req.CorrelationID, PhoneNumberID: req.PhoneNumberID, TenantID: req.TenantID,
 		ReceivedAt: req.ReceivedAt,
 	}
-	if req.To != "" && d.Hasher != nil {
-		seed.ToHash = d.Hasher.Phone(req.To)
-	}
+	seed.ToHash = d.toHash(req)
 	dec, rec, err := d.Records.BeginSend(ctx, seed)
 	if err != nil {
 		return rec, Result{Status: Retry, Err: err, Class: "temporary"}, false
@@ -372,6 +377,26 @@ func (d *Deliverer) releaseDone(ctx context.Context, req Request, res Result) {
 	if err := d.Sends.ReleaseDone(ctx, req.Key, req.ReleaseGen); err != nil {
 		logging.FromContext(ctx).WarnContext(ctx, "release mark not cleared", "event", "send_release_mark_failed", "error", err)
 	}
+}
+
+// address is where req goes: its phone, else its BSUID.
+func (req Request) address() contact.Address {
+	if req.To != "" {
+		return contact.Address{To: req.To}
+	}
+	return contact.Address{Recipient: req.Recipient}
+}
+
+// toHash is the keyed reference of req's recipient that records and logs carry: ph_ of its
+// phone, else us_ of its BSUID.
+func (d *Deliverer) toHash(req Request) string {
+	if d.Hasher == nil {
+		return ""
+	}
+	if req.To != "" {
+		return d.Hasher.Phone(req.To)
+	}
+	return d.Hasher.User(req.Recipient)
 }
 
 // MarkRead marks an inbound message as read, best effort: a failure is logged and false

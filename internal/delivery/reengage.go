@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
-	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
 
@@ -45,14 +45,14 @@ func (d *Deliverer) contactName(ctx context.Context, req Request, tn *tenant.Ten
 	if known != "" {
 		return known
 	}
-	if d.Windows != nil {
+	if d.Windows != nil && req.ConversationID != "" {
 		// The name is a courtesy: on a failed read the template still goes, with the fallback.
-		conv, err := d.Windows.Get(ctx, store.ConversationID(req.TenantID, req.PhoneNumberID, req.To))
+		conv, err := d.Windows.Get(ctx, req.ConversationID)
 		if err == nil && conv.ContactName != "" {
 			return conv.ContactName
 		}
 	}
-	m, _ := tn.Member(req.To)
+	m, _ := tn.MemberOf(contact.Identity{WaID: req.To, UserID: req.Recipient})
 	if m.Name != "" {
 		return m.Name
 	}

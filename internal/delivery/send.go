@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -29,7 +30,11 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 		return out, Result{}, true
 	}
 	last := req.LastInbound
-	conv, err := d.Windows.Get(ctx, store.ConversationID(req.TenantID, req.PhoneNumberID, req.To))
+	var conv store.Conversation
+	err := store.ErrNotFound
+	if req.ConversationID != "" {
+		conv, err = d.Windows.Get(ctx, req.ConversationID)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -64,7 +69,7 @@ func (d *Deliverer) fallback(ctx context.Context, req Request, out outgoing) (ou
 		return out, Result{Status: Retry, Err: err, Class: "temporary"}, false
 	}
 	logger.WarnContext(ctx, "outside the contact's 24-hour window and no template for it: not sent",
-		"event", req.Kind.String()+"_skipped", "reason", ReasonOutsideWindow, "to_hash", d.Hasher.Phone(req.To))
+		"event", req.Kind.String()+"_skipped", "reason", ReasonOutsideWindow, "to_hash", d.toHash(req))
 	return out, Result{Status: Skipped, Reason: ReasonOutsideWindow}, false
 }
 
@@ -129,7 +134,7 @@ func (d *Deliverer) park(ctx context.Context, req Request, tn store.TenantRecord
 		return store.ParkResult{}, fmt.Errorf("encode the parked message: %w", err)
 	}
 	seed := store.OutboundRecord{IdempotencyKey: req.Key, TenantID: req.TenantID, PhoneNumberID: req.PhoneNumberID, To: req.To,
-		Message: string(body), MessageType: m.Type}
+		Recipient: req.Recipient, ConversationID: req.ConversationID, Message: string(body), MessageType: m.Type}
 	p := store.ParkRequest{Seed: seed}
 	if authErr != nil {
 		p.AuthError, p.TokenSetAt = authErr.Error(), tn.TokenSetAt
@@ -187,7 +192,7 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 			readDone <- d.MarkRead(context.WithoutCancel(ctx), fr.token, req.PhoneNumberID, req.InboundMessageID)
 		}()
 	}
-	graphID, err := d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, out.replyTo)
+	graphID, err := d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.address(), out.reply, req.Key, out.replyTo)
 	readMarked := <-readDone
 	if err != nil && pol.Window == WindowFallback && classify(err).code == CodeReengagement && !out.isTemplate() {
 		// Meta says the window closed: the fallback instead, once, or nothing.
@@ -196,13 +201,13 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 			return res, false
 		}
 		out = fb
-		graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, "")
+		graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.address(), out.reply, req.Key, "")
 	}
 	if err != nil && classify(err).code == CodeReengagement && !out.isTemplate() {
 		// Meta says the window closed: the reengage template instead, once.
 		if tpl, ok := d.reengage(ctx, req, pol, fr, ""); ok {
 			out = tpl
-			graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.To, out.reply, req.Key, "")
+			graphID, err = d.Sender.Send(ctx, fr.token, req.PhoneNumberID, req.address(), out.reply, req.Key, "")
 		}
 	}
 	if err != nil {
@@ -316,10 +321,14 @@ type GraphSender struct{ c *graph.Client }
 // NewGraphSender adapts c to Sender.
 func NewGraphSender(c *graph.Client) *GraphSender { return &GraphSender{c: c} }
 
-// Send sends reply to `to` with token.
-func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID, to string, reply responder.Reply, callbackData, replyTo string) (string, error) {
+// Send sends reply to the person at `to` with token: by phone when to has one, else by
+// "recipient" (a BSUID) and no "to".
+func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply responder.Reply, callbackData, replyTo string) (string, error) {
 	m := outgoing{reply: reply, replyTo: replyTo}.message()
-	m.To = to
+	m.To, m.Recipient = to.To, ""
+	if to.To == "" {
+		m.Recipient = to.Recipient
+	}
 	m.BizOpaqueCallbackData = callbackData
 	res, err := g.c.WithToken(token).Send(ctx, phoneNumberID, m)
 	if err != nil {

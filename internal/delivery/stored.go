@@ -52,6 +52,7 @@ func (d *Deliverer) DeliverStored(ctx context.Context, s Stored) Result {
 	}
 	req := Request{
 		Kind: KindOf(rec), Key: s.Key, TenantID: rec.TenantID, PhoneNumberID: rec.PhoneNumberID, To: rec.To,
+		Recipient: rec.Recipient, ConversationID: rec.ConversationID,
 		CorrelationID: rec.CorrelationID, LastAttempt: s.LastAttempt, ReleaseGen: s.ReleaseGen,
 		Compose: func(context.Context) (responder.Reply, error) {
 			m, err := storedMessage(rec.Message)

@@ -2,12 +2,15 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -21,15 +24,21 @@ type conversationStore interface {
 
 // tenantStore is what the events change on the tenants.
 type tenantStore interface {
-	MoveContact(ctx context.Context, oldWaID, newWaID string) (store.MoveResult, error)
 	RecordAccountUpdate(ctx context.Context, wabaID, event, detail string) ([]string, error)
 	TenantsByWABA(ctx context.Context, wabaID string) ([]string, error)
 }
 
 // preferenceStore records the contacts' preferences and the templates' categories.
 type preferenceStore interface {
-	SetMarketing(ctx context.Context, tenantID, contact string, stop bool, metaTime int64) (bool, error)
+	SetMarketing(ctx context.Context, tenantID string, c store.Contact, stop bool, metaTime int64) (bool, error)
 	RecordTemplate(ctx context.Context, t store.Template) error
+}
+
+// People finds who an event is about and follows identity changes; *people.Directory
+// implements it.
+type People interface {
+	Sender(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (people.Sender, error)
+	Change(ctx context.Context, tenantIDs []string, ch whatsapp.IdentityChange) ([]people.Moved, error)
 }
 
 // Applier applies events to the stores. It is safe for concurrent use.
@@ -37,12 +46,14 @@ type Applier struct {
 	conversations conversationStore
 	tenants       tenantStore
 	prefs         preferenceStore
+	people        People
 }
 
-// New returns an Applier over the conversation store, the tenant store and the preference
-// store (*store.ConversationStore, *store.Tenants, *store.ContactPrefs).
-func New(c conversationStore, t tenantStore, p preferenceStore) *Applier {
-	return &Applier{conversations: c, tenants: t, prefs: p}
+// New returns an Applier over the conversation store, the tenant store, the preference store
+// and the tenants' people (*store.ConversationStore, *store.Tenants, *store.ContactPrefs,
+// *people.Directory).
+func New(c conversationStore, t tenantStore, p preferenceStore, pp People) *Applier {
+	return &Applier{conversations: c, tenants: t, prefs: p, people: pp}
 }
 
 // Outcome is what the worker does after an event was applied.
@@ -64,7 +75,7 @@ const (
 	EventMessage               = "message"                         // an ordinary message: nothing applied here
 	EventRevoked               = "message_revoked"                 // the stored message erased
 	EventEdited                = "message_edited"                  // the stored message changed
-	EventNumberChanged         = "contact_moved"                   // memberships and conversations moved
+	EventNumberChanged         = "contact_moved"                   // an identity change followed (number or BSUID)
 	EventSystemNotice          = "system_notice"                   // another system message: recorded
 	EventCallPermission        = "call_permission"                 // a call permission answer: recorded
 	EventFlowReply             = "flow_reply"                      // a Flow wapipe did not send: recorded
@@ -78,11 +89,12 @@ const (
 	EventPreferenceDefaultPath = "contact_preference_default_path" // not recorded: no tenant
 )
 
-// ApplyMessage applies message m of conversation conversationID (empty on a path without a
-// stored conversation) and says how it is answered. Its effects are idempotent: an error is for
-// the task to retry. Every message but an ordinary one is logged (kind and outcome, no content).
-func (a *Applier) ApplyMessage(ctx context.Context, conversationID string, m whatsapp.Message) (Outcome, error) {
-	o, err := a.applyMessage(ctx, conversationID, m)
+// ApplyMessage applies message m of tenant tenantID's conversation conversationID (both empty
+// on a path without a stored conversation) and says how it is answered. Its effects are
+// idempotent: an error is for the task to retry. Every message but an ordinary one is logged
+// (kind and outcome, no content).
+func (a *Applier) ApplyMessage(ctx context.Context, tenantID, conversationID string, m whatsapp.Message) (Outcome, error) {
+	o, err := a.applyMessage(ctx, tenantID, conversationID, m)
 	if err != nil {
 		return o, fmt.Errorf("apply the %s message's event: %w", m.Type, err)
 	}
@@ -93,7 +105,17 @@ func (a *Applier) ApplyMessage(ctx context.Context, conversationID string, m wha
 	return o, nil
 }
 
-func (a *Applier) applyMessage(ctx context.Context, conversationID string, m whatsapp.Message) (Outcome, error) {
+func (a *Applier) applyMessage(ctx context.Context, tenantID, conversationID string, m whatsapp.Message) (Outcome, error) {
+	if ch, ok := m.IdentityChange(); ok {
+		// process_inbound follows identity changes and makes no task of them; a task made
+		// before it did still lands here.
+		if tenantID != "" {
+			if _, err := a.people.Change(ctx, []string{tenantID}, ch); err != nil {
+				return Outcome{}, err
+			}
+		}
+		return Outcome{Event: EventNumberChanged}, nil
+	}
 	switch {
 	case m.Type == "revoke":
 		if _, err := a.conversations.EraseMessage(ctx, conversationID, m.OriginalID); err != nil {
@@ -105,18 +127,6 @@ func (a *Applier) applyMessage(ctx context.Context, conversationID string, m wha
 			return Outcome{}, err
 		}
 		return Outcome{Event: EventEdited}, nil
-	case m.Type == "system" && m.System != nil && m.System.Type == whatsapp.SystemUserChangedNumber:
-		if m.System.NewWaID == "" || m.System.NewWaID == m.From {
-			return Outcome{Event: EventSystemNotice}, nil
-		}
-		res, err := a.tenants.MoveContact(ctx, m.From, m.System.NewWaID)
-		if err != nil {
-			return Outcome{}, err
-		}
-		logging.FromContext(ctx).InfoContext(ctx, "contact changed number: memberships and conversations moved", "event", EventNumberChanged,
-			logging.Phone("from", m.From), logging.Phone("to", m.System.NewWaID), "tenants", res.Memberships,
-			"conversations", len(res.Conversations), "file_members", res.FileMembers)
-		return Outcome{Event: EventNumberChanged}, nil
 	case m.Type == "system":
 		return Outcome{Event: EventSystemNotice}, nil
 	case m.Type == "interactive" && m.Reply != nil && m.Reply.Kind == whatsapp.InteractiveCallPermission:
@@ -146,8 +156,16 @@ func (a *Applier) Apply(ctx context.Context, tenantID string, ev whatsapp.Event)
 		return a.template(ctx, logger, ev)
 	case ev.Call != nil:
 		logger.InfoContext(ctx, "call event recorded (no Calling API support)", "event", EventCall,
-			"call_event", ev.Call.Event, "direction", ev.Call.Direction, logging.Phone("contact", ev.Contact))
+			"call_event", ev.Call.Event, "direction", ev.Call.Direction, logging.Phone("contact", ev.Contact.WaID),
+			logging.User("contact_user", ev.Contact.UserID))
 		return Outcome{Event: EventCall}, nil
+	case ev.IdentityChange != nil:
+		if tenantID != "" {
+			if _, err := a.people.Change(ctx, []string{tenantID}, *ev.IdentityChange); err != nil {
+				return Outcome{}, err
+			}
+		}
+		return Outcome{Event: EventNumberChanged}, nil
 	}
 	logger.InfoContext(ctx, "webhook field not handled", "event", EventUnknownField)
 	return Outcome{Event: EventUnknownField}, nil
@@ -165,12 +183,20 @@ func (a *Applier) preference(ctx context.Context, logger *slog.Logger, tenantID 
 		return Outcome{Event: EventPreferenceDefaultPath}, nil
 	}
 	ts, _ := strconv.ParseInt(p.Timestamp, 10, 64)
-	changed, err := a.prefs.SetMarketing(ctx, tenantID, ev.Contact, p.Stop, ts)
+	who, err := a.people.Sender(ctx, tenantID, ev.PhoneNumberID, ev.Contact)
+	if errors.Is(err, people.ErrNobody) {
+		logger.WarnContext(ctx, "marketing preference that names nobody: not recorded", "event", EventPreference, "tenant_id", tenantID)
+		return Outcome{Event: EventPreference}, nil
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	changed, err := a.prefs.SetMarketing(ctx, tenantID, who.Contact, p.Stop, ts)
 	if err != nil {
 		return Outcome{}, err
 	}
 	logger.InfoContext(ctx, "marketing preference recorded", "event", EventPreference, "tenant_id", tenantID,
-		logging.Phone("contact", ev.Contact), "value", p.Value, "changed", changed)
+		"contact_id", who.Contact.ID, "value", p.Value, "changed", changed)
 	return Outcome{Event: EventPreference}, nil
 }
 
@@ -181,8 +207,20 @@ func (a *Applier) echo(ctx context.Context, logger *slog.Logger, tenantID string
 	if e.Media != nil {
 		m.Media = &store.Media{ID: e.Media.ID, MIMEType: e.Media.MimeType, SHA256: e.Media.SHA256, Caption: e.Text, Filename: e.Media.Filename}
 	}
-	conv := store.ConversationID(tenantID, ev.PhoneNumberID, ev.Contact)
-	var err error
+	if tenantID == "" {
+		// The default path keeps no conversation.
+		logger.InfoContext(ctx, "business app message on the default path: not stored", "event", EventEcho)
+		return Outcome{Event: EventEcho}, nil
+	}
+	who, err := a.people.Sender(ctx, tenantID, ev.PhoneNumberID, ev.Contact)
+	if errors.Is(err, people.ErrNobody) {
+		logger.WarnContext(ctx, "business app message to nobody: not stored", "event", EventEcho, "tenant_id", tenantID)
+		return Outcome{Event: EventEcho}, nil
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	conv := who.ConversationID
 	switch e.Type {
 	case "revoke":
 		// The business deleted or edited, in the app, a message it had sent.

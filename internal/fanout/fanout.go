@@ -12,8 +12,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/events"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -45,16 +48,23 @@ type NumberResolver interface {
 // tenantcache.ContactRouter implements it. Both answer store.ErrNotFound when no tenant lists
 // the number.
 type ContactRouter interface {
-	// TenantFor returns the tenant of a message from waID; codeHash is the message's
+	// TenantFor returns the tenant of a message from person; codeHash is the message's
 	// tenant.InviteCodeHash when it is exactly an invite code, else "".
-	TenantFor(ctx context.Context, phoneNumberID, waID, codeHash string) (string, error)
+	TenantFor(ctx context.Context, phoneNumberID string, person contact.Identity, codeHash string) (string, error)
 	// NumberTenants returns the tenants that list the number.
 	NumberTenants(ctx context.Context, phoneNumberID string) ([]string, error)
 }
 
+// Identities follows the identity changes of people (user_changed_number, user_changed_user_id,
+// user_id_update) in the tenants of the number they came to; *people.Directory implements it.
+type Identities interface {
+	Change(ctx context.Context, tenantIDs []string, ch whatsapp.IdentityChange) ([]people.Moved, error)
+}
+
 // Fanner fans one inbound delivery out: each message becomes an outbound task on the queue of
 // the tenant its number routes to, each status is applied to its outbound record once, and the
-// attempt leaves one trace.
+// attempt leaves one trace. A message that changes its sender's identity is followed here and
+// makes no task; a message that names no sender is recorded and answered by nobody.
 type Fanner struct {
 	Tasks    Enqueuer
 	Payloads PayloadReader
@@ -68,8 +78,12 @@ type Fanner struct {
 	// Events applies the changes of fields other than messages (preferences, echoes, account
 	// and template updates, calls); with none they are traced only.
 	Events EventApplier
-	Hasher *logging.Hasher
-	Now    func() time.Time
+	// Identities follows identity changes; with none they are traced only.
+	Identities Identities
+	Hasher     *logging.Hasher
+	// Keyer keys the reply keys (tasks.IdempotencyKey).
+	Keyer *keyedid.Keyer
+	Now   func() time.Time
 	// Limit bounds the outbound tasks created at once.
 	Limit int
 	// DefaultQueue takes the messages to a number no tenant owns; "" when there is no
@@ -92,6 +106,10 @@ type Counts struct {
 	Existed  int    `json:"tasks_existed"`
 	// Unrouted counts the messages to a number no tenant owns, with no default to serve them.
 	Unrouted int `json:"unrouted,omitempty"`
+	// NoSender counts the messages that name no sender (no phone, no BSUID): recorded with a
+	// WARNING, not answered. IdentityChanges counts the identity changes followed.
+	NoSender        int `json:"no_sender,omitempty"`
+	IdentityChanges int `json:"identity_changes,omitempty"`
 	// Events counts the changes of other fields applied (package events).
 	Events int `json:"events,omitempty"`
 }
@@ -186,7 +204,7 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 	var targets map[string]store.TraceTarget
 	if err == nil {
 		var fanErr error
-		targets, fanErr = f.fanOut(ctx, in, msgs, routes)
+		targets, fanErr = f.fanOut(ctx, logger, in, msgs, routes)
 		for _, target := range targets {
 			switch target.Status {
 			case "created":
@@ -195,6 +213,10 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 				out.Existed++
 			case traceUnrouted:
 				out.Unrouted++
+			case traceNoSender:
+				out.NoSender++
+			case traceIdentityChange:
+				out.IdentityChanges++
 			}
 		}
 		err = errors.Join(fanErr, f.applyStatuses(ctx, logger, in, statuses, routes))
@@ -222,16 +244,40 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 
 // fanOut creates one outbound task per message, on the queue of the tenant its number routes to,
 // a bounded number at a time. It returns the outcome of each enqueue by idempotency key; a
-// message no one serves is recorded as unrouted, with no task.
-func (f *Fanner) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.Message, routes map[string]route) (map[string]store.TraceTarget, error) {
+// message no one serves is recorded as unrouted, with no task; so is a message that names no
+// sender (no_sender), and an identity change, followed here (identity_change).
+func (f *Fanner) fanOut(ctx context.Context, logger *slog.Logger, in tasks.Inbound, msgs []whatsapp.Message, routes map[string]route) (map[string]store.TraceTarget, error) {
 	var mu sync.Mutex
 	targets := make(map[string]store.TraceTarget, len(msgs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.Limit)
 	var errs []error
 	for _, m := range msgs {
-		key := tasks.IdempotencyKey(m.ID)
-		r, err := f.contactRoute(ctx, routes[m.PhoneNumberID], m)
+		key := tasks.IdempotencyKey(f.Keyer, m.ID)
+		sender := m.Identity()
+		if ch, ok := m.IdentityChange(); ok {
+			t, err := f.followIdentity(ctx, logger, routes[m.PhoneNumberID], m, ch)
+			mu.Lock()
+			targets[key] = t
+			if err != nil {
+				errs = append(errs, err)
+			}
+			mu.Unlock()
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
+			continue
+		}
+		if sender.IsZero() {
+			// Nothing may be keyed by an empty identifier, and there is nobody to answer.
+			logger.WarnContext(ctx, "message names no sender (no phone number, no business-scoped user id): recorded, not answered",
+				"event", "message_no_sender", "phone_number_id", m.PhoneNumberID, "message_type", m.Type, logging.MessageID(m.ID))
+			mu.Lock()
+			targets[key] = store.TraceTarget{MessageID: m.ID, Status: traceNoSender}
+			mu.Unlock()
+			continue
+		}
+		r, err := f.contactRoute(ctx, routes[m.PhoneNumberID], m.PhoneNumberID, sender, m)
 		if err != nil || r.unrouted {
 			// The enqueues already started write targets and errs too.
 			mu.Lock()
@@ -253,7 +299,8 @@ func (f *Fanner) fanOut(ctx context.Context, in tasks.Inbound, msgs []whatsapp.M
 				CorrelationID:  in.CorrelationID,
 				InboundEventID: in.InboundEventID,
 				PhoneNumberID:  m.PhoneNumberID,
-				To:             m.From,
+				To:             sender.WaID,
+				UserID:         sender.UserID,
 				Message:        m,
 				ReceivedAt:     in.ReceivedAt,
 				TenantID:       r.tenantID,
@@ -352,7 +399,7 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			Timestamp:      st.Timestamp,
 			PhoneNumberID:  st.PhoneNumberID,
 			TenantID:       tenantID,
-			RecipientHash:  f.Hasher.Phone(st.RecipientID),
+			RecipientHash:  recipientHash(f.Hasher, st),
 			IdempotencyKey: res.Key,
 			ErrorCode:      int64(code),
 			ErrorTitle:     title,
@@ -412,12 +459,12 @@ func (f *Fanner) applyEvents(ctx context.Context, payload *whatsapp.Payload, rou
 // event with a contact for the contact's tenant, one without for the number's first tenant.
 func (f *Fanner) eventTenants(ctx context.Context, r route, ev whatsapp.Event) ([]string, error) {
 	switch {
-	case len(r.sharedWith) == 0 || ev.Contact == "":
+	case len(r.sharedWith) == 0 || ev.Contact.IsZero():
 		return []string{r.tenantID}, nil
-	case ev.Preference != nil:
+	case ev.Preference != nil || ev.IdentityChange != nil:
 		return r.sharedWith, nil
 	}
-	cr, err := f.contactRoute(ctx, r, whatsapp.Message{PhoneNumberID: ev.PhoneNumberID, From: ev.Contact})
+	cr, err := f.contactRoute(ctx, r, ev.PhoneNumberID, ev.Contact, whatsapp.Message{})
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +482,8 @@ func logStatusApplied(ctx context.Context, logger *slog.Logger, st whatsapp.Stat
 		event = "status_after_failure"
 	}
 	attrs := []any{"event", event, "status", st.Status, "phone_number_id", st.PhoneNumberID, "tenant_id", tenantID,
-		logging.Phone("recipient", st.RecipientID), logging.MessageID(st.ID), "matched", res.Matched, "applied", res.Applied,
+		logging.Phone("recipient", st.RecipientID), logging.User("recipient_user", st.RecipientUserID), logging.MessageID(st.ID),
+		"matched", res.Matched, "applied", res.Applied,
 		"reconciled", res.Reconciled}
 	switch {
 	case st.Status == store.DeliveryFailed:
@@ -458,9 +506,45 @@ func callbackKey(data string) string {
 	return ""
 }
 
-// traceUnrouted is the trace status of a message no one serves: no tenant owns its number and
-// the worker has no default token.
-const traceUnrouted = "unrouted"
+// Trace statuses of messages that make no task: no one serves the number (no tenant owns it
+// and the worker has no default token), the message names no sender, or it announced an
+// identity change, followed here.
+const (
+	traceUnrouted       = "unrouted"
+	traceNoSender       = "no_sender"
+	traceIdentityChange = "identity_change"
+)
+
+// followIdentity follows the identity change ch that message m announced, in the tenants of its
+// number (every tenant of a shared number: the person may be known to any), and returns the
+// message's trace target. It is never answered and makes no task.
+func (f *Fanner) followIdentity(ctx context.Context, logger *slog.Logger, r route, m whatsapp.Message, ch whatsapp.IdentityChange) (store.TraceTarget, error) {
+	t := store.TraceTarget{MessageID: m.ID, Status: traceIdentityChange, TenantID: r.tenantID}
+	tenantIDs := r.sharedWith
+	if len(tenantIDs) == 0 && r.tenantID != "" {
+		tenantIDs = []string{r.tenantID}
+	}
+	if f.Identities == nil || len(tenantIDs) == 0 {
+		logger.InfoContext(ctx, "identity change on a number no tenant owns: recorded", "event", "identity_change_unrouted",
+			"type", ch.Type, "phone_number_id", m.PhoneNumberID)
+		return t, nil
+	}
+	_, err := storeCall(ctx, func(ctx context.Context) ([]people.Moved, error) { return f.Identities.Change(ctx, tenantIDs, ch) })
+	if err != nil {
+		t.Status, t.Error = "failed", err.Error()
+		return t, fmt.Errorf("follow the identity change of message %s: %w", f.Hasher.Ref(m.ID), err)
+	}
+	return t, nil
+}
+
+// recipientHash is the keyed reference of a status's recipient kept with it: ph_ of the phone,
+// else us_ of the BSUID.
+func recipientHash(h *logging.Hasher, st whatsapp.Status) string {
+	if st.RecipientID != "" {
+		return h.Phone(st.RecipientID)
+	}
+	return h.User(st.RecipientUserID)
+}
 
 // route is where the messages to one business number go.
 type route struct {
@@ -533,9 +617,9 @@ func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error)
 	}
 }
 
-// contactRoute is the route of message m on its number's route r: on a shared number the
-// contact's tenant (ContactRouter.TenantFor), else r.
-func (f *Fanner) contactRoute(ctx context.Context, r route, m whatsapp.Message) (route, error) {
+// contactRoute is the route of message m (zero for an event) from person on its number's
+// route r: on a shared number the contact's tenant (ContactRouter.TenantFor), else r.
+func (f *Fanner) contactRoute(ctx context.Context, r route, phoneNumberID string, person contact.Identity, m whatsapp.Message) (route, error) {
 	if len(r.sharedWith) == 0 {
 		return r, nil
 	}
@@ -546,14 +630,14 @@ func (f *Fanner) contactRoute(ctx context.Context, r route, m whatsapp.Message) 
 		}
 	}
 	id, err := storeCall(ctx, func(ctx context.Context) (string, error) {
-		return f.Contacts.TenantFor(ctx, m.PhoneNumberID, m.From, codeHash)
+		return f.Contacts.TenantFor(ctx, phoneNumberID, person, codeHash)
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// The number stopped being shared since it was resolved: its first tenant answers.
 		return r, nil
 	case err != nil:
-		return route{}, fmt.Errorf("route the contact on shared number %s: %w", m.PhoneNumberID, err)
+		return route{}, fmt.Errorf("route the contact on shared number %s: %w", phoneNumberID, err)
 	}
 	return route{tenantID: id, queue: tasks.TenantQueueID(id), sharedWith: r.sharedWith}, nil
 }

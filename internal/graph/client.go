@@ -69,22 +69,36 @@ func (c *Client) WithToken(accessToken string) *Client {
 type SendResult struct {
 	// MessageID is the wamid of the sent message (messages[0].id).
 	MessageID string
-	// WaID is the recipient's WhatsApp id (contacts[0].wa_id).
+	// WaID is the recipient's WhatsApp id (contacts[0].wa_id) when the message went to a phone
+	// number; empty when it went by BSUID, for which Meta answers UserID instead.
 	WaID string
+	// UserID is the recipient's business-scoped user id (contacts[0].user_id) when the message
+	// went by Recipient; empty when it went to a phone number.
+	UserID string
 	// MessageStatus is set for some template sends ("accepted", "held_for_quality_assessment").
 	MessageStatus string
 }
 
-// Send posts any message. MessagingProduct is set to "whatsapp"; To and Type are required.
+// Send posts any message. MessagingProduct is set to "whatsapp". Type is required, and To or
+// Recipient (see Message): a message with neither is refused with ErrNoAddress, one whose To
+// is not a phone number (a BSUID belongs in Recipient) with ErrToNotPhone, one whose Recipient
+// is a phone number with ErrRecipientNotUserID, all before any call and all Permanent. A message
+// with both goes as given: Meta sends it to To.
 func (c *Client) Send(ctx context.Context, phoneNumberID string, m Message) (SendResult, error) {
-	if m.To == "" || m.Type == "" {
-		return SendResult{}, fmt.Errorf("send: %w: to and type are required", ErrInvalidMessage)
+	if m.Type == "" {
+		return SendResult{}, fmt.Errorf("send: %w: type is required", ErrInvalidMessage)
+	}
+	if err := checkAddress(m); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	m.MessagingProduct = "whatsapp"
 	var resp struct {
+		// Meta names who it sent to by wa_id or, for a send by BSUID, by user_id: neither is
+		// required, the wamid is what matters.
 		Contacts []struct {
-			Input string `json:"input"`
-			WaID  string `json:"wa_id"`
+			Input  string `json:"input"`
+			WaID   string `json:"wa_id"`
+			UserID string `json:"user_id"`
 		} `json:"contacts"`
 		Messages []struct {
 			ID            string `json:"id"`
@@ -102,12 +116,15 @@ func (c *Client) Send(ctx context.Context, phoneNumberID string, m Message) (Sen
 	}
 	r := SendResult{MessageID: resp.Messages[0].ID, MessageStatus: resp.Messages[0].MessageStatus}
 	if len(resp.Contacts) > 0 {
-		r.WaID = resp.Contacts[0].WaID
+		r.WaID, r.UserID = resp.Contacts[0].WaID, resp.Contacts[0].UserID
 	}
 	return r, nil
 }
 
-// SendText sends a text message (t.PreviewURL asks for a link preview).
+// The helpers below send to a phone number: to is Message.To, so a BSUID passed as to is refused
+// with ErrToNotPhone. To reach someone by BSUID, build the Message with Recipient and call Send.
+
+// SendText sends a text message (t.PreviewURL asks for a link preview) to the phone number to.
 func (c *Client) SendText(ctx context.Context, phoneNumberID, to string, t Text, o SendOptions) (SendResult, error) {
 	if t.Body == "" {
 		return SendResult{}, fmt.Errorf("send text: %w: empty body", ErrInvalidMessage)
@@ -117,7 +134,8 @@ func (c *Client) SendText(ctx context.Context, phoneNumberID, to string, t Text,
 	return c.Send(ctx, phoneNumberID, m)
 }
 
-// SendButtons sends an interactive message with one to three reply buttons.
+// SendButtons sends an interactive message with one to three reply buttons to the phone number
+// to.
 func (c *Client) SendButtons(ctx context.Context, phoneNumberID, to string, b Buttons, o SendOptions) (SendResult, error) {
 	if b.Body == "" || len(b.Buttons) == 0 || len(b.Buttons) > MaxReplyButtons {
 		return SendResult{}, fmt.Errorf("send buttons: %w: need a body and 1 to %d buttons, got %d", ErrInvalidMessage, MaxReplyButtons, len(b.Buttons))
@@ -135,7 +153,8 @@ func (c *Client) SendButtons(ctx context.Context, phoneNumberID, to string, b Bu
 	return c.Send(ctx, phoneNumberID, m)
 }
 
-// SendList sends an interactive list: up to ten sections and ten rows in all.
+// SendList sends an interactive list, up to ten sections and ten rows in all, to the phone
+// number to.
 func (c *Client) SendList(ctx context.Context, phoneNumberID, to string, l List, o SendOptions) (SendResult, error) {
 	rows := 0
 	for _, s := range l.Sections {
@@ -156,7 +175,7 @@ func (c *Client) SendList(ctx context.Context, phoneNumberID, to string, l List,
 	return c.Send(ctx, phoneNumberID, m)
 }
 
-// SendTemplate sends a template message.
+// SendTemplate sends a template message to the phone number to.
 func (c *Client) SendTemplate(ctx context.Context, phoneNumberID, to string, t Template, o SendOptions) (SendResult, error) {
 	if t.Name == "" || t.Language.Code == "" {
 		return SendResult{}, fmt.Errorf("send template: %w: need a name and a language code", ErrInvalidMessage)

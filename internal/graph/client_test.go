@@ -213,6 +213,8 @@ func TestSendErrors(t *testing.T) {
 		{"400 + 131052 media download", 400, metaError(131052, "OAuthException", "(#131052) Media download error"), nil, Permanent, 131052, false},
 		{"400 + 131053 media upload", 400, metaError(131053, "OAuthException", "(#131053) Media upload error"), nil, Permanent, 131053, false},
 		{"500 + 131026: a known permanent code stays permanent", 500, metaError(131026, "OAuthException", "(#131026) Message undeliverable"), nil, Permanent, 131026, false},
+		{"400 + 131062 BSUID not allowed", 400, metaError(131062, "OAuthException", "(#131062) Business-scoped user id not allowed for this message"), nil, Permanent, 131062, false},
+		{"500 + 131062 stays permanent", 500, metaError(131062, "OAuthException", "(#131062) Business-scoped user id not allowed for this message"), nil, Permanent, 131062, false},
 		{"500 + unknown code", 500, metaError(999999, "OAuthException", "(#999999) New error"), nil, Temporary, 999999, true},
 		{"400 + unknown code", 400, metaError(999999, "OAuthException", "(#999999) New error"), nil, Permanent, 999999, false},
 		{"200 with garbage", 200, `<html>captive portal</html>`, nil, Permanent, 0, false},

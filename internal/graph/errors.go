@@ -77,8 +77,9 @@ type Error struct {
 
 // Error describes the failure for logs: HTTP status, Meta's code, subcode, type and message,
 // and the fbtrace_id Meta support asks for. Meta's message names the error ("(#131026)
-// Message undeliverable"); long digit runs in it are masked in case it ever echoes a phone
-// number, and Details, which can quote request parameters, is left out.
+// Message undeliverable"); long digit runs and what has the shape of a business-scoped user id
+// are masked in it, in case it ever echoes a phone number or a BSUID, and Details, which can
+// quote request parameters, is left out.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("graph api: ")
@@ -98,7 +99,7 @@ func (e *Error) Error() string {
 	}
 	if e.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(maskDigits(e.Message))
+		b.WriteString(maskDigits(maskUserIDs(e.Message)))
 	}
 	if e.err != nil {
 		b.WriteString(": ")
@@ -120,6 +121,14 @@ func (e *Error) Error() string {
 
 // Unwrap returns the transport or decoding error behind e, if any.
 func (e *Error) Unwrap() error { return e.err }
+
+// userIDs finds what has the shape of a BSUID or parent BSUID ("US.1349…", "US.ENT.ab12…")
+// with a digit in it, as the log checks do: a person's id belongs in no log line, and Meta's
+// messages about sends by "recipient" may quote it.
+var userIDs = regexp.MustCompile(`\b[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]*[0-9][A-Za-z0-9]*`)
+
+// maskUserIDs hides what looks like a BSUID in s.
+func maskUserIDs(s string) string { return userIDs.ReplaceAllString(s, "[redacted]") }
 
 var longDigits = regexp.MustCompile(`\+?[0-9][0-9 ()-]{6,}[0-9]`)
 
@@ -187,6 +196,10 @@ var (
 		131051: true, // Unsupported message type
 		131052: true, // Media download error
 		131053: true, // Media upload error
+		// Business-scoped user id not allowed for this message: an authentication template with
+		// a one-tap, zero-tap or copy-code button was sent by "recipient" (a BSUID). It goes
+		// only to a phone number (see RequiresPhone), so resending it the same way cannot help.
+		131062: true,
 		132000: true, // Template parameter count mismatch
 		132001: true, // Template does not exist
 		132015: true, // Template is paused (low quality)

@@ -16,15 +16,28 @@ import (
 // body Meta documents (the api decodes businesses' bodies into these types and refuses unknown
 // fields, and the stored record is this encoding).
 
-// Message is a body for POST /{phone-number-id}/messages. Set To, Type and the object named
-// by Type; Send fills MessagingProduct.
+// Message is a body for POST /{phone-number-id}/messages. Set To or Recipient (or both), Type
+// and the object named by Type; Send fills MessagingProduct.
+//
+// Who the message goes to is Meta's rule for users who may have no phone number
+// (shared/meta/usernames.md, "Sending"): To is a phone number and nothing else, Recipient a
+// business-scoped user id; with both, Meta sends to To. A BSUID never goes in To, and a send
+// never carries an empty "to" (both fields are left out of the body when empty), so a message
+// sent by Recipient alone has no "to" at all. Send refuses a message that breaks the rule
+// before any call is made.
 type Message struct {
 	MessagingProduct string `json:"messaging_product"`
 	// RecipientType is "individual" (the default when empty).
 	RecipientType string `json:"recipient_type,omitempty"`
-	// To is the customer's WhatsApp id or phone number.
-	To   string `json:"to"`
-	Type string `json:"type"`
+	// To is the customer's phone number (WhatsApp id), never a BSUID. Empty when the message
+	// goes by Recipient alone: Meta refuses an empty "to", so it is then left out.
+	To string `json:"to,omitempty"`
+	// Recipient is the customer's business-scoped user id (BSUID, "CC.…") or parent BSUID
+	// ("CC.ENT.…"), exactly as received: how a customer whose phone number Meta no longer
+	// shares is reached. Meta ignores it when To is set. An authentication template with a
+	// one-tap, zero-tap or copy-code button cannot go by Recipient (see RequiresPhone).
+	Recipient string `json:"recipient,omitempty"`
+	Type      string `json:"type"`
 	// Context makes the message a quoted reply to Context.MessageID.
 	Context *Context `json:"context,omitempty"`
 

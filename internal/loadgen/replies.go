@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -28,6 +29,9 @@ type ReplyConfig struct {
 	Client *http.Client
 	// Progress, when set, is called after each poll.
 	Progress func(seen, want int, elapsed time.Duration)
+	// Keyer makes the reply keys the stack's worker makes (its LOG_HASH_KEY); the development
+	// key's when nil.
+	Keyer *keyedid.Keyer
 }
 
 // Replies is what the wait saw.
@@ -77,8 +81,12 @@ func WaitReplies(ctx context.Context, cfg ReplyConfig) (*Replies, error) {
 	}
 	byKey := make(map[string]string, len(cfg.Sent))
 	var firstSend time.Time
+	keyer := cfg.Keyer
+	if keyer == nil {
+		keyer = keyedid.Dev()
+	}
 	for id, t := range cfg.Sent {
-		byKey[tasks.IdempotencyKey(id)] = id
+		byKey[tasks.IdempotencyKey(keyer, id)] = id
 		if firstSend.IsZero() || t.Before(firstSend) {
 			firstSend = t
 		}

@@ -16,14 +16,14 @@ import (
 // Store reads the members who joined by invite and redeems invites; *store.Tenants implements
 // it.
 type Store interface {
-	RuntimeMember(ctx context.Context, id, waID string) (tenant.Member, bool, error)
-	RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error)
+	RuntimeMember(ctx context.Context, id string, c store.Contact) (tenant.Member, bool, error)
+	RedeemInvite(ctx context.Context, id, codeHash string, c store.Contact, name string) (tenant.Member, error)
 }
 
 // Mover redeems an invite for a contact writing on a business number: on a shared number the
 // contact also leaves the number's other tenants; tenantcache.ContactRouter implements it.
 type Mover interface {
-	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error)
+	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, c store.Contact, name string) (tenant.Member, error)
 }
 
 // Gate decides, before the assistant, what a tenant's audience makes of a message.
@@ -47,14 +47,14 @@ type Admission struct {
 	Event string
 }
 
-// Admit applies the tenant's audience to m. With audience members a non-member gets the
-// onboarding prompt and nothing else (a reaction or system notice, nothing at all); a message
-// that is exactly an invite code redeems it (welcome, or "invalid code"), from members too.
-// Before a non-member is answered (the prompt, or a code tried) allow counts the message and
-// says whether it may be (nil allows all): past the limit, silence and no code is tried.
-func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, allow func() bool) (Admission, error) {
+// Admit applies the tenant's audience to m from contact c. With audience members a non-member
+// gets the onboarding prompt and nothing else (a reaction or system notice, nothing at all); a
+// message that is exactly an invite code redeems it (welcome, or "invalid code"), from members
+// too. Before a non-member is answered (the prompt, or a code tried) allow counts the message
+// and says whether it may be (nil allows all): past the limit, silence and no code is tried.
+func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m whatsapp.Message, allow func() bool) (Admission, error) {
 	logger := logging.FromContext(ctx)
-	member, isMember, err := g.Member(ctx, tn, m.From)
+	member, isMember, err := g.Member(ctx, tn, c)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -70,7 +70,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 		// shared number a fresh code of this tenant is still redeemed: the member may be
 		// another tenant's there by an earlier code, and the code is how they pick this one.
 		if g.Moves != nil && tn.SharesNumber(m.PhoneNumberID) {
-			if _, err := g.redeem(ctx, tn, m, tenant.InviteCodeHash(code)); err != nil && !errors.Is(err, store.ErrInviteInvalid) {
+			if _, err := g.redeem(ctx, tn, c, m, tenant.InviteCodeHash(code)); err != nil && !errors.Is(err, store.ErrInviteInvalid) {
 				return Admission{}, fmt.Errorf("redeem invite: %w", err)
 			}
 		}
@@ -79,7 +79,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 	case isCode && allow != nil && !allow():
 		return limitedNonMember(ctx, adm), nil
 	case isCode:
-		joined, err := g.redeem(ctx, tn, m, tenant.InviteCodeHash(code))
+		joined, err := g.redeem(ctx, tn, c, m, tenant.InviteCodeHash(code))
 		if errors.Is(err, store.ErrInviteInvalid) {
 			logger.InfoContext(ctx, "invite code refused: unknown, used or expired", "event", "invite_refused")
 			adm.Handled, adm.Event, adm.Key = true, "invite_refused", i18n.InvalidCode
@@ -109,13 +109,13 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, 
 	return adm, nil
 }
 
-// redeem redeems the invite codeHash for m's sender: on a shared number through Moves, so the
-// sender leaves the number's other tenants.
-func (g Gate) redeem(ctx context.Context, tn *tenant.Tenant, m whatsapp.Message, codeHash string) (tenant.Member, error) {
+// redeem redeems the invite codeHash for m's sender, contact c: on a shared number through
+// Moves, so the sender leaves the number's other tenants.
+func (g Gate) redeem(ctx context.Context, tn *tenant.Tenant, c store.Contact, m whatsapp.Message, codeHash string) (tenant.Member, error) {
 	if g.Moves != nil && tn.SharesNumber(m.PhoneNumberID) {
-		return g.Moves.RedeemSharedInvite(ctx, tn.ID, m.PhoneNumberID, codeHash, m.From, m.ContactName)
+		return g.Moves.RedeemSharedInvite(ctx, tn.ID, m.PhoneNumberID, codeHash, c, m.ContactName)
 	}
-	return g.Store.RedeemInvite(ctx, tn.ID, codeHash, m.From, m.ContactName)
+	return g.Store.RedeemInvite(ctx, tn.ID, codeHash, c, m.ContactName)
 }
 
 // limitedNonMember is the silence of a non-member past its replies of the hour.
@@ -125,12 +125,14 @@ func limitedNonMember(ctx context.Context, adm Admission) Admission {
 	return adm
 }
 
-// Member looks waID up among the tenant's file members, then the members who joined by invite.
-func (g Gate) Member(ctx context.Context, tn *tenant.Tenant, waID string) (tenant.Member, bool, error) {
-	if m, ok := tn.Member(waID); ok {
+// Member looks contact c up among the tenant's file members (by any of its identifiers: a
+// member listed by phone is found when they write by BSUID alone, once the phone and the BSUID
+// arrived together), then the members who joined by invite.
+func (g Gate) Member(ctx context.Context, tn *tenant.Tenant, c store.Contact) (tenant.Member, bool, error) {
+	if m, ok := tn.MemberOf(c.Identity); ok {
 		return m, true, nil
 	}
-	m, ok, err := g.Store.RuntimeMember(ctx, tn.ID, waID)
+	m, ok, err := g.Store.RuntimeMember(ctx, tn.ID, c)
 	if err != nil {
 		return tenant.Member{}, false, fmt.Errorf("look up member of tenant %s: %w", tn.ID, err)
 	}

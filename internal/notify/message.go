@@ -59,13 +59,16 @@ func Template(t *tenant.Template, intent, sender, lines string) *graph.Message {
 	}}
 }
 
-// Sender names the member who asked: their name, else the last four digits of their number
-// ("…7890"), never the whole number.
+// Sender names the member who asked: their name, else their username ("@…"), else the last four
+// digits of their number ("…7890"), never the whole number nor their business-scoped user id.
 func Sender(from action.From) string {
 	if name := strings.TrimSpace(from.Name); name != "" {
 		return name
 	}
-	return tenant.MemberLabel(tenant.Member{WaID: from.WaID})
+	if from.Username != "" {
+		return "@" + strings.TrimPrefix(from.Username, "@")
+	}
+	return tenant.MemberLabel(tenant.Member{WaID: from.WaID, UserID: from.UserID})
 }
 
 // param makes v a valid template parameter: Meta refuses a parameter with a line break, a tab

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -33,7 +34,13 @@ type Queue interface {
 // Choices reads which tenant a contact chose on a shared number by invite code;
 // *store.Tenants implements it.
 type Choices interface {
-	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, waID string) (store.SharedContact, error)
+	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, person contact.Identity) (store.SharedContact, error)
+}
+
+// Conversations finds the conversation of a person on a number; *store.ConversationStore
+// implements it.
+type Conversations interface {
+	ConversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (string, bool, error)
 }
 
 // Notifier queues the notifications of succeeded actions. Members, Outbox and Hasher are
@@ -43,7 +50,11 @@ type Notifier struct {
 	// Choices, when set, keeps a shared number's notifications from the members who left the
 	// tenant there for another tenant's invite code (its file still lists them).
 	Choices Choices
-	Outbox  Queue
+	// Conversations, when set, finds each member's conversation on the number, whose last
+	// message opens the 24-hour window; without it a notification goes as to a member with no
+	// conversation: as its template.
+	Conversations Conversations
+	Outbox        Queue
 	// Hasher keys the notifications' ids (IDPurpose) and the members' hashes in logs.
 	Hasher *logging.Hasher
 	// Now is time.Now when nil.
@@ -60,7 +71,7 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 		return nil
 	}
 	logger := logging.FromContext(ctx)
-	to, err := n.Recipients(ctx, tn, in.Notify, a.To)
+	to, err := n.Recipients(ctx, tn, in.Notify, contact.Identity{WaID: a.To, UserID: a.UserID, ParentUserID: a.ParentUserID})
 	if err != nil {
 		return err
 	}
@@ -71,14 +82,21 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 	sender := Sender(req.From)
 	var errs []error
 	for _, m := range to {
-		left, err := n.leftOn(ctx, tn, a.PhoneNumberID, m.WaID)
+		person := m.Identity()
+		ref := n.ref(person)
+		left, err := n.leftOn(ctx, tn, a.PhoneNumberID, person)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if left {
 			logger.InfoContext(ctx, "notification not queued: the member chose another tenant on this shared number",
-				"event", "notification_skipped", "reason", "left_shared_number", "to_hash", n.Hasher.Phone(m.WaID), "role", m.Role)
+				"event", "notification_skipped", "reason", "left_shared_number", "to_hash", ref, "role", m.Role)
+			continue
+		}
+		convID, err := n.conversation(ctx, tn.ID, a.PhoneNumberID, person)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		msg := Compose(tn, in, m, sender, req.Data)
@@ -86,10 +104,12 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 		if err != nil {
 			return fmt.Errorf("encode the notification: %w", err)
 		}
+		addr := person.Address()
 		seed := store.OutboundRecord{
-			IdempotencyKey: n.Key(a.ActionID, m.WaID), Source: store.SourceNotification, TenantID: tn.ID,
-			PhoneNumberID: a.PhoneNumberID, To: m.WaID, ToHash: n.Hasher.Phone(m.WaID), Message: string(text),
-			MessageType: msg.Text.Type, CorrelationID: a.CorrelationID, InboundEventID: a.InboundEventID, ReceivedAt: now(),
+			IdempotencyKey: n.Key(a.ActionID, memberKey(m)), Source: store.SourceNotification, TenantID: tn.ID,
+			PhoneNumberID: a.PhoneNumberID, To: addr.To, Recipient: addr.Recipient, ConversationID: convID, ToHash: ref,
+			Message: string(text), MessageType: msg.Text.Type, CorrelationID: a.CorrelationID, InboundEventID: a.InboundEventID,
+			ReceivedAt: now(),
 		}
 		if msg.Fallback != nil {
 			fallback, err := json.Marshal(msg.Fallback)
@@ -100,7 +120,7 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 		}
 		_, created, err := n.Outbox.Queue(ctx, seed)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("queue the notification to %s: %w", n.Hasher.Phone(m.WaID), err))
+			errs = append(errs, fmt.Errorf("queue the notification to %s: %w", ref, err))
 			continue
 		}
 		logger.InfoContext(ctx, "notification queued", "event", "notification_queued", "to_hash", seed.ToHash,
@@ -109,37 +129,67 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 	return errors.Join(errs...)
 }
 
-// leftOn reports whether waID, a member of tn, chose another tenant on phoneNumberID with an
+// ref is the keyed reference of a member in logs and records: ph_ of the phone, else us_ of
+// the BSUID.
+func (n *Notifier) ref(person contact.Identity) string {
+	if person.WaID != "" {
+		return n.Hasher.Phone(person.WaID)
+	}
+	return n.Hasher.User(person.UserID + person.ParentUserID)
+}
+
+// conversation is the member's conversation on the number, "" when they have none (no
+// conversation: the window is closed).
+func (n *Notifier) conversation(ctx context.Context, tenantID, phoneNumberID string, person contact.Identity) (string, error) {
+	if n.Conversations == nil {
+		return "", nil
+	}
+	id, _, err := n.Conversations.ConversationOf(ctx, tenantID, phoneNumberID, person)
+	return id, err
+}
+
+// memberKey is what names a member in its notification's key: its phone (as before contacts,
+// so a notification queued then keeps its key), else its BSUID.
+func memberKey(m tenant.Member) string {
+	if m.WaID != "" {
+		return m.WaID
+	}
+	return m.UserID
+}
+
+// leftOn reports whether person, a member of tn, chose another tenant on phoneNumberID with an
 // invite code and is still its member: on a shared number that makes the contact the other
 // tenant's, whatever tn's file says (tenantcache.ContactRouter routes them there), so tn's
 // business is no longer theirs to hear of there. One removed from the tenant they chose is
 // routed by the files again, and told again.
-func (n *Notifier) leftOn(ctx context.Context, tn *tenant.Tenant, phoneNumberID, waID string) (bool, error) {
+func (n *Notifier) leftOn(ctx context.Context, tn *tenant.Tenant, phoneNumberID string, person contact.Identity) (bool, error) {
 	if n.Choices == nil || !tn.SharesNumber(phoneNumberID) {
 		return false, nil
 	}
-	sc, err := n.Choices.SharedContact(ctx, phoneNumberID, nil, waID)
+	sc, err := n.Choices.SharedContact(ctx, phoneNumberID, nil, person)
 	if err == nil && sc.Chosen != "" && sc.Chosen != tn.ID {
-		sc, err = n.Choices.SharedContact(ctx, phoneNumberID, []string{sc.Chosen}, waID)
+		sc, err = n.Choices.SharedContact(ctx, phoneNumberID, []string{sc.Chosen}, person)
 		if err == nil {
 			return len(sc.Joined) > 0, nil
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the choice of %s on shared number %s: %w", n.Hasher.Phone(waID), phoneNumberID, err)
+		return false, fmt.Errorf("read the choice of %s on shared number %s: %w", n.ref(person), phoneNumberID, err)
 	}
 	return false, nil
 }
 
 // Recipients are the members of tn with one of roles, except the sender: the file's members,
-// then those who joined by invite (a number in both counts once, as the file says), in that
+// then those who joined by invite (a person in both counts once, as the file says), in that
 // order.
-func (n *Notifier) Recipients(ctx context.Context, tn *tenant.Tenant, roles []tenant.Role, sender string) ([]tenant.Member, error) {
+func (n *Notifier) Recipients(ctx context.Context, tn *tenant.Tenant, roles []tenant.Role, sender contact.Identity) ([]tenant.Member, error) {
 	var out []tenant.Member
-	seen := map[string]bool{sender: true}
+	seen := func(m tenant.Member) bool {
+		id := m.Identity()
+		return id.Matches(sender) || slices.ContainsFunc(out, func(o tenant.Member) bool { return o.Identity().Matches(id) })
+	}
 	for _, m := range tn.Members {
-		if slices.Contains(roles, m.Role) && !seen[m.WaID] {
-			seen[m.WaID] = true
+		if slices.Contains(roles, m.Role) && !seen(m) {
 			out = append(out, m)
 		}
 	}
@@ -148,8 +198,7 @@ func (n *Notifier) Recipients(ctx context.Context, tn *tenant.Tenant, roles []te
 		return nil, fmt.Errorf("list the members to notify: %w", err)
 	}
 	for _, m := range joined {
-		if !seen[m.WaID] {
-			seen[m.WaID] = true
+		if !seen(m) && !m.Identity().IsZero() {
 			out = append(out, m)
 		}
 	}
@@ -159,7 +208,8 @@ func (n *Notifier) Recipients(ctx context.Context, tn *tenant.Tenant, roles []te
 // IDPurpose names the key notification ids are derived with (logging.Hasher.DerivedKey).
 const IDPurpose = "wapipe/notification-id/v1"
 
-// Key is the record key of the notification of action actionID to the member waID: an HMAC
+// Key is the record key of the notification of action actionID to the member named waID (its
+// phone, else its BSUID: memberKey): an HMAC
 // keyed with a server secret (derived from LOG_HASH_KEY), like the api's message ids
 // (outbox.MessageID), then tasks.SendKey. One per (action, member), whoever computes it and
 // however often; nobody who knows the two can compute it, or echo it in a status.

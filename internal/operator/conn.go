@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -20,6 +21,9 @@ type Conn struct {
 	// FIRESTORE_EMULATOR_HOST itself, and without it connects to Firestore.
 	FirestoreEmulatorHost string
 	FirestoreDatabase     string
+	// Keyer names people's documents as the services do (their LOG_HASH_KEY); the development
+	// key's when nil.
+	Keyer *keyedid.Keyer
 }
 
 // Validate checks that the settings name a place to connect to.
@@ -36,10 +40,17 @@ func (c Conn) Validate() error {
 
 // Store opens the configured database as the services do; close it when done.
 func (c Conn) Store(ctx context.Context) (*store.DB, error) {
+	var db *store.DB
+	var err error
 	if c.FirestoreEmulatorHost != "" {
-		return store.OpenEmulator(ctx, c.FirestoreEmulatorHost, c.Project, c.FirestoreDatabase)
+		db, err = store.OpenEmulator(ctx, c.FirestoreEmulatorHost, c.Project, c.FirestoreDatabase)
+	} else {
+		db, err = store.Open(ctx, c.Project, c.FirestoreDatabase)
 	}
-	return store.Open(ctx, c.Project, c.FirestoreDatabase)
+	if err == nil {
+		db.SetKeyer(c.Keyer)
+	}
+	return db, err
 }
 
 // Queues opens the Cloud Tasks admin client: the emulator when TasksEmulatorHost is set, else

@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/dedupe"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -32,7 +32,10 @@ type Inspector struct {
 	// Hasher makes refs (LOG_HASH_KEY's): it finds an event by its event_ref and shows phone
 	// numbers and wamids in bodies as refs.
 	Hasher *logging.Hasher
-	Conn   Conn
+	// Keyer makes the reply keys (LOG_HASH_KEY's); the development key's when nil. A reply
+	// recorded before keys were keyed is found by its unkeyed key.
+	Keyer *keyedid.Keyer
+	Conn  Conn
 	// InboundQueue and OutboundQueue are the queue ids; tasks' defaults when empty.
 	InboundQueue, OutboundQueue string
 }
@@ -227,11 +230,13 @@ func (x *inspection) addDeadLetters(ctx context.Context, eventID, key string) er
 func (x *inspection) event(ctx context.Context, id string) ([]string, error) {
 	in, r := x.in, x.r
 	msgIDs := []string{}
-	key := tasks.IdempotencyKey(id)
+	var rec *store.OutboundRecord
+	var err error
 	if tasks.IsIdempotencyKey(id) {
-		key = id
+		rec, err = in.outbound(ctx, id)
+	} else {
+		_, rec, err = x.reply(ctx, id, 0)
 	}
-	rec, err := in.outbound(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -279,12 +284,14 @@ func (x *inspection) event(ctx context.Context, id string) ([]string, error) {
 // turn's further replies, and their dead letters.
 func (x *inspection) message(ctx context.Context, mid string) (MessageReport, error) {
 	in := x.in
-	m := MessageReport{MessageID: mid, IdempotencyKey: tasks.IdempotencyKey(mid), Statuses: []store.StatusRecord{}}
+	m := MessageReport{MessageID: mid, IdempotencyKey: tasks.IdempotencyKey(in.keyer(), mid), Statuses: []store.StatusRecord{}}
 	var err error
 	if m.Outbound = x.known[mid]; m.Outbound == nil {
-		if m.Outbound, err = in.outbound(ctx, m.IdempotencyKey); err != nil {
+		if m.IdempotencyKey, m.Outbound, err = x.reply(ctx, mid, 0); err != nil {
 			return m, err
 		}
+	} else {
+		m.IdempotencyKey = m.Outbound.IdempotencyKey
 	}
 	if m.Outbound != nil && m.Outbound.GraphMessageID != "" {
 		if m.Statuses, err = in.Statuses.ListStatusesFor(ctx, m.Outbound.GraphMessageID); err != nil {
@@ -306,8 +313,7 @@ func (x *inspection) message(ctx context.Context, mid string) (MessageReport, er
 	}
 	// A conversation turn's further replies are under its ReplyKey ids.
 	for i := 1; i < maxReplies; i++ {
-		k := conversation.ReplyKey(mid, i)
-		rec, err := in.outbound(ctx, k)
+		k, rec, err := x.reply(ctx, mid, i)
 		if err != nil {
 			return m, err
 		}
@@ -374,7 +380,7 @@ func (in *Inspector) inspectAction(ctx context.Context, id string) (*Report, err
 	}
 	a.Reply = ""
 	if a.ReplyKey == "" {
-		a.ReplyKey = tasks.ActionReplyKey(a.ActionID)
+		a.ReplyKey = tasks.ActionReplyKey(in.keyer(), a.ActionID)
 	}
 	ar := &ActionReport{ActionRecord: a}
 	if ar.ReplyRecord, err = in.outbound(ctx, a.ReplyKey); err != nil {
@@ -652,4 +658,28 @@ func writeTaskState(b *strings.Builder, label string, st TaskState) {
 	}
 	fmt.Fprintf(b, "%s %s: queued, scheduled %s, %d dispatch(es), %d response(s), %s\n",
 		label, st.Name, stamp(t.ScheduleTime), t.DispatchCount, t.ResponseCount, last)
+}
+
+// keyer is the Inspector's keyer: the development key's when none is set.
+func (in *Inspector) keyer() *keyedid.Keyer {
+	if in.Keyer == nil {
+		return keyedid.Dev()
+	}
+	return in.Keyer
+}
+
+// reply returns the key and record of reply index of the turn of message mid: under its keyed
+// key, else under the unkeyed one a reply recorded before keys were keyed has (record nil when
+// there is neither; the key is then the keyed one).
+func (x *inspection) reply(ctx context.Context, mid string, index int) (string, *store.OutboundRecord, error) {
+	key := x.in.keyer().ReplyKey(mid, index)
+	rec, err := x.in.outbound(ctx, key)
+	if err != nil || rec != nil {
+		return key, rec, err
+	}
+	legacy := tasks.LegacyReplyKey(mid, index)
+	if rec, err = x.in.outbound(ctx, legacy); err != nil || rec != nil {
+		return legacy, rec, err
+	}
+	return key, nil, nil
 }

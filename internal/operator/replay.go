@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
@@ -38,6 +39,8 @@ type Replayer struct {
 	DeadLetters deadLetterStore
 	Outbound    outboundStore
 	Tasks       enqueuer
+	// Keyer makes an action's result key (LOG_HASH_KEY's); the development key's when nil.
+	Keyer *keyedid.Keyer
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -144,7 +147,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 			if json.Unmarshal([]byte(d.Body), &out) == nil {
 				key = out.IdempotencyKey
 				if d.Path == tasks.ProcessActionPath && out.ActionID != "" {
-					key = tasks.ActionReplyKey(out.ActionID)
+					key = tasks.ActionReplyKey(r.keyer(), out.ActionID)
 				}
 			}
 		}
@@ -214,4 +217,11 @@ func replayQueue(d store.DeadLetter) (string, error) {
 	default:
 		return tasks.OutboundQueueID, nil
 	}
+}
+
+func (r *Replayer) keyer() *keyedid.Keyer {
+	if r.Keyer == nil {
+		return keyedid.Dev()
+	}
+	return r.Keyer
 }

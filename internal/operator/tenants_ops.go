@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -19,10 +21,11 @@ type MemberRemover interface {
 // truth for them, and the next apply would bring them back.
 var ErrFileMember = errors.New("a member from the tenant file: edit the tenant file (members) and apply it")
 
-// RemoveMember removes waID, who joined tenant id by invite, from its members: from the next
-// message the contact is a stranger again. A member the file lists is refused with
-// ErrFileMember; a wa_id that is no member, or no tenant, is an error saying so.
-func RemoveMember(ctx context.Context, st MemberRemover, id, waID string) (tenant.Member, error) {
+// RemoveMember removes who (a phone number, a business-scoped user id or a contact id), who
+// joined tenant id by invite, from its members: from the next message the contact is a
+// stranger again. A member the file lists is refused with ErrFileMember; one that is no member,
+// or no tenant, is an error saying so.
+func RemoveMember(ctx context.Context, st MemberRemover, id, who string) (tenant.Member, error) {
 	rec, err := st.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return tenant.Member{}, fmt.Errorf("no tenant %q", id)
@@ -30,12 +33,17 @@ func RemoveMember(ctx context.Context, st MemberRemover, id, waID string) (tenan
 	if err != nil {
 		return tenant.Member{}, err
 	}
-	if m, ok := rec.Tenant.Member(waID); ok {
+	person := outbox.RecipientIdentity("", who)
+	if contact.IsPhone(who) {
+		person = contact.Identity{WaID: who}
+	}
+	if m, ok := rec.Tenant.MemberOf(person); ok {
 		return m, fmt.Errorf("%s of %s is %w", tenant.MemberLabel(m), id, ErrFileMember)
 	}
-	m, err := st.RemoveRuntimeMember(ctx, id, waID)
+	m, err := st.RemoveRuntimeMember(ctx, id, who)
 	if errors.Is(err, store.ErrNotFound) {
-		return m, fmt.Errorf("tenant %s has no member %s who joined by invite", id, tenant.MemberLabel(tenant.Member{WaID: waID}))
+		label := tenant.MemberLabel(tenant.Member{WaID: person.WaID, UserID: person.UserID + person.ParentUserID})
+		return m, fmt.Errorf("tenant %s has no member %s who joined by invite", id, label)
 	}
 	return m, err
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -59,11 +60,11 @@ type Delivery struct {
 	StatusIDs []string
 }
 
-// IdempotencyKeys returns the outbound idempotency key of each message.
-func (d Delivery) IdempotencyKeys() []string {
+// IdempotencyKeys returns the outbound idempotency key of each message, keyed with k.
+func (d Delivery) IdempotencyKeys(k *keyedid.Keyer) []string {
 	out := make([]string, len(d.MessageIDs))
 	for i, id := range d.MessageIDs {
-		out[i] = tasks.IdempotencyKey(id)
+		out[i] = tasks.IdempotencyKey(k, id)
 	}
 	return out
 }

@@ -7,6 +7,7 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/randid"
@@ -54,9 +56,16 @@ type Request struct {
 	TenantID string
 	// PhoneNumberID may be empty when the tenant has one number.
 	PhoneNumberID string
-	// To is the contact's wa_id (never logged in clear).
-	To      string
-	Message graph.Message
+	// To is the contact's phone and Recipient its business-scoped user id (BSUID) or parent
+	// BSUID: at least one; with both, the message goes to To, as Meta does (never logged in
+	// clear).
+	To        string
+	Recipient string
+	// ConversationID, when set (a reply from the console's conversation page), is the
+	// conversation whose last inbound message opens the window; else the contact's conversation
+	// on the number, found by To or Recipient.
+	ConversationID string
+	Message        graph.Message
 	// IdempotencyKey is the caller's key: the same key and body give the same message; empty
 	// makes a new message every time.
 	IdempotencyKey string
@@ -88,10 +97,12 @@ type SendStore interface {
 	GetSend(ctx context.Context, key string) (store.OutboundRecord, error)
 }
 
-// WindowReader reads the conversation that holds a contact's last_inbound_at;
-// *store.ConversationStore implements it.
+// WindowReader reads the conversation that holds a contact's last_inbound_at, and finds the
+// conversation of a person (by phone or BSUID) on a number; *store.ConversationStore implements
+// it.
 type WindowReader interface {
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
+	ConversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (string, bool, error)
 }
 
 // Enqueuer creates tasks; *taskqueue.Client implements it.
@@ -133,22 +144,22 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if r.Message.Type != "template" {
-		open, err := o.windowOpen(ctx, r.TenantID, number, r.To, now())
-		if err != nil {
-			return Result{}, err
-		}
-		if !open {
-			return Result{}, &Refusal{Code: CodeOutsideWindow,
-				Message: "no message from this contact in the last 24 hours: only a template may be sent"}
-		}
+	if r.To == "" && r.Recipient == "" {
+		return Result{}, &Refusal{Code: CodeInvalidRequest, Message: "to or recipient: required (the contact's phone number or business-scoped user id)"}
+	}
+	w, err := o.window(ctx, r, number)
+	if err != nil {
+		return Result{}, err
+	}
+	if r.Message.Type != "template" && !w.open(now()) {
+		return Result{}, &Refusal{Code: CodeOutsideWindow,
+			Message: "no message from this contact in the last 24 hours: only a template may be sent"}
 	}
 	msgJSON, err := json.Marshal(r.Message)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode the message: %w", err)
 	}
-	sum := sha256.Sum256(append([]byte(number+"\x00"+r.To+"\x00"), msgJSON...))
-	requestHash := hex.EncodeToString(sum[:])
+	requestHash := RequestHash(number, r.To, r.Recipient, msgJSON)
 	id := "msg_" + randid.Hex(16)
 	if r.IdempotencyKey != "" {
 		if id, err = o.idempotentID(ctx, r.TenantID, r.IdempotencyKey); err != nil {
@@ -160,9 +171,13 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	if source == "" {
 		source = store.SourceAPI
 	}
+	toHash := o.Hasher.Phone(r.To)
+	if r.To == "" {
+		toHash = o.Hasher.User(r.Recipient)
+	}
 	rec, created, err := o.Queue(ctx, store.OutboundRecord{
 		IdempotencyKey: key, Source: source, APIMessageID: id, RequestHash: requestHash,
-		TenantID: r.TenantID, PhoneNumberID: number, To: r.To, ToHash: o.Hasher.Phone(r.To),
+		TenantID: r.TenantID, PhoneNumberID: number, To: r.To, Recipient: r.Recipient, ConversationID: w.conversationID, ToHash: toHash,
 		Message: string(msgJSON), MessageType: r.Message.Type, CorrelationID: r.CorrelationID, ReceivedAt: now(),
 	})
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
@@ -239,19 +254,87 @@ func (o *Outbox) idempotentID(ctx context.Context, tenantID, idem string) (strin
 	return legacy, nil
 }
 
-// windowOpen reports whether the contact wrote to the tenant's number in the last 24 hours.
-func (o *Outbox) windowOpen(ctx context.Context, tenantID, number, to string, now time.Time) (bool, error) {
+// window is what a send knows of its contact's customer service window.
+type window struct {
+	// unchecked: no window reader (tests of other rules): every send may go.
+	unchecked bool
+	// conversationID is the contact's conversation on the number, "" when they have none.
+	conversationID string
+	lastInbound    time.Time
+}
+
+// open reports whether the contact wrote to the number in the last 24 hours.
+func (w window) open(now time.Time) bool {
+	return w.unchecked || (!w.lastInbound.IsZero() && now.Sub(w.lastInbound) < CustomerServiceWindow)
+}
+
+// window finds the contact r names on the tenant's number and its window: a person who wrote by
+// BSUID alone opens it for a send by recipient, one who wrote by phone for a send by either once
+// both arrived together (the contact has both).
+func (o *Outbox) window(ctx context.Context, r Request, number string) (window, error) {
 	if o.Windows == nil {
-		return true, nil
+		return window{unchecked: true, conversationID: r.ConversationID}, nil
 	}
-	conv, err := o.Windows.Get(ctx, store.ConversationID(tenantID, number, to))
+	convID := r.ConversationID
+	if convID == "" {
+		var err error
+		if convID, _, err = o.Windows.ConversationOf(ctx, r.TenantID, number, RecipientIdentity(r.To, r.Recipient)); err != nil {
+			return window{}, fmt.Errorf("find the contact's conversation: %w", err)
+		}
+	}
+	if convID == "" {
+		return window{}, nil
+	}
+	conv, err := o.Windows.Get(ctx, convID)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return window{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the contact's window: %w", err)
+		return window{}, fmt.Errorf("read the contact's window: %w", err)
 	}
-	return !conv.LastInboundAt.IsZero() && now.Sub(conv.LastInboundAt) < CustomerServiceWindow, nil
+	return window{conversationID: convID, lastInbound: conv.LastInboundAt}, nil
+}
+
+// RecipientIdentity is the person a send names by phone (to) and by BSUID or parent BSUID
+// (recipient).
+func RecipientIdentity(to, recipient string) contact.Identity {
+	id := contact.Identity{WaID: to}
+	if contact.ValidParentUserID(recipient) {
+		id.ParentUserID = recipient
+	} else {
+		id.UserID = recipient
+	}
+	return id
+}
+
+// RequestHash identifies a send's request, to tell an Idempotency-Key replay (same hash) from a
+// reuse with another body. A request with no recipient hashes as it did before sends by BSUID,
+// when a Graph message's JSON always held "to": a key replayed across the upgrade still finds
+// its record.
+func RequestHash(number, to, recipient string, msgJSON []byte) string {
+	h := sha256.New()
+	if recipient == "" {
+		h.Write([]byte(number + "\x00" + to + "\x00"))
+		h.Write(withEmptyTo(msgJSON))
+	} else {
+		h.Write([]byte("v2\x00" + number + "\x00" + to + "\x00" + recipient + "\x00"))
+		h.Write(msgJSON)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// withEmptyTo is a Graph message's JSON as it was encoded while "to" had no omitempty: `"to":""`
+// before the first "type" key, which follows messaging_product and recipient_type (neither of
+// which can hold that text).
+func withEmptyTo(msgJSON []byte) []byte {
+	i := bytes.Index(msgJSON, []byte(`"type":`))
+	if i < 0 || bytes.Contains(msgJSON, []byte(`"to":`)) {
+		return msgJSON
+	}
+	out := make([]byte, 0, len(msgJSON)+8)
+	out = append(out, msgJSON[:i]...)
+	out = append(out, `"to":"",`...)
+	return append(out, msgJSON[i:]...)
 }
 
 // PublicStatus maps a record to the status the api and the console show: queued, sending, sent,

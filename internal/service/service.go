@@ -122,6 +122,8 @@ func Start(ctx context.Context, o Options) (_ *Clients, cleanup func(), err erro
 	if c.DB, err = openDB(ctx, o, database); err != nil {
 		return nil, nil, err
 	}
+	// Every store on the database names people's documents with LOG_HASH_KEY's keyer.
+	c.DB.SetKeyer(o.Base.Keyer())
 	closers = append(closers, func() { c.DB.Close() })
 	c.InboundDB = c.DB
 	if in := o.Base.InboundDatabase(); o.InboundDatabase && in != database {

@@ -25,9 +25,11 @@ const (
 
 // ContactPreference is a contact's marketing preference for a tenant.
 type ContactPreference struct {
-	TenantID string `firestore:"tenant_id" json:"tenant_id"`
-	// Contact is the contact's wa_id (a phone number: stored, never logged).
-	Contact string `firestore:"contact" json:"contact"`
+	TenantID  string `firestore:"tenant_id" json:"tenant_id"`
+	ContactID string `firestore:"contact_id,omitempty" json:"contact_id,omitempty"`
+	// Contact is the contact's phone as of the preference, for documents from before contacts
+	// (personal data: stored, never logged).
+	Contact string `firestore:"contact,omitempty" json:"-"`
 	// MarketingStopped is true after "stop", false after "resume" or "signup".
 	MarketingStopped bool `firestore:"marketing_stopped" json:"marketing_stopped"`
 	// MetaTime is Meta's timestamp of the preference (Unix seconds): an older event does not
@@ -38,63 +40,101 @@ type ContactPreference struct {
 
 // ContactPrefs keeps the contacts' preferences and the templates' categories.
 type ContactPrefs struct {
+	db  *DB
 	fs  *firestore.Client
 	now func() time.Time
 }
 
 // NewContactPrefs returns the preference store; only opts.Now is used.
 func NewContactPrefs(db *DB, opts Options) *ContactPrefs {
-	return &ContactPrefs{fs: db.fs, now: opts.withDefaults().Now}
+	return &ContactPrefs{db: db, fs: db.fs, now: opts.withDefaults().Now}
 }
 
-func (s *ContactPrefs) prefDoc(tenantID, contact string) *firestore.DocumentRef {
-	return s.fs.Collection(ContactPreferences).Doc(DocID("pref\x00" + tenantID + "\x00" + contact))
+// prefDoc is contact c's preference document for tenantID, keyed (keyedid).
+func (s *ContactPrefs) prefDoc(tenantID string, c Contact) *firestore.DocumentRef {
+	return s.fs.Collection(ContactPreferences).Doc(s.db.keyer.ID("preference", tenantID, c.ID))
 }
 
-// SetMarketing records that contact stopped (stop true) or resumed marketing messages from
+// prefRefs are the documents that may hold c's preference: its own, then, until the migration
+// has run, the one named after its phone before contacts.
+func (s *ContactPrefs) prefRefs(ctx context.Context, tenantID string, c Contact) []*firestore.DocumentRef {
+	refs := []*firestore.DocumentRef{s.prefDoc(tenantID, c)}
+	if c.WaID != "" && s.db.legacyReads(ctx) {
+		refs = append(refs, s.fs.Collection(ContactPreferences).Doc(legacyPreferenceID(tenantID, c.WaID)))
+	}
+	return refs
+}
+
+// SetMarketing records that contact c stopped (stop true) or resumed marketing messages from
 // tenantID at Meta's time metaTime; an event older than the one recorded changes nothing. It
 // reports whether the record changed. One transaction: one read, at most one write.
-func (s *ContactPrefs) SetMarketing(ctx context.Context, tenantID, contact string, stop bool, metaTime int64) (bool, error) {
-	if tenantID == "" || contact == "" {
+func (s *ContactPrefs) SetMarketing(ctx context.Context, tenantID string, c Contact, stop bool, metaTime int64) (bool, error) {
+	if tenantID == "" || c.ID == "" {
 		return false, fmt.Errorf("set marketing preference: %w", errNoContact)
 	}
-	ref := s.prefDoc(tenantID, contact)
-	changed := false
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		changed = false
-		snap, err := tx.Get(ref)
-		if err != nil && status.Code(err) != codes.NotFound {
-			return err
+	refs := s.prefRefs(ctx, tenantID, c)
+	changed, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
+		snaps, err := tx.GetAll(refs)
+		if err != nil {
+			return false, err
 		}
-		if err == nil {
+		for _, snap := range snaps {
+			if !snap.Exists() {
+				continue
+			}
 			var cur ContactPreference
 			if err := snap.DataTo(&cur); err != nil {
-				return err
+				return false, err
 			}
 			if cur.MetaTime > metaTime || (cur.MetaTime == metaTime && cur.MarketingStopped == stop) {
-				return nil
+				return false, nil
 			}
+			break
 		}
-		changed = true
-		return tx.Set(ref, ContactPreference{TenantID: tenantID, Contact: contact, MarketingStopped: stop, MetaTime: metaTime, UpdatedAt: s.now()})
-	}, firestore.MaxAttempts(maxTxAttempts))
+		return true, tx.Set(refs[0], ContactPreference{TenantID: tenantID, ContactID: c.ID, MarketingStopped: stop,
+			MetaTime: metaTime, UpdatedAt: s.now()})
+	})
 	if err != nil {
 		return false, fmt.Errorf("set marketing preference: %w", err)
 	}
 	return changed, nil
 }
 
-// Preference returns contact's preference for tenantID; the zero value (marketing allowed)
+// Preference returns contact c's preference for tenantID; the zero value (marketing allowed)
 // when none was recorded. One read.
-func (s *ContactPrefs) Preference(ctx context.Context, tenantID, contact string) (ContactPreference, error) {
-	if tenantID == "" || contact == "" {
+func (s *ContactPrefs) Preference(ctx context.Context, tenantID string, c Contact) (ContactPreference, error) {
+	if tenantID == "" || c.ID == "" {
 		return ContactPreference{}, nil
 	}
-	p, err := getDoc[ContactPreference](ctx, s.prefDoc(tenantID, contact), "contact preference")
-	if err == nil || errors.Is(err, ErrNotFound) {
+	snaps, err := s.fs.GetAll(ctx, s.prefRefs(ctx, tenantID, c))
+	if err != nil {
+		return ContactPreference{}, fmt.Errorf("read contact preference: %w", err)
+	}
+	for _, sn := range snaps {
+		if !sn.Exists() {
+			continue
+		}
+		var p ContactPreference
+		if err := sn.DataTo(&p); err != nil {
+			return ContactPreference{}, fmt.Errorf("decode contact preference: %w", err)
+		}
 		return p, nil
 	}
-	return ContactPreference{}, err
+	return ContactPreference{}, nil
+}
+
+// move copies from's preference for tenantID to into, unless into has its own.
+func (s *ContactPrefs) move(ctx context.Context, tenantID string, from, into Contact) error {
+	p, err := s.Preference(ctx, tenantID, from)
+	if err != nil || p.UpdatedAt.IsZero() {
+		return err
+	}
+	p.ContactID, p.Contact = into.ID, ""
+	_, err = s.prefDoc(tenantID, into).Create(ctx, p)
+	if status.Code(err) == codes.AlreadyExists {
+		return nil
+	}
+	return err
 }
 
 // Template is what the template webhooks said of one of a tenant's templates.
@@ -153,12 +193,12 @@ func (s *ContactPrefs) RecordTemplate(ctx context.Context, t Template) error {
 	return nil
 }
 
-// OptedOutOfMarketing reports whether sending template name (language) to contact must be
+// OptedOutOfMarketing reports whether sending template name (language) to contact c must be
 // refused: the contact stopped marketing messages from tenantID and wapipe knows the template
 // to be MARKETING. A template wapipe has no category for is sent, and Meta decides (131050).
 // One or two reads.
-func (s *ContactPrefs) OptedOutOfMarketing(ctx context.Context, tenantID, contact, name, language string) (bool, error) {
-	p, err := s.Preference(ctx, tenantID, contact)
+func (s *ContactPrefs) OptedOutOfMarketing(ctx context.Context, tenantID string, c Contact, name, language string) (bool, error) {
+	p, err := s.Preference(ctx, tenantID, c)
 	if err != nil || !p.MarketingStopped {
 		return false, err
 	}

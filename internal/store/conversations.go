@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/keyedid"
 )
 
 // Conversation states.
@@ -48,8 +50,14 @@ type Conversation struct {
 	ID            string `firestore:"id" json:"id"`
 	TenantID      string `firestore:"tenant_id" json:"tenant_id"`
 	PhoneNumberID string `firestore:"phone_number_id" json:"phone_number_id"`
-	// Contact is the contact's wa_id (a phone number: stored, never logged).
+	// ContactID is the contact's id (ct_…); empty on a conversation from before contacts until
+	// its next message or the migration.
+	ContactID string `firestore:"contact_id,omitempty" json:"contact_id,omitempty"`
+	// Contact is the contact's phone (wa_id), empty when Meta never shared it; UserID its BSUID
+	// and Username its username, as last seen (personal data: stored, never logged).
 	Contact     string `firestore:"contact" json:"contact"`
+	UserID      string `firestore:"user_id,omitempty" json:"user_id,omitempty"`
+	Username    string `firestore:"username,omitempty" json:"username,omitempty"`
 	ContactName string `firestore:"contact_name" json:"contact_name"`
 	Status      string `firestore:"status" json:"status"`
 	// LastMessageAt is when a message was last stored or answered (wapipe's clock); expire_at
@@ -156,8 +164,13 @@ type Reply struct {
 type Touch struct {
 	TenantID      string
 	PhoneNumberID string
-	Contact       string
-	ContactName   string
+	ContactID     string
+	// Contact is the phone, UserID the BSUID, Username the username the message came with
+	// (each empty when it came without).
+	Contact     string
+	UserID      string
+	Username    string
+	ContactName string
 	// InboundAt is the message's Meta timestamp.
 	InboundAt time.Time
 }
@@ -184,6 +197,7 @@ type TurnCommit struct {
 // ConversationStore keeps conversations and their messages. Each method's comment gives its Firestore
 // reads and writes, so a turn's cost can be added up.
 type ConversationStore struct {
+	db   *DB
 	fs   *firestore.Client
 	opts Options
 }
@@ -194,13 +208,68 @@ func NewConversationStore(db *DB, opts Options) *ConversationStore {
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultConversationRetention
 	}
-	return &ConversationStore{fs: db.fs, opts: opts.withDefaults()}
+	return &ConversationStore{db: db, fs: db.fs, opts: opts.withDefaults()}
 }
 
-// ConversationID is the id of the conversation of a contact with a tenant's number: a hash, so
-// the contact's number is not in it.
-func ConversationID(tenantID, phoneNumberID, contact string) string {
-	return "conv_" + DocID("conversation\x00" + tenantID + "\x00" + phoneNumberID + "\x00" + contact)[:32]
+// ConversationID is the id of the conversation of contact contactID (ct_…) with a tenant's
+// number: keyed (keyedid), so that nobody can recompute it, from a phone number or otherwise,
+// without the key.
+func ConversationID(k *keyedid.Keyer, tenantID, phoneNumberID, contactID string) string {
+	return "conv_" + k.ID("conversation", tenantID, phoneNumberID, contactID)
+}
+
+// Locate is the id of the conversation of contact c with a tenant's number: ConversationID,
+// or, until `wapipe migrate` has run, the conversation the contact's phone had before contacts
+// (LegacyConversationID), while it exists and the new one does not, so the conversation goes
+// on where it was. One read of two documents until the migration, none after.
+func (c *ConversationStore) Locate(ctx context.Context, tenantID, phoneNumberID string, ct Contact) (string, error) {
+	id := ConversationID(c.db.keyer, tenantID, phoneNumberID, ct.ID)
+	var fallback []string
+	if ct.WaID != "" && c.db.legacyReads(ctx) {
+		fallback = append(fallback, LegacyConversationID(tenantID, phoneNumberID, ct.WaID))
+	}
+	if p := c.db.keyer.Previous(); p != nil {
+		fallback = append(fallback, ConversationID(p, tenantID, phoneNumberID, ct.ID))
+	}
+	if len(fallback) == 0 {
+		return id, nil
+	}
+	refs := []*firestore.DocumentRef{c.conversationDoc(id)}
+	for _, f := range fallback {
+		refs = append(refs, c.conversationDoc(f))
+	}
+	snaps, err := c.fs.GetAll(ctx, refs)
+	if err != nil {
+		return "", fmt.Errorf("locate conversation: %w", err)
+	}
+	if snaps[0].Exists() {
+		return id, nil
+	}
+	for i, sn := range snaps[1:] {
+		if !sn.Exists() {
+			continue
+		}
+		var conv Conversation
+		if err := sn.DataTo(&conv); err != nil {
+			return "", fmt.Errorf("decode conversation: %w", err)
+		}
+		if conv.MovedTo == "" {
+			return fallback[i], nil
+		}
+	}
+	return id, nil
+}
+
+// ConversationOf is the id of the conversation of the person id names with a tenant's number
+// (Locate, for the tenant's contact of the person); ok is false when the tenant does not know
+// them. It creates nothing.
+func (c *ConversationStore) ConversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (string, bool, error) {
+	ct, ok, err := (&Contacts{db: c.db, fs: c.fs, now: c.opts.Now}).Find(ctx, tenantID, id)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	conv, err := c.Locate(ctx, tenantID, phoneNumberID, ct)
+	return conv, err == nil, err
 }
 
 func (c *ConversationStore) conversationDoc(id string) *firestore.DocumentRef {
@@ -272,7 +341,7 @@ func (c *ConversationStore) Acquire(ctx context.Context, conversationID, holder 
 				return Conversation{}, false, fmt.Errorf("acquire conversation lease %s: %w", conversationID, ErrNotFound)
 			}
 			conv := Conversation{ID: conversationID, TenantID: touch.TenantID, PhoneNumberID: touch.PhoneNumberID,
-				Contact: touch.Contact, CreatedAt: now, Lease: Lease{Holder: holder, Fence: 1, ExpiresAt: now.Add(d)}}
+				CreatedAt: now, Lease: Lease{Holder: holder, Fence: 1, ExpiresAt: now.Add(d)}}
 			c.touch(&conv, touch, now)
 			_, err := ref.Create(ctx, conv)
 			if status.Code(err) == codes.AlreadyExists {
@@ -316,8 +385,18 @@ func (c *ConversationStore) touch(conv *Conversation, t *Touch, now time.Time) {
 	if t == nil {
 		return
 	}
-	if t.ContactName != "" {
-		conv.ContactName = t.ContactName
+	if conv.ContactID == "" {
+		conv.ContactID = t.ContactID
+	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&conv.Contact, t.Contact}, {&conv.UserID, t.UserID}, {&conv.Username, t.Username}, {&conv.ContactName, t.ContactName},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
 	}
 	if t.InboundAt.After(conv.LastInboundAt) {
 		conv.LastInboundAt = t.InboundAt.UTC()

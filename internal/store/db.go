@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/wapipe/wapipe/internal/keyedid"
 )
 
 // DB is a connection to wapipe's Firestore database. It is the only handle on Firestore outside
@@ -22,7 +24,23 @@ type DB struct {
 	fs *firestore.Client
 	// conn is the emulator connection OpenEmulator made, which the client does not own.
 	conn *grpc.ClientConn
+	// keyer names the documents derived from people (keyedid); the development key's until
+	// SetKeyer.
+	keyer *keyedid.Keyer
+	// legacy says whether reads still fall back to the ids of before the migration (legacy.go).
+	legacy *legacyState
 }
+
+// SetKeyer makes k the keyer of every store built on db from now on: a service sets the keyer of
+// its LOG_HASH_KEY before it builds its stores. Without it the development key names them.
+func (db *DB) SetKeyer(k *keyedid.Keyer) {
+	if k != nil {
+		db.keyer = k
+	}
+}
+
+// Keyer is the keyer the stores on db name people's documents with.
+func (db *DB) Keyer() *keyedid.Keyer { return db.keyer }
 
 // Open connects to the database of projectID ("(default)" when database is empty), or to the
 // emulator when FIRESTORE_EMULATOR_HOST is set (the client library reads that itself). Close it
@@ -35,7 +53,11 @@ func Open(ctx context.Context, projectID, database string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("firestore.NewClientWithDatabase: %w", err)
 	}
-	return &DB{fs: c}, nil
+	return newDB(c, nil), nil
+}
+
+func newDB(c *firestore.Client, conn *grpc.ClientConn) *DB {
+	return &DB{fs: c, conn: conn, keyer: keyedid.Dev(), legacy: &legacyState{}}
 }
 
 // OpenEmulator connects to the Firestore emulator at host (host:port) as its administrator, as the
@@ -58,7 +80,7 @@ func OpenEmulator(ctx context.Context, host, projectID, database string) (*DB, e
 		conn.Close()
 		return nil, fmt.Errorf("firestore.NewClientWithDatabase: %w", err)
 	}
-	return &DB{fs: c, conn: conn}, nil
+	return newDB(c, conn), nil
 }
 
 // emulatorOwner is the credential the Firestore emulator takes as its administrator's.
@@ -72,7 +94,7 @@ func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
 // NewDB wraps a client the caller made and still owns (tests make theirs on the emulator, or on a
 // port where nothing listens).
-func NewDB(c *firestore.Client) *DB { return &DB{fs: c} }
+func NewDB(c *firestore.Client) *DB { return newDB(c, nil) }
 
 // Close releases the connection.
 func (db *DB) Close() error {

@@ -103,7 +103,8 @@ func (c *ConversationStore) changeMessage(ctx context.Context, conversationID, m
 	return found, nil
 }
 
-// errNoContact is returned for an empty or malformed contact id.
+// errNoContact is returned for an empty or malformed contact id, and for a call about nobody (no
+// tenant, or an identity with no identifier: nothing is ever keyed by an empty one).
 var errNoContact = errors.New("no contact")
 
 // AddBusinessMessage stores what the business sent from the WhatsApp Business app on the

@@ -13,7 +13,7 @@ import (
 const SourceNotification = "notification"
 
 // RuntimeMembersWithRoles returns the members of tenant id who joined by invite with one of roles,
-// ordered by wa_id. The file's members are on the tenant itself (tenant.Tenant.Members).
+// with their contacts' identifiers as they are now, ordered by phone then BSUID. The file's members are on the tenant itself (tenant.Tenant.Members).
 func (s *Tenants) RuntimeMembersWithRoles(ctx context.Context, id string, roles []tenant.Role) ([]tenant.Member, error) {
 	if id == "" || len(roles) == 0 {
 		return nil, nil
@@ -28,10 +28,16 @@ func (s *Tenants) RuntimeMembersWithRoles(ctx context.Context, id string, roles 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tenant.Member, len(docs))
-	for i, d := range docs {
-		out[i] = d.member()
+	recs, err := s.memberRecords(ctx, id, docs)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b tenant.Member) int { return strings.Compare(a.WaID, b.WaID) })
+	out := make([]tenant.Member, len(recs))
+	for i, r := range recs {
+		out[i] = r.Member
+	}
+	slices.SortFunc(out, func(a, b tenant.Member) int {
+		return strings.Compare(a.WaID+"\x00"+a.UserID, b.WaID+"\x00"+b.UserID)
+	})
 	return out, nil
 }

@@ -92,8 +92,12 @@ type OutboundRecord struct {
 	APIMessageID string `firestore:"api_message_id,omitempty" json:"api_message_id,omitempty"`
 	// RequestHash tells an Idempotency-Key replay (same hash) from a reuse with another body.
 	RequestHash string `firestore:"request_hash,omitempty" json:"-"`
-	// To (the contact's number) and Message (the graph.Message JSON) are never shown.
+	// To (the contact's number), Recipient (its BSUID, when the send goes by it) and Message
+	// (the graph.Message JSON) are never shown. ConversationID is the contact's conversation on
+	// the number, whose last message opens the 24-hour window.
 	To             string    `firestore:"to,omitempty" json:"-"`
+	Recipient      string    `firestore:"recipient,omitempty" json:"-"`
+	ConversationID string    `firestore:"conversation_id,omitempty" json:"-"`
 	Message        string    `firestore:"message,omitempty" json:"-"`
 	MessageType    string    `firestore:"message_type,omitempty" json:"message_type,omitempty"`
 	ParkedAt       time.Time `firestore:"parked_at,omitempty" json:"parked_at,omitempty"`

@@ -173,7 +173,10 @@ func (s *Sends) Park(ctx context.Context, p ParkRequest) (ParkResult, error) {
 			case OutboundSent, OutboundFailed, OutboundSkipped:
 				return res, nil
 			}
-			rec.To, rec.Message, rec.MessageType = seed.To, seed.Message, seed.MessageType
+			rec.To, rec.Recipient, rec.Message, rec.MessageType = seed.To, seed.Recipient, seed.Message, seed.MessageType
+			if rec.ConversationID == "" {
+				rec.ConversationID = seed.ConversationID
+			}
 			if rec.PhoneNumberID == "" {
 				rec.PhoneNumberID = seed.PhoneNumberID
 			}

@@ -12,11 +12,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
 
-// NumberContacts, under a shared number's phone_numbers document, holds by wa_id the tenant a
-// contact chose on that number with an invite code. It overrides the tenants' files on that
+// NumberContacts, under a shared number's phone_numbers document, holds the tenant a contact
+// chose on that number with an invite code, once under each of the person's identifiers
+// (keyed: choiceRefs). It overrides the tenants' files on that
 // number: a file member of tenant A who redeems tenant B's code is B's on the number from then
 // on, and the next apply of A's file does not bring it back. Only a code (of A, or another
 // tenant's) moves it again.
@@ -172,43 +174,82 @@ type SharedContact struct {
 	Chosen string
 	// Joined are the tenants (of those asked) the contact joined by invite, in the order asked.
 	Joined []string
+	// Contacts are the person's contacts in the tenants asked that know them.
+	Contacts map[string]Contact
 }
 
-// SharedContact reads, in one call, the contact waID's choice on the shared number
-// phoneNumberID and its memberships by invite in tenantIDs (the number's tenants). The file
-// members are on the tenants themselves.
-func (s *Tenants) SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, waID string) (SharedContact, error) {
-	if phoneNumberID == "" || waID == "" || strings.Contains(phoneNumberID, "/") || strings.Contains(waID, "/") {
+// choiceRefs are the documents that record person's choice on the shared number phoneNumberID:
+// one per identifier, keyed, so that either finds it; then, until the migration has run, the
+// one named after the phone before contacts.
+func (s *Tenants) choiceRefs(ctx context.Context, phoneNumberID string, person contact.Identity) []*firestore.DocumentRef {
+	col := s.numberDoc(phoneNumberID).Collection(NumberContacts)
+	var refs []*firestore.DocumentRef
+	for _, k := range person.Keys() {
+		refs = append(refs, col.Doc(s.db.keyer.ID("number-contact", phoneNumberID, string(k.Kind), k.Value)))
+	}
+	if person.WaID != "" && !strings.Contains(person.WaID, "/") && s.db.legacyReads(ctx) {
+		refs = append(refs, col.Doc(person.WaID))
+	}
+	return refs
+}
+
+// SharedContact reads person's choice on the shared number phoneNumberID and their memberships
+// by invite in tenantIDs (the number's tenants). The file members are on the tenants
+// themselves. Three reads, each of several documents at once.
+func (s *Tenants) SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, person contact.Identity) (SharedContact, error) {
+	if phoneNumberID == "" || person.IsZero() || strings.Contains(phoneNumberID, "/") {
 		return SharedContact{}, nil
 	}
-	refs := []*firestore.DocumentRef{s.numberDoc(phoneNumberID).Collection(NumberContacts).Doc(waID)}
+	cs, err := s.contacts().FindIn(ctx, tenantIDs, person)
+	if err != nil {
+		return SharedContact{}, fmt.Errorf("read the contact on shared number %s: %w", phoneNumberID, err)
+	}
+	refs := s.choiceRefs(ctx, phoneNumberID, person)
+	nChoice := len(refs)
+	var owners []string
 	for _, id := range tenantIDs {
-		refs = append(refs, s.tenantDoc(id).Collection(TenantMembers).Doc(waID))
+		c, ok := cs[id]
+		if !ok {
+			if person.WaID == "" || !s.db.legacyReads(ctx) {
+				continue
+			}
+			c = Contact{Identity: contact.Identity{WaID: person.WaID}}
+		}
+		for _, ref := range s.memberRefs(ctx, id, c) {
+			refs = append(refs, ref)
+			owners = append(owners, id)
+		}
 	}
 	snaps, err := s.fs.GetAll(ctx, refs)
 	if err != nil {
 		return SharedContact{}, fmt.Errorf("read the contact on shared number %s: %w", phoneNumberID, err)
 	}
-	var sc SharedContact
-	if snaps[0].Exists() {
+	sc := SharedContact{Contacts: cs}
+	var latest time.Time
+	for _, sn := range snaps[:nChoice] {
+		if !sn.Exists() {
+			continue
+		}
 		var c contactDoc
-		if err := snaps[0].DataTo(&c); err != nil {
+		if err := sn.DataTo(&c); err != nil {
 			return SharedContact{}, fmt.Errorf("decode shared number contact: %w", err)
 		}
-		sc.Chosen = c.TenantID
+		if sc.Chosen == "" || c.JoinedAt.After(latest) {
+			sc.Chosen, latest = c.TenantID, c.JoinedAt
+		}
 	}
-	for i, sn := range snaps[1:] {
-		if sn.Exists() {
-			sc.Joined = append(sc.Joined, tenantIDs[i])
+	for i, sn := range snaps[nChoice:] {
+		if sn.Exists() && !slices.Contains(sc.Joined, owners[i]) {
+			sc.Joined = append(sc.Joined, owners[i])
 		}
 	}
 	return sc, nil
 }
 
-// InviteTenant returns the tenant of tenantIDs whose invite codeHash waID may redeem (unused and
-// unexpired) or has redeemed (a retry of the turn that redeemed it must reach the same tenant);
-// "" when there is none. One read.
-func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash, waID string) (string, error) {
+// InviteTenant returns the tenant of tenantIDs whose invite codeHash the person may redeem
+// (unused and unexpired) or has redeemed (a retry of the turn that redeemed it must reach the
+// same tenant); "" when there is none. Two reads.
+func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash string, person contact.Identity) (string, error) {
 	if len(tenantIDs) == 0 || codeHash == "" || strings.Contains(codeHash, "/") {
 		return "", nil
 	}
@@ -221,6 +262,7 @@ func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash
 		return "", fmt.Errorf("read invites: %w", err)
 	}
 	now := s.now()
+	var used []int
 	for i, sn := range snaps {
 		if !sn.Exists() {
 			continue
@@ -229,7 +271,32 @@ func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash
 		if err := sn.DataTo(&d); err != nil {
 			return "", fmt.Errorf("decode invite: %w", err)
 		}
-		if (d.UsedAt.IsZero() && now.Before(d.ExpireAt)) || (!d.UsedAt.IsZero() && d.UsedBy == waID) {
+		if d.UsedAt.IsZero() && now.Before(d.ExpireAt) {
+			return tenantIDs[i], nil
+		}
+		if !d.UsedAt.IsZero() && d.UsedBy != "" {
+			used = append(used, i)
+		}
+	}
+	if len(used) == 0 {
+		return "", nil
+	}
+	// A code used already is this person's when they are who used it: their contact there.
+	ids := make([]string, len(used))
+	for j, i := range used {
+		ids[j] = tenantIDs[i]
+	}
+	cs, err := s.contacts().FindIn(ctx, ids, person)
+	if err != nil {
+		return "", err
+	}
+	for _, i := range used {
+		var d inviteDoc
+		if err := snaps[i].DataTo(&d); err != nil {
+			return "", fmt.Errorf("decode invite: %w", err)
+		}
+		c, ok := cs[tenantIDs[i]]
+		if (ok && d.UsedBy == c.ID) || (person.WaID != "" && d.UsedBy == person.WaID) {
 			return tenantIDs[i], nil
 		}
 	}
@@ -237,64 +304,88 @@ func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash
 }
 
 // RedeemSharedInvite is RedeemInvite for a contact writing on phoneNumberID: when the number is
-// shared and tenant id lists it, the contact also leaves the number's other tenants in the same
-// transaction (their memberships by invite are deleted, and the choice recorded under the
+// shared and tenant id lists it, the person also leaves the number's other tenants in the same
+// transaction (their memberships by invite there are deleted, and the choice recorded under the
 // number overrides their files' members there).
-func (s *Tenants) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error) {
+func (s *Tenants) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
 	if strings.Contains(phoneNumberID, "/") {
 		return tenant.Member{}, ErrInviteInvalid
 	}
-	return s.redeemInvite(ctx, id, phoneNumberID, codeHash, waID, name)
+	return s.redeemInvite(ctx, id, phoneNumberID, codeHash, c, name)
 }
 
 // redeemInvite uses the invite with codeHash to tenant id, in one transaction: the invite must
-// exist under this tenant, be unused and unexpired; it is marked used by waID, and waID becomes
-// a member (tenants/{id}/members/{waID}) with the invite's role and name. On a shared number
-// (phoneNumberID not "") the contact leaves the number's other tenants. ErrInviteInvalid
+// exist under this tenant, be unused and unexpired; it is marked used by contact c, and c
+// becomes a member (tenants/{id}/members/{c.ID}) with the invite's role and name. On a shared
+// number (phoneNumberID not "") the person leaves the number's other tenants. ErrInviteInvalid
 // otherwise.
-func (s *Tenants) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error) {
-	if id == "" || codeHash == "" || waID == "" || strings.Contains(codeHash, "/") || strings.Contains(waID, "/") {
+func (s *Tenants) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
+	if id == "" || codeHash == "" || c.ID == "" || strings.Contains(codeHash, "/") || strings.Contains(c.ID, "/") {
 		return tenant.Member{}, ErrInviteInvalid
 	}
 	inv := s.tenantDoc(id).Collection(TenantInvites).Doc(codeHash)
-	mem := s.tenantDoc(id).Collection(TenantMembers).Doc(waID)
-	var m tenant.Member
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	mem := s.tenantDoc(id).Collection(TenantMembers).Doc(c.ID)
+	// The person's contacts in the number's other tenants, read first: the transaction deletes
+	// their memberships there.
+	var elsewhere map[string]Contact
+	if phoneNumberID != "" {
+		use, err := s.NumberUse(ctx, phoneNumberID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return tenant.Member{}, fmt.Errorf("redeem invite to %s: %w", id, err)
+		}
+		if elsewhere, err = s.contacts().FindIn(ctx, without(use.TenantIDs, id), c.Identity); err != nil {
+			return tenant.Member{}, fmt.Errorf("redeem invite to %s: %w", id, err)
+		}
+	}
+	choices := s.choiceRefs(ctx, phoneNumberID, c.Identity)
+	m, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (tenant.Member, error) {
 		now := s.now()
 		snap, err := tx.Get(inv)
 		if status.Code(err) == codes.NotFound {
-			return ErrInviteInvalid
+			return tenant.Member{}, ErrInviteInvalid
 		}
 		if err != nil {
-			return err
+			return tenant.Member{}, err
 		}
 		var d inviteDoc
 		if err := snap.DataTo(&d); err != nil {
-			return err
+			return tenant.Member{}, err
 		}
 		if !d.UsedAt.IsZero() || !now.Before(d.ExpireAt) {
-			return ErrInviteInvalid
+			return tenant.Member{}, ErrInviteInvalid
 		}
 		others, err := s.sharedWith(tx, phoneNumberID, id)
 		if err != nil {
-			return err
+			return tenant.Member{}, err
 		}
-		m = tenant.Member{WaID: waID, Role: d.Role, Name: name}
-		if err := tx.Update(inv, []firestore.Update{{Path: "used_at", Value: now}, {Path: "used_by", Value: waID}}); err != nil {
-			return err
+		m := tenant.Member{WaID: c.WaID, UserID: c.UserID, Role: d.Role, Name: name}
+		if err := tx.Update(inv, []firestore.Update{{Path: "used_at", Value: now}, {Path: "used_by", Value: c.ID}}); err != nil {
+			return tenant.Member{}, err
 		}
-		if err := tx.Set(mem, memberDoc{WaID: waID, Role: d.Role, Name: name, JoinedAt: now, Invite: codeHash}); err != nil {
-			return err
+		doc := memberDoc{ContactID: c.ID, WaID: c.WaID, UserID: c.UserID, Role: d.Role, Name: name, JoinedAt: now, Invite: codeHash}
+		if err := tx.Set(mem, doc); err != nil {
+			return tenant.Member{}, err
 		}
 		if others == nil {
-			return nil
+			return m, nil
 		}
 		for _, o := range others {
-			if err := tx.Delete(s.tenantDoc(o).Collection(TenantMembers).Doc(waID)); err != nil {
-				return err
+			oc, ok := elsewhere[o]
+			if !ok {
+				oc = Contact{Identity: contact.Identity{WaID: c.WaID}}
+			}
+			for _, ref := range s.memberRefs(ctx, o, oc) {
+				if err := tx.Delete(ref); err != nil {
+					return tenant.Member{}, err
+				}
 			}
 		}
-		return tx.Set(s.numberDoc(phoneNumberID).Collection(NumberContacts).Doc(waID), contactDoc{TenantID: id, JoinedAt: now, Invite: codeHash})
+		for _, ref := range choices {
+			if err := tx.Set(ref, contactDoc{TenantID: id, JoinedAt: now, Invite: codeHash}); err != nil {
+				return tenant.Member{}, err
+			}
+		}
+		return m, nil
 	})
 	if errors.Is(err, ErrInviteInvalid) {
 		return tenant.Member{}, ErrInviteInvalid

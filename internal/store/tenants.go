@@ -24,8 +24,9 @@ const (
 	TenantsCollection = "tenants"
 	// PhoneNumbers is the routing index: phone_numbers/{phone_number_id} → its tenant.
 	PhoneNumbers = "phone_numbers"
-	// TenantMembers, under a tenant, holds the members who joined by invite, by wa_id, so that the
-	// next apply of the file (which lists its own members) does not erase them.
+	// TenantMembers, under a tenant, holds the members who joined by invite, by contact id (ct_…;
+	// before contacts, by phone), so that the next apply of the file (which lists its own
+	// members) does not erase them.
 	TenantMembers = "members"
 	// TenantInvites, under a tenant, holds the one-time invite codes, by the sha256 of the code.
 	TenantInvites = "invites"
@@ -62,6 +63,10 @@ type TenantRecord struct {
 	UpdatedAt time.Time
 	// Account is what Meta's last account_update about the tenant's WABA said (accounts.go).
 	Account AccountStatus
+	// Suspended are the members of the file whose entry no longer counts: listed by a phone
+	// whose owner changed number (SuspendFileMember), which may be given to someone else. They
+	// are not in Tenant.Members; the next apply that stops listing the phone lifts it.
+	Suspended []tenant.Member
 }
 
 // tenantDoc is a tenants document: the tenant's file fields at the top level (the embedded
@@ -79,10 +84,25 @@ type tenantDoc struct {
 	AppliedAt         time.Time     `firestore:"applied_at"`
 	UpdatedAt         time.Time     `firestore:"updated_at"`
 	Account           AccountStatus `firestore:"account_status"`
+	// SuspendedPhones are the file members' phones suspended (TenantRecord.Suspended).
+	SuspendedPhones []string `firestore:"suspended_phones,omitempty"`
 }
 
 func (d *tenantDoc) record() TenantRecord {
 	t := d.Tenant
+	var suspended []tenant.Member
+	if len(d.SuspendedPhones) > 0 {
+		// The file as applied stays whole in the document (Apply diffs against it); the tenant
+		// the services see has no suspended member.
+		t.Members = nil
+		for _, m := range d.Tenant.Members {
+			if m.WaID != "" && slices.Contains(d.SuspendedPhones, m.WaID) {
+				suspended = append(suspended, m)
+				continue
+			}
+			t.Members = append(t.Members, m)
+		}
+	}
 	if len(d.AccessToken) == 0 {
 		d.AccessToken = nil // Firestore gives an empty slice back for nil bytes
 	}
@@ -92,7 +112,7 @@ func (d *tenantDoc) record() TenantRecord {
 	return TenantRecord{
 		Tenant: &t, AuthStatus: d.AuthStatus, AuthLastError: d.AuthLastError, AccessToken: d.AccessToken,
 		TokenSetAt: d.TokenSetAt, ActionSecret: d.ActionSecret, ActionSecretSetAt: d.ActionSecretSetAt, Version: d.Version, AppliedAt: d.AppliedAt, UpdatedAt: d.UpdatedAt,
-		Account: d.Account,
+		Account: d.Account, Suspended: suspended,
 	}
 }
 
@@ -115,9 +135,14 @@ type inviteDoc struct {
 	UsedBy    string      `firestore:"used_by,omitempty"`
 }
 
-// memberDoc is a members document: a member who joined by invite.
+// memberDoc is a members document: a member who joined by invite (or kept a file role after a
+// change of number, InviteMovedNumber). The person is the contact; wa_id and user_id say who
+// it was when they joined (documents from before contacts have wa_id alone, and are named
+// after it).
 type memberDoc struct {
-	WaID     string      `firestore:"wa_id"`
+	ContactID string      `firestore:"contact_id,omitempty"`
+	WaID      string      `firestore:"wa_id"`
+	UserID    string      `firestore:"user_id,omitempty"`
 	Role     tenant.Role `firestore:"role"`
 	Name     string      `firestore:"name"`
 	Language string      `firestore:"language"`
@@ -128,14 +153,18 @@ type memberDoc struct {
 
 // Tenants keeps the tenants (tenants, phone_numbers, and their members and invites).
 type Tenants struct {
+	db  *DB
 	fs  *firestore.Client
 	now func() time.Time
 }
 
 // NewTenants returns the tenant store. Only opts.Now is used (tenants do not expire).
 func NewTenants(db *DB, opts Options) *Tenants {
-	return &Tenants{fs: db.fs, now: opts.withDefaults().Now}
+	return &Tenants{db: db, fs: db.fs, now: opts.withDefaults().Now}
 }
+
+// contacts is the contact store on the same database.
+func (s *Tenants) contacts() *Contacts { return &Contacts{db: s.db, fs: s.fs, now: s.now} }
 
 func (s *Tenants) tenantDoc(id string) *firestore.DocumentRef {
 	return s.fs.Collection(TenantsCollection).Doc(id)
@@ -153,6 +182,9 @@ type TenantApplyResult struct {
 	Created bool
 	// Version is the tenant's version after the apply.
 	Version int64
+	// Suspended are the members the file lists by a phone that stays suspended (its owner
+	// changed number): the file should list them by their new number or their user_id.
+	Suspended []tenant.Member
 }
 
 // Apply creates or updates the tenant t (valid, as tenant.Parse returns it) in one transaction:
@@ -260,6 +292,11 @@ func applyResult(prev *tenantDoc, t *tenant.Tenant) TenantApplyResult {
 	}
 	res := TenantApplyResult{Changes: tenant.Diff(prevTenant, t), Created: prev == nil, Version: 1}
 	if prev != nil {
+		for _, m := range t.Members {
+			if m.WaID != "" && slices.Contains(prev.SuspendedPhones, m.WaID) {
+				res.Suspended = append(res.Suspended, m)
+			}
+		}
 		res.Version = prev.Version
 		if len(res.Changes) > 0 {
 			res.Version++
@@ -278,6 +315,15 @@ func writeTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef, prev 
 		}
 	case len(res.Changes) > 0:
 		ups := fileUpdates(t)
+		if len(prev.SuspendedPhones) > 0 {
+			// A suspension lasts while the file lists the phone; a file that no longer does
+			// lifts it.
+			keep := []string{}
+			for _, m := range res.Suspended {
+				keep = append(keep, m.WaID)
+			}
+			ups = append(ups, firestore.Update{Path: "suspended_phones", Value: keep})
+		}
 		ups = append(ups,
 			firestore.Update{Path: "version", Value: res.Version},
 			firestore.Update{Path: "applied_at", Value: now},
@@ -428,25 +474,100 @@ func (s *Tenants) CreateInvite(ctx context.Context, id, codeHash string, role te
 }
 
 // RedeemInvite uses the invite with codeHash to tenant id, in one transaction: the invite must
-// exist under this tenant, be unused and unexpired; it is marked used by waID, and waID becomes
-// a member (tenants/{id}/members/{waID}) with the invite's role and name. ErrInviteInvalid
-// otherwise.
-func (s *Tenants) RedeemInvite(ctx context.Context, id, codeHash, waID, name string) (tenant.Member, error) {
-	return s.redeemInvite(ctx, id, "", codeHash, waID, name)
+// exist under this tenant, be unused and unexpired; it is marked used by contact c, and c
+// becomes a member (tenants/{id}/members/{c.ID}) with the invite's role and name.
+// ErrInviteInvalid otherwise.
+func (s *Tenants) RedeemInvite(ctx context.Context, id, codeHash string, c Contact, name string) (tenant.Member, error) {
+	return s.redeemInvite(ctx, id, "", codeHash, c, name)
 }
 
-// RuntimeMember returns the member waID of tenant id who joined by invite, and whether there is
-// one. The file's members are on the tenant itself (tenant.Tenant.Member); look there first.
-func (s *Tenants) RuntimeMember(ctx context.Context, id, waID string) (tenant.Member, bool, error) {
-	if id == "" || waID == "" || strings.Contains(waID, "/") {
+// memberRefs are the member documents of contact c in tenant id: its own, then, until the
+// migration has run, the one named after its phone before contacts.
+func (s *Tenants) memberRefs(ctx context.Context, id string, c Contact) []*firestore.DocumentRef {
+	members := s.tenantDoc(id).Collection(TenantMembers)
+	var refs []*firestore.DocumentRef
+	if c.ID != "" && !strings.Contains(c.ID, "/") {
+		refs = append(refs, members.Doc(c.ID))
+	}
+	if c.WaID != "" && !strings.Contains(c.WaID, "/") && s.db.legacyReads(ctx) {
+		refs = append(refs, members.Doc(c.WaID))
+	}
+	return refs
+}
+
+// RuntimeMember returns contact c's membership of tenant id by invite, and whether there is
+// one. The file's members are on the tenant itself (tenant.Tenant.MemberOf); look there first.
+// One read.
+func (s *Tenants) RuntimeMember(ctx context.Context, id string, c Contact) (tenant.Member, bool, error) {
+	if id == "" || c.ID == "" || strings.Contains(c.ID, "/") {
 		return tenant.Member{}, false, nil
 	}
-	d, err := getDoc[memberDoc](ctx, s.tenantDoc(id).Collection(TenantMembers).Doc(waID), "member")
-	if errors.Is(err, ErrNotFound) {
-		return tenant.Member{}, false, nil
-	}
+	snaps, err := s.fs.GetAll(ctx, s.memberRefs(ctx, id, c))
 	if err != nil {
-		return tenant.Member{}, false, err
+		return tenant.Member{}, false, fmt.Errorf("read member: %w", err)
 	}
-	return d.member(), true, nil
+	for _, sn := range snaps {
+		if !sn.Exists() {
+			continue
+		}
+		var d memberDoc
+		if err := sn.DataTo(&d); err != nil {
+			return tenant.Member{}, false, fmt.Errorf("decode member: %w", err)
+		}
+		m := d.member()
+		m.WaID, m.UserID = c.WaID, c.UserID
+		return m, true, nil
+	}
+	return tenant.Member{}, false, nil
+}
+
+// GrantMember makes contact c a member of tenant id with m's role, name and language, by a
+// member document marked invite (InviteMovedNumber: a file role kept after a change of number),
+// unless c has a membership document already. It reports whether it wrote one. One transaction.
+func (s *Tenants) GrantMember(ctx context.Context, id string, c Contact, m tenant.Member, invite string) (bool, error) {
+	if id == "" || c.ID == "" || strings.Contains(c.ID, "/") {
+		return false, fmt.Errorf("grant member: %w", errNoContact)
+	}
+	ref := s.tenantDoc(id).Collection(TenantMembers).Doc(c.ID)
+	granted, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
+		if _, err := tx.Get(ref); err == nil {
+			return false, nil
+		} else if status.Code(err) != codes.NotFound {
+			return false, err
+		}
+		return true, tx.Create(ref, memberDoc{ContactID: c.ID, WaID: c.WaID, UserID: c.UserID, Role: m.Role, Name: m.Name,
+			Language: m.Language, JoinedAt: s.now(), Invite: invite})
+	})
+	if err != nil {
+		return false, fmt.Errorf("grant member of %s: %w", id, err)
+	}
+	return granted, nil
+}
+
+// SuspendFileMember suspends the file's member listed by phone in tenant id (TenantRecord
+// Suspended): its owner changed number, and the number may be given to someone else. It
+// reports whether the file lists the phone and it was not suspended yet. The next apply that
+// no longer lists the phone lifts the suspension.
+func (s *Tenants) SuspendFileMember(ctx context.Context, id, phone string) (bool, error) {
+	if id == "" || phone == "" {
+		return false, nil
+	}
+	ref := s.tenantDoc(id)
+	suspended, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
+		d, err := readTenantDoc(tx, ref)
+		if err != nil || d == nil {
+			return false, err
+		}
+		listed := slices.ContainsFunc(d.Tenant.Members, func(m tenant.Member) bool { return m.WaID == phone })
+		if !listed || slices.Contains(d.SuspendedPhones, phone) {
+			return false, nil
+		}
+		return true, tx.Update(ref, []firestore.Update{
+			{Path: "suspended_phones", Value: firestore.ArrayUnion(phone)}, {Path: "updated_at", Value: s.now()},
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("suspend a file member of %s: %w", id, err)
+	}
+	return suspended, nil
 }

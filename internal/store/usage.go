@@ -38,10 +38,11 @@ type usageCall struct {
 }
 
 // senderShare is one contact's LLM calls in one quota period, counted against the tenant's
-// per-contact share (sender_windows/{hash of tenant, contact, period}). It is the contact's own
-// document, not a field of the tenant's counter, so contacts do not contend on it.
+// per-contact share (sender_windows/{keyed id of tenant, contact, period}). It is the contact's
+// own document, not a field of the tenant's counter, so contacts do not contend on it.
 type senderShare struct {
 	TenantID  string    `firestore:"tenant_id"`
+	ContactID string    `firestore:"contact_id,omitempty"`
 	Period    string    `firestore:"period"`
 	Count     int       `firestore:"count"`
 	Limit     int       `firestore:"limit"`
@@ -49,9 +50,10 @@ type senderShare struct {
 	ExpireAt  time.Time `firestore:"expire_at"`
 }
 
-// senderWindow is one sender's rate window (sender_windows/{hash}).
+// senderWindow is one sender's rate window (sender_windows/{keyed id of tenant and contact}).
 type senderWindow struct {
 	TenantID  string           `firestore:"tenant_id"`
+	ContactID string           `firestore:"contact_id,omitempty"`
 	Window    assistant.Window `firestore:"window"`
 	UpdatedAt time.Time        `firestore:"updated_at"`
 	ExpireAt  time.Time        `firestore:"expire_at"`
@@ -62,6 +64,7 @@ type senderWindow struct {
 // turns; the tenant's quota is exact for its last ExactTail calls and kept within the margin
 // ExactTail documents before them, where its calls are spread over shards.
 type Guard struct {
+	db   *DB
 	fs   *firestore.Client
 	opts Options
 	// shard turns over the usage shards (nextShard).
@@ -75,7 +78,7 @@ var _ assistant.Guard = (*Guard)(nil)
 func NewGuard(db *DB, opts Options) *Guard {
 	shard := new(atomic.Uint64)
 	shard.Store(rand.Uint64())
-	return &Guard{fs: db.fs, opts: opts.withDefaults(), shard: shard}
+	return &Guard{db: db, fs: db.fs, opts: opts.withDefaults(), shard: shard}
 }
 
 // UsageID is the id of a tenant's usage counter for a period.
@@ -93,26 +96,27 @@ func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant
 	if h.Limit.Max <= 0 || h.Limit.Per <= 0 {
 		return assistant.RateDecision{}, nil
 	}
-	ref := g.fs.Collection(SenderWindows).Doc(DocID("sender\x00" + h.TenantID + "\x00" + h.Sender))
+	if h.Sender == "" {
+		return assistant.RateDecision{}, fmt.Errorf("hit sender window: %w", errNoContact)
+	}
+	ref := g.fs.Collection(SenderWindows).Doc(g.db.keyer.ID("sender", h.TenantID, h.Sender))
+	var legacy *firestore.DocumentRef
+	if h.LegacySender != "" && g.db.legacyReads(ctx) {
+		legacy = g.fs.Collection(SenderWindows).Doc(legacySenderWindowID(h.TenantID, h.LegacySender))
+	}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		var cur senderWindow
-		snap, err := ref.Get(ctx)
-		exists := err == nil
-		switch {
-		case status.Code(err) == codes.NotFound:
-		case err != nil:
+		snap, exists, err := g.readSeeded(ctx, ref, legacy, &cur)
+		if err != nil {
 			return assistant.RateDecision{}, fmt.Errorf("read sender window: %w", err)
-		default:
-			if err := snap.DataTo(&cur); err != nil {
-				return assistant.RateDecision{}, fmt.Errorf("decode sender window: %w", err)
-			}
 		}
 		w, dec := cur.Window.Hit(h.MessageID, h.At, h.Limit)
 		now := g.opts.Now()
-		next := senderWindow{TenantID: h.TenantID, Window: w, UpdatedAt: now, ExpireAt: now.Add(g.opts.Retention)}
+		next := senderWindow{TenantID: h.TenantID, ContactID: h.Sender, Window: w, UpdatedAt: now, ExpireAt: now.Add(g.opts.Retention)}
 		if exists {
 			_, err = ref.Update(ctx, []firestore.Update{
 				{Path: "tenant_id", Value: next.TenantID},
+				{Path: "contact_id", Value: next.ContactID},
 				{Path: "window", Value: next.Window},
 				{Path: "updated_at", Value: next.UpdatedAt},
 				{Path: ExpireAtField, Value: next.ExpireAt},
@@ -129,6 +133,29 @@ func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant
 		return dec, nil
 	}
 	return assistant.RateDecision{}, fmt.Errorf("hit sender window: %d attempts lost to concurrent hits", maxCASAttempts)
+}
+
+// readSeeded reads the document at ref into v and reports whether it exists; when it does not
+// and legacy (the same counter named after the contact's phone, before contacts) does, v is
+// legacy's, so the counter goes on from it. snap is ref's, for the compare-and-set.
+func (g *Guard) readSeeded(ctx context.Context, ref, legacy *firestore.DocumentRef, v any) (*firestore.DocumentSnapshot, bool, error) {
+	refs := []*firestore.DocumentRef{ref}
+	if legacy != nil {
+		refs = append(refs, legacy)
+	}
+	snaps, err := g.fs.GetAll(ctx, refs)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, sn := range snaps {
+		if sn.Exists() {
+			if err := sn.DataTo(v); err != nil {
+				return nil, false, fmt.Errorf("decode: %w", err)
+			}
+			break
+		}
+	}
+	return snaps[0], snaps[0].Exists(), nil
 }
 
 // usageShards is how many shard documents take a tenant's monthly LLM calls
@@ -171,8 +198,12 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 	refs := []*firestore.DocumentRef{ref, callRef}
 	var shareRef *firestore.DocumentRef
 	if c.Sender != "" {
-		shareRef = g.fs.Collection(SenderWindows).Doc(DocID("share\x00" + c.TenantID + "\x00" + c.Sender + "\x00" + c.Period))
+		shareRef = g.fs.Collection(SenderWindows).Doc(g.db.keyer.ID("share", c.TenantID, c.Sender, c.Period))
 		refs = append(refs, shareRef)
+		if c.LegacySender != "" && g.db.legacyReads(ctx) {
+			// Until the migration, a share counted before contacts goes on from its count.
+			refs = append(refs, g.fs.Collection(SenderWindows).Doc(legacyShareID(c.TenantID, c.LegacySender, c.Period)))
+		}
 	}
 	for attempt := 0; attempt < maxCASAttempts; attempt++ {
 		snaps, sharded, err := g.readUsage(ctx, refs, c.Limited)
@@ -196,9 +227,12 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 			}
 		}
 		share := senderShare{TenantID: c.TenantID, Period: c.Period}
-		if shareRef != nil && snaps[2].Exists() {
-			if err := snaps[2].DataTo(&share); err != nil {
-				return refused, fmt.Errorf("decode contact's usage: %w", err)
+		for _, sn := range snaps[2:] {
+			if sn.Exists() {
+				if err := sn.DataTo(&share); err != nil {
+					return refused, fmt.Errorf("decode contact's usage: %w", err)
+				}
+				break
 			}
 		}
 		share.Limit = 0
@@ -213,6 +247,7 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		u.Count++
 		u.Limit, u.UpdatedAt = limit, now
 		share.Count++
+		share.ContactID = c.Sender
 		share.UpdatedAt, share.ExpireAt = now, shareExpiry(c.Period, now.Add(g.opts.Retention))
 		err = g.writeCall(ctx, c, callWrite{ref: ref, callRef: callRef, shareRef: shareRef, snaps: snaps,
 			usage: u, share: share, tail: tail, limit: limit, now: now})

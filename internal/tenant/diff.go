@@ -1,6 +1,8 @@
 package tenant
 
 import (
+	"github.com/wapipe/wapipe/internal/contact"
+
 	"fmt"
 	"slices"
 	"strconv"
@@ -189,7 +191,7 @@ func numberItems(ps []PhoneNumber) []item {
 func memberItems(ms []Member) []item {
 	out := make([]item, len(ms))
 	for i, m := range ms {
-		out[i] = item{key: m.WaID, label: MemberLabel(m), attrs: []attr{
+		out[i] = item{key: m.WaID + "\x00" + m.UserID, label: MemberLabel(m), attrs: []attr{
 			{"name", m.Name, true}, {"role", string(m.Role), true}, {"language", m.Language, true},
 		}}
 	}
@@ -223,10 +225,14 @@ func fmtRoles(rs []Role) string {
 	return "[" + strings.Join(names, ", ") + "]"
 }
 
-// MemberLabel shows a member without their full number: "Pak Agus (…7890)", or "…7890" when
-// the member has no name. Use it wherever an operator sees a member.
+// MemberLabel shows a member without their full number or id: "Pak Agus (…7890)", or "…7890"
+// when the member has no name; a member listed by BSUID alone shows its country and last four
+// characters ("US…1918"). Use it wherever an operator sees a member.
 func MemberLabel(m Member) string {
 	masked := "…" + lastDigits(m.WaID, 4)
+	if m.WaID == "" {
+		masked = contact.Country(m.UserID) + "…" + lastDigits(m.UserID, 4)
+	}
 	if m.Name == "" {
 		return masked
 	}

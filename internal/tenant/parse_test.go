@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wapipe/wapipe/internal/contact"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -190,7 +191,7 @@ func TestDevstackSample(t *testing.T) {
 	if tn.Assistant.ActionURL != "http://127.0.0.1:8095/wapipe/actions" {
 		t.Errorf("action_url = %s", tn.Assistant.ActionURL)
 	}
-	owner, ok := tn.Member("16505551234")
+	owner, ok := tn.MemberOf(contact.Identity{WaID: "16505551234"})
 	if in, _ := tn.Intent("create_booking"); !ok || !in.AllowedFor(owner.Role) {
 		t.Error("the sample sender may not create bookings")
 	}
@@ -298,9 +299,14 @@ func TestParseReportsEachProblem(t *testing.T) {
 			"members[0].wa_id: must be 6 to 15 digits: the number in international form without + or spaces (line 8)"}},
 		{"member wa_id too long", base + "members:\n  - {wa_id: \"6281234567890123\"}\n", []string{
 			"members[0].wa_id: must be 6 to 15 digits: the number in international form without + or spaces (line 8)"}},
-		{"member wa_id missing", base + "members:\n  - {name: Agus}\n", []string{"members[0].wa_id: required (line 8)"}},
+		{"member wa_id and user_id missing", base + "members:\n  - {name: Agus}\n", []string{
+			"members[0]: wa_id or user_id required: the member's phone number, or their business-scoped user id (line 8)"}},
 		{"member twice", base + "members:\n  - {wa_id: \"6281234567890\"}\n  - {wa_id: \"6281234567890\"}\n", []string{
-			"members[1].wa_id: same number as members[0] (line 9)"}},
+			"members[1].wa_id: same person as members[0] (line 9)"}},
+		{"member user_id twice", base + "members:\n  - {user_id: US.1349120865530}\n  - {wa_id: \"6281234567890\", user_id: US.1349120865530}\n", []string{
+			"members[1].user_id: same person as members[0] (line 9)"}},
+		{"member user_id not a BSUID", base + "members:\n  - {user_id: \"6281234567890\"}\n", []string{
+			`members[0].user_id: must be a business-scoped user id as Meta gives it ("CC." then letters or digits, e.g. US.13491208655302741918), or a parent one ("CC.ENT.…") (line 8)`}},
 		{"member role", base + "members:\n  - {wa_id: \"6281234567890\", role: boss}\n", []string{
 			`members[0].role: must be owner, admin or member, not "boss" (line 8)`}},
 		{"member language", base + "members:\n  - {wa_id: \"6281234567890\", language: jv}\n", []string{

@@ -1,6 +1,8 @@
 package tenant
 
 import (
+	"github.com/wapipe/wapipe/internal/contact"
+
 	"slices"
 	"time"
 
@@ -66,10 +68,13 @@ const (
 	RoleMember Role = "member"
 )
 
-// Member is a person the tenant knows, by WhatsApp id.
+// Member is a person the tenant knows, by phone number, by business-scoped user id (BSUID), or
+// both: a person who took a WhatsApp username may write with their BSUID alone.
 type Member struct {
-	// WaID is the member's WhatsApp id: the number in international form, digits only.
-	WaID string `yaml:"wa_id" firestore:"wa_id"`
+	// WaID is the member's phone number in international form, digits only.
+	WaID string `yaml:"wa_id,omitempty" firestore:"wa_id"`
+	// UserID is the member's BSUID ("CC.…") or parent BSUID ("CC.ENT.…"), as Meta gives it.
+	UserID string `yaml:"user_id,omitempty" firestore:"user_id,omitempty"`
 	// Role defaults to RoleMember.
 	Role Role `yaml:"role" firestore:"role"`
 	// Name is how the business calls the member; optional.
@@ -297,10 +302,22 @@ func applyDefaults(t *Tenant, explicit map[string]bool) {
 	}
 }
 
-// Member returns the member with WhatsApp id waID.
-func (t *Tenant) Member(waID string) (Member, bool) {
+// Identity is the person the member entry names.
+func (m Member) Identity() contact.Identity {
+	id := contact.Identity{WaID: m.WaID, Name: m.Name}
+	if contact.ValidParentUserID(m.UserID) {
+		id.ParentUserID = m.UserID
+	} else {
+		id.UserID = m.UserID
+	}
+	return id
+}
+
+// MemberOf returns the file's member that the person id is: listed by one of id's identifiers
+// (its phone, its BSUID or its parent BSUID).
+func (t *Tenant) MemberOf(id contact.Identity) (Member, bool) {
 	for _, m := range t.Members {
-		if m.WaID == waID {
+		if m.Identity().Matches(id) {
 			return m, true
 		}
 	}

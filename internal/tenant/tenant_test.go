@@ -3,6 +3,7 @@ package tenant
 import (
 	"testing"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
 )
 
@@ -10,10 +11,10 @@ func TestLookups(t *testing.T) {
 	t.Parallel()
 	tn := mustParseFile(t, "../../tenants/sample.yaml")
 
-	if m, ok := tn.Member("6281234567890"); !ok || m.Name != "Pak Agus" || m.Role != RoleAdmin {
+	if m, ok := tn.MemberOf(contact.Identity{WaID: "6281234567890"}); !ok || m.Name != "Pak Agus" || m.Role != RoleAdmin {
 		t.Errorf("Member(Pak Agus) = %+v, %v", m, ok)
 	}
-	if _, ok := tn.Member("6200000000000"); ok {
+	if _, ok := tn.MemberOf(contact.Identity{WaID: "6200000000000"}); ok {
 		t.Error("Member(unknown) found")
 	}
 	for id, want := range map[string]bool{"106540352242922": true, "106540352242923": true, "1": false, "": false} {
@@ -33,9 +34,9 @@ func TestLookups(t *testing.T) {
 
 func TestEffectiveLanguage(t *testing.T) {
 	t.Parallel()
-	tn := mustParseFile(t, "../../tenants/sample.yaml") // language en
-	agus, _ := tn.Member("6281234567890")               // language id
-	sheena, _ := tn.Member("16505551234")               // no language
+	tn := mustParseFile(t, "../../tenants/sample.yaml")             // language en
+	agus, _ := tn.MemberOf(contact.Identity{WaID: "6281234567890"}) // language id
+	sheena, _ := tn.MemberOf(contact.Identity{WaID: "16505551234"}) // no language
 	tests := []struct {
 		name string
 		m    Member

@@ -1,6 +1,8 @@
 package tenant
 
 import (
+	"github.com/wapipe/wapipe/internal/contact"
+
 	"errors"
 	"net"
 	"net/url"
@@ -113,20 +115,24 @@ func (t *Tenant) validateNumbers(c *problems) {
 }
 
 func (t *Tenant) validateMembers(c *problems) {
-	first := map[string]int{}
+	first := map[contact.Key]int{}
 	for i, m := range t.Members {
 		path := index("members", i)
-		// A member's number is never echoed, not even in an error.
+		// A member's number or id is never echoed, not even in an error.
 		switch {
-		case m.WaID == "":
-			c.add(path+".wa_id", "required")
-		case !waIDRE.MatchString(m.WaID):
+		case m.WaID == "" && m.UserID == "":
+			c.add(path, "wa_id or user_id required: the member's phone number, or their business-scoped user id")
+		case m.WaID != "" && !waIDRE.MatchString(m.WaID):
 			c.add(path+".wa_id", "must be 6 to 15 digits: the number in international form without + or spaces")
+		case m.UserID != "" && !contact.ValidUserID(m.UserID) && !contact.ValidParentUserID(m.UserID):
+			c.add(path+".user_id", `must be a business-scoped user id as Meta gives it ("CC." then letters or digits, e.g. US.13491208655302741918), or a parent one ("CC.ENT.…")`)
 		default:
-			if j, dup := first[m.WaID]; dup {
-				c.add(path+".wa_id", "same number as members[%d]", j)
-			} else {
-				first[m.WaID] = i
+			for _, k := range m.Identity().Keys() {
+				if j, dup := first[k]; dup {
+					c.add(path+"."+string(keyField(k)), "same person as members[%d]", j)
+				} else {
+					first[k] = i
+				}
 			}
 		}
 		checkRole(c, path+".role", m.Role)
@@ -309,4 +315,12 @@ func CheckNumbers(t *Tenant, uses map[string]NumberUse) error {
 // sortByLine orders problems by line, keeping the order of those on the same line.
 func sortByLine(ps Problems) {
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
+}
+
+// keyField is the file field an identifier comes from.
+func keyField(k contact.Key) string {
+	if k.Kind == contact.KindPhone {
+		return "wa_id"
+	}
+	return "user_id"
 }

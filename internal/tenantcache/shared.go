@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -16,16 +17,17 @@ import (
 // it.
 type SharedStore interface {
 	NumberUse(ctx context.Context, phoneNumberID string) (tenant.NumberUse, error)
-	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, waID string) (store.SharedContact, error)
-	InviteTenant(ctx context.Context, tenantIDs []string, codeHash, waID string) (string, error)
-	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error)
+	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, person contact.Identity) (store.SharedContact, error)
+	InviteTenant(ctx context.Context, tenantIDs []string, codeHash string, person contact.Identity) (string, error)
+	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, c store.Contact, name string) (tenant.Member, error)
 }
 
 // ContactRouter decides the tenant of a message on a shared number, where the contact, not the
 // number, decides: an invite code of one of the number's tenants → that tenant; else the tenant
 // the contact last chose there with a code, while it is still that tenant's member; else the
 // first tenant by id the contact is a member of (by file or invite); else the number's first
-// tenant by id, whose onboarding prompt (in its language, under its sender limits) answers.
+// tenant by id, whose onboarding prompt (in its language, under its sender limits) answers. The
+// contact is known by any of its identifiers: a phone, a BSUID, or both.
 //
 // A contact's route is cached per instance for the tenant cache's ttl, like the tenants
 // themselves, so a routed message costs no read while the contact writes; a code redeemed
@@ -55,10 +57,10 @@ func (c *ContactRouter) NumberTenants(ctx context.Context, phoneNumberID string)
 	return u.TenantIDs, err
 }
 
-// TenantFor returns the tenant of a message from waID on the shared number phoneNumberID;
+// TenantFor returns the tenant of a message from person on the shared number phoneNumberID;
 // codeHash is tenant.InviteCodeHash of the message when it is exactly an invite code, else "".
 // store.ErrNotFound when no tenant lists the number.
-func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID, waID, codeHash string) (string, error) {
+func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID string, person contact.Identity, codeHash string) (string, error) {
 	u, err := c.numbers.get(ctx, phoneNumberID)
 	if err != nil {
 		return "", err
@@ -66,8 +68,12 @@ func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID, waID, code
 	if len(u.TenantIDs) == 0 {
 		return "", store.ErrNotFound
 	}
+	if person.IsZero() {
+		// Nobody to route by: the number's first tenant records it.
+		return u.TenantIDs[0], nil
+	}
 	if codeHash != "" {
-		id, err := c.store.InviteTenant(ctx, u.TenantIDs, codeHash, waID)
+		id, err := c.store.InviteTenant(ctx, u.TenantIDs, codeHash, person)
 		if err != nil {
 			return "", fmt.Errorf("find the invite's tenant: %w", err)
 		}
@@ -75,16 +81,21 @@ func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID, waID, code
 			return id, nil
 		}
 	}
-	return c.routes.getWith(ctx, routeKey(phoneNumberID, waID), func(ctx context.Context, _ string) (string, error) {
-		return c.memberRoute(ctx, phoneNumberID, u.TenantIDs, waID)
+	return c.routes.getWith(ctx, routeKey(phoneNumberID, person), func(ctx context.Context, _ string) (string, error) {
+		return c.memberRoute(ctx, phoneNumberID, u.TenantIDs, person)
 	})
 }
 
 // memberRoute is the tenant of a contact on a shared number by membership (TenantFor).
-func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, ids []string, waID string) (string, error) {
-	sc, err := c.store.SharedContact(ctx, phoneNumberID, ids, waID)
+func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, ids []string, person contact.Identity) (string, error) {
+	sc, err := c.store.SharedContact(ctx, phoneNumberID, ids, person)
 	if err != nil {
 		return "", err
+	}
+	// The file lists a person by phone or by BSUID: what any tenant knows of them finds them.
+	known := person
+	for _, ct := range sc.Contacts {
+		known = ct.Identity.Merge(known)
 	}
 	isMember := func(id string) (bool, error) {
 		if slices.Contains(sc.Joined, id) {
@@ -97,7 +108,11 @@ func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, i
 		if err != nil {
 			return false, fmt.Errorf("read tenant %s: %w", id, err)
 		}
-		_, ok := rec.Tenant.Member(waID)
+		who := known
+		if ct, ok := sc.Contacts[id]; ok {
+			who = ct.Identity.Merge(person)
+		}
+		_, ok := rec.Tenant.MemberOf(who)
 		return ok, nil
 	}
 	if slices.Contains(ids, sc.Chosen) {
@@ -117,14 +132,24 @@ func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, i
 
 // RedeemSharedInvite redeems an invite for a contact writing on phoneNumberID (the contact
 // leaves the number's other tenants when it is shared) and forgets the contact's cached routes.
-func (c *ContactRouter) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash, waID, name string) (tenant.Member, error) {
-	m, err := c.store.RedeemSharedInvite(ctx, id, phoneNumberID, codeHash, waID, name)
+func (c *ContactRouter) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, ct store.Contact, name string) (tenant.Member, error) {
+	m, err := c.store.RedeemSharedInvite(ctx, id, phoneNumberID, codeHash, ct, name)
 	if err == nil {
-		suffix := routeKey("", waID)
-		c.routes.forget(func(key string) bool { return strings.HasSuffix(key, suffix) })
+		keys := ct.Identity.Keys()
+		c.routes.forget(func(key string) bool {
+			return slices.ContainsFunc(keys, func(k contact.Key) bool { return strings.Contains(key, routePart(k)) })
+		})
 	}
 	return m, err
 }
 
-// routeKey keys a contact's route on a number.
-func routeKey(phoneNumberID, waID string) string { return phoneNumberID + "\x00" + waID }
+// routeKey keys a person's route on a number: the number, then each identifier.
+func routeKey(phoneNumberID string, person contact.Identity) string {
+	key := phoneNumberID
+	for _, k := range person.Keys() {
+		key += routePart(k)
+	}
+	return key
+}
+
+func routePart(k contact.Key) string { return "\x00" + string(k.Kind) + "=" + k.Value + "\x00" }

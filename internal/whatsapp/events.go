@@ -232,7 +232,7 @@ func changeEvents(wabaID string, c *Change) []Event {
 	case FieldCalls:
 		for _, call := range v.Calls {
 			ev := base
-			ev.Contact = contact.FromWebhook(call.From, call.FromUserID, "", "", "")
+			ev.Contact = withProfile(callUser(&call), v.Contacts)
 			call := call
 			ev.Call = &call
 			out = append(out, ev)
@@ -251,6 +251,24 @@ func changeEvents(wabaID string, c *Change) []Event {
 		}
 	}
 	return out
+}
+
+// callUser is the WhatsApp user a call event is about. The other party is the business number,
+// which has no BSUID: the user is the caller of a call the user placed and the callee of one the
+// business placed (reading From alone named the business itself for every BUSINESS_INITIATED
+// call). Without a known direction, the side that carries a BSUID is the user's, else From.
+func callUser(c *CallEvent) contact.Identity {
+	from := contact.FromWebhook(c.From, c.FromUserID, "", "", "")
+	to := contact.FromWebhook(c.To, c.ToUserID, "", "", "")
+	switch {
+	case strings.EqualFold(c.Direction, "BUSINESS_INITIATED"):
+		return to
+	case strings.EqualFold(c.Direction, "USER_INITIATED"):
+		return from
+	case from.UserID == "" && to.UserID != "":
+		return to
+	}
+	return from
 }
 
 // withProfile adds the username and profile name of the contacts[] entry that names the same

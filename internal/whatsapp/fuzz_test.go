@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wapipe/wapipe/internal/contact"
 )
 
 func addTestdataSeeds(f *testing.F) {
@@ -240,4 +242,160 @@ func foldKey(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// identitySeeds are bodies built to make the parser name someone wrongly: identifiers in the
+// wrong field, padded, escaped or spelt twice, profiles that could attach to the wrong sender.
+// With the bsuid_*.json payloads (one per row of usernames.md, added with the rest of testdata)
+// they seed FuzzNormalize.
+func identitySeeds() [][]byte {
+	return [][]byte{
+		// A BSUID in the phone fields, a phone with a plus, padded identifiers.
+		message(`{"from":"US.1234","from_user_id":"US.1234","id":"wamid.A","type":"text","text":{"body":"x"}}`),
+		message(`{"from":"+16505551234","from_user_id":" US.99 ","from_parent_user_id":"US.99","id":"wamid.A","type":"text"}`),
+		// Escaped characters, and two spellings of one key (encoding/json keeps the last match).
+		message(`{"from_user_id":"US.\u0037\u0033","From_User_ID":"US.74","id":"wamid.A","type":"text"}`),
+		// Two senders, profiles that match by parent only, and a profile with no identifier.
+		change(FieldMessages, `{`+meta+`,"contacts":[{"profile":{"name":"A","username":"@a"},"parent_user_id":"US.ENT.1"},`+
+			`{"profile":{"name":"Nobody"}},{"profile":{"name":"B"},"wa_id":"16505550000","user_id":"US.2"}],`+
+			`"messages":[{"from_parent_user_id":"US.ENT.1","id":"wamid.1"},{"from_user_id":"US.2","id":"wamid.2"},{"id":"wamid.3"}]}`),
+		// Identity changes: no previous_user_id, the sender already new, nothing at all.
+		message(`{"from_user_id":"US.8","id":"wamid.A","type":"system","system":{"type":"user_changed_user_id","user_id":"US.8"}}`),
+		message(`{"id":"wamid.A","type":"system","system":{"type":"user_changed_number","new_wa_id":"16505559999","previous_user_id":"US.1"}}`),
+		change(FieldUserIDUpdate, `{`+meta+`,"user_id_update":[{"user_id":{"previous":"US.1","current":"US.2"}},{},{"wa_id":"US.3"}]}`),
+		// Calls either way and with no direction; an echo whose business number is a contact's.
+		change(FieldCalls, `{`+meta+`,"calls":[{"id":"c1","from":"15550783881","to_user_id":"US.5"},{"id":"c2","from_user_id":"US.5","direction":"BUSINESS_INITIATED"}]}`),
+		change(FieldMessageEchoes, `{`+meta+`,"contacts":[{"profile":{"name":"Biz?"},"wa_id":"15550783881"}],"message_echoes":[{"from":"15550783881","to_user_id":"US.6","id":"e"}]}`),
+		// Statuses with both parent spellings at once, and with no recipient.
+		change(FieldMessages, `{`+meta+`,"statuses":[{"id":"s","status":"read","recipient_user_id":"US.7","recipient_parent_user_id":"US.ENT.7","parent_recipient_user_id":"US.ENT.8"},{"id":"t","status":"failed"}]}`),
+	}
+}
+
+// FuzzNormalize: whatever body Parse accepts, Normalize, Events, Message.Identity,
+// Message.IdentityChange and Status.Recipient never panic, and never name a person by an
+// identifier the body does not hold. A message's sender is named only by identifiers of the
+// message object itself (Raw) and of the contacts[] entry that shares one of them (Meta gives
+// some identifiers only there), never by another sender's entry; its identity change only by the
+// message's own; a name or a username only as the body spells it somewhere.
+func FuzzNormalize(f *testing.F) {
+	addTestdataSeeds(f)
+	for _, b := range identitySeeds() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := Parse(body)
+		if err != nil {
+			return
+		}
+		all := jsonStrings(t, body)
+		linked := linkedIdentifiers(t, p)
+		msgs, sts := Normalize(p)
+		for i, m := range msgs {
+			own := jsonStrings(t, m.Raw)
+			checkNamed(t, "sender of "+m.ID, m.Identity(), append(own, linked[i]...), all)
+			if ch, ok := m.IdentityChange(); ok {
+				if m.Type != "system" || m.System == nil {
+					t.Fatalf("message %s of type %q announces a change %+v", m.ID, m.Type, ch)
+				}
+				checkIdentifiers(t, "previous identity of "+m.ID, ch.Previous, own)
+				checkIdentifiers(t, "current identity of "+m.ID, ch.Current, own)
+			}
+		}
+		for _, s := range sts {
+			checkNamed(t, "recipient of "+s.ID, s.Recipient(), all, all)
+		}
+		for _, e := range Events(p) {
+			checkNamed(t, e.Field+" contact", e.Contact, all, all)
+			if e.Echo != nil {
+				checkNamed(t, "echo sender", e.Echo.Identity(), all, all)
+			}
+			if ch := e.IdentityChange; ch != nil {
+				checkIdentifiers(t, "previous identity", ch.Previous, all)
+				checkIdentifiers(t, "current identity", ch.Current, all)
+			}
+		}
+	})
+}
+
+// linkedIdentifiers returns, for each message in Normalize's order, the identifiers of the
+// contacts[] entries of its change that share an identifier with the message object itself.
+func linkedIdentifiers(t *testing.T, p *Payload) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, e := range p.Entry {
+		for _, c := range e.Changes {
+			for _, m := range c.Value.Messages {
+				own := jsonStrings(t, m.Raw)
+				var linked []string
+				for _, ct := range c.Value.Contacts {
+					keys := contact.FromWebhook(ct.WaID, ct.UserID, ct.ParentUserID, "", "").Keys()
+					if slices.ContainsFunc(keys, func(k contact.Key) bool { return inSome(own, k.Value) }) {
+						for _, k := range keys {
+							linked = append(linked, k.Value)
+						}
+					}
+				}
+				out = append(out, linked)
+			}
+		}
+	}
+	return out
+}
+
+// checkNamed fails unless every identifier of id is in one of the strings in ids, its name and
+// username are in one of all, and it carries a profile only with an identifier.
+func checkNamed(t *testing.T, what string, id contact.Identity, ids, all []string) {
+	t.Helper()
+	checkIdentifiers(t, what, id, ids)
+	for _, s := range []string{id.Username, id.Name} {
+		if s != "" && !inSome(all, s) {
+			t.Fatalf("%s has the profile %q, which the body does not hold (%+v)", what, s, id)
+		}
+	}
+	if id.IsZero() && (id.Username != "" || id.Name != "") {
+		t.Fatalf("%s names nobody but carries a profile: %+v", what, id)
+	}
+}
+
+func checkIdentifiers(t *testing.T, what string, id contact.Identity, ids []string) {
+	t.Helper()
+	for _, k := range id.Keys() {
+		if !inSome(ids, k.Value) {
+			t.Fatalf("%s claims %s %q, which is not in its input (%+v)", what, k.Kind, k.Value, id)
+		}
+	}
+}
+
+func inSome(ss []string, sub string) bool {
+	for _, s := range ss {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonStrings is every string value (not key) of the JSON document b, decoded, duplicates and
+// case-variant keys included: whatever encoding/json may have put in a string field.
+func jsonStrings(t *testing.T, b []byte) []string {
+	t.Helper()
+	n, err := readTree(b)
+	if err != nil {
+		t.Fatalf("a body or message Parse accepted is not JSON: %v", err)
+	}
+	var out []string
+	var walk func(node)
+	walk = func(n node) {
+		for _, m := range n.members {
+			walk(m.val)
+		}
+		for _, e := range n.elems {
+			walk(e)
+		}
+		if s, ok := n.scalar.(string); ok {
+			out = append(out, s)
+		}
+	}
+	walk(n)
+	return out
 }

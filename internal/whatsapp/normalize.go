@@ -40,10 +40,12 @@ func Normalize(p *Payload) ([]Message, []Status) {
 func normalizeMessage(v *Value, in *InboundMessage) Message {
 	sender := withProfile(contact.FromWebhook(in.From, in.FromUserID, in.FromParentUserID, "", ""), v.Contacts)
 	m := Message{
-		ID:                 in.ID,
-		From:               in.From,
-		FromUserID:         in.FromUserID,
-		FromParentUserID:   in.FromParentUserID,
+		ID: in.ID,
+		// The sender as contact.FromWebhook reads it, with what the contacts[] entry that names
+		// the same person adds (a phone or a BSUID Meta gave only there).
+		From:               sender.WaID,
+		FromUserID:         sender.UserID,
+		FromParentUserID:   sender.ParentUserID,
 		ContactName:        sender.Name,
 		Username:           sender.Username,
 		PhoneNumberID:      v.Metadata.PhoneNumberID,
@@ -174,13 +176,15 @@ func contactCard(c SharedContact) ContactCard {
 }
 
 func normalizeStatus(v *Value, in *StatusUpdate) Status {
+	// The recipient with what the contacts[] entry beside the statuses adds.
+	to := withProfile(contact.FromWebhook(in.RecipientID, in.RecipientUserID, or(in.RecipientParentUserID, in.ParentRecipientUserID), "", ""), v.Contacts)
 	s := Status{
 		ID:                    in.ID,
 		Status:                in.Status,
 		Timestamp:             in.Timestamp,
-		RecipientID:           in.RecipientID,
-		RecipientUserID:       in.RecipientUserID,
-		RecipientParentUserID: or(in.RecipientParentUserID, in.ParentRecipientUserID),
+		RecipientID:           to.WaID,
+		RecipientUserID:       to.UserID,
+		RecipientParentUserID: to.ParentUserID,
 		PhoneNumberID:         v.Metadata.PhoneNumberID,
 		BizOpaqueCallbackData: in.BizOpaqueCallbackData,
 		Errors:                convertErrors(in.Errors),

@@ -14,9 +14,9 @@ import (
 )
 
 // actionIDs notes an action task's ids on t.
-func actionIDs(t *task, a *tasks.Action) {
+func (s *Server) actionIDs(t *task, a *tasks.Action) {
 	a.CorrelationID = t.correlate(a.CorrelationID)
-	t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(a.ActionID)
+	t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(s.deps.Keyer, a.ActionID)
 }
 
 // validateAction checks an action task (actions.Validate).
@@ -38,6 +38,6 @@ func (s *Server) processAction(ctx context.Context, t *task, a tasks.Action, _ t
 // newNotifier queues the notifications of succeeded actions as send records and their
 // process_send tasks on each tenant's queue (package outbox), like the api's sends.
 func newNotifier(db *store.DB, tq *taskqueue.Client, tenants *store.Tenants, hasher *logging.Hasher) *notify.Notifier {
-	return &notify.Notifier{Members: tenants, Choices: tenants, Hasher: hasher,
+	return &notify.Notifier{Members: tenants, Choices: tenants, Hasher: hasher, Conversations: store.NewConversationStore(db, store.Options{}),
 		Outbox: &outbox.Outbox{Sends: store.NewSends(db, store.Options{}), Tasks: tq, Hasher: hasher}}
 }

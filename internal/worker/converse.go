@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -38,8 +39,14 @@ type ConversationStore interface {
 // drained; any error leaves it to Cloud Tasks to retry.
 func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
 	logger := logging.FromContext(ctx)
+	who, err := s.deps.People.Sender(ctx, out.TenantID, out.PhoneNumberID, senderOf(out))
+	if err != nil {
+		return s.fail(ctx, t, fmt.Errorf("find the sender's contact: %w", err))
+	}
+	ctx, logger = logging.With(ctx, "contact_id", who.Contact.ID)
 	in := conversation.Inbound{
-		TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, Contact: out.To,
+		TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, ConversationID: who.ConversationID,
+		ContactID: who.Contact.ID, Person: who.Contact.Identity, Contact: who.Contact.WaID,
 		MessageID: out.Message.ID, Message: out.Message, ReceivedAt: out.ReceivedAt,
 		InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID, LastAttempt: s.isLastAttempt(t),
 	}
@@ -101,7 +108,7 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 	return func(ctx context.Context, p conversation.Pending, st assistant.State) (assistant.Outcome, error) {
 		// The stored records first (a revoke erases, an edit changes, a number change moves);
 		// the turn then decides the state and replies, as for any message.
-		if _, err := s.applyMessageEvent(ctx, p.ConversationID, p.Message); err != nil {
+		if _, err := s.applyMessageEvent(ctx, p.TenantID, p.ConversationID, p.Message); err != nil {
 			return assistant.Outcome{}, err
 		}
 		rec, err := s.deps.Tenants.Tenant(ctx, p.TenantID)
@@ -126,7 +133,11 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 		if s.deps.Contacts != nil {
 			gate.Moves = s.deps.Contacts
 		}
-		adm, err := gate.Admit(ctx, tn, m, allow)
+		c, err := s.pendingContact(ctx, p)
+		if err != nil {
+			return assistant.Outcome{}, err
+		}
+		adm, err := gate.Admit(ctx, tn, c, m, allow)
 		if err != nil {
 			return assistant.Outcome{}, err
 		}
@@ -143,10 +154,28 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 		}
 		return s.deps.Assistant.Turn(ctx, assistant.Input{
 			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
+			ContactID: c.ID, Person: c.Identity,
 			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: s.isLastAttempt(t), StaleButton: stale,
 			Media: s.mediaLoader(p.TenantID),
 		})
 	}
+}
+
+// pendingContact is the contact of pending message p: as resolved when it arrived, or, for a
+// message stored before contacts (its payload names the sender's phone alone), resolved now.
+func (s *Server) pendingContact(ctx context.Context, p conversation.Pending) (store.Contact, error) {
+	if p.ContactID != "" {
+		return store.Contact{ID: p.ContactID, TenantID: p.TenantID, Identity: p.Person}, nil
+	}
+	id := p.Message.Identity()
+	if id.IsZero() {
+		id = contact.Identity{WaID: p.Contact}
+	}
+	who, err := s.deps.People.Sender(ctx, p.TenantID, p.PhoneNumberID, id)
+	if err != nil {
+		return store.Contact{}, fmt.Errorf("find the sender's contact: %w", err)
+	}
+	return who.Contact, nil
 }
 
 // staleButton reports whether a confirm_yes / confirm_no tap does not answer the pending
@@ -185,9 +214,14 @@ type replySender struct{ s *Server }
 // recorded failed and logged, and nil is returned so the conversation goes on.
 func (r replySender) SendReply(ctx context.Context, o conversation.Outgoing) (string, error) {
 	p := o.Pending
+	to := p.Person.Address()
+	if to.IsZero() {
+		// A message stored before contacts names its sender's phone alone.
+		to.To = p.Contact
+	}
 	return r.s.sendReply(ctx, delivery.Request{
 		Kind: delivery.ConversationReply, Key: o.IdempotencyKey, TenantID: p.TenantID, PhoneNumberID: p.PhoneNumberID,
-		To: p.Contact, InboundMessageID: p.MessageID, InboundEventID: p.InboundEventID, CorrelationID: p.CorrelationID,
+		To: to.To, Recipient: to.Recipient, ConversationID: p.ConversationID, InboundMessageID: p.MessageID, InboundEventID: p.InboundEventID, CorrelationID: p.CorrelationID,
 		ReceivedAt: p.ReceivedAt, LastInbound: time.Unix(p.Timestamp, 0), Reply: o.Reply.Reply, LastAttempt: o.LastAttempt,
 	})
 }

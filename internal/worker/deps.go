@@ -16,6 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/media"
+	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -73,6 +74,8 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	tenantCache := tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL)
+	directory := &people.Directory{Contacts: store.NewContacts(db, store.Options{}), Tenants: tenants, Reader: tenantCache,
+		Conversations: conversations}
 	deps := Deps{
 		Tasks:         tq,
 		Payloads:      store.NewPayloads(db, 0),
@@ -99,7 +102,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),
 		Lease:         cfg.ConversationLease,
 		Sends:         store.NewSends(db, store.Options{}),
-		Events:        events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{})),
+		Events:        events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{}), directory),
+		People:        directory,
+		Keyer:         db.Keyer(),
 		Logger:        logger,
 		Health:        health.ForStore(db, admin, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
 	}

@@ -14,14 +14,15 @@ import (
 // *events.Applier implements it.
 type EventApplier interface {
 	fanout.EventApplier
-	ApplyMessage(ctx context.Context, conversationID string, m whatsapp.Message) (events.Outcome, error)
+	ApplyMessage(ctx context.Context, tenantID, conversationID string, m whatsapp.Message) (events.Outcome, error)
 }
 
-// applyMessageEvent applies message m of conversation conversationID ("" on the default path)
-// before it is answered (package events). Without Deps.Events every message is answered.
-func (s *Server) applyMessageEvent(ctx context.Context, conversationID string, m whatsapp.Message) (events.Outcome, error) {
+// applyMessageEvent applies message m of tenant tenantID's conversation conversationID (both ""
+// on the default path) before it is answered (package events). Without Deps.Events every
+// message is answered.
+func (s *Server) applyMessageEvent(ctx context.Context, tenantID, conversationID string, m whatsapp.Message) (events.Outcome, error) {
 	if s.deps.Events == nil {
 		return events.Outcome{Answer: true, Event: events.EventMessage}, nil
 	}
-	return s.deps.Events.ApplyMessage(ctx, conversationID, m)
+	return s.deps.Events.ApplyMessage(ctx, tenantID, conversationID, m)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -22,7 +23,7 @@ func outboundIDs(t *task, out *tasks.Outbound) {
 func (s *Server) runOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
 	ctx, _ = logging.With(ctx, logging.EventID(out.InboundEventID), "correlation_id", out.CorrelationID,
 		"idempotency_key", out.IdempotencyKey, "phone_number_id", out.PhoneNumberID, logging.Phone("to", out.To),
-		"message_type", out.Message.Type, "tenant_id", out.TenantID)
+		logging.User("to_user", out.UserID), "message_type", out.Message.Type, "tenant_id", out.TenantID)
 	return s.processOutbound(ctx, t, out, start)
 }
 
@@ -38,13 +39,15 @@ func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outboun
 		}
 		return s.converse(ctx, t, out, start)
 	}
-	ev, err := s.applyMessageEvent(ctx, "", out.Message)
+	ev, err := s.applyMessageEvent(ctx, "", "", out.Message)
+	// The reply goes to the phone when it came, else to the BSUID (never a BSUID in "to").
+	addr := senderOf(out).Address()
 	if err != nil {
 		return s.fail(ctx, t, err)
 	}
 	return s.deliveryOutcome(ctx, t, s.deliver.Deliver(ctx, delivery.Request{
 		Kind: delivery.DefaultReply, Key: out.IdempotencyKey, Token: s.cfg.AccessToken, PhoneNumberID: out.PhoneNumberID,
-		To: out.To, InboundMessageID: out.Message.ID, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
+		To: addr.To, Recipient: addr.Recipient, InboundMessageID: out.Message.ID, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
 		ReceivedAt: out.ReceivedAt, MarkRead: true, LastAttempt: s.isLastAttempt(t),
 		Compose: func(ctx context.Context) (responder.Reply, error) {
 			switch {
@@ -68,11 +71,20 @@ func validateOutbound(o tasks.Outbound) error {
 	if o.PhoneNumberID == "" {
 		errs = append(errs, errors.New("phone_number_id is empty"))
 	}
-	if o.To == "" {
-		errs = append(errs, errors.New("to is empty"))
+	if senderOf(o).IsZero() {
+		errs = append(errs, errors.New("to and user_id are empty: the task names nobody"))
 	}
 	if o.Message.ID == "" {
 		errs = append(errs, errors.New("message.id is empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// senderOf is who sent the message of out: as the message names them, else as the task's fields
+// do (a task from before the message carried them), read as a webhook's.
+func senderOf(out tasks.Outbound) contact.Identity {
+	if id := out.Message.Identity(); !id.IsZero() {
+		return id
+	}
+	return contact.FromWebhook(out.To, out.UserID, "", out.Message.Username, out.Message.ContactName)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/identity"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/members"
@@ -127,6 +128,13 @@ type Deps struct {
 	// Events applies Meta's events other than ordinary messages (revokes, edits, number
 	// changes, preferences, echoes, account updates); with none they are only answered or traced.
 	Events EventApplier
+
+	// People says who a tenant's message is from: its contact and conversation; required with
+	// Conversations. It also follows identity changes.
+	People People
+	// Keyer keys the ids derived from people and messages (reply keys); the development key's
+	// when nil. NewDeps takes the database's, keyed with LOG_HASH_KEY.
+	Keyer *keyedid.Keyer
 }
 
 // Server is the worker service.
@@ -163,13 +171,20 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.MarkReadTimeout <= 0 {
 		deps.MarkReadTimeout = 5 * time.Second
 	}
+	if deps.Keyer == nil {
+		deps.Keyer = keyedid.Dev()
+	}
 	srv := &Server{cfg: cfg, deps: deps, deliver: &delivery.Deliverer{
 		Records: deps.Outbound, Sender: deps.Sender, Tenants: deps.Tenants, Tokens: deps.Tokens,
 		Hasher: deps.Hasher, Now: deps.Now, MarkReadTimeout: deps.MarkReadTimeout,
 	}}
 	srv.fanner = &fanout.Fanner{
 		Tasks: deps.Tasks, Payloads: deps.Payloads, Statuses: deps.Statuses, Outbound: deps.Outbound, Traces: deps.Traces,
-		Tenants: deps.Tenants, Hasher: deps.Hasher, Now: deps.Now, Limit: deps.FanOut,
+		Tenants: deps.Tenants, Hasher: deps.Hasher, Keyer: deps.Keyer, Now: deps.Now, Limit: deps.FanOut,
+	}
+	if deps.People != nil {
+		// A nil interface stays nil: the fanner tells "identity changes not followed" by it.
+		srv.fanner.Identities = deps.People
 	}
 	if cfg.AccessToken != "" {
 		srv.fanner.DefaultQueue = cfg.OutboundQueue
@@ -183,18 +198,18 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		srv.fanner.Events = deps.Events
 	}
 	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
-		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply, Notify: deps.Notifier}
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply, Notify: deps.Notifier, Keyer: deps.Keyer}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
 	}
 	if deps.Conversations != nil {
-		if deps.Assistant == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil {
-			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller and Tokens")
+		if deps.Assistant == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil || deps.People == nil {
+			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller, Tokens and People")
 		}
 		srv.deliver.Windows = deps.Conversations
 		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actions.Queue{Tasks: deps.Tasks}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
-			IsQuotaNotice: assistant.IsQuotaNotice, DescribeMedia: media.Describe})
+			IsQuotaNotice: assistant.IsQuotaNotice, DescribeMedia: media.Describe, Keyer: deps.Keyer})
 	}
 	srv.routes = srv.taskRoutes()
 	return srv

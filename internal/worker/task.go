@@ -75,7 +75,7 @@ func (s *Server) taskRoutes() []taskRoute {
 			}
 			return tasks.QueueID(s.cfg.OutboundQueue)
 		}},
-		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, actionIDs, validateAction, s.processAction), tenantQueue},
+		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, s.actionIDs, validateAction, s.processAction), tenantQueue},
 		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, validateSend, s.processSend), tenantQueue},
 	}
 }

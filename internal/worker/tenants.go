@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/actions"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/members"
+	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -33,4 +35,11 @@ type TokenSource interface {
 type ContactRouter interface {
 	fanout.ContactRouter
 	members.Mover
+}
+
+// People says who a message is from (their contact and conversation) and follows identity
+// changes; *people.Directory implements it.
+type People interface {
+	Sender(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (people.Sender, error)
+	fanout.Identities
 }

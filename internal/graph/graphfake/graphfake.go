@@ -1,9 +1,11 @@
 // Package graphfake is a fake WhatsApp Cloud API (Graph API) for worker tests and the local
 // stack. It answers POST /{version}/{phone-number-id}/messages (the version segment is
 // optional) the way Meta does: a send gets a fresh wamid, a mark-as-read gets
-// {"success":true}, a request without a Bearer token gets 401 with code 190. It records every
-// request, can be told to fail the next calls with Meta's error bodies, and lets tests wait for
-// sends without sleeping.
+// {"success":true}, a request without a Bearer token gets 401 with code 190. A send goes to a
+// phone number ("to") or a business-scoped user id ("recipient"), and is refused like Meta
+// refuses it when it names neither, puts a BSUID in "to", or sends an authentication template
+// by BSUID (recipient.go). It records every request, can be told to fail the next calls with
+// Meta's error bodies, and lets tests wait for sends without sleeping.
 //
 // The same controls are served as JSON under /_fake/ so a CLI or the local stack can drive a
 // fake running in another process:
@@ -74,6 +76,10 @@ type Request struct {
 	Status int `json:"status"`
 	// MessageID is the wamid a successful send returned.
 	MessageID string `json:"message_id,omitempty"`
+	// Recipient is the business-scoped user id a send named in "recipient" (also in Body), kept
+	// apart so a test can tell a send by BSUID without digging in the body; empty when the send
+	// named none.
+	Recipient string `json:"recipient,omitempty"`
 	// Token is the Bearer token the call carried, so a test can tell whose token a send used.
 	// Never served by the admin endpoints.
 	Token string `json:"-"`
@@ -343,6 +349,7 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 		rec.Kind = KindRead
 	} else {
 		rec.Kind = KindSend
+		rec.Recipient, _ = rec.Body["recipient"].(string)
 	}
 	if fl, ok := f.nextFailure(rec.Kind); ok {
 		h := map[string]string{}
@@ -363,14 +370,17 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 		}
 		return http.StatusOK, map[string]any{"success": true}, nil
 	}
-	to, _ := rec.Body["to"].(string)
-	if to == "" {
-		return http.StatusBadRequest, metaError(Failure{Code: 100, Message: "(#100) The parameter to is required."}.withDefaults()), nil
+	addr, fl, refused := sendAddress(rec.Body) // recipient.go
+	if refused {
+		return fl.HTTPStatus, metaError(fl), nil
+	}
+	if fl, refused := f.userIDRule(addr, rec.Body); refused {
+		return fl.HTTPStatus, metaError(fl), nil
 	}
 	rec.MessageID = whatsapp.NewMessageID()
 	return http.StatusOK, map[string]any{
 		"messaging_product": "whatsapp",
-		"contacts":          []any{map[string]any{"input": to, "wa_id": waID(to)}},
+		"contacts":          addr.contacts(),
 		"messages":          []any{map[string]any{"id": rec.MessageID}},
 	}, nil
 }
@@ -407,6 +417,7 @@ var knownErrors = map[int]struct {
 	131051: {http.StatusBadRequest, "(#131051) Unsupported message type", "Unsupported message type."},
 	131052: {http.StatusBadRequest, "(#131052) Media download error", "Unable to download the media sent by the user."},
 	131053: {http.StatusBadRequest, "(#131053) Media upload error", "Unable to upload the media used in the message."},
+	131062: {http.StatusBadRequest, errUserIDNotAllowed.Message, errUserIDNotAllowed.Details},
 	131056: {http.StatusBadRequest, "(#131056) (Business Account, Consumer Account) pair rate limit hit", "Too many messages sent from the sender phone number to the same recipient phone number in a short period of time."},
 	133004: {http.StatusServiceUnavailable, "(#133004) Server temporarily unavailable", "Server is temporarily unavailable."},
 }

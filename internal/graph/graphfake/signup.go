@@ -18,7 +18,8 @@ import (
 //	GET  /{version}/oauth/access_token?client_id&client_secret&code   {"access_token":…} once per code
 //	POST /{version}/{waba_id}/subscribed_apps            {"success":true}
 //	GET  /{version}/{waba_id}/phone_numbers              {"data":[{"id",…}]}
-//	POST /_fake/window {"to":"…","closed":true}          131047 for free-form sends to "to"
+//	POST /_fake/window {"to":"…","closed":true}          131047 for free-form sends to "to" (a
+//	                                                     phone number or a BSUID)
 //
 // The token a code gives is accepted, reported by debug_token with the account as target, and
 // bound to the account's numbers: a send on one of them with another token gets 190, as a
@@ -111,12 +112,14 @@ func (f *Fake) AddTemplate(name string) {
 	f.signupLocked().templates[name] = true
 }
 
-// CloseWindow closes (or reopens) the customer service window of the contact to: free-form
-// sends to them get 131047.
+// CloseWindow closes (or reopens) the customer service window of the contact to, a phone
+// number or a BSUID: free-form sends to them get 131047. The fake does not know that a phone and
+// a BSUID are one person: a send by "recipient" meets the window closed for that BSUID, a send
+// with "to" the one closed for that phone.
 func (f *Fake) CloseWindow(to string, closed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.signupLocked().closed[waID(to)] = closed
+	f.signupLocked().closed[windowKey(to)] = closed
 }
 
 // Subscribed reports whether the app was subscribed to wabaID's webhooks.
@@ -150,7 +153,10 @@ func (f *Fake) sendRule(phoneNumberID, token string, body map[string]any) (Failu
 		}
 		return Failure{}, false
 	}
-	if to, _ := body["to"].(string); st.closed[waID(to)] && typ != "" {
+	a := address{}
+	a.To, _ = body["to"].(string)
+	a.Recipient, _ = body["recipient"].(string)
+	if k := a.key(); k != "" && st.closed[k] && typ != "" {
 		return Failure{Code: 131047}.withDefaults(), true
 	}
 	return Failure{}, false
