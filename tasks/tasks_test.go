@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -101,9 +102,18 @@ func TestNamesAndKeys(t *testing.T) {
 		if tasks.InboundTaskID(id) != tasks.InboundTaskID(id) {
 			t.Error("task ids must be deterministic")
 		}
-		key := tasks.IdempotencyKey(id)
-		if !tasks.IsIdempotencyKey(key) || len(key) > 512 {
-			t.Errorf("idempotency key %q: not recognised, or too long for biz_opaque_callback_data", key)
+		k := keyedid.Dev()
+		for _, key := range []string{tasks.IdempotencyKey(k, id), tasks.LegacyIdempotencyKey(id), tasks.ActionReplyKey(k, id),
+			tasks.LegacyActionReplyKey(id), tasks.LegacyReplyKey(id, 1)} {
+			if !tasks.IsIdempotencyKey(key) || len(key) > 512 {
+				t.Errorf("idempotency key %q: not recognised, or too long for biz_opaque_callback_data", key)
+			}
+		}
+		if tasks.IdempotencyKey(k, id) == tasks.LegacyIdempotencyKey(id) {
+			t.Error("the keyed idempotency key equals the unkeyed one")
+		}
+		if tasks.IdempotencyKey(k, id) != k.ReplyKey(id, 0) || tasks.LegacyReplyKey(id, 0) != tasks.LegacyIdempotencyKey(id) {
+			t.Error("a turn's first reply key must be the message's idempotency key")
 		}
 	}
 	for _, s := range []string{"", "reply-", "reply-xyz", "order-1234", "reply-" + strings.Repeat("g", 32)} {

@@ -239,19 +239,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	ready := readyInfo(st, logDir, logs.paths())
 	io.WriteString(stdout, banner(st, ready))
-	if cfg.readyFile != "" {
-		if err := writeReady(cfg.readyFile, ready); err != nil {
-			return err
-		}
-		// A ready file left behind would tell the next reader a stopped stack is up.
-		defer os.Remove(cfg.readyFile)
-	}
+	// The environment file first: whoever waits for the ready file may run the CLI at once, and
+	// the CLI finds the stack through the environment file.
 	if cfg.envFile != "" {
 		if err := devenv.Write(cfg.envFile, devenv.File{PID: ready.PID, Env: ready.Env}); err != nil {
 			return err
 		}
 		defer devenv.Remove(cfg.envFile, ready.PID)
 		fmt.Fprintf(stderr, "devstack: the wapipe CLI finds this stack through %s\n", cfg.envFile)
+	}
+	if cfg.readyFile != "" {
+		if err := writeReady(cfg.readyFile, ready); err != nil {
+			return err
+		}
+		// A ready file left behind would tell the next reader a stopped stack is up.
+		defer os.Remove(cfg.readyFile)
 	}
 
 	select {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/devenv"
 	"github.com/wapipe/wapipe/internal/firestoreemu"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -324,7 +325,7 @@ func TestDevstackBinary(t *testing.T) {
 		}
 	}
 	// …and its reply out at the fake Graph API.
-	key := tasks.IdempotencyKey(msgID)
+	key := tasks.IdempotencyKey(keyedid.Dev(), msgID)
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		resp, err := http.Get(ready.FakeRequestsURL)
 		if err != nil {

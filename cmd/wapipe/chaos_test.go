@@ -22,6 +22,7 @@ import (
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
@@ -261,7 +262,7 @@ func TestChaos(t *testing.T) {
 	// What must be there at the end.
 	wantReplies := map[string]bool{}
 	for _, id := range plain.accepted {
-		wantReplies[tasks.IdempotencyKey(id)] = true
+		wantReplies[tasks.IdempotencyKey(keyedid.Dev(), id)] = true
 	}
 	queueIDs := []string{tasks.InboundQueueID, tasks.OutboundQueueID, tasks.TenantQueueID(chaosTenant)}
 	drained := func() bool {

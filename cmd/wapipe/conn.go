@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -43,6 +45,18 @@ func (c *connFlags) resolve() error {
 	}
 	c.conn.Keyer = k
 	return nil
+}
+
+// store opens the configured database as the services do. Against a real Firestore it needs the
+// deployment's LOG_HASH_KEY: the documents about people are named with it, and under the dev key
+// a lookup finds nobody and a write names people where no service looks (the dev default serves
+// the emulator only).
+func (c *connFlags) store(ctx context.Context) (*store.DB, error) {
+	if os.Getenv("LOG_HASH_KEY") == "" && c.conn.FirestoreEmulatorHost == "" && os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+		return nil, usageErrorf("LOG_HASH_KEY is not set: wapipe names and finds people's documents with the deployment's key " +
+			"(gcloud secrets versions access latest --secret=wapipe-log-hash-key); the dev default serves the Firestore emulator only")
+	}
+	return c.conn.Store(ctx)
 }
 
 // keyerFromEnv is the keyer of LOG_HASH_KEY (and LOG_HASH_KEY_PREVIOUS during a rotation), as

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/tasks"
@@ -40,7 +41,7 @@ func TestTenantsListHeader(t *testing.T) {
 	out := mustCLI(t, s.conn("tenants", "list")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "ID AUTH NUMBERS MEMBERS ASSISTANT NAME" ||
-		strings.Join(strings.Fields(lines[1])[:5], " ") != "sunrise-bus ok 2 3 llm" {
+		strings.Join(strings.Fields(lines[1])[:5], " ") != "sunrise-bus ok 2 4 llm" {
 		t.Errorf("tenants list:\n%s\nwant a header row, then the sample tenant", out)
 	}
 }
@@ -82,13 +83,13 @@ func TestInspectActionAndDeadLetter(t *testing.T) {
 		if err != nil || len(docs) != 1 || docs[0].DataTo(&action) != nil || !action.Final() {
 			return false
 		}
-		rec, err := s.records.GetOutbound(ctx, tasks.ActionReplyKey(action.ActionID))
+		rec, err := s.records.GetOutbound(ctx, tasks.ActionReplyKey(keyedid.Dev(), action.ActionID))
 		return err == nil && rec.State == store.OutboundSent
 	}, "the booking was never done and answered")
 	s.idle(t)
 	replyKey := action.ReplyKey
 	if replyKey == "" {
-		replyKey = tasks.ActionReplyKey(action.ActionID)
+		replyKey = tasks.ActionReplyKey(keyedid.Dev(), action.ActionID)
 	}
 
 	text := mustCLI(t, s.conn("inspect", action.ActionID)...)

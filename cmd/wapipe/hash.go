@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 )
 
@@ -18,10 +20,13 @@ The ref is the last line of the output.`
 
 const hashIDUsage = `Usage: wapipe hash-id ID
 
-Prints the ref that stands for an id (a wamid, an inbound_event_id, a Graph message id) in
-wapipe's logs: event_ref and message_ref are both this ref. An HMAC-SHA256 with LOG_HASH_KEY, the
-key the services use. Search the logs for it, or pass it to wapipe inspect. The ref is the last
-line of the output.`
+Prints the ref that stands for an id in wapipe's logs, an HMAC-SHA256 with LOG_HASH_KEY, the key
+the services use:
+  - a wamid, an inbound_event_id, a Graph message id: ref_… (event_ref and message_ref);
+  - a business-scoped user id (US.1349…) or a parent one (US.ENT.…): us_…, the ref of a person
+    known by it (to_user, recipient_user, previous_user…);
+  - a username, written with its @ (@julian): un_….
+Search the logs for it, or pass a ref_ to wapipe inspect. The ref is the last line of the output.`
 
 func runHashPhone(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return runHash("hash-phone", hashPhoneUsage, "NUMBER", args, stdout, stderr, func(h *logging.Hasher, v string) (string, error) {
@@ -34,6 +39,12 @@ func runHashPhone(_ context.Context, args []string, stdout, stderr io.Writer) er
 
 func runHashID(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return runHash("hash-id", hashIDUsage, "ID", args, stdout, stderr, func(h *logging.Hasher, v string) (string, error) {
+		switch {
+		case contact.ValidUserID(v) || contact.ValidParentUserID(v):
+			return h.User(v), nil
+		case strings.HasPrefix(v, "@") && len(v) > 1:
+			return h.Username(v), nil
+		}
 		return h.Ref(v), nil
 	})
 }

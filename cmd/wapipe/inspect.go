@@ -21,7 +21,12 @@ dead letters, and the inbound and outbound tasks still in their queues (found by
 deterministic names; a tenant's replies also in its queue wa-out-TENANT). Bodies show an allow-list of fields (types, times, codes, media metadata,
 reply ids); phone numbers and wamids in them appear as their refs, text, names, contact cards,
 locations and Flows responses never. The markers are read from INBOUND_FIRESTORE_DATABASE when it
-is set (the webhook's own database), else from --database.`
+is set (the webhook's own database), else from --database.
+
+Given a person instead (a phone number, a business-scoped user id US.1349… or US.ENT.…, a
+@username or a contact id ct_…), it shows the contacts of every tenant that knows them: the
+contact id, the refs logs carry for their phone (ph_), user ids (us_) and username (un_), never
+the identifiers themselves, and their conversations.`
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", inspectUsage)
@@ -38,7 +43,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("want exactly one ID (an inbound_event_id, a message id, an idempotency key, a dead letter id, an act_… id or an event_ref), got %d", len(pos))
+		return usageErrorf("want exactly one ID (an inbound_event_id, a message id, an idempotency key, a dead letter id, an act_… id, an event_ref, or a person: a phone, a business-scoped user id, a @username, a ct_… id), got %d", len(pos))
 	}
 	h, err := hasherFromEnv(stderr)
 	if err != nil {
@@ -47,11 +52,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	db, err := c.conn.Store(ctx)
+	db, err := c.store(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if operator.IsPersonQuery(pos[0]) {
+		rs, err := operator.InspectContact(ctx, operator.NewPeopleStore(db), h, pos[0])
+		if err != nil {
+			return err
+		}
+		return operator.WriteJSON(stdout, rs)
+	}
 	queues, err := c.conn.Queues(ctx)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@
 //	wapipe hash-id   print the keyed ref (event_ref, message_ref) of a wamid or inbound_event_id
 //	wapipe tenants   apply tenant files (GitOps), list, show, set-token, invite
 //	wapipe send      send a message on a tenant's behalf through the api, as a business does
+//	wapipe migrate   carry the documents about people over to their contacts' keyed ids
 //
 // Every subcommand has --help. Connection settings come from flags with the services' environment
 // variables as fallbacks (GOOGLE_CLOUD_PROJECT, TASKS_LOCATION, CLOUD_TASKS_EMULATOR_HOST,
@@ -89,6 +90,7 @@ func commands() []command {
 		{"hash-id", "print the keyed ref (event_ref, message_ref) of a wamid or inbound_event_id", runHashID},
 		{"tenants", "apply tenant files; list, show, set-token, invite", runTenants},
 		{"send", "send a message on a tenant's behalf through the api (text, image, document, location, template)", runSend},
+		{"migrate", "carry the documents about people over to their contacts' keyed ids (--rekey after a key rotation)", runMigrate},
 	}
 }
 

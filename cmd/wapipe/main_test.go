@@ -21,6 +21,7 @@ import (
 	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
@@ -202,7 +203,7 @@ func TestTrigger(t *testing.T) {
 	if n := len(s.Graph.Sends()); n != 1 {
 		t.Fatalf("%d replies to a delivery sent three times, want 1", n)
 	}
-	if got := sends[0].Body["biz_opaque_callback_data"]; got != tasks.IdempotencyKey(msgID) {
+	if got := sends[0].Body["biz_opaque_callback_data"]; got != tasks.IdempotencyKey(keyedid.Dev(), msgID) {
 		t.Errorf("reply carries %v, want the idempotency key of %s", got, msgID)
 	}
 	if strings.Contains(out, "hello there") || strings.Contains(out, whatsapp.DefaultSampleOptions.From) {
@@ -214,7 +215,7 @@ func TestTrigger(t *testing.T) {
 		{"--type", "button"}, {"--type", "list"}, {"--type", "image", "--text", "a caption"},
 		{"--type", "location"}, {"--type", "reaction", "--message-id", msgID},
 		{"--type", "batch", "--count", "2"}, {"--type", "text", "--from", "447700900123"},
-		{"--type", "status", "--status", "read", "--message-id", sends[0].MessageID, "--callback-data", tasks.IdempotencyKey(msgID)},
+		{"--type", "status", "--status", "read", "--message-id", sends[0].MessageID, "--callback-data", tasks.IdempotencyKey(keyedid.Dev(), msgID)},
 		{"--type", "status", "--status", "failed", "--message-id", "wamid.unknown"},
 	} {
 		out := mustCLI(t, append([]string{"trigger", "--url", s.WebhookURL, "--secret", s.AppSecret}, args...)...)
@@ -224,7 +225,7 @@ func TestTrigger(t *testing.T) {
 	}
 	// The read status reaches the reply's record.
 	testenv.Eventually(t, 20*time.Second, func() bool {
-		rec, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(msgID))
+		rec, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(keyedid.Dev(), msgID))
 		return err == nil && rec.DeliveryStatus == store.DeliveryRead
 	}, "the read status never reached the outbound record")
 
@@ -260,7 +261,7 @@ func TestInspect(t *testing.T) {
 		if m.Outbound == nil || m.Outbound.State != store.OutboundSent || m.Outbound.GraphMessageID == "" {
 			t.Errorf("message %s: record %+v, want sent", m.MessageID, m.Outbound)
 		}
-		if m.IdempotencyKey != tasks.IdempotencyKey(m.MessageID) || m.OutboundTask.Queued {
+		if m.IdempotencyKey != tasks.IdempotencyKey(keyedid.Dev(), m.MessageID) || m.OutboundTask.Queued {
 			t.Errorf("message %s: key %s, task %+v; want the derived key and no task left", m.MessageID, m.IdempotencyKey, m.OutboundTask)
 		}
 	}
@@ -277,7 +278,7 @@ func TestInspect(t *testing.T) {
 	// does the event_ref of a log line, and the ref wapipe hash-id gives.
 	second := r.Messages[1].MessageID
 	hashed := lastLine(mustCLI(t, "hash-id", eventID))
-	for _, q := range []string{eventID, second, tasks.IdempotencyKey(second), ref, hashed} {
+	for _, q := range []string{eventID, second, tasks.IdempotencyKey(keyedid.Dev(), second), ref, hashed} {
 		text := mustCLI(t, s.conn("inspect", q)...)
 		for _, want := range []string{"inbound_event_id: " + eventID, "event_ref: " + ref, "dedupe marker (inbound_events): received",
 			"trace (inbound_traces): finished", "outbound record (outbound_messages): sent", "dead letters: none"} {
@@ -355,7 +356,7 @@ func TestReplay(t *testing.T) {
 	s.Graph.FailWith(100, graphfake.Failure{HTTPStatus: 503, Code: 2, Kind: graphfake.KindSend})
 	out := mustCLI(t, "trigger", "--url", s.WebhookURL, "--secret", s.AppSecret)
 	msgID := field(t, out, "type text", "inbound_event_id")
-	key := tasks.IdempotencyKey(msgID)
+	key := tasks.IdempotencyKey(keyedid.Dev(), msgID)
 	var dl store.DeadLetter
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		ds, err := s.records.ListDeadLettersFor(ctx, "", key)

@@ -77,7 +77,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	db, err := c.conn.Store(ctx)
+	db, err := c.store(ctx)
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := c.resolve(); err != nil {
 		return err
 	}
-	db, err := c.conn.Store(ctx)
+	open := c.conn.Store
+	if verb == "remove-member" {
+		// It finds the member's contact by a phone or a BSUID: keyed ids.
+		open = c.store
+	}
+	db, err := open(ctx)
 	if err != nil {
 		return err
 	}
@@ -297,6 +302,9 @@ func tenantsApply(ctx context.Context, ops *operator.Tenants, file string, data 
 	for _, l := range rep.Lines() {
 		fmt.Fprintln(stdout, l)
 	}
+	for _, w := range rep.Warnings() {
+		fmt.Fprintln(stderr, w)
+	}
 	switch {
 	case dryRun:
 		fmt.Fprintf(stderr, "dry run: nothing written (tenant %s, queue %s)\n", rep.ID, rep.Queue.ID)
@@ -402,6 +410,9 @@ func describeTenant(r store.TenantRecord) string {
 	}
 	for _, m := range t.Members {
 		line("member", "%s, %s", tenant.MemberLabel(m), m.Role)
+	}
+	for _, m := range r.Suspended {
+		line("member", "%s, %s (suspended: changed number; list them by their new number or user_id)", tenant.MemberLabel(m), m.Role)
 	}
 	line("send_queue", "%s (%g/s, %d concurrent)", tasks.TenantQueueID(t.ID), t.Sending.PerSecond, t.Sending.MaxConcurrent)
 	line("assistant", "%s", t.Assistant.Mode)

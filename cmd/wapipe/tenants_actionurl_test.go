@@ -10,7 +10,9 @@ import (
 // TestTenantsApplyActionURLOutsideDev (issue 22, item 6) is not parallel: it sets APP_ENV, as
 // the CLI reads the environment. Outside dev (APP_ENV unset means prod) apply refuses the
 // sample's loopback http action URL and a private address with one line each, and writes
-// nothing; with APP_ENV=dev the sample applies.
+// nothing; with APP_ENV=dev the sample applies. An operator outside dev runs the CLI with the
+// deployment's LOG_HASH_KEY (it names people's documents as the services do, and refuses to run
+// without it), so the test gives one.
 func TestTenantsApplyActionURLOutsideDev(t *testing.T) {
 	e := newTenantEnv(t)
 	private := writeFile(t, `id: acme-private
@@ -32,6 +34,7 @@ assistant:
 		{"prod", private, private + ": assistant.action_url: must be https:// to a public address outside dev: 10.0.0.1 is a private address\n"},
 		{"staging", private, private + ": assistant.action_url: must be https:// to a public address outside dev: 10.0.0.1 is a private address\n"},
 	}
+	t.Setenv("LOG_HASH_KEY", "test-log-hash-key-0123456789abcdefghijklmnop")
 	for _, tc := range cases {
 		t.Setenv("APP_ENV", tc.env)
 		for _, dry := range []bool{true, false} {

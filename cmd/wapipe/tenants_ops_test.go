@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -19,7 +20,7 @@ const opsTenantFile = "id: acme-bus\nname: Acme Bus\nlanguage: id\naudience: mem
 func (e *tenantEnv) invited(t *testing.T, id, waID string) {
 	t.Helper()
 	code := strings.TrimSpace(mustCLI(t, e.args("invite", id)...))
-	if _, err := e.tenants.RedeemInvite(context.Background(), id, tenant.InviteCodeHash(code), waID, "Budi"); err != nil {
+	if _, err := e.tenants.RedeemInvite(context.Background(), id, tenant.InviteCodeHash(code), e.person(t, id, waID), "Budi"); err != nil {
 		t.Fatalf("redeem invite: %v", err)
 	}
 }
@@ -34,7 +35,7 @@ func TestTenantsRemoveMember(t *testing.T) {
 	mustCLI(t, e.args("apply", "-f", writeFile(t, opsTenantFile))...)
 	const joined = "6281200000002"
 	e.invited(t, "acme-bus", joined)
-	if _, ok, err := e.tenants.RuntimeMember(ctx, "acme-bus", joined); err != nil || !ok {
+	if _, ok, err := e.tenants.RuntimeMember(ctx, "acme-bus", e.person(t, "acme-bus", joined)); err != nil || !ok {
 		t.Fatalf("the invited contact is no member (%v)", err)
 	}
 
@@ -42,7 +43,7 @@ func TestTenantsRemoveMember(t *testing.T) {
 	if want := "removed Budi (…0002) (member) from acme-bus: a stranger again from the next message\n"; out != want {
 		t.Errorf("remove-member printed %q, want %q", out, want)
 	}
-	if _, ok, err := e.tenants.RuntimeMember(ctx, "acme-bus", joined); err != nil || ok {
+	if _, ok, err := e.tenants.RuntimeMember(ctx, "acme-bus", e.person(t, "acme-bus", joined)); err != nil || ok {
 		t.Errorf("still a member after remove-member (%v)", err)
 	}
 	for _, tc := range []struct {
@@ -68,7 +69,8 @@ func TestTenantsRemoveMember(t *testing.T) {
 // TestTenantsDelete: delete asks for the id on stdin and deletes nothing on a wrong answer;
 // typed right (or with --yes) it frees the tenant's numbers (another tenant can then take one),
 // deletes its record and with it the ciphertexts of its token and action secret, revokes its
-// API keys, deletes its members and invites, and leaves its conversations to expire.
+// API keys, deletes its members, invites and contacts (with their aliases), and leaves its
+// conversations to expire.
 func TestTenantsDelete(t *testing.T) {
 	t.Parallel()
 	e := newTenantEnv(t)
@@ -85,7 +87,8 @@ func TestTenantsDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.invited(t, "acme-bus", "6281200000002")
-	conv := e.fs.Collection(store.Conversations).Doc(store.ConversationID("acme-bus", "200", "6281200000002"))
+	invitee := e.person(t, "acme-bus", "6281200000002")
+	conv := e.fs.Collection(store.Conversations).Doc(store.ConversationID(keyedid.Dev(), "acme-bus", "200", invitee.ID))
 	if _, err := conv.Set(ctx, map[string]any{"tenant_id": "acme-bus", "expire_at": time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +111,7 @@ func TestTenantsDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delete: %v\n%s%s", err, out, errOut)
 	}
-	want := "deleted tenant acme-bus\nnumbers freed: 200\napi keys revoked: 1\ndocuments removed under the tenant: 2\n"
+	want := "deleted tenant acme-bus\nnumbers freed: 200\napi keys revoked: 1\ndocuments removed under the tenant: 4\n"
 	if out != want {
 		t.Errorf("delete printed %q, want %q", out, want)
 	}
@@ -121,8 +124,14 @@ func TestTenantsDelete(t *testing.T) {
 	if k, err := keys.GetAPIKey(ctx, "key1"); err != nil || !k.Revoked() {
 		t.Errorf("api key after delete: %+v (%v), want revoked", k, err)
 	}
-	if _, ok, err := e.tenants.RuntimeMember(ctx, "acme-bus", "6281200000002"); err != nil || ok {
+	if _, ok, err := e.tenants.RuntimeMember(ctx, "acme-bus", invitee); err != nil || ok {
 		t.Errorf("invited member after delete: %v %v, want gone", ok, err)
+	}
+	// The four documents: the member, the invite it used, its contact and the contact's alias.
+	for _, sub := range []string{store.TenantContacts, store.ContactAliases} {
+		if docs, err := e.fs.Collection(store.TenantsCollection).Doc("acme-bus").Collection(sub).Documents(ctx).GetAll(); err != nil || len(docs) != 0 {
+			t.Errorf("%s after delete: %d documents (%v), want none", sub, len(docs), err)
+		}
 	}
 	if snap, err := conv.Get(ctx); err != nil || !snap.Exists() {
 		t.Errorf("conversation after delete: %v, want left to expire", err)

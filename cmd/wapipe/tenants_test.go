@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -37,6 +38,17 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 	}
 	t.Cleanup(func() { admin.Close() })
 	return &tenantEnv{project: project, tasksAddr: emu.Addr(), fs: fs, tenants: store.NewTenants(store.NewDB(fs), store.Options{}), admin: admin}
+}
+
+// person is tenant id's contact of the phone waID, made when the tenant does not know it yet
+// (as a message from it would).
+func (e *tenantEnv) person(t *testing.T, id, waID string) store.Contact {
+	t.Helper()
+	res, err := store.NewContacts(store.NewDB(e.fs), store.Options{}).Resolve(context.Background(), id, contact.Identity{WaID: waID})
+	if err != nil {
+		t.Fatalf("the contact of %s in %s: %v", waID, id, err)
+	}
+	return res.Contact
 }
 
 // args puts the connection flags before the verb's own flags and id.
@@ -304,13 +316,13 @@ func TestTenantsInvite(t *testing.T) {
 	if !strings.Contains(errOut, "as admin, valid once until") {
 		t.Errorf("stderr %q, want the explanation", errOut)
 	}
-	m, err := e.tenants.RedeemInvite(ctx, "sunrise-bus", tenant.InviteCodeHash(code), "33612345678", "Claire")
+	m, err := e.tenants.RedeemInvite(ctx, "sunrise-bus", tenant.InviteCodeHash(code), e.person(t, "sunrise-bus", "33612345678"), "Claire")
 	if err != nil || m.Role != tenant.RoleAdmin {
 		t.Errorf("redeeming the printed code: %+v, %v", m, err)
 	}
 
 	def := mustCLI(t, e.args("invite", "sunrise-bus")...)
-	if m, err := e.tenants.RedeemInvite(ctx, "sunrise-bus", tenant.InviteCodeHash(strings.TrimSpace(def)), "33699999999", ""); err != nil || m.Role != tenant.RoleMember {
+	if m, err := e.tenants.RedeemInvite(ctx, "sunrise-bus", tenant.InviteCodeHash(strings.TrimSpace(def)), e.person(t, "sunrise-bus", "33699999999"), ""); err != nil || m.Role != tenant.RoleMember {
 		t.Errorf("default role: %+v, %v; want member", m, err)
 	}
 

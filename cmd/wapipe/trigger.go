@@ -39,6 +39,9 @@ Examples:
   wapipe trigger --type revoke --message-id wamid.XYZ            # the contact deletes wamid.XYZ
   wapipe trigger --type edit --message-id wamid.XYZ --text "Bus 02, not 01"
   wapipe trigger --type system --text 16505559999                # the contact's new number
+  wapipe trigger --user-id US.13491208655302741918 --username julian --no-phone --name Julian --text hello
+                                                                 # a user with a username and no phone
+  wapipe trigger --type user_changed_user_id --user-id US.1349 --text US.2468   # the BSUID changed
   wapipe trigger --type preferences --text stop                  # stop marketing messages
   wapipe trigger --type account_update --text ACCOUNT_RESTRICTION
   wapipe trigger --type order | call_permission | unsupported | echo | calls | template_status
@@ -60,7 +63,11 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs.StringVar(&spec.Status, "status", "delivered", "status of a --type status payload: "+strings.Join(operator.SampleStatuses, "|"))
 	fs.StringVar(&spec.MessageID, "message-id", "", "the inbound message's id (default: a fresh wamid); for --type status, the outbound message the status is about (required); for reaction, the message reacted to")
 	fs.StringVar(&spec.CallbackData, "callback-data", "", "biz_opaque_callback_data of a status (wapipe's idempotency key, reply-…)")
-	fs.StringVar(&spec.From, "from", "", "customer's WhatsApp id (default: Meta's sample number)")
+	fs.StringVar(&spec.From, "from", "", "customer's phone number (default: Meta's sample number)")
+	fs.StringVar(&spec.UserID, "user-id", "", "customer's business-scoped user id (BSUID, e.g. US.13491208655302741918), sent beside the phone")
+	fs.StringVar(&spec.Username, "username", "", "customer's WhatsApp username (contacts[].profile.username)")
+	fs.BoolVar(&spec.NoPhone, "no-phone", false, "leave the phone out, as Meta does for a user with a username: the customer is known by --user-id alone")
+	fs.StringVar(&spec.Name, "name", "", "customer's profile name (default: the sample's)")
 	fs.StringVar(&spec.ToNumber, "to-number", "", "the business number's phone_number_id the payload names, which picks the tenant (default: the sample tenant's, 106540352242922)")
 	fs.StringVar(&spec.Text, "text", "", "text of a text message; caption of an image; title of a button or list reply; emoji of a reaction")
 	fs.IntVar(&spec.Count, "count", 3, "number of messages in a --type batch payload")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/operator"
@@ -102,19 +103,37 @@ func newStack(t testing.TB, tenantExtra string, adjust ...func(*devstack.Options
 	return &stack{Stack: st, t: t, db: db, creds: creds, key: key, logs: logs}
 }
 
-// openWindow records an inbound message from to, at, on the conversation, as a turn does.
+// openWindow records an inbound message from the phone to, at, on the conversation, as a turn
+// does.
 func (s *stack) openWindow(to string, at time.Time) {
 	s.t.Helper()
+	s.openWindowOf(wacontact.Identity{WaID: to}, at)
+}
+
+// openWindowOf records an inbound message from the person id names (by phone, BSUID or both), at,
+// on their conversation, as the worker does: it resolves the tenant's contact of the person, finds
+// its conversation on the number and touches it with the message.
+func (s *stack) openWindowOf(id wacontact.Identity, at time.Time) store.Contact {
+	s.t.Helper()
 	ctx := context.Background()
+	res, err := store.NewContacts(s.db, store.Options{}).Resolve(ctx, "acme", id)
+	if err != nil {
+		s.t.Fatalf("resolve the contact: %v", err)
+	}
 	cs := store.NewConversationStore(s.db, store.Options{})
-	id := store.ConversationID("acme", number, to)
-	conv, ok, err := cs.Acquire(ctx, id, "test", time.Minute, &store.Touch{TenantID: "acme", PhoneNumberID: number, Contact: to, InboundAt: at})
+	convID, err := cs.Locate(ctx, "acme", number, res.Contact)
+	if err != nil {
+		s.t.Fatalf("locate the conversation: %v", err)
+	}
+	conv, ok, err := cs.Acquire(ctx, convID, "test", time.Minute, &store.Touch{TenantID: "acme", PhoneNumberID: number,
+		ContactID: res.Contact.ID, Contact: id.WaID, UserID: id.UserID, InboundAt: at})
 	if err != nil || !ok {
 		s.t.Fatalf("acquire: %v %v", ok, err)
 	}
-	if err := cs.Release(ctx, id, conv.Lease); err != nil {
+	if err := cs.Release(ctx, convID, conv.Lease); err != nil {
 		s.t.Fatal(err)
 	}
+	return res.Contact
 }
 
 type answer struct {
@@ -367,21 +386,28 @@ func TestRevokedTokenParksThenSetTokenReleasesOnce(t *testing.T) {
 		rec, err := tenants.Get(ctx, "acme")
 		return err == nil && rec.AuthStatus == store.AuthNeedsReauth
 	}, "tenant never needs_reauth")
-	keys := []string{tasks.IdempotencyKey(first)}
+	keys := []string{tasks.IdempotencyKey(s.db.Keyer(), first)}
 	for i := range 3 {
-		keys = append(keys, tasks.IdempotencyKey(say(fmt.Sprintf("more %d", i))))
+		keys = append(keys, tasks.IdempotencyKey(s.db.Keyer(), say(fmt.Sprintf("more %d", i))))
 	}
-	// The API refuses new sends; sends accepted just before the marking park. Two records made
-	// as the api makes them stand for those.
+	// The API refuses new sends; sends accepted just before the marking park. Two records stand
+	// for those: the first made as the api makes them (naming the contact's conversation, whose
+	// window it was accepted in), the second as it made them before contacts (no conversation:
+	// its window is the conversation of its contact's phone).
 	if a := s.post(s.key, "", textBody); a.Status != http.StatusConflict || a.errorCode() != "WHATSAPP_REAUTH_REQUIRED" {
 		t.Fatalf("POST while needs_reauth: %d %v, want 409", a.Status, a.Body)
 	}
+	convID, ok, err := store.NewConversationStore(s.db, store.Options{}).ConversationOf(ctx, "acme", number, wacontact.Identity{WaID: contact})
+	if err != nil || !ok {
+		t.Fatalf("the contact's conversation: %v %v", ok, err)
+	}
 	sends := store.NewSends(s.db, store.Options{})
-	for i := range 2 {
+	for i, conv := range []string{convID, ""} {
 		id := fmt.Sprintf("msg_%032d", i+1)
 		key := tasks.SendKey(id)
 		if _, _, err := sends.CreateSend(ctx, store.OutboundRecord{IdempotencyKey: key, Source: store.SourceAPI, APIMessageID: id,
-			TenantID: "acme", PhoneNumberID: number, To: contact, Message: `{"type":"text","text":{"body":"queued before"}}`, MessageType: "text"}); err != nil {
+			TenantID: "acme", PhoneNumberID: number, To: contact, ConversationID: conv,
+			Message: `{"type":"text","text":{"body":"queued before"}}`, MessageType: "text"}); err != nil {
 			t.Fatal(err)
 		}
 		body, _ := json.Marshal(tasks.Send{IdempotencyKey: key, TenantID: "acme"})

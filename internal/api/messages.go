@@ -212,8 +212,16 @@ func validateInteractive(it *graph.Interactive) error {
 		return validateButtons(it.Action)
 	case "list":
 		return validateList(it.Action)
+	case "request_contact_info":
+		// WhatsApp owns the button (it shares the user's contact card, their phone with it):
+		// the action only names it.
+		if it.Header != nil || it.Footer != nil || len(it.Action.Buttons) > 0 || len(it.Action.Sections) > 0 || it.Action.Button != "" ||
+			it.Action.Name != "request_contact_info" {
+			return errors.New(`interactive.action: a request_contact_info message takes a body and action {"name":"request_contact_info"} only`)
+		}
+		return nil
 	default:
-		return errors.New(`interactive.type: "button" or "list"`)
+		return errors.New(`interactive.type: "button", "list" or "request_contact_info"`)
 	}
 }
 
@@ -418,12 +426,19 @@ func (s *Server) optedOut(ctx context.Context, tenantID string, req SendRequest)
 	if req.Type != "template" || req.Template == nil || s.deps.OptOuts == nil || s.deps.Contacts == nil {
 		return false, nil
 	}
-	c, ok, err := s.deps.Contacts.Find(ctx, tenantID, outbox.RecipientIdentity(req.To, req.Recipient))
-	if err != nil || !ok {
-		// A contact wapipe never met has stopped nothing here.
-		return false, err
+	// The contact the message goes to: the phone's when to is given (to wins), else the
+	// recipient's (outbox.Lookups).
+	for _, id := range outbox.Lookups(req.To, req.Recipient) {
+		c, ok, err := s.deps.Contacts.Find(ctx, tenantID, id)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return s.deps.OptOuts.OptedOutOfMarketing(ctx, tenantID, c, req.Template.Name, req.Template.Language.Code)
+		}
 	}
-	return s.deps.OptOuts.OptedOutOfMarketing(ctx, tenantID, c, req.Template.Name, req.Template.Language.Code)
+	// A contact wapipe never met has stopped nothing here.
+	return false, nil
 }
 
 // MessageState is the answer of GET /v1/messages/{id}.

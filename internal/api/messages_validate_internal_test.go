@@ -183,3 +183,56 @@ func TestLargestBodiesFitTheCap(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateRecipient: a send names its contact by to (a phone number) and/or recipient (a
+// BSUID or a parent BSUID in the forms of shared/meta/usernames.md); a malformed recipient is
+// refused naming the field, whether or not to is given, and a BSUID in to is refused naming to.
+func TestValidateRecipient(t *testing.T) {
+	t.Parallel()
+	const text = `"type":"text","text":{"body":"x"}`
+	body := func(fields string) string { return `{` + fields + `,` + text + `}` }
+	id128 := strings.Repeat("a", 128)
+	cases := []struct {
+		name, body string
+		problem    string // a fragment of the refusal; empty: accepted
+	}{
+		{"to alone", body(`"to":"33612345678"`), ""},
+		{"recipient alone", body(`"recipient":"US.13491208655302741918"`), ""},
+		{"parent recipient alone", body(`"recipient":"US.ENT.99887766554433"`), ""},
+		{"to and recipient", body(`"to":"33612345678","recipient":"US.13491208655302741918"`), ""},
+		{"recipient of 128 characters", body(`"recipient":"BR.` + id128 + `"`), ""},
+		{"parent recipient of 128 characters", body(`"recipient":"BR.ENT.` + id128 + `"`), ""},
+		{"recipient of letters", body(`"recipient":"US.AbCdEf"`), ""},
+		{"neither", `{` + text + `}`, "to or recipient: required"},
+		{"empty recipient alone", body(`"recipient":""`), "to or recipient: required"},
+		{"lower-case country", body(`"recipient":"us.123"`), "recipient: must be a business-scoped user id"},
+		{"a phone in recipient", body(`"recipient":"16505551234"`), "recipient: must be"},
+		{"country alone", body(`"recipient":"US."`), "recipient: must be"},
+		{"parent prefix alone", body(`"recipient":"US.ENT."`), "recipient: must be"},
+		{"three-letter country", body(`"recipient":"USA.123"`), "recipient: must be"},
+		{"a dash", body(`"recipient":"US.123-4"`), "recipient: must be"},
+		{"spaces", body(`"recipient":" US.123"`), "recipient: must be"},
+		{"a username", body(`"recipient":"@bo_rivera"`), "recipient: must be"},
+		{"129 characters", body(`"recipient":"BR.` + id128 + `a"`), "recipient: must be"},
+		{"malformed beside a good to", body(`"to":"33612345678","recipient":"US."`), "recipient: must be"},
+		{"a BSUID in to", body(`"to":"US.13491208655302741918"`), "to: must be a phone number"},
+		{"a number", body(`"recipient":13491208655302741918`), "recipient: wrong type, want a string"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(c.body))
+			req, err := decodeRequest(httptest.NewRecorder(), r)
+			if err == nil {
+				err = req.Validate()
+			}
+			switch {
+			case c.problem == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.problem != "" && err == nil:
+				t.Fatalf("accepted, want a refusal naming %q", c.problem)
+			case c.problem != "" && !strings.Contains(err.Error(), c.problem):
+				t.Fatalf("refused with %q, want %q", err, c.problem)
+			}
+		})
+	}
+}

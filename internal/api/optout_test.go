@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
@@ -30,7 +31,12 @@ func TestMarketingTemplateToAnOptedOutContact(t *testing.T) {
 	template := func(name string) string {
 		return `{"to":"` + contact + `","type":"template","template":{"name":"` + name + `","language":{"code":"en_US"}}}`
 	}
-	if _, err := prefs.SetMarketing(ctx, "acme", contact, true, time.Now().Unix()); err != nil {
+	// The contact whose "stop" events.Apply recorded, as the worker resolves it.
+	res, err := store.NewContacts(s.db, store.Options{}).Resolve(ctx, "acme", wacontact.Identity{WaID: contact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prefs.SetMarketing(ctx, "acme", res.Contact, true, time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -54,7 +60,7 @@ func TestMarketingTemplateToAnOptedOutContact(t *testing.T) {
 	if a := s.post(s.key, "", template("hello_world")); a.Status != http.StatusAccepted {
 		t.Errorf("uncategorised template: %d %v, want 202", a.Status, a.Body)
 	}
-	if _, err := prefs.SetMarketing(ctx, "acme", contact, false, time.Now().Unix()+1); err != nil {
+	if _, err := prefs.SetMarketing(ctx, "acme", res.Contact, false, time.Now().Unix()+1); err != nil {
 		t.Fatal(err)
 	}
 	if a := s.post(s.key, "", template("spring_sale")); a.Status != http.StatusAccepted {

@@ -259,9 +259,6 @@ func workerRefusal(status int, code, message string) error {
 	return fmt.Errorf("the worker answered %d %s", status, code)
 }
 
-// templateNotApproved refuses a template send of a template wapipe knows not to be approved
-// (from a listing or a status webhook): Meta would refuse it. A template wapipe has no record
-// of is sent, and Meta decides.
 // phoneRequired refuses an authentication template with a one-tap, zero-tap or copy-code button
 // sent by recipient (a BSUID) alone, before any call to Meta, which would refuse it with 131062
 // (graph.RequiresPhone). The template's category is what wapipe recorded of it (listing or
@@ -284,6 +281,9 @@ func (s *Server) phoneRequired(ctx context.Context, tenantID string, req SendReq
 	return nil
 }
 
+// templateNotApproved refuses a template send of a template wapipe knows not to be approved
+// (from a listing or a status webhook): Meta would refuse it. A template wapipe has no record
+// of is sent, and Meta decides.
 func (s *Server) templateNotApproved(ctx context.Context, tenantID string, req SendRequest) error {
 	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
 		return nil

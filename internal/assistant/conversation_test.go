@@ -181,6 +181,7 @@ func TestConcurrentTurnsMakeExactlyTheQuotasCalls(t *testing.T) {
 			in := input(tn, textMsg(fmt.Sprintf("m-%d", i), ownerID, "halo"), t0, assistant.State{})
 			in.ConversationID = fmt.Sprintf("conv-%d", i)
 			in.Message.From = fmt.Sprintf("62800000%03d", i) // 100 contacts: no sender limit
+			in.ContactID, in.Person = contactOf(in.Message.From), in.Message.Identity()
 			out, err := e.Turn(context.Background(), in)
 			if err != nil {
 				t.Error(err)

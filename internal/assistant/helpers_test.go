@@ -91,9 +91,14 @@ func mediaMsg(id, from, typ string) whatsapp.Message {
 
 // input is a turn of the owner (or of the member known as from) at now.
 func input(tn *tenant.Tenant, m whatsapp.Message, now time.Time, st assistant.State) assistant.Input {
-	mem, ok := tn.Member(m.From)
-	return assistant.Input{Tenant: tn, Member: mem, IsMember: ok, ConversationID: convID, Message: m, Now: now, State: st}
+	mem, ok := tn.MemberOf(m.Identity())
+	return assistant.Input{Tenant: tn, Member: mem, IsMember: ok, ConversationID: convID, ContactID: contactOf(m.From),
+		Person: m.Identity(), Message: m, Now: now, State: st}
 }
+
+// contactOf is the test contact id of the person with phone waID: the key of its sender
+// window and quota share.
+func contactOf(waID string) string { return "ct_" + waID }
 
 // The model's answers.
 

@@ -411,7 +411,7 @@ func TestTurn(t *testing.T) {
 			msg:  textMsg("m-4", ownerID, "halo"),
 			guard: func(g *assistanttest.Guard) {
 				g.SetUsage(tenantID, period, 3)
-				g.SetSenderUsage(tenantID, ownerID, period, 3)
+				g.SetSenderUsage(tenantID, contactOf(ownerID), period, 3)
 			},
 			want: view{Event: "quota_blocked", Reason: "sender_share", QuotaChecks: 1,
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
@@ -421,7 +421,7 @@ func TestTurn(t *testing.T) {
 			name:  "the default share is a tenth of the quota, at least 10",
 			edit:  []func(*tenant.Tenant){quota(50)},
 			msg:   textMsg("m-11", ownerID, "halo"),
-			guard: func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, ownerID, period, 10) },
+			guard: func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, contactOf(ownerID), period, 10) },
 			want: view{Event: "quota_blocked", Reason: "sender_share", QuotaChecks: 1,
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
 				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
@@ -440,7 +440,7 @@ func TestTurn(t *testing.T) {
 			edit:   []func(*tenant.Tenant){quota(200)},
 			msg:    textMsg("m-12", ownerID, "halo"),
 			state:  assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
-			guard:  func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, ownerID, period, 10) },
+			guard:  func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, contactOf(ownerID), period, 10) },
 			script: []assistanttest.Step{ok(generalResult("Halo!"))},
 			want: view{Event: "general_query", Intent: "general_query", LLMCalls: 1, QuotaChecks: 1,
 				Replies: []replyView{{Text: "Halo!"}}},
@@ -458,7 +458,7 @@ func TestTurn(t *testing.T) {
 			msg:  textMsg("m-21", memberID, "hello?"),
 			guard: func(g *assistanttest.Guard) {
 				for i := range 20 {
-					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: memberID,
+					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: contactOf(memberID),
 						MessageID: fmt.Sprint("other-", i), At: t0, Limit: tenant.Limit{Max: 20, Per: 5 * time.Minute}}); err != nil {
 						panic(err)
 					}
@@ -573,7 +573,7 @@ func TestTurn(t *testing.T) {
 			msg:  textMsg("m-21", ownerID, "halo"),
 			guard: func(g *assistanttest.Guard) {
 				for i := range 20 {
-					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: ownerID,
+					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: contactOf(ownerID),
 						MessageID: "other-" + string(rune('a'+i)), At: t0, Limit: tenant.Limit{Max: 20, Per: 5 * time.Minute}}); err != nil {
 						panic(err)
 					}

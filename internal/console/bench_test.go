@@ -13,6 +13,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/identity"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -101,10 +102,13 @@ func seedConversations(b *testing.B, convs *store.ConversationStore, t *tenant.T
 	for range 8 {
 		wg.Go(func() {
 			for i := range work {
-				contact := fmt.Sprintf("62812%08d", i)
-				id := store.ConversationID(t.ID, phone, contact)
+				contact, contactID := fmt.Sprintf("62812%08d", i), fmt.Sprintf("ct_seed%05d", i)
+				// The store's default keyer (the dev key's) names the conversation after the
+				// contact, as the worker does.
+				id := store.ConversationID(keyedid.Dev(), t.ID, phone, contactID)
 				_, _, err := convs.Acquire(ctx, id, "seed", time.Millisecond, &store.Touch{TenantID: t.ID, PhoneNumberID: phone,
-					Contact: contact, ContactName: fmt.Sprintf("Contact %d", i), InboundAt: base.Add(time.Duration(i) * time.Minute)})
+					ContactID: contactID, Contact: contact, ContactName: fmt.Sprintf("Contact %d", i),
+					InboundAt: base.Add(time.Duration(i) * time.Minute)})
 				if err != nil {
 					mu.Lock()
 					firstErr = err

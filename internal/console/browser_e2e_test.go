@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/wapipe/wapipe/internal/console"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
@@ -68,7 +69,22 @@ assistant:
 	}
 	t.Cleanup(st.Stop)
 	tenantID := st.Tenants[0]
-	convID := store.ConversationID(tenantID, number, sender)
+	sdb, err := store.OpenEmulator(ctx, st.FirestoreHost, st.Project, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sdb.Close() })
+	// convID is the sender's conversation, once the pipeline made it (its id is keyed: the
+	// contact the pipeline made for the sender's phone finds it).
+	var convID string
+	findConv := func(t *testing.T) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			id, ok, err := store.NewConversationStore(sdb, store.Options{}).ConversationOf(ctx, tenantID, number, contact.Identity{WaID: sender})
+			convID = id
+			return err == nil && ok
+		}, "no contact for the sender")
+	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	deliver := func(t *testing.T, text string) {
 		t.Helper()
@@ -108,6 +124,7 @@ assistant:
 		tab := newTab(t, browser)
 		deliver(t, "book bus 01 for Pak Agus on 1 March")
 		testenv.Eventually(t, 30*time.Second, func() bool { return sendsWith("Correct?") == 1 }, "no confirmation prompt was sent")
+		findConv(t)
 		var messages, pending string
 		err := chromedp.Run(tab,
 			chromedp.Navigate(st.ConsoleURL+"/tenants/"+tenantID+"/inbox"),

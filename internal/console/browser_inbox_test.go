@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -45,13 +46,24 @@ type seeded struct {
 	lease store.Lease
 }
 
-func seedConversation(t *testing.T, env browserEnv, contact, name string) *seeded {
+func seedConversation(t *testing.T, env browserEnv, phone, name string) *seeded {
+	t.Helper()
+	return seedPerson(t, env, contact.Identity{WaID: phone, Name: name})
+}
+
+// seedPerson is seedConversation for any person: the tenant's contact of who (made as the worker
+// makes it), and its conversation on inboxNumber, under the keyed id the worker derives.
+func seedPerson(t *testing.T, env browserEnv, who contact.Identity) *seeded {
 	t.Helper()
 	ctx := context.Background()
+	res, err := store.NewContacts(env.db, store.Options{}).Resolve(ctx, env.tenantID, who)
+	if err != nil {
+		t.Fatalf("resolve the contact: %v", err)
+	}
 	convs := store.NewConversationStore(env.db, store.Options{})
-	id := store.ConversationID(env.tenantID, inboxNumber, contact)
+	id := store.ConversationID(env.db.Keyer(), env.tenantID, inboxNumber, res.Contact.ID)
 	conv, ok, err := convs.Acquire(ctx, id, "browser-inbox", time.Minute, &store.Touch{TenantID: env.tenantID, PhoneNumberID: inboxNumber,
-		Contact: contact, ContactName: name, InboundAt: time.Now()})
+		ContactID: res.Contact.ID, Contact: who.WaID, UserID: who.UserID, Username: who.Username, ContactName: who.Name, InboundAt: time.Now()})
 	if err != nil || !ok {
 		t.Fatalf("acquire %s: %v, %v", id, ok, err)
 	}
@@ -171,7 +183,7 @@ func browseInbox(t *testing.T, env browserEnv) {
 		State: assistant.State{Pending: &assistant.PendingAction{ActionID: "act_b3", Intent: "create_booking", ExpiresAt: now.Add(time.Hour)}}})
 	booked.in("yes", sec, sec.Add(300*time.Millisecond), &store.TurnCommit{Event: assistant.EventConfirmed, ActionID: "act_b3",
 		Action: `{"action_id":"act_b3","intent":"create_booking"}`})
-	booked.out(store.Message{MessageID: tasks.ActionReplyKey("act_b3"), Type: "text", Text: "Done: bus 3 booked", Timestamp: sec.Unix(),
+	booked.out(store.Message{MessageID: tasks.ActionReplyKey(env.db.Keyer(), "act_b3"), Type: "text", Text: "Done: bus 3 booked", Timestamp: sec.Unix(),
 		ActionID: "act_b3", Event: "action_done"})
 	booked.out(store.Message{MessageID: "console-browser-op", Type: "text", Text: "Our driver will call you", Timestamp: sec.Unix() + 1,
 		Event: "operator_reply", Operator: "ana@example.com"})
@@ -317,6 +329,67 @@ func browseInbox(t *testing.T, env browserEnv) {
 			t.Errorf("the number is in the URL: %s", href)
 		}
 		screenshot(t, tab, "inbox-search-number")
+	})
+
+	t.Run("a contact without a phone: found by username and user id, shown by name, asked for their number", func(t *testing.T) {
+		const bsuid, username = "CO.1047385771169864", "julianzlc"
+		julian := seedPerson(t, env, contact.Identity{UserID: bsuid, Username: username, Name: "Julián"})
+		julian.in("Hola, quiero reservar el bus 5", time.Now(), time.Now(), nil)
+		julian.release()
+		tab := newTab(t, env.browser)
+		for _, q := range []string{"@julianz", bsuid} {
+			var href string
+			err := chromedp.Run(tab,
+				chromedp.Navigate(url+"/tenants/"+env.tenantID+"/inbox"),
+				chromedp.WaitVisible(`#inbox-search input[name=q]`, chromedp.ByQuery),
+				chromedp.SendKeys(`#inbox-search input[name=q]`, q, chromedp.ByQuery),
+				chromedp.Submit(`#inbox-search input[name=q]`, chromedp.ByQuery),
+				chromedp.WaitVisible(`#search-note`, chromedp.ByQuery),
+				chromedp.Location(&href),
+			)
+			if err != nil {
+				t.Fatalf("search %s: %v", q, err)
+			}
+			if got := listed(t, tab); !slices.Equal(got, []string{julian.id}) {
+				t.Errorf("search %s lists %q, want %s", q, got, julian.id)
+			}
+			if strings.Contains(strings.ToLower(href), "julian") || strings.Contains(href, "1047385771169864") {
+				t.Errorf("the search is in the URL: %s", href)
+			}
+		}
+		screenshot(t, tab, "inbox-search-user-id")
+		before := env.replier.count()
+		var who, page, flash string
+		err := chromedp.Run(tab,
+			chromedp.Click(fmt.Sprintf(`li[data-conversation=%q] a`, julian.id), chromedp.ByQuery),
+			chromedp.WaitVisible(`#ask-phone`, chromedp.ByQuery),
+			chromedp.Text(`#contact`, &who, chromedp.ByQuery),
+			chromedp.Text(`body`, &page, chromedp.ByQuery),
+		)
+		if err != nil {
+			t.Fatalf("open the conversation: %v", err)
+		}
+		if who != "Julián" || strings.Contains(page, bsuid) || !displayed(t, tab, `#no-phone`) {
+			t.Errorf("the contact is shown as %q (the page shows the user id: %v)", who, strings.Contains(page, bsuid))
+		}
+		screenshot(t, tab, "conversation-without-phone")
+		err = chromedp.Run(tab,
+			chromedp.Click(`#request-phone`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
+			chromedp.Text(`#flash`, &flash, chromedp.ByQuery),
+		)
+		if err != nil {
+			t.Fatalf("ask for the phone: %v", err)
+		}
+		if !strings.Contains(flash, "request_phone: done") || env.replier.count() != before+1 {
+			t.Fatalf("flash %q, replies %d → %d; want one more", flash, before, env.replier.count())
+		}
+		env.replier.mu.Lock()
+		last := env.replier.calls[len(env.replier.calls)-1]
+		env.replier.mu.Unlock()
+		if !last.RequestContactInfo || last.Recipient != bsuid || last.To != "" || last.ConversationID != julian.id {
+			t.Errorf("the request went as %+v, want a contact info request to the user id", last)
+		}
 	})
 
 	t.Run("the open conversation updates itself", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/media/mediasample"
@@ -41,7 +42,8 @@ func TestBrowserMessageImage(t *testing.T) {
 	}
 	t.Cleanup(st.Stop)
 	tenantID := st.Tenants[0]
-	convID := store.ConversationID(tenantID, number, sender)
+	// The sender's conversation: its id is keyed, found through the contact the pipeline makes.
+	var convID string
 
 	photo := mediasample.Photo()
 	shown := st.Graph.AddMedia(photo.Data, photo.MIMEType)
@@ -65,6 +67,11 @@ func TestBrowserMessageImage(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	convs := store.NewConversationStore(db, store.Options{})
 	testenv.Eventually(t, 60*time.Second, func() bool {
+		id, ok, err := convs.ConversationOf(ctx, tenantID, number, contact.Identity{WaID: sender})
+		if err != nil || !ok {
+			return false
+		}
+		convID = id
 		msgs, err := convs.Messages(ctx, convID, 100)
 		n := 0
 		for _, m := range msgs {

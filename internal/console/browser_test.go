@@ -20,6 +20,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/console"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
@@ -277,9 +278,13 @@ func TestBrowser(t *testing.T) {
 	t.Run("inbox shows a conversation and a reply clicked twice reaches the Replier once", func(t *testing.T) {
 		tab := newTab(t, browser)
 		convs := store.NewConversationStore(db, store.Options{})
-		convID := store.ConversationID(tenantID, "106540352242922", "6281230000001")
+		res, err := store.NewContacts(db, store.Options{}).Resolve(ctx, tenantID, contact.Identity{WaID: "6281230000001", Name: "Pak Agus"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		convID := store.ConversationID(db.Keyer(), tenantID, "106540352242922", res.Contact.ID)
 		conv, _, err := convs.Acquire(ctx, convID, "browser-test", time.Minute, &store.Touch{TenantID: tenantID,
-			PhoneNumberID: "106540352242922", Contact: "6281230000001", ContactName: "Pak Agus", InboundAt: time.Now()})
+			PhoneNumberID: "106540352242922", ContactID: res.Contact.ID, Contact: "6281230000001", ContactName: "Pak Agus", InboundAt: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,13 +337,13 @@ func TestBrowser(t *testing.T) {
 		// attempt.
 		msgID := whatsapp.NewMessageID()
 		to := "6281239999999"
-		body, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(msgID), CorrelationID: "browser-replay",
+		body, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(db.Keyer(), msgID), CorrelationID: "browser-replay",
 			InboundEventID: msgID, PhoneNumberID: "999000111222", To: to,
 			Message: whatsapp.Message{ID: msgID, From: to, PhoneNumberID: "999000111222", Type: "text", Text: "hello",
 				Timestamp: fmt.Sprint(time.Now().Unix())}})
 		dlID, err := store.NewDeadLetters(db, store.Options{}).PutDeadLetter(ctx, store.DeadLetter{Queue: tasks.OutboundQueueID,
 			TaskName: "browser-replay", Path: tasks.ProcessOutboundPath, Body: string(body), LastError: "graph 503",
-			LastErrorCode: 131016, RetryCount: 4, IdempotencyKey: tasks.IdempotencyKey(msgID), InboundEventID: msgID})
+			LastErrorCode: 131016, RetryCount: 4, IdempotencyKey: tasks.IdempotencyKey(db.Keyer(), msgID), InboundEventID: msgID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +378,7 @@ func TestBrowser(t *testing.T) {
 		testenv.Eventually(t, 20*time.Second, func() bool { return sendsTo() >= 1 }, "the replayed reply never reached the fake Graph API")
 		// The record is sent: whatever is still queued cannot send it again.
 		testenv.Eventually(t, 10*time.Second, func() bool {
-			rec, err := store.NewOutbound(db, store.Options{}).GetOutbound(ctx, tasks.IdempotencyKey(msgID))
+			rec, err := store.NewOutbound(db, store.Options{}).GetOutbound(ctx, tasks.IdempotencyKey(db.Keyer(), msgID))
 			return err == nil && rec.State == store.OutboundSent
 		}, "the outbound record is not sent")
 		if n := sendsTo(); n != 1 {

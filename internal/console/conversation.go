@@ -18,7 +18,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/assistant"
-	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -43,9 +42,15 @@ type ReplyRequest struct {
 	TenantID       string
 	PhoneNumberID  string
 	ConversationID string
-	// To is the contact's wa_id.
-	To   string
+	// To is the contact's phone (wa_id) when it is known; else Recipient is their BSUID (or
+	// parent BSUID): contact.Identity.Address, exactly one of them set.
+	To        string
+	Recipient string
+	// Text is the reply, or with RequestContactInfo the text above the button.
 	Text string
+	// RequestContactInfo makes the reply Meta's request for the contact's phone number: an
+	// interactive request_contact_info message, whose button shares the user's contact card.
+	RequestContactInfo bool
 	// IdempotencyKey is "console-" + the form's request id.
 	IdempotencyKey string
 	// Operator is who sent it, for the record.
@@ -65,11 +70,18 @@ const MaxReplyRunes = 4096
 const MessagesShown = 200
 
 type conversationView struct {
-	C        store.Conversation
-	Contact  string
-	Messages []messageView
-	Pending  *pendingView
-	Actions  []actionView
+	C store.Conversation
+	// Contact is Person's label, the page's title.
+	Contact string
+	// Person is the contact as the page shows them: name, username, the phone's last digits
+	// where it is known, and whether the page offers to ask for it (contacts.go).
+	Person person
+	// PhoneRequest is the text the form asking for the phone number starts with (when
+	// Person.NoPhone).
+	PhoneRequest string
+	Messages     []messageView
+	Pending      *pendingView
+	Actions      []actionView
 	// Version changes when anything the thread shows changes: the live refresh sends it back
 	// and gets 204 (nothing to redraw) while it is the same.
 	Version string
@@ -141,12 +153,6 @@ type actionView struct {
 // PreferenceReader reads a contact's marketing preference; *store.ContactPrefs implements it.
 type PreferenceReader interface {
 	Preference(ctx context.Context, tenantID string, c store.Contact) (store.ContactPreference, error)
-}
-
-// ContactFinder finds the conversation of a person (by phone or BSUID) on a tenant's number;
-// *store.ConversationStore implements it.
-type ContactFinder interface {
-	ConversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (string, bool, error)
 }
 
 // ActionReader reads a conversation's actions; *store.ActionStore implements it.
@@ -390,10 +396,14 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 			runs[r.ActionID] = r
 		}
 	}
-	v := conversationView{C: c, Contact: contactLabel(c.ContactName, c.Contact), Messages: items}
+	ct := s.contactOf(ctx, c)
+	pv := personOf(ct.Identity)
+	v := conversationView{C: c, Contact: pv.Label, Person: pv, Messages: items}
+	if pv.NoPhone {
+		v.PhoneRequest = DefaultPhoneRequest
+	}
 	if s.deps.Preferences != nil {
-		p, err := s.deps.Preferences.Preference(ctx, c.TenantID,
-			store.Contact{ID: c.ContactID, TenantID: c.TenantID, Identity: contact.Identity{WaID: c.Contact, UserID: c.UserID}})
+		p, err := s.deps.Preferences.Preference(ctx, c.TenantID, ct)
 		if err != nil {
 			return conversationView{}, err
 		}
@@ -520,14 +530,62 @@ func (s *Server) handleReply() http.Handler {
 		case utf8.RuneCountInString(text) > MaxReplyRunes:
 			return action{}, formError(fmt.Sprintf("The reply is longer than %d characters.", MaxReplyRunes))
 		}
+		addr := s.contactOf(r.Context(), c).Address()
+		if addr.IsZero() {
+			return action{}, formError("This conversation names no phone number or WhatsApp user id to answer.")
+		}
 		id := r.PostForm.Get(RequestIDField)
 		return action{name: "reply", run: func(ctx context.Context) (string, error) {
 			res, err := s.deps.Replier.Reply(ctx, ReplyRequest{TenantID: c.TenantID, PhoneNumberID: c.PhoneNumberID,
-				ConversationID: c.ID, To: c.Contact, Text: text, IdempotencyKey: "console-" + id, Operator: OperatorFrom(ctx)})
+				ConversationID: c.ID, To: addr.To, Recipient: addr.Recipient, Text: text, IdempotencyKey: "console-" + id,
+				Operator: OperatorFrom(ctx)})
 			if err != nil {
 				return "", err
 			}
 			return strings.TrimSpace("message " + res.ID + " " + res.Status), nil
+		}}, nil
+	})
+}
+
+// DefaultPhoneRequest is the text above the button of the request for a contact's phone number,
+// until the operator writes another.
+const DefaultPhoneRequest = "Could you share your phone number with us? Tap the button below."
+
+// MaxPhoneRequestRunes is the longest text above that button: an interactive message's body
+// holds 1024 characters.
+const MaxPhoneRequestRunes = 1024
+
+// handleRequestPhone asks a contact known by BSUID alone for their phone number (Meta's
+// REQUEST_CONTACT_INFO button), through the operator's reply path: the tenant's rules, its send
+// queue, the 24 h window. Their answer is a contacts message carrying the number. A member the
+// tenant file lists by phone who wrote by BSUID alone is a stranger until then (CONTRACT.md,
+// Wave 4). A contact whose phone is known is not asked.
+func (s *Server) handleRequestPhone() http.Handler {
+	return s.conversationAction(func(r *http.Request, c store.Conversation) (action, error) {
+		ct := s.contactOf(r.Context(), c)
+		addr := ct.Address()
+		switch {
+		case ct.WaID != "":
+			return action{}, formError("This contact's phone number is known already.")
+		case addr.IsZero():
+			return action{}, formError("This conversation names no WhatsApp user id to ask.")
+		}
+		text := strings.TrimSpace(r.PostForm.Get("text"))
+		switch {
+		case text == "":
+			text = DefaultPhoneRequest
+		case utf8.RuneCountInString(text) > MaxPhoneRequestRunes:
+			return action{}, formError(fmt.Sprintf("The text is longer than %d characters.", MaxPhoneRequestRunes))
+		}
+		id := r.PostForm.Get(RequestIDField)
+		return action{name: "request_phone", run: func(ctx context.Context) (string, error) {
+			res, err := s.deps.Replier.Reply(ctx, ReplyRequest{TenantID: c.TenantID, PhoneNumberID: c.PhoneNumberID,
+				ConversationID: c.ID, Recipient: addr.Recipient, Text: text, RequestContactInfo: true,
+				IdempotencyKey: "console-" + id, Operator: OperatorFrom(ctx)})
+			if err != nil {
+				return "", err
+			}
+			return strings.TrimSpace("phone number request " + res.ID + " " + res.Status), nil
 		}}, nil
 	})
 }

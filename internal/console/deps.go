@@ -35,7 +35,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Conversations: conversations,
 		Actions:       store.NewActionStore(db, store.Options{}),
 		Preferences:   store.NewContactPrefs(db, store.Options{}),
-		Contacts:      conversations,
+		Contacts:      StoreContacts{Contacts: store.NewContacts(db, store.Options{}), Conversations: conversations},
 		Keyer:         db.Keyer(),
 		Templates:     store.NewTemplates(db, store.Options{}),
 		Outbound:      outbound,

@@ -14,8 +14,19 @@
 // the open conversation, whose thread htmx refreshes every few seconds (204 while nothing
 // changed) above a reply box that stays in view. A conversation reads in Meta's time, then in
 // the order wapipe had the messages, and says who wrote each: the contact, the assistant, an
-// operator (by email) or an action's result. Search is a POST, so a number or message text
-// never sits in a URL: a number becomes the conversation ids of the tenant's numbers.
+// operator (by email) or an action's result.
+//
+// People are shown by what people read (contacts.go): the WhatsApp profile name and username,
+// and the phone's last four digits where Meta shared it; never a phone number or a
+// business-scoped user id (BSUID) in clear. A contact known by BSUID alone is offered Meta's
+// REQUEST_CONTACT_INFO button, sent through the operator's reply path; the tenant page marks the
+// file members listed by phone whose BSUID is not known yet (they would be strangers if they
+// wrote by BSUID alone). Replies go to the phone when it is known, else by recipient (the BSUID).
+//
+// No URL the console makes carries a person (CONTRACT.md, Wave 4): conversation ids are keyed,
+// the inbox search (number, BSUID, name, @username, message text) and the inspect search (wamid,
+// idempotency key, …) are POSTs behind the CSRF token, a GET of the inspect search runs only a
+// keyed ref_ or a dead letter's id, and the failures page links those, never a wamid or a phone.
 //
 // Pages are html/template with htmx and a small console.js (local times, Ctrl/Cmd+Enter),
 // vendored under static/ and embedded; no CDN, no JavaScript build. Every action is a POST that passes net/http's cross-origin protection and a

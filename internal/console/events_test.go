@@ -8,17 +8,18 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 )
 
-// fakePrefs answers each contact's marketing preference; err fails every read.
+// fakePrefs answers each contact's marketing preference, by tenant and contact id (as the store
+// keys it); err fails every read.
 type fakePrefs struct {
 	stopped map[string]bool
 	err     error
 }
 
-func (p fakePrefs) Preference(_ context.Context, tenantID, contact string) (store.ContactPreference, error) {
+func (p fakePrefs) Preference(_ context.Context, tenantID string, c store.Contact) (store.ContactPreference, error) {
 	if p.err != nil {
 		return store.ContactPreference{}, p.err
 	}
-	return store.ContactPreference{TenantID: tenantID, Contact: contact, MarketingStopped: p.stopped[tenantID+"/"+contact]}, nil
+	return store.ContactPreference{TenantID: tenantID, ContactID: c.ID, MarketingStopped: p.stopped[tenantID+"/"+c.ID]}, nil
 }
 
 // restrictAcme02 records on acme-02 (otherwise in order) Meta's restriction of its account.
@@ -58,7 +59,8 @@ func TestMarketingStopShown(t *testing.T) {
 	runPages(t, []pageCase{
 		{name: "stopped", path: "/conversations/conv_abc", code: http.StatusOK,
 			setup: func(f *fixture) {
-				f.deps.Preferences = fakePrefs{stopped: map[string]bool{"acme-01/6281234567890": true}}
+				// The conversation names no contact (from before contacts): its phone finds Pak Agus's.
+				f.deps.Preferences = fakePrefs{stopped: map[string]bool{"acme-01/ct_agus": true}}
 			},
 			want: []string{`id="marketing-stopped"`, "stopped marketing messages"}, not: []string{"6281234567890"}},
 		{name: "not stopped", path: "/conversations/conv_abc", code: http.StatusOK,

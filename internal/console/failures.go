@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/keyedid"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
@@ -57,6 +59,10 @@ type deadLetterRow struct {
 	// TenantID and ConversationID are read from the task's body where it names them (or its
 	// number and contact); empty when it does not.
 	TenantID, ConversationID string
+	// InspectRef is what the inspect link searches for: the event's keyed ref (event_ref, as
+	// its log lines carry it) when the dead letter names an inbound event, else the dead letter's
+	// own id; never a wamid, an idempotency key derived from one, or a phone.
+	InspectRef string
 	// Replayable says a replay can do something; otherwise WhyNot says why it cannot.
 	Replayable bool
 	WhyNot     string
@@ -71,6 +77,7 @@ type deadLetterTarget struct {
 	PhoneNumberID  string `json:"phone_number_id"`
 	To             string `json:"to"`
 	UserID         string `json:"user_id"`
+	ParentUserID   string `json:"parent_user_id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	ActionID       string `json:"action_id"`
 	Payload        struct {
@@ -131,8 +138,8 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 		if t.TenantID == "" {
 			t.TenantID = owner[t.PhoneNumberID]
 		}
-		if t.ConversationID == "" && t.TenantID != "" && t.PhoneNumberID != "" && (t.To != "" || t.UserID != "") {
-			t.ConversationID = s.conversationOf(ctx, t.TenantID, t.PhoneNumberID, contact.FromWebhook(t.To, t.UserID, "", "", ""))
+		if t.ConversationID == "" && t.TenantID != "" && t.PhoneNumberID != "" && (t.To != "" || t.UserID != "" || t.ParentUserID != "") {
+			t.ConversationID = s.conversationOf(ctx, t.TenantID, t.PhoneNumberID, contact.FromWebhook(t.To, t.UserID, t.ParentUserID, "", ""))
 		}
 		targets[i] = t
 		if k := t.recordKey(s.deps.Keyer, d); k != "" && d.Path != tasks.ProcessInboundPath {
@@ -146,7 +153,10 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 	for i, d := range dls {
 		t := targets[i]
 		row := deadLetterRow{DeadLetter: d, Route: strings.TrimPrefix(d.Path, "/internal/"), Attempts: d.RetryCount + 1,
-			TenantID: t.TenantID, ConversationID: t.ConversationID}
+			TenantID: t.TenantID, ConversationID: t.ConversationID, InspectRef: d.ID}
+		if d.InboundEventID != "" {
+			row.InspectRef = s.deps.Hasher.Ref(d.InboundEventID)
+		}
 		for _, l := range strings.Split(d.LastError, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				row.ErrorLines = append(row.ErrorLines, l)
@@ -260,10 +270,21 @@ type searchView struct {
 }
 
 // handleSearch shows what wapipe inspect shows for a wamid, an inbound_event_id, an idempotency
-// key or an event_ref.
+// key, a dead letter's id or an event_ref. Searches are POSTs behind the CSRF token (the form
+// in every page's header and on this page), so that a wamid, which encodes the sender's number,
+// never sits in a URL. A GET runs only a search whose id carries nothing of a person: an
+// event_ref (ref_…, keyed) or a dead letter's id, as the failures page links them; any other id
+// in a URL is refused unread.
 func (s *Server) handleSearch() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := strings.TrimSpace(r.URL.Query().Get("q"))
+		if r.Method == http.MethodPost {
+			q = strings.TrimSpace(r.PostForm.Get("q"))
+		} else if q != "" && !linkableQuery(q) {
+			s.render(w, r, http.StatusBadRequest, "search", "", view{Title: "Search", Nav: "failures",
+				Data: searchView{Error: "ids are searched with the form, which keeps them out of URLs: paste it there"}})
+			return
+		}
 		v := searchView{Query: q}
 		status := http.StatusOK
 		if q != "" {
@@ -285,4 +306,18 @@ func (s *Server) handleSearch() http.Handler {
 		}
 		s.render(w, r, status, "search", "", view{Title: "Search", Nav: "failures", Data: v})
 	})
+}
+
+// linkableQuery reports whether q may be searched from a URL: an event_ref (keyed: nobody
+// computes it from a wamid without LOG_HASH_KEY) or a dead letter's id (a hash of its task, as
+// in the failures page's own URLs).
+func linkableQuery(q string) bool {
+	if logging.IsRef(q) {
+		return true
+	}
+	if len(q) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(q)
+	return err == nil && strings.ToLower(q) == q
 }

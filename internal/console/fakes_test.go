@@ -14,9 +14,11 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/identity/identitytest"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -336,6 +338,64 @@ func (f *fakeReplier) Reply(_ context.Context, r ReplyRequest) (ReplyResult, err
 	return ReplyResult{ID: "msg_1", Status: "queued"}, nil
 }
 
+// fakeContacts are the tenants' contacts, found by any identifier as store.Contacts finds
+// them; their conversations are at the ids the store derives (store.ConversationID under the dev
+// keyer) unless convs names another. err fails every call.
+type fakeContacts struct {
+	mu       sync.Mutex
+	contacts []store.Contact
+	// convs maps tenant/number/contact id to a conversation id other than the derived one.
+	convs map[string]string
+	err   error
+}
+
+func (f *fakeContacts) add(c store.Contact) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.contacts = append(f.contacts, c)
+}
+
+func (f *fakeContacts) Find(_ context.Context, tenantID string, id contact.Identity) (store.Contact, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return store.Contact{}, false, f.err
+	}
+	for _, c := range f.contacts {
+		if c.TenantID == tenantID && c.Matches(id) {
+			return c, true, nil
+		}
+	}
+	return store.Contact{}, false, nil
+}
+
+func (f *fakeContacts) Get(_ context.Context, tenantID, id string) (store.Contact, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return store.Contact{}, f.err
+	}
+	for _, c := range f.contacts {
+		if c.TenantID == tenantID && c.ID == id {
+			return c, nil
+		}
+	}
+	return store.Contact{}, store.ErrNotFound
+}
+
+func (f *fakeContacts) ConversationOf(ctx context.Context, tenantID, number string, id contact.Identity) (string, bool, error) {
+	c, ok, err := f.Find(ctx, tenantID, id)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if conv, ok := f.convs[tenantID+"/"+number+"/"+c.ID]; ok {
+		return conv, true, nil
+	}
+	return store.ConversationID(keyedid.Dev(), tenantID, number, c.ID), true, nil
+}
+
 type fakeLinks struct{ link string }
 
 func (f fakeLinks) ConnectLink(_ context.Context, id string) (string, error) {
@@ -361,19 +421,20 @@ func sampleTenant(id string, quota *int) *tenant.Tenant {
 
 // fixture is a console over fakes filled with one of everything.
 type fixture struct {
-	deps    Deps
-	health  *fakeHealth
-	sends   *fakeSends
-	tenants *fakeTenants
-	usage   *fakeUsage
-	queues  *fakeQueues
-	convs   *fakeConversations
-	out     *fakeOutbound
-	dls     *fakeDeadLetters
-	replay  *fakeReplayer
-	inspect *fakeInspector
-	audit   *fakeAudit
-	replier *fakeReplier
+	deps     Deps
+	health   *fakeHealth
+	sends    *fakeSends
+	tenants  *fakeTenants
+	usage    *fakeUsage
+	queues   *fakeQueues
+	convs    *fakeConversations
+	out      *fakeOutbound
+	dls      *fakeDeadLetters
+	replay   *fakeReplayer
+	inspect  *fakeInspector
+	audit    *fakeAudit
+	replier  *fakeReplier
+	contacts *fakeContacts
 	// iap signs the operators' IAP assertions (f.as).
 	iap     *identitytest.Issuer
 	handler http.Handler
@@ -390,27 +451,29 @@ func (f *fixture) as(t *testing.T, email string) []string {
 func newFixture(t *testing.T, empty bool) *fixture {
 	t.Helper()
 	f := &fixture{
-		health:  &fakeHealth{rep: health.Report{Status: health.OK, Reason: "queues flowing, sends succeeding", CheckedAt: fixedNow, Queues: map[string]health.QueueStats{}}},
-		sends:   &fakeSends{},
-		tenants: &fakeTenants{},
-		usage:   &fakeUsage{n: map[string]int{}},
-		queues:  &fakeQueues{stats: map[string]taskqueue.QueueStats{}},
-		convs:   &fakeConversations{msgs: map[string][]store.Message{}},
-		out:     &fakeOutbound{recs: map[string]store.OutboundRecord{}},
-		dls:     &fakeDeadLetters{},
-		replay:  &fakeReplayer{},
-		inspect: &fakeInspector{},
-		audit:   &fakeAudit{entries: map[string]store.AuditEntry{}},
-		replier: &fakeReplier{},
-		iap:     identitytest.NewIssuer(t, jose.ES256),
+		health:   &fakeHealth{rep: health.Report{Status: health.OK, Reason: "queues flowing, sends succeeding", CheckedAt: fixedNow, Queues: map[string]health.QueueStats{}}},
+		sends:    &fakeSends{},
+		tenants:  &fakeTenants{},
+		usage:    &fakeUsage{n: map[string]int{}},
+		queues:   &fakeQueues{stats: map[string]taskqueue.QueueStats{}},
+		convs:    &fakeConversations{msgs: map[string][]store.Message{}},
+		out:      &fakeOutbound{recs: map[string]store.OutboundRecord{}},
+		dls:      &fakeDeadLetters{},
+		replay:   &fakeReplayer{},
+		inspect:  &fakeInspector{},
+		audit:    &fakeAudit{entries: map[string]store.AuditEntry{}},
+		replier:  &fakeReplier{},
+		contacts: &fakeContacts{convs: map[string]string{}},
+		iap:      identitytest.NewIssuer(t, jose.ES256),
 	}
 	if !empty {
 		f.fill()
 	}
 	f.deps = Deps{Health: f.health, Sends: f.sends, Tenants: f.tenants, Usage: f.usage, Queues: f.queues,
 		Conversations: f.convs, Outbound: f.out, DeadLetters: f.dls, Replayer: f.replay, Inspector: f.inspect,
-		Actions: fakeActions{"act_0": {ActionID: "act_0", State: store.ActionDone, HTTPStatus: 200, Attempts: 1, Reply: "Schedule sent"}},
-		Audit:   f.audit, Replier: f.replier, LinkMaker: fakeLinks{link: "http://127.0.0.1:9/integrations/meta/whatsapp/connect"},
+		Actions:  fakeActions{"act_0": {ActionID: "act_0", State: store.ActionDone, HTTPStatus: 200, Attempts: 1, Reply: "Schedule sent"}},
+		Contacts: f.contacts,
+		Audit:    f.audit, Replier: f.replier, LinkMaker: fakeLinks{link: "http://127.0.0.1:9/integrations/meta/whatsapp/connect"},
 		Now: func() time.Time { return fixedNow },
 		// Requests come from loopback as in dev, for httptest's host; f.as gives an IAP operator.
 		Identity: &identity.Authenticator{IAP: identity.NewIAPVerifier(testIAPAudience, f.iap.KeysURL), TrustLoopback: true},
@@ -445,6 +508,10 @@ func (f *fixture) fill() {
 		ContactName: "Pak Agus", Status: store.ConversationOpen, LastMessageAt: fixedNow.Add(-time.Minute),
 		State: assistant.State{Pending: &assistant.PendingAction{ActionID: "act_1", Intent: "create_booking",
 			Summary: "Book bus 7 for 2026-12-01?", Data: map[string]any{"bus": "7"}, ExpiresAt: fixedNow.Add(20 * time.Minute)}}}
+	// Pak Agus's conversation is from before contacts (no contact id): his phone finds his
+	// contact.
+	f.contacts.add(store.Contact{ID: "ct_agus", TenantID: "acme-01", Identity: contact.Identity{WaID: "6281234567890", Name: "Pak Agus"}})
+	f.contacts.add(store.Contact{ID: "ct_nine", TenantID: "acme-02", Identity: contact.Identity{WaID: "6281230000009"}})
 	f.convs.convs = []store.Conversation{conv,
 		{ID: "conv_old", TenantID: "acme-01", Contact: "6289999990000", Status: store.ConversationClosed, LastMessageAt: fixedNow.Add(-time.Hour)}}
 	f.convs.msgs["conv_abc"] = []store.Message{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -175,19 +176,77 @@ func TestFailuresAndSearchPages(t *testing.T) {
 		{name: "failures empty", path: "/failures", empty: true, code: http.StatusOK, want: []string{"No dead letters waiting."}},
 		{name: "failures normal", path: "/failures", code: http.StatusOK,
 			want: []string{`data-dead-letter="dl1"`, "whatsapp permanent error", "131026", "process_outbound", `class="btn primary replay"`, "5 attempts",
-				`href="/search?q=reply-k9"`},
+				// The inspect link names the dead letter (no inbound event to name by its ref), never
+				// the reply key derived from the wamid.
+				`href="/search?q=dl1"`},
 			not: []string{"dl2", "PRIVATE CUSTOMER TEXT"}},
 		{name: "failures all", path: "/failures?all=1", code: http.StatusOK, want: []string{"dl1", `data-dead-letter="dl2"`, "replayed "}},
 		{name: "failures error", path: "/failures", code: http.StatusInternalServerError,
 			setup: func(f *fixture) { f.dls.err = errBoom }, want: []string{"List the dead letters: internal error"}},
-		{name: "search empty", path: "/search", code: http.StatusOK, want: []string{`id="search-form"`}, not: []string{`id="report"`}},
-		{name: "search found", path: "/search?q=wamid.HBgLFOUND", code: http.StatusOK,
-			want: []string{`id="report"`, "inbound_event_id: wamid.HBgLFOUND", "event_ref: ev_1234"}},
-		{name: "search nothing", path: "/search?q=wamid.NOPE", code: http.StatusNotFound, want: []string{`id="search-error">nothing found<`}},
-		{name: "search error", path: "/search?q=wamid.X", code: http.StatusInternalServerError,
-			setup: func(f *fixture) { f.inspect.err = errBoom }, want: []string{"internal error"}, not: []string{"10.0.0.7"}},
+		{name: "search empty", path: "/search", code: http.StatusOK, want: []string{`id="search-form"`, `method="post"`}, not: []string{`id="report"`}},
+		{name: "search by a wamid in a URL is refused unread", path: "/search?q=wamid.HBgLFOUND", code: http.StatusBadRequest,
+			want: []string{"keeps them out of URLs"}, not: []string{`id="report"`, "wamid.HBgLFOUND"}},
 		{name: "unknown page", path: "/nope", code: http.StatusNotFound, want: []string{"No such page."}},
 	})
+}
+
+// TestSearchIsAPost: the inspect search runs from its form, a POST behind the CSRF token, so a
+// wamid never sits in a URL; a URL runs only a search by a keyed ref or a dead letter's id (the
+// failures page's links), and the inspector is never asked for anything else from a URL.
+func TestSearchIsAPost(t *testing.T) {
+	t.Parallel()
+	dlID := strings.Repeat("ab", 32)
+	ref := logging.DevHasher().Ref("wamid.HBgLFOUND")
+	for _, tc := range []struct {
+		name, method, q string
+		setup           func(f *fixture)
+		code            int
+		want, not       []string
+	}{
+		{name: "found", method: http.MethodPost, q: "wamid.HBgLFOUND", code: http.StatusOK,
+			want: []string{`id="report"`, "inbound_event_id: wamid.HBgLFOUND", "event_ref: ev_1234"}},
+		{name: "nothing", method: http.MethodPost, q: "wamid.NOPE", code: http.StatusNotFound, want: []string{`id="search-error">nothing found<`}},
+		{name: "error", method: http.MethodPost, q: "wamid.X", code: http.StatusInternalServerError,
+			setup: func(f *fixture) { f.inspect.err = errBoom }, want: []string{"internal error"}, not: []string{"10.0.0.7"}},
+		{name: "a keyed ref in a URL", method: http.MethodGet, q: ref, code: http.StatusOK,
+			setup: func(f *fixture) { f.inspect.rep.Query = ref }, want: []string{`id="report"`}},
+		{name: "a dead letter's id in a URL", method: http.MethodGet, q: dlID, code: http.StatusOK,
+			setup: func(f *fixture) { f.inspect.rep.Query = dlID }, want: []string{`id="report"`}},
+		{name: "a wamid in a URL", method: http.MethodGet, q: "wamid.HBgLFOUND", code: http.StatusBadRequest,
+			not: []string{`id="report"`, "HBgLFOUND"}},
+		{name: "an idempotency key in a URL", method: http.MethodGet, q: "reply-k9", code: http.StatusBadRequest,
+			setup: func(f *fixture) { f.inspect.rep.Query = "reply-k9" }, not: []string{`id="report"`, "reply-k9"}},
+		{name: "a phone in a URL", method: http.MethodGet, q: "6281234567890", code: http.StatusBadRequest,
+			not: []string{"6281234567890"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, false)
+			if tc.setup != nil {
+				tc.setup(f)
+				f.rebuild()
+			}
+			var code int
+			var body string
+			if tc.method == http.MethodPost {
+				rec := f.post(t, "/search", url.Values{"q": {tc.q}})
+				code, body = rec.Code, rec.Body.String()
+			} else {
+				code, body = f.get(t, "/search?"+url.Values{"q": {tc.q}}.Encode())
+			}
+			if code != tc.code {
+				t.Errorf("%s /search %q = %d, want %d:\n%s", tc.method, tc.q, code, tc.code, body)
+			}
+			checkBody(t, tc.method+" /search", body, tc.want, tc.not)
+		})
+	}
+	// Without the CSRF token a search is refused before the inspector is asked.
+	f := newFixture(t, false)
+	f.inspect.err = errBoom
+	f.rebuild()
+	if rec := f.post(t, "/search", url.Values{"q": {"wamid.HBgLFOUND"}, CSRFField: {strings.Repeat("B", 43)}}); rec.Code != http.StatusForbidden {
+		t.Errorf("search without the CSRF token = %d, want 403", rec.Code)
+	}
 }
 
 // TestNoPageShowsASecret renders every page with fixtures that hold a token's ciphertext, an
@@ -204,6 +263,14 @@ func TestNoPageShowsASecret(t *testing.T) {
 		for _, h := range hidden {
 			if strings.Contains(body, h) {
 				t.Errorf("GET %s shows %q", p, h)
+			}
+		}
+	}
+	for _, q := range []string{"wamid.HBgLFOUND", "nothing"} {
+		body := f.post(t, "/search", url.Values{"q": {q}}).Body.String()
+		for _, h := range hidden {
+			if strings.Contains(body, h) {
+				t.Errorf("POST /search %s shows %q", q, h)
 			}
 		}
 	}

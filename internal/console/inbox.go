@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -73,7 +75,9 @@ type inboxView struct {
 	Next  string
 	First bool
 	// Search is the search this list answers ("" for a filter's list); SearchNote explains it.
-	Search, SearchNote string
+	// SearchShown is what the search box shows again: the query, but never a phone number or a
+	// BSUID (identifiers are typed, never shown back).
+	Search, SearchNote, SearchShown string
 	// Note explains an empty list that is not a filter's (a conversation with no tenant).
 	Note string
 	// Scanned says the needs-reply filter looked at the latest needsReplyScan conversations only.
@@ -97,12 +101,6 @@ type inboxRow struct {
 	summary
 	// URL opens the conversation in the split view, keeping the list's filter.
 	URL string
-}
-
-// contactLabel shows a contact as an operator may see them: the profile name and the last digits
-// of the number, never the whole number.
-func contactLabel(name, waID string) string {
-	return tenant.MemberLabel(tenant.Member{Name: name, WaID: waID})
 }
 
 // inboxFilter reads the list's filter from a query (the older ?status= included); open when
@@ -210,7 +208,7 @@ func (s *Server) inboxRows(ctx context.Context, convs []store.Conversation, filt
 	sem := make(chan struct{}, summaryConcurrency)
 	var wg sync.WaitGroup
 	for i, c := range convs {
-		rows[i] = inboxRow{ID: c.ID, Contact: contactLabel(c.ContactName, c.Contact), Status: c.Status,
+		rows[i] = inboxRow{ID: c.ID, Contact: conversationPerson(c).Label, Status: c.Status,
 			AssignedTo: c.AssignedTo, LastMessageAt: c.LastMessageAt,
 			Pending: c.State.Pending != nil && !c.State.Pending.Expired(now),
 			URL:     "/conversations/" + url.PathEscape(c.ID) + "?" + url.Values{"filter": {filter}}.Encode()}
@@ -291,11 +289,11 @@ func preview(it messageView) string {
 	return text
 }
 
-// handleInboxSearch finds a tenant's conversations by the contact's number, name or the
-// beginning of a message's text. It is a POST so that a number or message text never sits in a
-// URL (Cloud Run's request logs keep URLs); a number is turned into the conversation ids of the
-// tenant's numbers, hashes of the number, and looked up directly. Nothing is changed, nothing
-// audited.
+// handleInboxSearch finds a tenant's conversations by the contact's number, BSUID, name or
+// username, or the beginning of a message's text. It is a POST behind the CSRF token, so that a
+// number, a BSUID, a username or message text never sits in a URL (Cloud Run's request logs keep
+// URLs): an identifier is turned into the tenant's contact, and that into its conversations on
+// the tenant's numbers. Nothing is changed, nothing audited.
 func (s *Server) handleInboxSearch() http.Handler {
 	return s.withTenant(func(w http.ResponseWriter, r *http.Request, rec store.TenantRecord) {
 		ctx := r.Context()
@@ -307,61 +305,119 @@ func (s *Server) handleInboxSearch() http.Handler {
 		}
 		list.Search, list.Next, list.First = q, "", true
 		if q == "" {
-			list.SearchNote = "Type a phone number, a name or the beginning of a message."
+			list.SearchNote = "Type a phone number, a name, a @username, a WhatsApp user id or the beginning of a message."
 			list.Rows = nil
 		} else {
-			convs, note, err := s.search(ctx, rec, q)
+			res, err := s.search(ctx, rec, q)
 			if err != nil {
 				s.fail(w, r, "Search the conversations", err)
 				return
 			}
-			list.SearchNote, list.Rows = note, s.inboxRows(ctx, convs, filterAll)
+			list.SearchNote, list.Rows = res.note, s.inboxRows(ctx, res.convs, filterAll)
+			if !res.identifier {
+				list.SearchShown = q
+			}
 		}
 		s.render(w, r, http.StatusOK, "inbox", "", view{Title: "Inbox of " + rec.Tenant.Name, Nav: "tenants",
 			Data: splitView{List: list}})
 	})
 }
 
-// search returns the tenant's conversations that q finds, newest first, and a line saying how
-// they were found.
-func (s *Server) search(ctx context.Context, rec store.TenantRecord, q string) ([]store.Conversation, string, error) {
+// searchResult is what a search found: the conversations, newest first, a line saying how they
+// were found, and whether the query was an identifier (a phone number, a BSUID), which the page
+// does not show back.
+type searchResult struct {
+	convs      []store.Conversation
+	note       string
+	identifier bool
+}
+
+// UsernameSearcher finds a tenant's conversations whose contact's username begins with prefix
+// (as stored, without its "@": case counts), by username, up to limit. A store query on the
+// conversations' username field does it with a composite index (tenant_id, username); until
+// Conversations implements it, the console looks through the tenant's latest usernameScan
+// conversations instead.
+type UsernameSearcher interface {
+	ConversationsByUsernamePrefix(ctx context.Context, tenantID, prefix string, limit int) ([]store.Conversation, error)
+}
+
+// UsernameFinder finds the conversations (of every tenant) of a contact with exactly a username,
+// as Meta sent it, up to limit (store.ConversationStore.ConversationsByUsername). Without a
+// UsernameSearcher, it finds a username typed whole beyond the conversations the console looks
+// through.
+type UsernameFinder interface {
+	ConversationsByUsername(ctx context.Context, username string, limit int) ([]store.Conversation, error)
+}
+
+// usernameScan is how many of a tenant's latest conversations a username search reads when the
+// store cannot query usernames by prefix (UsernameSearcher).
+const usernameScan = 500
+
+// search finds the tenant's conversations that q names.
+func (s *Server) search(ctx context.Context, rec store.TenantRecord, q string) (searchResult, error) {
 	t := rec.Tenant
 	if digits, ok := phoneQuery(q); ok {
-		var ids []string
-		for _, p := range t.PhoneNumbers {
-			if id := s.conversationOf(ctx, t.ID, p.PhoneNumberID, contact.Identity{WaID: digits}); id != "" {
-				ids = append(ids, id)
-			}
-		}
-		convs, err := s.deps.Conversations.GetConversations(ctx, ids)
+		convs, err := s.conversationsOf(ctx, t, contact.Identity{WaID: digits})
 		if err != nil {
-			return nil, "", err
+			return searchResult{}, err
 		}
 		s.logger(ctx).Info("inbox searched by number", "event", "console_search_number", "tenant_id", t.ID,
 			logging.Phone("contact", digits), "found", len(convs))
-		return newestFirst(convs), "Conversations with the number ending " + lastDigits(digits) + ".", nil
+		return searchResult{convs: convs, note: "Conversations with the number ending " + lastDigits(digits) + ".", identifier: true}, nil
 	}
-	if strings.HasPrefix(q, logging.PhonePrefix) {
-		return nil, "A ph_ reference is one-way: search with the number itself.", nil
+	if contact.ValidUserID(q) || contact.ValidParentUserID(q) {
+		id := contact.Identity{UserID: q}
+		if contact.ValidParentUserID(q) {
+			id = contact.Identity{ParentUserID: q}
+		}
+		convs, err := s.conversationsOf(ctx, t, id)
+		if err != nil {
+			return searchResult{}, err
+		}
+		s.logger(ctx).Info("inbox searched by user id", "event", "console_search_user_id", "tenant_id", t.ID,
+			logging.User("contact", q), "found", len(convs))
+		return searchResult{convs: convs, note: "Conversations of the contact with this WhatsApp user id.", identifier: true}, nil
+	}
+	for _, ref := range []struct{ prefix, what string }{
+		{logging.PhonePrefix, "the number itself"}, {logging.UserPrefix, "the WhatsApp user id itself"}, {logging.UsernamePrefix, "the @username itself"},
+	} {
+		if strings.HasPrefix(q, ref.prefix) {
+			return searchResult{note: "A " + ref.prefix + " reference is one-way: search with " + ref.what + "."}, nil
+		}
 	}
 	found := map[string]store.Conversation{}
+	if name, ok := strings.CutPrefix(q, "@"); ok {
+		// "@name" is a username and nothing else.
+		partial, err := s.searchUsernames(ctx, t.ID, name, found)
+		if err != nil {
+			return searchResult{}, err
+		}
+		s.logger(ctx).Info("inbox searched by username", "event", "console_search_username", "tenant_id", t.ID,
+			logging.Username("username", name), "found", len(found))
+		return searchResult{convs: newestFirst(slices.Collect(maps.Values(found))),
+			note: "Contacts whose username begins with what you typed." + partial}, nil
+	}
 	for _, prefix := range namePrefixes(q) {
 		convs, err := s.deps.Conversations.ConversationsByNamePrefix(ctx, t.ID, prefix, searchLimit)
 		if err != nil {
-			return nil, "", err
+			return searchResult{}, err
 		}
 		for _, c := range convs {
 			found[c.ID] = c
 		}
 	}
+	partial, err := s.searchUsernames(ctx, t.ID, q, found)
+	if err != nil {
+		return searchResult{}, err
+	}
 	ids, err := s.deps.Conversations.ConversationIDsByTextPrefix(ctx, q, searchLimit*4)
 	if err != nil {
-		return nil, "", err
+		return searchResult{}, err
 	}
 	ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := found[id]; return ok })
 	byText, err := s.deps.Conversations.GetConversations(ctx, ids)
 	if err != nil {
-		return nil, "", err
+		return searchResult{}, err
 	}
 	for _, c := range byText {
 		// Messages carry no tenant: the conversation says whose it is.
@@ -369,14 +425,93 @@ func (s *Server) search(ctx context.Context, rec store.TenantRecord, q string) (
 			found[c.ID] = c
 		}
 	}
-	convs := make([]store.Conversation, 0, len(found))
-	for _, c := range found {
-		convs = append(convs, c)
-	}
+	convs := newestFirst(slices.Collect(maps.Values(found)))
 	if len(convs) > searchLimit {
-		convs = newestFirst(convs)[:searchLimit]
+		convs = convs[:searchLimit]
 	}
-	return newestFirst(convs), "Contacts whose name, or conversations with a message that, begins with what you typed.", nil
+	return searchResult{convs: convs,
+		note: "Contacts whose name or username, or conversations with a message that, begins with what you typed." + partial}, nil
+}
+
+// conversationsOf are the conversations of the person id names on each of the tenant's
+// numbers, newest first: the tenant's contact of any of its identifiers finds them.
+func (s *Server) conversationsOf(ctx context.Context, t *tenant.Tenant, id contact.Identity) ([]store.Conversation, error) {
+	var ids []string
+	for _, p := range t.PhoneNumbers {
+		if conv := s.conversationOf(ctx, t.ID, p.PhoneNumberID, id); conv != "" {
+			ids = append(ids, conv)
+		}
+	}
+	convs, err := s.deps.Conversations.GetConversations(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	// A conversation of another tenant never answers (the ids are the tenant's own).
+	convs = slices.DeleteFunc(convs, func(c store.Conversation) bool { return c.TenantID != t.ID })
+	return newestFirst(convs), nil
+}
+
+// searchUsernames adds to found the tenant's conversations whose contact's username begins with
+// name (its "@" dropped; usernames are not case-sensitive, but stored as the user wrote them).
+// When the store cannot query usernames by prefix (UsernameSearcher), it looks for the username
+// typed whole (UsernameFinder) and through the tenant's latest usernameScan conversations, and
+// says so in a sentence it returns when the tenant has more.
+func (s *Server) searchUsernames(ctx context.Context, tenantID, name string, found map[string]store.Conversation) (string, error) {
+	name = strings.TrimPrefix(strings.TrimSpace(name), "@")
+	if name == "" {
+		return "", nil
+	}
+	if us, ok := s.deps.Conversations.(UsernameSearcher); ok {
+		for _, prefix := range usernamePrefixes(name) {
+			convs, err := us.ConversationsByUsernamePrefix(ctx, tenantID, prefix, searchLimit)
+			if err != nil {
+				return "", err
+			}
+			for _, c := range convs {
+				found[c.ID] = c
+			}
+		}
+		return "", nil
+	}
+	if uf, ok := s.deps.Conversations.(UsernameFinder); ok {
+		for _, whole := range usernamePrefixes(name) {
+			convs, err := uf.ConversationsByUsername(ctx, whole, searchLimit)
+			if err != nil {
+				return "", err
+			}
+			for _, c := range convs {
+				if c.TenantID == tenantID {
+					found[c.ID] = c
+				}
+			}
+		}
+	}
+	page, err := s.deps.Conversations.ListInbox(ctx, store.InboxQuery{TenantID: tenantID, Limit: usernameScan})
+	if err != nil {
+		return "", err
+	}
+	lower := strings.ToLower(name)
+	for _, c := range page.Conversations {
+		if c.Username != "" && strings.HasPrefix(strings.ToLower(strings.TrimPrefix(c.Username, "@")), lower) {
+			found[c.ID] = c
+		}
+	}
+	if page.Next != "" {
+		return fmt.Sprintf(" Usernames are looked for among the latest %d conversations only.", usernameScan), nil
+	}
+	return "", nil
+}
+
+// usernamePrefixes are the prefixes a username search tries: as typed, in lower case, and with
+// a capital first letter.
+func usernamePrefixes(name string) []string {
+	out := []string{name}
+	for _, p := range append([]string{strings.ToLower(name)}, namePrefixes(strings.ToLower(name))...) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // phoneQuery reports whether q is a phone number (digits with +, spaces, dashes, dots or
@@ -419,18 +554,4 @@ func namePrefixes(q string) []string {
 func newestFirst(convs []store.Conversation) []store.Conversation {
 	slices.SortStableFunc(convs, func(a, b store.Conversation) int { return b.LastMessageAt.Compare(a.LastMessageAt) })
 	return convs
-}
-
-// conversationOf is the conversation of the person id names on a tenant's number, "" when the
-// tenant does not know them (or Contacts is not set, or cannot be read: a page shows less, it
-// does not fail).
-func (s *Server) conversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) string {
-	if s.deps.Contacts == nil || id.IsZero() {
-		return ""
-	}
-	conv, ok, err := s.deps.Contacts.ConversationOf(ctx, tenantID, phoneNumberID, id)
-	if err != nil || !ok {
-		return ""
-	}
-	return conv
 }

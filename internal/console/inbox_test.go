@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -236,10 +237,11 @@ func TestInboxFiltersAndRows(t *testing.T) {
 func TestInboxSearch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)
-	// The sample tenant's conversation with Pak Agus, stored under the id the worker derives.
-	id := store.ConversationID("acme-01", "106540352201", "6281234567890")
+	// The sample tenant's conversation with Pak Agus, stored under the id the worker derives
+	// from his contact (keyed: nobody computes it from his number).
+	id := store.ConversationID(keyedid.Dev(), "acme-01", "106540352201", "ct_agus")
 	f.convs.convs = append(f.convs.convs, store.Conversation{ID: id, TenantID: "acme-01", PhoneNumberID: "106540352201",
-		Contact: "6281234567890", ContactName: "Pak Agus", Status: store.ConversationOpen})
+		ContactID: "ct_agus", Contact: "6281234567890", ContactName: "Pak Agus", Status: store.ConversationOpen})
 	f.convs.msgs[id] = []store.Message{{Direction: store.DirectionIn, Text: "Jadwal bus besok?", Timestamp: fixedNow.Unix()}}
 	f.convs.convs = append(f.convs.convs, store.Conversation{ID: "conv_other", TenantID: "acme-02", ContactName: "Pak Agus"})
 	f.convs.msgs["conv_other"] = []store.Message{{Direction: store.DirectionIn, Text: "Jadwal?"}}
@@ -416,7 +418,7 @@ func TestFailuresSayWhatCanBeReplayed(t *testing.T) {
 	f.dls.list = []store.DeadLetter{{ID: "dly", Path: "/internal/process_outbound", Body: outBody, LastError: "graph 503\ntimeout", RetryCount: 2}}
 	f.rebuild()
 	_, body := f.get(t, "/failures")
-	conv := store.ConversationID("acme-02", "106540352202", "6281230000009")
+	conv := store.ConversationID(keyedid.Dev(), "acme-02", "106540352202", "ct_nine")
 	for _, w := range []string{`<li>graph 503</li><li>timeout</li>`, "3 attempts", `href="/tenants/acme-02"`, `href="/conversations/` + conv + `"`, "<code class=\"dl-id\" title=\"dead letter id\">dly</code>"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("failures lack %q:\n%s", w, body)

@@ -51,6 +51,7 @@ func TestLogsHoldNoMessageTextOrNumber(t *testing.T) {
 	}
 	f.tenants.err = errBoom
 	f.get(t, "/tenants")
+	f.post(t, "/search", url.Values{"q": {"wamid.HBgLFOUND"}})
 	f.get(t, "/search?q=wamid.HBgLFOUND")
 	out := logs.String()
 	if n := logcheck.Check(t, out, []string{"6281234567890"}, []string{"wamid.in1"}); n == 0 {

@@ -28,12 +28,31 @@ type invitedView struct {
 	JoinedAt   time.Time
 }
 
-// memberRef names member waID in the Remove form: the page and the request carry no phone
-// number. It is the number's keyed ref (ph_…, as in every log line, `wapipe hash-phone` finds
-// it), never an unkeyed hash, which anyone could reverse by hashing guessed numbers: the ref is
-// logged and kept in the audit entry.
-func (s *Server) memberRef(waID string) string {
-	return s.deps.Hasher.Phone(waID)
+// memberRef names member r in the Remove form: the page and the request carry no phone number
+// and no BSUID. It is the identifier's keyed ref (ph_… of the phone, else us_… of the BSUID, as
+// in every log line; `wapipe hash-phone` finds a ph_), or the contact's id (ct_…, random) for a
+// member known by neither; never an unkeyed hash, which anyone could reverse by hashing guessed
+// numbers: the ref is logged and kept in the audit entry.
+func (s *Server) memberRef(r store.RuntimeMemberRecord) string {
+	switch {
+	case r.Member.WaID != "":
+		return s.deps.Hasher.Phone(r.Member.WaID)
+	case r.Member.UserID != "":
+		return s.deps.Hasher.User(r.Member.UserID)
+	}
+	return r.ContactID
+}
+
+// memberWho is what operator.RemoveMember is given for member r: its phone, else its BSUID,
+// else its contact id.
+func memberWho(r store.RuntimeMemberRecord) string {
+	switch {
+	case r.Member.WaID != "":
+		return r.Member.WaID
+	case r.Member.UserID != "":
+		return r.Member.UserID
+	}
+	return r.ContactID
 }
 
 // invitedMembers lists the tenant's members who joined by invite, or says why not.
@@ -48,7 +67,7 @@ func (s *Server) invitedMembers(ctx context.Context, id string) ([]invitedView, 
 	}
 	out := make([]invitedView, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, invitedView{Ref: s.memberRef(r.Member.WaID), Label: tenant.MemberLabel(r.Member), Role: r.Member.Role, JoinedAt: r.JoinedAt})
+		out = append(out, invitedView{Ref: s.memberRef(r), Label: tenant.MemberLabel(r.Member), Role: r.Member.Role, JoinedAt: r.JoinedAt})
 	}
 	return out, ""
 }
@@ -78,8 +97,8 @@ func (s *Server) handleRemoveMember() http.Handler {
 					return "", err
 				}
 				for _, m := range recs {
-					if s.memberRef(m.Member.WaID) == ref {
-						removed, err := operator.RemoveMember(ctx, s.deps.Members, id, m.Member.WaID)
+					if ref != "" && s.memberRef(m) == ref {
+						removed, err := operator.RemoveMember(ctx, s.deps.Members, id, memberWho(m))
 						if err != nil {
 							return "", err
 						}

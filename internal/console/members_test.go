@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -34,35 +35,49 @@ func TestTenantPageRemovesInvitedMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	const joined = "6281234500042"
-	code, _ := tenant.NewInviteCode()
-	if err := tenants.CreateInvite(ctx, tn.ID, tenant.InviteCodeHash(code), tenant.RoleAdmin, time.Now().Add(24*time.Hour)); err != nil {
-		t.Fatal(err)
+	contacts := store.NewContacts(db, store.Options{})
+	redeem := func(id contact.Identity, name string) store.Contact {
+		t.Helper()
+		res, err := contacts.Resolve(ctx, tn.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _ := tenant.NewInviteCode()
+		if err := tenants.CreateInvite(ctx, tn.ID, tenant.InviteCodeHash(code), tenant.RoleAdmin, time.Now().Add(24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tenants.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), res.Contact, name); err != nil {
+			t.Fatal(err)
+		}
+		return res.Contact
 	}
-	if _, err := tenants.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash(code), joined, "Budi"); err != nil {
-		t.Fatal(err)
-	}
+	budi := redeem(contact.Identity{WaID: joined}, "Budi")
+	// A member who redeemed a code writing by BSUID alone (a username, no phone shared).
+	julian := redeem(contact.Identity{UserID: memberBSUID, Username: "julianzlc"}, "Julián")
 
 	f := newFixture(t, false)
 	f.deps.Tenants, f.deps.Members, f.deps.Audit = tenants, tenants, audit
 	f.rebuild()
 	code2, body := f.get(t, "/tenants/clinic-01")
 	ref := regexp.MustCompile(`name="member" value="([^"]+)"`).FindStringSubmatch(body)
-	if code2 != http.StatusOK || ref == nil || !strings.Contains(body, "Budi (…0042) — admin") || strings.Contains(body, joined) {
-		t.Fatalf("GET = %d, want the invited member masked with a Remove form, never the number:\n%s", code2, body)
+	if code2 != http.StatusOK || ref == nil || !strings.Contains(body, "Budi (…0042) — admin") || strings.Contains(body, joined) ||
+		strings.Contains(body, memberBSUID) {
+		t.Fatalf("GET = %d, want the invited members masked with a Remove form, never the number or the BSUID:\n%s", code2, body)
 	}
 	// The reference is logged and audited: the number's keyed ref (LOG_HASH_KEY, here the dev
 	// key), never an unkeyed hash anyone could reverse by hashing guessed numbers.
 	if want := logging.DevHasher().Phone(joined); ref[1] != want {
 		t.Fatalf("the Remove form names the member %q, want the keyed ref %q", ref[1], want)
 	}
-	member := func() bool {
+	isMember := func(c store.Contact) bool {
 		t.Helper()
-		_, ok, err := tenants.RuntimeMember(ctx, tn.ID, joined)
+		_, ok, err := tenants.RuntimeMember(ctx, tn.ID, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ok
 	}
+	member := func() bool { t.Helper(); return isMember(budi) }
 	remove := func(form url.Values) int {
 		t.Helper()
 		return f.post(t, "/tenants/clinic-01/members/remove", form, f.as(t, "alice@example.com")...).Code
@@ -85,8 +100,20 @@ func TestTenantPageRemovesInvitedMember(t *testing.T) {
 		t.Errorf("audit entry %+v (%v)", e, err)
 	}
 	_, body = f.get(t, "/tenants/clinic-01?req="+req)
-	if !strings.Contains(body, "remove_member: done") || strings.Contains(body, `name="member"`) {
-		t.Errorf("the page after removing:\n%s", body)
+	refs := regexp.MustCompile(`name="member" value="([^"]+)"`).FindAllStringSubmatch(body, -1)
+	if !strings.Contains(body, "remove_member: done") || len(refs) != 1 {
+		t.Fatalf("the page after removing Budi shows %d Remove forms, want Julián's:\n%s", len(refs), body)
+	}
+	// The member known by BSUID alone is named by the BSUID's keyed ref, and removed by it.
+	if want := logging.DevHasher().User(memberBSUID); refs[0][1] != want {
+		t.Errorf("the Remove form names the BSUID member %q, want the keyed ref %q", refs[0][1], want)
+	}
+	if code := remove(url.Values{RequestIDField: {newRequestID()}, "member": {refs[0][1]}}); code != http.StatusSeeOther || isMember(julian) {
+		t.Errorf("remove the BSUID member = %d (still a member: %v)", code, isMember(julian))
+	}
+	// An empty ref removes nobody.
+	if code := remove(url.Values{RequestIDField: {newRequestID()}, "member": {""}}); code != http.StatusSeeOther {
+		t.Errorf("remove nobody = %d", code)
 	}
 	// Again, a new request: nobody to remove, audited as failed.
 	req = newRequestID()
@@ -97,6 +124,9 @@ func TestTenantPageRemovesInvitedMember(t *testing.T) {
 		t.Errorf("audit entry of a second removal %+v (%v), want failed", e, err)
 	}
 }
+
+// memberBSUID is a business-scoped user id of the member tests.
+const memberBSUID = "CO.1047385771169864"
 
 // TestTenantPageShowsTokens: the tenant page shows the month's LLM tokens (prompt, output)
 // recorded for the tenant, read from the usage counters in the Firestore emulator.

@@ -20,19 +20,26 @@ type OutboxReplier struct {
 	}
 }
 
-// Reply queues req's text. A refusal (outside the window, reconnect needed…) is returned as an
-// error whose UserMessage the page shows.
+// Reply queues req's text, or with req.RequestContactInfo the request for the contact's phone
+// number. A refusal (outside the window, reconnect needed…) is returned as an error whose
+// UserMessage the page shows.
 func (r OutboxReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult, error) {
+	msg := graph.Message{Type: "text", Text: &graph.Text{Body: req.Text}}
+	if req.RequestContactInfo {
+		var err error
+		if msg, err = contactInfoRequest(req.Text); err != nil {
+			return ReplyResult{}, err
+		}
+	}
 	res, err := r.Outbox.Send(ctx, outbox.Request{
-		TenantID: req.TenantID, PhoneNumberID: req.PhoneNumberID, To: req.To,
-		Message:        graph.Message{Type: "text", Text: &graph.Text{Body: req.Text}},
-		IdempotencyKey: req.IdempotencyKey, Source: "console",
+		TenantID: req.TenantID, PhoneNumberID: req.PhoneNumberID, To: req.To, Recipient: req.Recipient,
+		ConversationID: req.ConversationID, Message: msg, IdempotencyKey: req.IdempotencyKey, Source: "console",
 	})
 	if err != nil {
 		return ReplyResult{}, err
 	}
 	if err := r.Messages.AddOutbound(ctx, req.ConversationID, store.Message{
-		MessageID: res.IdempotencyKey, Type: "text", Text: req.Text, Event: operatorReplyEvent, Operator: req.Operator,
+		MessageID: res.IdempotencyKey, Type: msg.Type, Text: req.Text, Event: operatorReplyEvent, Operator: req.Operator,
 		Replies: []store.Reply{{IdempotencyKey: res.IdempotencyKey, Body: req.Text}},
 	}); err != nil {
 		// The reply is queued and will go; only the inbox misses it until the page is reloaded
@@ -41,6 +48,19 @@ func (r OutboxReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult
 			"event", "console_reply_not_stored", "error", err)
 	}
 	return ReplyResult{ID: res.ID, Status: outbox.PublicStatus(res.Record)}, nil
+}
+
+// contactInfoRequest is the message that asks a contact for their phone number, Meta's
+//
+//	{"type":"interactive","interactive":{"type":"request_contact_info","body":{"text":…},
+//	 "action":{"name":"request_contact_info"}}}
+//
+// whose button (labelled by WhatsApp, in the user's language) shares the user's contact card,
+// which comes back as a contacts message carrying the phone (origin contact_request), which the
+// worker makes an alias of the contact.
+func contactInfoRequest(text string) (graph.Message, error) {
+	return graph.Message{Type: "interactive", Interactive: &graph.Interactive{Type: "request_contact_info",
+		Body: &graph.Body{Text: text}, Action: graph.Action{Name: "request_contact_info"}}}, nil
 }
 
 // SignupLinks makes Embedded Signup links, as `wapipe tenants connect-link` does.

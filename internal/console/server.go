@@ -51,8 +51,10 @@ type Deps struct {
 	Hasher *logging.Hasher
 	// Keyer makes the keyed ids of people and replies (LOG_HASH_KEY's); the dev key's when nil.
 	Keyer *keyedid.Keyer
-	// Contacts finds a tenant's contact by any identifier (searches, failures); none are found
-	// when nil.
+	// Contacts finds a tenant's contacts by any identifier (contacts.go): the searches by number
+	// or BSUID, the failures' conversations, a conversation's contact (how it is shown and
+	// answered), the file members whose BSUID is unknown. When nil, none are found and a
+	// conversation shows what it recorded of its contact.
 	Contacts ContactFinder
 	// Now is time.Now when nil.
 	Now func() time.Time
@@ -120,12 +122,14 @@ func (s *Server) Routes() http.Handler {
 	r.Method(http.MethodGet, "/conversations/{conversation}", s.handleConversation())
 	r.Method(http.MethodGet, "/conversations/{conversation}/live", s.handleConversationLive())
 	r.Method(http.MethodPost, "/conversations/{conversation}/reply", s.protect(s.handleReply()))
+	r.Method(http.MethodPost, "/conversations/{conversation}/request-phone", s.protect(s.handleRequestPhone()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/assign", s.protect(s.handleAssign()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/close", s.protect(s.handleClose()))
 	r.Method(http.MethodGet, "/media/{tenant_id}/{media_id}", s.handleMedia()) // media.go
 	r.Method(http.MethodGet, "/failures", s.handleFailures())
 	r.Method(http.MethodPost, "/failures/{deadletter}/replay", s.protect(s.handleReplay()))
 	r.Method(http.MethodGet, "/search", s.handleSearch())
+	r.Method(http.MethodPost, "/search", s.protect(s.handleSearch()))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusNotFound, "No such page.")
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -134,19 +135,21 @@ func (s *Server) handleTenants() http.Handler {
 // tenantView is a tenant's page: its settings as applied and its runtime state, never its token
 // or action secret.
 type tenantView struct {
-	T             *tenant.Tenant
-	Members       []memberView
-	AuthStatus    string
-	AuthLastError string
-	HasToken      bool
-	TokenSetAt    time.Time
-	Version       int64
-	AppliedAt     time.Time
-	Quota         int
-	Limited       bool
-	Used          int
-	Period        string
-	UsageErr      string
+	T       *tenant.Tenant
+	Members []memberView
+	// PhoneOnlyMembers: a member is listed by phone with no BSUID known (memberView.NoUserID).
+	PhoneOnlyMembers bool
+	AuthStatus       string
+	AuthLastError    string
+	HasToken         bool
+	TokenSetAt       time.Time
+	Version          int64
+	AppliedAt        time.Time
+	Quota            int
+	Limited          bool
+	Used             int
+	Period           string
+	UsageErr         string
 	// Tokens are the LLM tokens of Period (TokensErr when they could not be read).
 	Tokens    store.TokenUsage
 	TokensErr string
@@ -163,7 +166,13 @@ type tenantView struct {
 	TemplatesErr string
 }
 
-type memberView struct{ Label, Role, Language string }
+// memberView is a member the tenant file lists. NoUserID: listed by phone, and no BSUID is known
+// for that phone yet: should they take a username and write without their number, they arrive
+// by BSUID alone and are a stranger until their number is known.
+type memberView struct {
+	Label, Role, Language string
+	NoUserID              bool
+}
 
 func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) {
 	rec, err := s.deps.Tenants.Get(ctx, id)
@@ -175,7 +184,9 @@ func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) 
 		TokenSetAt: rec.TokenSetAt, Version: rec.Version, AppliedAt: rec.AppliedAt, Period: assistant.Period(s.deps.Now()),
 		Account: rec.Account}
 	for _, m := range t.Members {
-		v.Members = append(v.Members, memberView{Label: tenant.MemberLabel(m), Role: string(m.Role), Language: m.Language})
+		v.Members = append(v.Members, memberView{Label: tenant.MemberLabel(m), Role: string(m.Role), Language: m.Language,
+			NoUserID: s.noUserIDKnown(ctx, t.ID, m)})
+		v.PhoneOnlyMembers = v.PhoneOnlyMembers || v.Members[len(v.Members)-1].NoUserID
 	}
 	v.Quota, v.Limited = t.Quota.MonthlyLLMCalls()
 	v.Templates, v.TemplatesErr = s.tenantTemplates(ctx, t.ID) // templates.go
@@ -259,4 +270,20 @@ func (s *Server) handleReconnect() http.Handler {
 		}
 		s.render(w, r, http.StatusOK, "tenant", "", view{Title: v.T.Name, Nav: "tenants", Data: v})
 	})
+}
+
+// noUserIDKnown reports whether m is listed by phone alone and the tenant's contact of that phone
+// (if any) has no BSUID yet (CONTRACT.md, Wave 4: such a member who takes a username may write by
+// BSUID alone and be a stranger until listed by user_id). False when it cannot be told (no
+// contacts, a read that failed).
+func (s *Server) noUserIDKnown(ctx context.Context, tenantID string, m tenant.Member) bool {
+	if m.WaID == "" || m.UserID != "" || s.deps.Contacts == nil {
+		return false
+	}
+	ct, ok, err := s.deps.Contacts.Find(ctx, tenantID, contact.Identity{WaID: m.WaID})
+	if err != nil {
+		s.logger(ctx).Warn("read a member's contact", "event", "console_contact_failed", "tenant_id", tenantID, "error", err)
+		return false
+	}
+	return !ok || (ct.UserID == "" && ct.ParentUserID == "")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -53,14 +54,23 @@ func newStore(t *testing.T, clk *clock) *store.ConversationStore {
 
 // inbound is message id of the test contact, sent at Meta second ts.
 func inbound(id string, ts int64, text string) conversation.Inbound {
-	return conversation.Inbound{
+	return of(conversation.Inbound{
 		TenantID:   "acme-bus",
 		ReceivedAt: base.Add(time.Duration(ts) * time.Second),
 		Message: whatsapp.Message{
-			ID: id, From: "6281234567890", PhoneNumberID: "106540352242922", ContactName: "Agus",
+			ID: id, PhoneNumberID: "106540352242922", ContactName: "Agus",
 			Timestamp: fmt.Sprint(base.Unix() + ts), Type: "text", Text: text,
 		},
-	}
+	}, "6281234567890")
+}
+
+// of makes in a message from the contact whose phone is waID: its contact id and its
+// conversation on the number, as the worker finds them (people.Directory.Sender).
+func of(in conversation.Inbound, waID string) conversation.Inbound {
+	in.Message.From = waID
+	in.ContactID = "ct_" + waID
+	in.ConversationID = store.ConversationID(keyedid.Dev(), in.TenantID, in.Message.PhoneNumberID, in.ContactID)
+	return in
 }
 
 // sender is a Sender that counts the sends of each idempotency key, as the worker's outbound

@@ -36,7 +36,7 @@ func TestLastAttemptReachesSender(t *testing.T) {
 			t.Fatalf("Handle %s: %v", in.Message.ID, err)
 		}
 	}
-	want := map[string]bool{conversation.ReplyKey("wamid.A", 0): false, conversation.ReplyKey("wamid.B", 0): true}
+	want := map[string]bool{r.ReplyKey("wamid.A", 0): false, r.ReplyKey("wamid.B", 0): true}
 	if diff := cmp.Diff(want, snd.lastAttempts()); diff != "" {
 		t.Errorf("LastAttempt per reply (-want, +got):\n%s", diff)
 	}
@@ -69,7 +69,7 @@ func TestRedeliveredMessageIsHandledOnce(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"wamid.A": 1}, count); diff != "" {
 		t.Errorf("turns (-want, +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int{conversation.ReplyKey("wamid.A", 0): 1}, sent); diff != "" {
+	if diff := cmp.Diff(map[string]int{r.ReplyKey("wamid.A", 0): 1}, sent); diff != "" {
 		t.Errorf("sends (-want, +got):\n%s", diff)
 	}
 	m, err := st.GetMessage(ctx, first.ConversationID, "wamid.A")
@@ -83,7 +83,7 @@ func TestRedeliveredMessageIsHandledOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if conv.Lease.Holder != "" || conv.Lease.Fence != 1 || len(conv.State.Turns) != 1 || conv.Contact != in.Message.From ||
+	if conv.Lease.Holder != "" || conv.Lease.Fence != 1 || len(conv.State.Turns) != 1 || conv.Contact != in.Message.From || conv.ContactID != in.ContactID ||
 		!conv.LastInboundAt.Equal(base.Add(time.Second)) {
 		t.Errorf("conversation = %+v, want the lease released at fence 1, one turn, last_inbound_at the message's", conv)
 	}
@@ -326,7 +326,7 @@ func TestKilledAfterCommitRetryPerformsEffectsOnce(t *testing.T) {
 		t.Errorf("turn ran %d times, want 1", count["wamid.book"])
 	}
 	sent, _ := snd.counts()
-	if diff := cmp.Diff(map[string]int{conversation.ReplyKey("wamid.book", 0): 1}, sent); diff != "" {
+	if diff := cmp.Diff(map[string]int{r.ReplyKey("wamid.book", 0): 1}, sent); diff != "" {
 		t.Errorf("sends (-want, +got):\n%s", diff)
 	}
 	if len(acts.byID) != 1 {
@@ -713,7 +713,7 @@ func TestBareAnswerWaitsForTheMessageItAnswers(t *testing.T) {
 			msg := func(id string, ts time.Time, received time.Time, text string) conversation.Inbound {
 				in := inbound(id+tc.from[len(tc.from)-1:], 0, text)
 				in.ReceivedAt, in.MayConfirm = received, tc.mayConfirm
-				in.Message.From = tc.from
+				in = of(in, tc.from)
 				in.Message.Timestamp = fmt.Sprint(ts.Unix())
 				return in
 			}
@@ -772,7 +772,7 @@ func TestConfirmTapWaitsForThePromptsEffects(t *testing.T) {
 	}
 	// The prompt's send takes its time: up to 2 s, or until the tap's turn starts.
 	snd.fail = func(key string) error {
-		if key == conversation.ReplyKey(book.Message.ID, 0) {
+		if key == r.ReplyKey(book.Message.ID, 0) {
 			deadline := time.Now().Add(2 * time.Second)
 			for time.Now().Before(deadline) {
 				if _, ok := rec.started(tap.Message.ID); ok {

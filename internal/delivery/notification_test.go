@@ -40,7 +40,7 @@ func TestNotificationWindow(t *testing.T) {
 			}
 			const key = "k-notification"
 			rec := store.OutboundRecord{IdempotencyKey: key, Source: store.SourceNotification, TenantID: "acme",
-				PhoneNumberID: number, To: contact, Message: `{"type":"text","text":{"body":"New request from Marie: create_booking"}}`, MessageType: "text"}
+				PhoneNumberID: number, To: contact, ConversationID: conversationID, Message: `{"type":"text","text":{"body":"New request from Marie: create_booking"}}`, MessageType: "text"}
 			if tc.fallback {
 				rec.Fallback = notifyFallback
 			}

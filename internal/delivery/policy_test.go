@@ -24,6 +24,9 @@ const (
 	number  = "111"
 	contact = "33612345678"
 	token   = "EAAtoken"
+	// conversationID is the contact's conversation on the number: the window is read from it
+	// (Request.ConversationID, a record's ConversationID).
+	conversationID = "conv_contact"
 )
 
 // clock is the store's and the deliverer's time, moved by the test.
@@ -66,11 +69,15 @@ func (tokens) Token(_ context.Context, rec store.TenantRecord) (string, error) {
 	return string(rec.AccessToken), nil
 }
 
-// windows answers every contact's last inbound time.
+// windows is the contact's conversation (conversationID), whose last inbound message was at
+// last; there is no other.
 type windows struct{ last time.Time }
 
-func (w windows) Get(context.Context, string) (store.Conversation, error) {
-	return store.Conversation{LastInboundAt: w.last}, nil
+func (w windows) Get(_ context.Context, id string) (store.Conversation, error) {
+	if id != conversationID {
+		return store.Conversation{}, store.ErrNotFound
+	}
+	return store.Conversation{ID: id, LastInboundAt: w.last}, nil
 }
 
 // env is one case's world: its own Firestore project, Graph fake and deliverer.
@@ -133,7 +140,7 @@ func (e *env) deliver(kind delivery.Kind, tenantID, key string, lastAttempt bool
 		}
 		return e.d.DeliverStored(ctx, delivery.Stored{Key: key, TenantID: tenantID, ReleaseGen: gen, LastAttempt: lastAttempt})
 	}
-	req := delivery.Request{Kind: kind, Key: key, TenantID: tenantID, PhoneNumberID: number, To: contact,
+	req := delivery.Request{Kind: kind, Key: key, TenantID: tenantID, PhoneNumberID: number, To: contact, ConversationID: conversationID,
 		InboundMessageID: "wamid.in-" + key, LastAttempt: lastAttempt, LastInbound: e.clk.now()}
 	if kind == delivery.DefaultReply {
 		req.TenantID, req.Token = "", token
@@ -158,8 +165,8 @@ func (e *env) seed(kind delivery.Kind, tenantID, key string) {
 		return
 	}
 	if _, _, err := e.sends.CreateSend(context.Background(), store.OutboundRecord{IdempotencyKey: key, Source: source,
-		TenantID: tenantID, PhoneNumberID: number, To: contact, Message: `{"type":"text","text":{"body":"hello"}}`, MessageType: "text",
-		Fallback: fallback}); err != nil {
+		TenantID: tenantID, PhoneNumberID: number, To: contact, ConversationID: conversationID, Message: `{"type":"text","text":{"body":"hello"}}`,
+		MessageType: "text", Fallback: fallback}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -22,8 +22,11 @@ type namedWindow struct {
 	last time.Time
 }
 
-func (w namedWindow) Get(context.Context, string) (store.Conversation, error) {
-	return store.Conversation{LastInboundAt: w.last, ContactName: w.name}, nil
+func (w namedWindow) Get(_ context.Context, id string) (store.Conversation, error) {
+	if id != conversationID {
+		return store.Conversation{}, store.ErrNotFound
+	}
+	return store.Conversation{ID: id, LastInboundAt: w.last, ContactName: w.name}, nil
 }
 
 // TestReengageFillsContactName: a reply outside the window goes as the reengage template with
@@ -70,7 +73,7 @@ func TestReengageFillsContactName(t *testing.T) {
 				Sender: delivery.NewGraphSender(gc), Tenants: ts, Tokens: tokens{}, Hasher: logging.DevHasher(),
 				Windows: namedWindow{name: tc.profile, last: time.Now().Add(-30 * time.Hour)}}
 			res := d.Deliver(ctx, delivery.Request{Kind: delivery.ConversationReply, Key: "k-" + tc.to, TenantID: "acme",
-				PhoneNumberID: number, To: tc.to, LastInbound: time.Now().Add(-30 * time.Hour), Reply: responder.Reply{Text: "hello"}})
+				PhoneNumberID: number, To: tc.to, ConversationID: conversationID, LastInbound: time.Now().Add(-30 * time.Hour), Reply: responder.Reply{Text: "hello"}})
 			if res.Status != delivery.Sent {
 				t.Fatalf("Deliver: %+v, want sent", res)
 			}

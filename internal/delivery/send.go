@@ -30,10 +30,21 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 		return out, Result{}, true
 	}
 	last := req.LastInbound
+	convID := req.ConversationID
+	if convID == "" {
+		// A send that names no conversation: a record made before records did (before contacts),
+		// whose contact's conversation, found by phone or BSUID, holds the window it was
+		// accepted in.
+		id, err := d.conversationOf(ctx, req)
+		if err != nil {
+			return out, d.retry(ctx, req, err, 0, true), false
+		}
+		convID = id
+	}
 	var conv store.Conversation
 	err := store.ErrNotFound
-	if req.ConversationID != "" {
-		conv, err = d.Windows.Get(ctx, req.ConversationID)
+	if convID != "" {
+		conv, err = d.Windows.Get(ctx, convID)
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -52,6 +63,34 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 		return tpl, Result{}, true
 	}
 	return out, d.refuse(ctx, req, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours"), false), false
+}
+
+// ConversationLocator finds the conversation of a person on a tenant's number;
+// *store.ConversationStore implements it. When Deliverer.Windows implements it too, a send that
+// names no conversation (a record made before records did) has its window read from the
+// conversation of its contact.
+type ConversationLocator interface {
+	ConversationOf(ctx context.Context, tenantID, phoneNumberID string, id contact.Identity) (string, bool, error)
+}
+
+// conversationOf is the conversation of req's contact on its number, "" when the tenant has none
+// for them or Windows cannot locate one.
+func (d *Deliverer) conversationOf(ctx context.Context, req Request) (string, error) {
+	l, ok := d.Windows.(ConversationLocator)
+	if !ok || req.TenantID == "" || (req.To == "" && req.Recipient == "") {
+		return "", nil
+	}
+	id := contact.Identity{WaID: req.To}
+	if contact.ValidParentUserID(req.Recipient) {
+		id.ParentUserID = req.Recipient
+	} else {
+		id.UserID = req.Recipient
+	}
+	conv, _, err := l.ConversationOf(ctx, req.TenantID, req.PhoneNumberID, id)
+	if err != nil {
+		return "", fmt.Errorf("find the conversation of the send's contact: %w", err)
+	}
+	return conv, nil
 }
 
 // fallback replaces a message outside the contact's window by the policy WindowFallback: with

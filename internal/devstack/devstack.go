@@ -80,7 +80,8 @@ type Options struct {
 	Console []func(*console.Deps)
 	// Tenants are tenant files applied on start, as `wapipe tenants apply` does (the tenant, its
 	// send queue), each given DevAccessToken as its token (as `set-token --no-verify`); nil means
-	// tenants/sample.yaml. NoTenants applies none.
+	// tenants/sample.yaml. The sample's action URL, in any of them, is replaced by the fake action
+	// endpoint's (ActionURL). NoTenants applies none.
 	Tenants   [][]byte
 	NoTenants bool
 	// ServiceAccountEmail, when set, makes every task carry an OIDC token the worker verifies.
@@ -379,13 +380,19 @@ func (s *Stack) serveWorker(runCtx context.Context, o Options, base config.Base,
 func (s *Stack) applyTenants(ctx context.Context, o Options, db *store.DB, admin *taskqueue.Admin) error {
 	files := o.Tenants
 	if files == nil {
-		// The sample names the fake action endpoint at its default address; it follows wherever
-		// the endpoint really listens (--action-addr, --port-base).
-		files = [][]byte{bytes.ReplaceAll(tenants.Sample(), []byte(sampleActionURL), []byte(s.ActionURL))}
+		files = [][]byte{tenants.Sample()}
 	}
 	if o.NoTenants || len(files) == 0 {
 		return nil
 	}
+	// The sample names the fake action endpoint at its default address; it follows wherever the
+	// endpoint really listens (--action-addr, --port-base), in the sample and in every file made
+	// from it.
+	followed := make([][]byte, len(files))
+	for i, f := range files {
+		followed[i] = bytes.ReplaceAll(f, []byte(sampleActionURL), []byte(s.ActionURL))
+	}
+	files = followed
 	ids, err := ApplyTenants(ctx, db, admin, o.Queues, files)
 	s.Tenants = append(s.Tenants, ids...)
 	return err

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wapipe/wapipe/internal/devstack"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -70,7 +71,7 @@ func TestOneTracePerMessage(t *testing.T) {
 	}
 	// A failed status names the customer's number too: it must not reach the logs either.
 	post(t, st, whatsapp.SampleFailedStatus(whatsapp.SampleOptions{From: customerPhone, MessageID: sends[0].MessageID,
-		BizOpaqueCallbackData: tasks.IdempotencyKey(msgID)}, 131026, "Message undeliverable", "recipient "+customerPhone))
+		BizOpaqueCallbackData: tasks.IdempotencyKey(keyedid.Dev(), msgID)}, 131026, "Message undeliverable", "recipient "+customerPhone))
 	testenv.Eventually(t, 20*time.Second, func() bool {
 		return strings.Contains(logs.String(), `"event":"status_applied"`)
 	}, "the status was not applied")

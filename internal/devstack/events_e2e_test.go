@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/apikey"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -35,6 +37,7 @@ type eventsStack struct {
 	db            *store.DB
 	conversations *store.ConversationStore
 	tenants       *store.Tenants
+	contacts      *store.Contacts
 }
 
 func startEventsStack(t *testing.T) *eventsStack {
@@ -64,7 +67,42 @@ func startEventsStack(t *testing.T) *eventsStack {
 	}
 	t.Cleanup(func() { db.Close() })
 	return &eventsStack{st: st, logs: logs, db: db, conversations: store.NewConversationStore(db, store.Options{}),
-		tenants: store.NewTenants(db, store.Options{})}
+		tenants: store.NewTenants(db, store.Options{}), contacts: store.NewContacts(db, store.Options{})}
+}
+
+// contactOf waits for tenantID to know the person id names (their first message or event makes
+// the contact) and returns the contact.
+func (e *eventsStack) contactOf(t *testing.T, tenantID string, id contact.Identity) store.Contact {
+	t.Helper()
+	return contactOf(t, e.db, tenantID, id)
+}
+
+// conversationOf waits for tenantID to know the person id names and returns the id of their
+// conversation with the business number.
+func (e *eventsStack) conversationOf(t *testing.T, tenantID, number string, id contact.Identity) string {
+	t.Helper()
+	return conversationOf(t, e.db, tenantID, number, id)
+}
+
+// traceTarget waits for the inbound event of webhook body to be traced as finished and returns
+// the trace's target of message id (the outcome of the message: a task, or why none).
+func (e *eventsStack) traceTarget(t *testing.T, body []byte, id string) store.TraceTarget {
+	t.Helper()
+	eventID, err := whatsapp.EventID(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces := store.NewTraces(e.db, store.Options{})
+	var tr store.Trace
+	testenv.Eventually(t, eventsWait, func() bool {
+		tr, err = traces.GetTrace(context.Background(), eventID)
+		return err == nil && tr.State == store.TraceFinished
+	}, "the inbound event of %s was never traced as finished", id)
+	target, ok := tr.Outbound[tasks.IdempotencyKey(keyedid.Dev(), id)]
+	if !ok {
+		t.Fatalf("the trace of the inbound event has no target for the message: %+v", tr.Outbound)
+	}
+	return target
 }
 
 // patientQueues are fast retries, but many: a message that finds its conversation held by the
@@ -126,15 +164,18 @@ func TestOtherEventsAssistantTenantEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	const owner = "16505551234" // a member of the sample tenant, by its file
 	pn := whatsapp.DefaultSampleOptions.PhoneNumberID
-	conv := store.ConversationID("sunrise-bus", pn, owner)
+	bodies := map[string][]byte{}
 	send := func(body func(o whatsapp.SampleOptions) []byte, from string) string {
 		id := whatsapp.NewMessageID()
-		post(t, e.st, body(whatsapp.SampleOptions{From: from, MessageID: id}))
+		bodies[id] = body(whatsapp.SampleOptions{From: from, MessageID: id})
+		post(t, e.st, bodies[id])
 		return id
 	}
 
 	// A message, then its deletion: no reply, the stored text erased, the message kept.
 	first := send(func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleText(o, "hello, is the office open") }, owner)
+	ownerContact := e.contactOf(t, "sunrise-bus", contact.Identity{WaID: owner})
+	conv := e.conversationOf(t, "sunrise-bus", pn, contact.Identity{WaID: owner})
 	if m := e.turnDone(t, conv, first); len(m.Replies) != 1 {
 		t.Fatalf("the first message's replies %v, want one", replyKeys(m))
 	}
@@ -194,17 +235,36 @@ func TestOtherEventsAssistantTenantEndToEnd(t *testing.T) {
 		t.Errorf("the echo stored as %+v, want the business's message", m)
 	}
 
-	// A number change: no reply; the member stays a member under the new number (served, not
-	// onboarded).
+	// A number change: followed as the inbound task runs, never answered (no outbound task);
+	// the contact is found by the new number and keeps its conversation, and the member stays a
+	// member under the new number (served, not onboarded).
 	const newNumber = "16505559876"
-	moved := send(func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleUserChangedNumber(o, newNumber) }, owner)
-	if m := e.turnDone(t, conv, moved); len(m.Replies) != 0 {
-		t.Errorf("a number change was answered: %v", replyKeys(m))
+	moved := send(func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleUserChangedNumber(o, newNumber, "") }, owner)
+	testenv.Eventually(t, eventsWait, func() bool {
+		c, ok, err := e.contacts.Find(ctx, "sunrise-bus", contact.Identity{WaID: newNumber})
+		return err == nil && ok && c.ID == ownerContact.ID && c.WaID == newNumber
+	}, "the number change was not followed: the new number does not find the member's contact")
+	if target := e.traceTarget(t, bodies[moved], moved); target.Status != "identity_change" {
+		t.Errorf("the number change traced as %+v, want identity_change (no task)", target)
+	}
+	if movedConv := e.conversationOf(t, "sunrise-bus", pn, contact.Identity{WaID: newNumber}); movedConv != conv {
+		t.Errorf("the new number's conversation is %s, want the member's %s", movedConv, conv)
+	}
+	if _, err := e.conversations.GetMessage(ctx, conv, moved); err == nil {
+		t.Error("the number change was stored as a message to answer")
+	}
+	if _, err := store.NewOutbound(e.db, store.Options{}).GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), moved)); err == nil {
+		t.Error("the number change got an outbound record: it must never be answered")
 	}
 	after := send(func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleText(o, "hello from my new phone") }, newNumber)
-	m := e.turnDone(t, store.ConversationID("sunrise-bus", pn, newNumber), after)
+	m := e.turnDone(t, conv, after)
 	if len(m.Replies) != 1 || m.Replies[0].Key == string(i18n.OnboardingPrompt) {
 		t.Errorf("the moved member's message got %v, want the assistant's answer (not the onboarding prompt)", replyKeys(m))
+	}
+	// The file listed the member by the number they left: that entry is suspended, and the
+	// contact keeps the role by a membership of its own.
+	if mem, ok, err := e.tenants.RuntimeMember(ctx, "sunrise-bus", ownerContact); err != nil || !ok {
+		t.Errorf("the moved member has no membership of their own: %+v %v %v", mem, ok, err)
 	}
 
 	e.marketingOptOut(t, ctx, owner)
@@ -225,20 +285,21 @@ func TestOtherEventsAssistantTenantEndToEnd(t *testing.T) {
 
 // marketingOptOut: a contact stops marketing messages (user_preferences); the api then refuses
 // a MARKETING template to it with 422 contact_opted_out and sends a UTILITY one.
-func (e *eventsStack) marketingOptOut(t *testing.T, ctx context.Context, contact string) {
+func (e *eventsStack) marketingOptOut(t *testing.T, ctx context.Context, phone string) {
 	t.Helper()
-	o := whatsapp.SampleOptions{From: contact, MessageID: whatsapp.NewMessageID()}
+	o := whatsapp.SampleOptions{From: phone, MessageID: whatsapp.NewMessageID()}
 	post(t, e.st, whatsapp.SampleTemplateStatus(o, "spring_sale", "APPROVED", "MARKETING"))
 	post(t, e.st, whatsapp.SampleTemplateStatus(o, "order_update", "APPROVED", "UTILITY"))
 	post(t, e.st, whatsapp.SamplePreference(o, "stop"))
 	prefs := store.NewContactPrefs(e.db, store.Options{})
+	who := e.contactOf(t, "sunrise-bus", contact.Identity{WaID: phone})
 	testenv.Eventually(t, eventsWait, func() bool {
-		out, err := prefs.OptedOutOfMarketing(ctx, "sunrise-bus", contact, "spring_sale", "en_US")
+		out, err := prefs.OptedOutOfMarketing(ctx, "sunrise-bus", who, "spring_sale", "en_US")
 		return err == nil && out
 	}, "the stop was not recorded")
 	testenv.Eventually(t, eventsWait, func() bool {
-		out, err := prefs.OptedOutOfMarketing(ctx, "sunrise-bus", contact, "order_update", "en_US")
-		_, terr := prefs.Preference(ctx, "sunrise-bus", contact)
+		out, err := prefs.OptedOutOfMarketing(ctx, "sunrise-bus", who, "order_update", "en_US")
+		_, terr := prefs.Preference(ctx, "sunrise-bus", who)
 		return err == nil && terr == nil && !out
 	}, "the utility template was not recorded")
 
@@ -254,7 +315,7 @@ func (e *eventsStack) marketingOptOut(t *testing.T, ctx context.Context, contact
 		{"spring_sale", http.StatusUnprocessableEntity, "contact_opted_out"},
 		{"order_update", http.StatusAccepted, ""},
 	} {
-		body := []byte(`{"phone_number_id":"` + whatsapp.DefaultSampleOptions.PhoneNumberID + `","to":"` + contact + `","type":"template","template":{"name":"` + c.template + `","language":{"code":"en_US"}}}`)
+		body := []byte(`{"phone_number_id":"` + whatsapp.DefaultSampleOptions.PhoneNumberID + `","to":"` + phone + `","type":"template","template":{"name":"` + c.template + `","language":{"code":"en_US"}}}`)
 		req, _ := http.NewRequest(http.MethodPost, e.st.APIURL+"/v1/messages", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
@@ -336,8 +397,9 @@ func (e *eventsStack) health(t *testing.T) healthReport {
 
 // TestOtherEventsDefaultPathEndToEnd posts Meta's other events for a business number no
 // tenant owns: the single-tenant default answers what it acknowledges, says "send it another
-// way" to an unsupported message only, and answers nothing else; the business app's messages
-// are stored, never answered.
+// way" to an unsupported message only, and answers nothing else; a number change is recorded
+// and makes no task; the business app's messages are never answered (the default path keeps
+// no conversation to store them in).
 func TestOtherEventsDefaultPathEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := startEventsStack(t)
@@ -354,7 +416,7 @@ func TestOtherEventsDefaultPathEndToEnd(t *testing.T) {
 		var rec store.OutboundRecord
 		testenv.Eventually(t, eventsWait, func() bool {
 			var err error
-			rec, err = outbound.GetOutbound(ctx, tasks.IdempotencyKey(id))
+			rec, err = outbound.GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), id))
 			return err == nil && (rec.State == store.OutboundSent || rec.State == store.OutboundSkipped)
 		}, "the default path never settled the reply to %s", id)
 		if rec.State == store.OutboundSkipped {
@@ -388,7 +450,6 @@ func TestOtherEventsDefaultPathEndToEnd(t *testing.T) {
 		{"order", func(o whatsapp.SampleOptions) []byte {
 			return whatsapp.SampleOrder(o, "cat-1", "", []whatsapp.ProductItem{{ProductRetailerID: "burger-01", Quantity: "3"}})
 		}, "Thanks, we received your order."},
-		{"system", func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleUserChangedNumber(o, "447700900556") }, ""},
 		{"call_permission", func(o whatsapp.SampleOptions) []byte { return whatsapp.SampleCallPermissionReply(o, "reject") }, ""},
 		{"unsupported", whatsapp.SampleUnsupported, unsupported},
 	} {
@@ -399,17 +460,31 @@ func TestOtherEventsDefaultPathEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The business app's message: stored as the business's in the default path's conversation.
+	// A number change: followed (recorded) as the inbound task runs, never a task, never
+	// answered.
+	o = opts()
+	changed := whatsapp.SampleUserChangedNumber(o, "447700900556", "")
+	post(t, e.st, changed)
+	if target := e.traceTarget(t, changed, o.MessageID); target.Status != "identity_change" {
+		t.Errorf("the number change on the default path traced as %+v, want identity_change (no task)", target)
+	}
+	if _, err := outbound.GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), o.MessageID)); err == nil {
+		t.Error("the number change got an outbound record: it must never be answered")
+	}
+
+	// The business app's message: recorded, never answered; the default path has no tenant,
+	// hence no contact and no conversation to store it in.
 	o = opts()
 	post(t, e.st, whatsapp.SampleEcho(o, "see you soon"))
-	e.message(t, store.ConversationID("", defaultPathNumber, contact), o.MessageID,
-		func(m store.Message) bool { return m.Operator == store.OperatorApp && m.Text == "see you soon" }, "the echo was not stored")
+	testenv.Eventually(t, eventsWait, func() bool {
+		return strings.Contains(e.logs.String(), `"event":"message_echo"`)
+	}, "the echo was not handled")
 	// A preference on the default path: recorded in the log only (no tenant sends templates).
 	post(t, e.st, whatsapp.SamplePreference(opts(), "stop"))
 	testenv.Eventually(t, eventsWait, func() bool {
 		return strings.Contains(e.logs.String(), `"event":"contact_preference_default_path"`)
 	}, "the default path's preference was not handled")
-	if _, err := outbound.GetOutbound(ctx, tasks.IdempotencyKey(o.MessageID)); err == nil {
+	if _, err := outbound.GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), o.MessageID)); err == nil {
 		t.Error("the echo got an outbound record: it must never be answered")
 	}
 }

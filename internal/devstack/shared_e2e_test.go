@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
@@ -189,8 +190,9 @@ func TestSharedNumberEndToEnd(t *testing.T) {
 		MessageID: whatsapp.NewMessageID()}, "stop"))
 	prefs := store.NewContactPrefs(s.db, store.Options{})
 	for _, id := range []string{"acme-bus", "bali-tours"} {
+		who := contactOf(t, s.db, id, contact.Identity{WaID: stranger})
 		testenv.Eventually(t, eventsWait, func() bool {
-			p, err := prefs.Preference(ctx, id, stranger)
+			p, err := prefs.Preference(ctx, id, who)
 			return err == nil && p.MarketingStopped
 		}, "the stop on the shared number was not recorded for %s", id)
 	}

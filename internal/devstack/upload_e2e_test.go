@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/apikey"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
@@ -192,8 +193,9 @@ func TestMediaUploadEndToEnd(t *testing.T) {
 	}
 	defer db.Close()
 	convs := store.NewConversationStore(db, store.Options{})
+	conv := conversationOf(t, db, "up-one", uploadNumber, contact.Identity{WaID: customerPhone})
 	testenv.Eventually(t, 60*time.Second, func() bool {
-		c, err := convs.Get(ctx, store.ConversationID("up-one", uploadNumber, customerPhone))
+		c, err := convs.Get(ctx, conv)
 		return err == nil && !c.LastInboundAt.IsZero()
 	}, "the contact's message never opened the window")
 	sendBody := `{"to":"` + customerPhone + `","type":"image","image":{"id":"` + id + `","caption":"your bus"}}`

@@ -205,20 +205,7 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 	if err == nil {
 		var fanErr error
 		targets, fanErr = f.fanOut(ctx, logger, in, msgs, routes)
-		for _, target := range targets {
-			switch target.Status {
-			case "created":
-				out.Created++
-			case "existed":
-				out.Existed++
-			case traceUnrouted:
-				out.Unrouted++
-			case traceNoSender:
-				out.NoSender++
-			case traceIdentityChange:
-				out.IdentityChanges++
-			}
-		}
+		out.count(targets)
 		err = errors.Join(fanErr, f.applyStatuses(ctx, logger, in, statuses, routes))
 		if !errors.Is(err, errStoreTimeout) {
 			var evErr error
@@ -242,98 +229,120 @@ func (f *Fanner) Process(ctx context.Context, logger *slog.Logger, in tasks.Inbo
 	return out, err
 }
 
+// count adds the outcomes of the messages' fan-out to c.
+func (c *Counts) count(targets map[string]store.TraceTarget) {
+	for _, target := range targets {
+		switch target.Status {
+		case "created":
+			c.Created++
+		case "existed":
+			c.Existed++
+		case traceUnrouted:
+			c.Unrouted++
+		case traceNoSender:
+			c.NoSender++
+		case traceIdentityChange:
+			c.IdentityChanges++
+		}
+	}
+}
+
 // fanOut creates one outbound task per message, on the queue of the tenant its number routes to,
 // a bounded number at a time. It returns the outcome of each enqueue by idempotency key; a
 // message no one serves is recorded as unrouted, with no task; so is a message that names no
 // sender (no_sender), and an identity change, followed here (identity_change).
 func (f *Fanner) fanOut(ctx context.Context, logger *slog.Logger, in tasks.Inbound, msgs []whatsapp.Message, routes map[string]route) (map[string]store.TraceTarget, error) {
-	var mu sync.Mutex
-	targets := make(map[string]store.TraceTarget, len(msgs))
+	res := &fanResult{targets: make(map[string]store.TraceTarget, len(msgs))}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.Limit)
-	var errs []error
 	for _, m := range msgs {
 		key := tasks.IdempotencyKey(f.Keyer, m.ID)
-		sender := m.Identity()
-		if ch, ok := m.IdentityChange(); ok {
-			t, err := f.followIdentity(ctx, logger, routes[m.PhoneNumberID], m, ch)
-			mu.Lock()
-			targets[key] = t
-			if err != nil {
-				errs = append(errs, err)
-			}
-			mu.Unlock()
-			if errors.Is(err, errStoreTimeout) {
-				break
-			}
-			continue
-		}
-		if sender.IsZero() {
-			// Nothing may be keyed by an empty identifier, and there is nobody to answer.
-			logger.WarnContext(ctx, "message names no sender (no phone number, no business-scoped user id): recorded, not answered",
-				"event", "message_no_sender", "phone_number_id", m.PhoneNumberID, "message_type", m.Type, logging.MessageID(m.ID))
-			mu.Lock()
-			targets[key] = store.TraceTarget{MessageID: m.ID, Status: traceNoSender}
-			mu.Unlock()
-			continue
-		}
-		r, err := f.contactRoute(ctx, routes[m.PhoneNumberID], m.PhoneNumberID, sender, m)
-		if err != nil || r.unrouted {
-			// The enqueues already started write targets and errs too.
-			mu.Lock()
-			t := store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}
-			if err != nil {
-				t = store.TraceTarget{MessageID: m.ID, Status: "failed", Error: err.Error()}
-				errs = append(errs, err)
-			}
-			targets[key] = t
-			mu.Unlock()
+		r, t, err := f.messageRoute(ctx, logger, m, routes)
+		if t != nil {
+			// No task for this message; the enqueues already started record theirs too.
+			res.set(key, *t, err)
 			if errors.Is(err, errStoreTimeout) {
 				break
 			}
 			continue
 		}
 		g.Go(func() error {
-			body, err := json.Marshal(tasks.Outbound{
-				IdempotencyKey: key,
-				CorrelationID:  in.CorrelationID,
-				InboundEventID: in.InboundEventID,
-				PhoneNumberID:  m.PhoneNumberID,
-				To:             sender.WaID,
-				UserID:         sender.UserID,
-				Message:        m,
-				ReceivedAt:     in.ReceivedAt,
-				TenantID:       r.tenantID,
-			})
-			t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
-			if err == nil {
-				var res taskqueue.Result
-				res, err = f.Tasks.Enqueue(gctx, taskqueue.Task{
-					Queue:         r.queue,
-					ID:            tasks.OutboundTaskID(m.ID),
-					Path:          tasks.ProcessOutboundPath,
-					Body:          body,
-					CorrelationID: in.CorrelationID,
-				})
-				t.TaskName = res.Name
-				t.Status = "created"
-				if res.Existed {
-					t.Status = "existed"
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				t.Status, t.Error = "failed", err.Error()
-				errs = append(errs, fmt.Errorf("create outbound task %s: %w", tasks.OutboundTaskID(m.ID), err))
-			}
-			targets[key] = t
+			t, err := f.enqueue(gctx, in, m, key, r)
+			res.set(key, t, err)
 			// One failed enqueue does not stop the others: the retry then has less to do.
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return targets, errors.Join(errs...)
+	return res.targets, errors.Join(res.errs...)
+}
+
+// fanResult collects the trace targets of a fan-out's messages and its errors, from the
+// concurrent enqueues.
+type fanResult struct {
+	mu      sync.Mutex
+	targets map[string]store.TraceTarget
+	errs    []error
+}
+
+func (r *fanResult) set(key string, t store.TraceTarget, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.targets[key] = t
+	if err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+// messageRoute is where message m's task goes; when m makes no task, t is its trace target
+// instead: an identity change (followed here), a message that names nobody, a number no one
+// serves, or a route that could not be read (err).
+func (f *Fanner) messageRoute(ctx context.Context, logger *slog.Logger, m whatsapp.Message, routes map[string]route) (route, *store.TraceTarget, error) {
+	if ch, ok := m.IdentityChange(); ok {
+		t, err := f.followIdentity(ctx, logger, routes[m.PhoneNumberID], m, ch)
+		return route{}, &t, err
+	}
+	sender := m.Identity()
+	if sender.IsZero() {
+		// Nothing may be keyed by an empty identifier, and there is nobody to answer.
+		logger.WarnContext(ctx, "message names no sender (no phone number, no business-scoped user id): recorded, not answered",
+			"event", "message_no_sender", "phone_number_id", m.PhoneNumberID, "message_type", m.Type, logging.MessageID(m.ID))
+		return route{}, &store.TraceTarget{MessageID: m.ID, Status: traceNoSender}, nil
+	}
+	r, err := f.contactRoute(ctx, routes[m.PhoneNumberID], m.PhoneNumberID, sender, m)
+	switch {
+	case err != nil:
+		return route{}, &store.TraceTarget{MessageID: m.ID, Status: "failed", Error: err.Error()}, err
+	case r.unrouted:
+		return route{}, &store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}, nil
+	}
+	return r, nil, nil
+}
+
+// enqueue creates the outbound task of message m on route r.
+func (f *Fanner) enqueue(ctx context.Context, in tasks.Inbound, m whatsapp.Message, key string, r route) (store.TraceTarget, error) {
+	sender := m.Identity()
+	t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
+	body, err := json.Marshal(tasks.Outbound{
+		IdempotencyKey: key, CorrelationID: in.CorrelationID, InboundEventID: in.InboundEventID,
+		PhoneNumberID: m.PhoneNumberID, To: sender.WaID, UserID: sender.UserID, Message: m,
+		ReceivedAt: in.ReceivedAt, TenantID: r.tenantID,
+	})
+	if err == nil {
+		var res taskqueue.Result
+		res, err = f.Tasks.Enqueue(ctx, taskqueue.Task{
+			Queue: r.queue, ID: tasks.OutboundTaskID(m.ID), Path: tasks.ProcessOutboundPath, Body: body, CorrelationID: in.CorrelationID,
+		})
+		t.TaskName, t.Status = res.Name, "created"
+		if res.Existed {
+			t.Status = "existed"
+		}
+	}
+	if err != nil {
+		t.Status, t.Error = "failed", err.Error()
+		return t, fmt.Errorf("create outbound task %s: %w", tasks.OutboundTaskID(m.ID), err)
+	}
+	return t, nil
 }
 
 // applyStatuses applies each status to the outbound record it is about, once. It applies first

@@ -181,6 +181,10 @@ type Action struct {
 	Buttons  []ActionButton `json:"buttons,omitempty"`
 	Button   string         `json:"button,omitempty"`
 	Sections []Section      `json:"sections,omitempty"`
+	// Name names the action of an interactive message whose button WhatsApp owns:
+	// "request_contact_info" (type request_contact_info: the user shares their contact card,
+	// the way to learn the phone of a person known by BSUID alone).
+	Name string `json:"name,omitempty"`
 }
 
 // ActionButton is one reply button ({"type":"reply","reply":{"id","title"}}).

@@ -17,7 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/loadgen"
+	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -80,10 +82,12 @@ func TestCheckLocal(t *testing.T) {
 }
 
 // fakePipeline is a webhook that checks signatures and, for every accepted message, has the fake
-// Graph API receive the reply wapipe would send; every tenth request is answered 503.
+// Graph API receive the reply wapipe would send, keyed with keyer (the development key's when
+// nil, as the worker's); every tenth request is answered 503.
 type fakePipeline struct {
 	t       *testing.T
 	graph   *graphfake.Fake
+	keyer   *keyedid.Keyer
 	n       atomic.Int64
 	replies atomic.Int64
 }
@@ -109,7 +113,11 @@ func (p *fakePipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		send := map[string]any{"messaging_product": "whatsapp", "to": m.From, "type": "text",
 			"text": map[string]any{"body": "ack"}}
 		if p.replies.Add(1)%2 == 0 {
-			send["biz_opaque_callback_data"] = tasks.IdempotencyKey(m.ID)
+			k := p.keyer
+			if k == nil {
+				k = keyedid.Dev()
+			}
+			send["biz_opaque_callback_data"] = tasks.IdempotencyKey(k, m.ID)
 		} else {
 			send["context"] = map[string]any{"message_id": m.ID}
 		}
@@ -131,7 +139,13 @@ func TestRunAndWaitReplies(t *testing.T) {
 	graph := graphfake.New()
 	graphSrv := graph.NewTestServer()
 	defer graphSrv.Close()
-	hook := httptest.NewServer(&fakePipeline{t: t, graph: graph})
+	// The stack's worker keys its replies with its LOG_HASH_KEY: the wait must key them alike.
+	h, err := logging.NewHasher("a-stack-key-of-at-least-thirty-two-bytes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyer := keyedid.New(h)
+	hook := httptest.NewServer(&fakePipeline{t: t, graph: graph, keyer: keyer})
 	defer hook.Close()
 
 	var progress atomic.Int64
@@ -157,7 +171,7 @@ func TestRunAndWaitReplies(t *testing.T) {
 	}
 
 	replies, err := loadgen.WaitReplies(ctx, loadgen.ReplyConfig{GraphURL: graphSrv.URL + "/v24.0", Sent: res.Sent,
-		Timeout: 10 * time.Second, Poll: 10 * time.Millisecond})
+		Timeout: 10 * time.Second, Poll: 10 * time.Millisecond, Keyer: keyer})
 	if err != nil {
 		t.Fatalf("WaitReplies: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
@@ -17,6 +18,23 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
 
 const owner, stranger = "6281234567890", "33612345678"
+
+// contactOf is tenantID's contact of the person id names, as a message from them resolves it
+// (people.Directory.Sender).
+func contactOf(t *testing.T, db *store.DB, tenantID string, id contact.Identity) store.Contact {
+	t.Helper()
+	res, err := store.NewContacts(db, store.Options{}).Resolve(context.Background(), tenantID, id)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	return res.Contact
+}
+
+// phoneOf is contactOf the person with phone waID.
+func phoneOf(t *testing.T, db *store.DB, tenantID, waID string) store.Contact {
+	t.Helper()
+	return contactOf(t, db, tenantID, contact.Identity{WaID: waID})
+}
 
 // TestGate runs the audience rules (once the worker's tenant path without conversations; now the
 // first step of every conversation turn) against the stored tenants and invites.
@@ -76,13 +94,13 @@ func TestGate(t *testing.T) {
 				}
 			}
 			if tc.joined {
-				if _, err := tenants.RedeemInvite(ctx, "clinic", tenant.InviteCodeHash(code), stranger, "Marie"); err != nil {
+				if _, err := tenants.RedeemInvite(ctx, "clinic", tenant.InviteCodeHash(code), phoneOf(t, db, "clinic", stranger), "Marie"); err != nil {
 					t.Fatal(err)
 				}
 			}
 			gate := members.Gate{Store: tenants}
 			m := whatsapp.Message{ID: "wamid.1", From: tc.from, ContactName: "Marie", Type: "text", Text: tc.text}
-			got, err := gate.Admit(ctx, tn, m, nil)
+			got, err := gate.Admit(ctx, tn, phoneOf(t, db, "clinic", tc.from), m, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +118,7 @@ func TestGate(t *testing.T) {
 					t.Errorf("served in %q, want %q", lang, tc.language)
 				}
 			}
-			_, isMember, err := gate.Member(ctx, tn, stranger)
+			_, isMember, err := gate.Member(ctx, tn, phoneOf(t, db, "clinic", stranger))
 			if err != nil || isMember != tc.redeemed {
 				t.Errorf("stranger a member afterwards: %v (%v), want %v", isMember, err, tc.redeemed)
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
@@ -38,11 +39,12 @@ func TestGateSharedNumber(t *testing.T) {
 		return whatsapp.Message{ID: "wamid." + text, From: stranger, ContactName: "Marie", Type: "text", Text: text, PhoneNumberID: number}
 	}
 
-	adm, err := gate.Admit(ctx, alpha, msg("111", "bonjour"), nil)
+	inAlpha, inBeta := phoneOf(t, db, "alpha", stranger), phoneOf(t, db, "beta", stranger)
+	adm, err := gate.Admit(ctx, alpha, inAlpha, msg("111", "bonjour"), nil)
 	if err != nil || !adm.Handled || adm.Key != i18n.OnboardingPrompt {
 		t.Errorf("a stranger on the shared number: %+v, %v; want the onboarding prompt", adm, err)
 	}
-	adm, err = gate.Admit(ctx, alpha, msg("221", "bonjour"), nil)
+	adm, err = gate.Admit(ctx, alpha, inAlpha, msg("221", "bonjour"), nil)
 	if err != nil || adm.Handled {
 		t.Errorf("a stranger on the public tenant's own number: %+v, %v; want served", adm, err)
 	}
@@ -52,16 +54,16 @@ func TestGateSharedNumber(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if adm, err := gate.Admit(ctx, alpha, msg("111", "WP-AAAAAAAA"), nil); err != nil || adm.Key != i18n.WelcomeName {
+	if adm, err := gate.Admit(ctx, alpha, inAlpha, msg("111", "WP-AAAAAAAA"), nil); err != nil || adm.Key != i18n.WelcomeName {
 		t.Fatalf("alpha's code: %+v, %v", adm, err)
 	}
-	if adm, err := gate.Admit(ctx, beta, msg("111", "WP-BBBBBBBB"), nil); err != nil || adm.Key != i18n.WelcomeName {
+	if adm, err := gate.Admit(ctx, beta, inBeta, msg("111", "WP-BBBBBBBB"), nil); err != nil || adm.Key != i18n.WelcomeName {
 		t.Fatalf("beta's code: %+v, %v", adm, err)
 	}
-	if _, ok, err := gate.Member(ctx, alpha, stranger); err != nil || ok {
+	if _, ok, err := gate.Member(ctx, alpha, inAlpha); err != nil || ok {
 		t.Errorf("still alpha's member after beta's code on the shared number: %v, %v", ok, err)
 	}
-	if _, ok, err := gate.Member(ctx, beta, stranger); err != nil || !ok {
+	if _, ok, err := gate.Member(ctx, beta, inBeta); err != nil || !ok {
 		t.Errorf("not beta's member after beta's code: %v, %v", ok, err)
 	}
 }
@@ -91,23 +93,24 @@ func TestGateSharedNumberFileMemberPicksBack(t *testing.T) {
 		}
 	}
 	gate := members.Gate{Store: tenants, Moves: tenants}
+	inAlpha, inBeta := phoneOf(t, db, "alpha", stranger), phoneOf(t, db, "beta", stranger)
 	m := whatsapp.Message{ID: "wamid.a", From: stranger, Type: "text", Text: "WP-AAAAAAAA", PhoneNumberID: "111"}
-	if adm, err := gate.Admit(ctx, alpha, m, nil); err != nil || adm.Event != "invite_redeemed" {
+	if adm, err := gate.Admit(ctx, alpha, inAlpha, m, nil); err != nil || adm.Event != "invite_redeemed" {
 		t.Fatalf("alpha's code: %+v, %v", adm, err)
 	}
 	m.ID, m.Text = "wamid.b", "WP-BBBBBBBB"
-	if adm, err := gate.Admit(ctx, beta, m, nil); err != nil || adm.Event != "invite_redeemed" {
+	if adm, err := gate.Admit(ctx, beta, inBeta, m, nil); err != nil || adm.Event != "invite_redeemed" {
 		t.Fatalf("beta's code from beta's file member: %+v, %v", adm, err)
 	}
-	sc, err := tenants.SharedContact(ctx, "111", []string{"alpha", "beta"}, stranger)
+	sc, err := tenants.SharedContact(ctx, "111", []string{"alpha", "beta"}, contact.Identity{WaID: stranger})
 	if err != nil || sc.Chosen != "beta" {
 		t.Errorf("the contact's choice on the shared number: %+v, %v; want beta", sc, err)
 	}
-	if mem, ok, err := gate.Member(ctx, beta, stranger); err != nil || !ok || mem.Role != tenant.RoleAdmin {
+	if mem, ok, err := gate.Member(ctx, beta, inBeta); err != nil || !ok || mem.Role != tenant.RoleAdmin {
 		t.Errorf("beta's member: %+v %v %v; want the file's admin", mem, ok, err)
 	}
 	// The same code again (a retried turn): a welcome, nothing else.
-	if adm, err := gate.Admit(ctx, beta, m, nil); err != nil || adm.Event != "invite_redeemed" {
+	if adm, err := gate.Admit(ctx, beta, inBeta, m, nil); err != nil || adm.Event != "invite_redeemed" {
 		t.Errorf("beta's code again: %+v, %v", adm, err)
 	}
 }

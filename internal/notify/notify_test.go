@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/notify"
@@ -67,29 +68,43 @@ assistant:
 // world is one test's tenant store (with one admin who joined by invite) and notifier, whose
 // tasks are recorded.
 type world struct {
-	tenants *store.Tenants
-	sends   *store.Sends
-	tasks   *recorder
-	n       *notify.Notifier
+	db       *store.DB
+	contacts *store.Contacts
+	tenants  *store.Tenants
+	sends    *store.Sends
+	tasks    *recorder
+	n        *notify.Notifier
 }
 
 func newWorld(t *testing.T, tn *tenant.Tenant) *world {
 	t.Helper()
 	ctx := context.Background()
 	db, _ := testenv.Store(t)
-	w := &world{tenants: store.NewTenants(db, store.Options{}), sends: store.NewSends(db, store.Options{}), tasks: &recorder{}}
+	w := &world{db: db, contacts: store.NewContacts(db, store.Options{}), tenants: store.NewTenants(db, store.Options{}),
+		sends: store.NewSends(db, store.Options{}), tasks: &recorder{}}
 	if _, err := w.tenants.Apply(ctx, tn, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.tenants.CreateInvite(ctx, tn.ID, tenant.InviteCodeHash("WP-AAAAAAAA"), tenant.RoleAdmin, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.tenants.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash("WP-AAAAAAAA"), joined, "Sari"); err != nil {
+	if _, err := w.tenants.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash("WP-AAAAAAAA"), w.contact(t, tn.ID, contact.Identity{WaID: joined}), "Sari"); err != nil {
 		t.Fatal(err)
 	}
 	h := logging.DevHasher()
 	w.n = &notify.Notifier{Members: w.tenants, Hasher: h, Outbox: &outbox.Outbox{Sends: w.sends, Tasks: w.tasks, Hasher: h}}
 	return w
+}
+
+// contact is tenantID's contact of the person id names, as the worker resolves it when they
+// write.
+func (w *world) contact(t *testing.T, tenantID string, id contact.Identity) store.Contact {
+	t.Helper()
+	res, err := w.contacts.Resolve(context.Background(), tenantID, id)
+	if err != nil {
+		t.Fatalf("resolve the contact: %v", err)
+	}
+	return res.Contact
 }
 
 // recorder records the tasks created, by name, as Cloud Tasks keeps one per name.
@@ -144,7 +159,7 @@ func TestRecipients(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := w.n.Recipients(context.Background(), tn, tt.roles, tt.sender)
+			got, err := w.n.Recipients(context.Background(), tn, tt.roles, contact.Identity{WaID: tt.sender})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -330,14 +345,14 @@ func TestNotifySkipsMembersWhoLeftOnASharedNumber(t *testing.T) {
 	}
 	// The owner, a member by acme-bus's file, picks other-bus on the shared number. The admin did
 	// too, and other-bus then removed them: the files route them again, to acme-bus.
-	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code, owner, "Marie"); err != nil {
+	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code, w.contact(t, other.ID, contact.Identity{WaID: owner}), "Marie"); err != nil {
 		t.Fatal(err)
 	}
 	code2 := tenant.InviteCodeHash("WP-CCCCCCCC")
 	if err := w.tenants.CreateInvite(ctx, other.ID, code2, tenant.RoleMember, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code2, admin, ""); err != nil {
+	if _, err := w.tenants.RedeemSharedInvite(ctx, other.ID, "111", code2, w.contact(t, other.ID, contact.Identity{WaID: admin}), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.tenants.RemoveRuntimeMember(ctx, other.ID, admin); err != nil {

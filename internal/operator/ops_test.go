@@ -12,6 +12,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 
+	"github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -48,7 +50,7 @@ func TestRedactionIsAnAllowList(t *testing.T) {
 	location := whatsapp.SampleLocation(o, 51.5, -0.12, "Home", "1 Secret Street")
 	text := whatsapp.SampleText(o, "my card number is 4242")
 	failed := whatsapp.SampleFailedStatus(o, 131026, "Message undeliverable", "recipient "+phone)
-	outbound, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(wamid), InboundEventID: wamid, PhoneNumberID: "106540352242922",
+	outbound, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), wamid), InboundEventID: wamid, PhoneNumberID: "106540352242922",
 		To: phone, Message: whatsapp.Message{ID: wamid, From: phone, ContactName: "Ada Lovelace", Type: "text", Text: "my card number is 4242",
 			Reply: &whatsapp.Reply{Kind: "list_reply", ID: "slot-friday-7pm", Title: "Friday 7pm"}}})
 
@@ -68,7 +70,7 @@ func TestRedactionIsAnAllowList(t *testing.T) {
 		{"location", location, []string{`"type":"location"`, `"latitude":"[redacted]"`}},
 		{"text", text, []string{`"messaging_product":"whatsapp"`, `"body":"[redacted]"`}},
 		{"failed status", failed, []string{`"code":131026`, `"title":"Message undeliverable"`, `"recipient_id":"` + h.Phone(phone) + `"`, `"status":"failed"`}},
-		{"outbound task", outbound, []string{`"idempotency_key":"` + tasks.IdempotencyKey(wamid) + `"`, `"inbound_event_id":"` + h.Ref(wamid) + `"`,
+		{"outbound task", outbound, []string{`"idempotency_key":"` + tasks.IdempotencyKey(keyedid.Dev(), wamid) + `"`, `"inbound_event_id":"` + h.Ref(wamid) + `"`,
 			`"to":"` + h.Phone(phone) + `"`, `"kind":"list_reply"`, `"title":"[redacted]"`, `"text":"[redacted]"`}},
 	}
 	for _, tc := range tests {
@@ -190,7 +192,7 @@ func (q *fakeQueue) Enqueue(_ context.Context, t taskqueue.Task) (taskqueue.Resu
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	keyFailed, keySent := tasks.IdempotencyKey("wamid.a"), tasks.IdempotencyKey("wamid.b")
+	keyFailed, keySent := tasks.IdempotencyKey(keyedid.Dev(), "wamid.a"), tasks.IdempotencyKey(keyedid.Dev(), "wamid.b")
 	recs := &fakeRecords{
 		dls: map[string]store.DeadLetter{
 			"dl-failed": {ID: "dl-failed", Queue: "wa-outbound", Path: tasks.ProcessOutboundPath, Body: `{"idempotency_key":"` + keyFailed + `"}`,
@@ -260,10 +262,13 @@ func TestReplayTenantTasks(t *testing.T) {
 			"dl-send":   {ID: "dl-send", Path: tasks.ProcessSendPath, Body: `{"idempotency_key":"` + key + `","tenant_id":"acme-bus"}`},
 			"dl-action": {ID: "dl-action", Queue: "projects/p/locations/l/queues/" + tasks.TenantQueueID("acme-bus"), Path: tasks.ProcessActionPath, Body: `{"action_id":"a1","tenant_id":"acme-bus"}`},
 			"dl-orphan": {ID: "dl-orphan", Path: tasks.ProcessSendPath, Body: `{"idempotency_key":"` + key + `"}`},
+			// An action answered before keys were keyed: its result's record has the unkeyed key.
+			"dl-action-legacy": {ID: "dl-action-legacy", Queue: tasks.TenantQueueID("acme-bus"), Path: tasks.ProcessActionPath, Body: `{"action_id":"a0","tenant_id":"acme-bus"}`},
 		},
 		outbound: map[string]store.OutboundRecord{
-			key:                        {IdempotencyKey: key, State: store.OutboundFailed},
-			tasks.ActionReplyKey("a1"): {IdempotencyKey: tasks.ActionReplyKey("a1"), State: store.OutboundFailed},
+			key: {IdempotencyKey: key, State: store.OutboundFailed},
+			tasks.ActionReplyKey(keyedid.Dev(), "a1"): {IdempotencyKey: tasks.ActionReplyKey(keyedid.Dev(), "a1"), State: store.OutboundFailed},
+			tasks.LegacyActionReplyKey("a0"):          {IdempotencyKey: tasks.LegacyActionReplyKey("a0"), State: store.OutboundFailed},
 		},
 	}
 	q := &fakeQueue{tasks: map[string]taskqueue.Task{}}
@@ -271,12 +276,19 @@ func TestReplayTenantTasks(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		id         string
-		wantReopen bool
-	}{{"dl-send", true}, {"dl-action", true}} {
+		wantReopen string
+	}{
+		{"dl-send", key},
+		{"dl-action", tasks.ActionReplyKey(keyedid.Dev(), "a1")},
+		{"dl-action-legacy", tasks.LegacyActionReplyKey("a0")},
+	} {
 		recs.reopened = nil
 		res, err := r.Replay(ctx, recs.dls[tc.id], false)
-		if err != nil || res.Queue != tasks.TenantQueueID("acme-bus") || res.Reopened != tc.wantReopen || !recs.dls[tc.id].Replayed {
-			t.Errorf("replay %s: %+v, %v; want queue %s, reopened %v, marked replayed", tc.id, res, err, tasks.TenantQueueID("acme-bus"), tc.wantReopen)
+		if err != nil || res.Queue != tasks.TenantQueueID("acme-bus") || !res.Reopened || !recs.dls[tc.id].Replayed {
+			t.Errorf("replay %s: %+v, %v; want queue %s, reopened, marked replayed", tc.id, res, err, tasks.TenantQueueID("acme-bus"))
+		}
+		if !cmp.Equal(recs.reopened, []string{tc.wantReopen}) {
+			t.Errorf("replay %s reopened %v, want the record %s", tc.id, recs.reopened, tc.wantReopen)
 		}
 		if task, ok := q.tasks[tasks.TenantQueueID("acme-bus")+"/"+tasks.ReplayTaskID(tc.id)]; !ok || task.Path != recs.dls[tc.id].Path {
 			t.Errorf("replay %s: task %+v, want one on the tenant's queue to %s", tc.id, task, recs.dls[tc.id].Path)
@@ -295,12 +307,36 @@ func TestReplayTaskID(t *testing.T) {
 	}
 }
 
+// TestBuildDeliveryByUserID: trigger --user-id --no-phone builds a message that names its sender
+// by BSUID alone, with the username and profile name given.
+func TestBuildDeliveryByUserID(t *testing.T) {
+	t.Parallel()
+	d, err := BuildDelivery(SampleSpec{Type: "text", Text: "halo", UserID: "US.13491208655302741918", Username: "ana", Name: "Ana", NoPhone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := whatsapp.Parse(d.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := whatsapp.Normalize(p)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	if id := msgs[0].Identity(); id != (contact.Identity{UserID: "US.13491208655302741918", Username: "ana", Name: "Ana"}) {
+		t.Errorf("sender = %+v; want the BSUID, username and name, no phone", id)
+	}
+}
+
 func TestBuildDelivery(t *testing.T) {
 	t.Parallel()
 	for _, typ := range SampleTypes {
 		spec := SampleSpec{Type: typ, Count: 4, Status: "read", MessageID: "wamid.target"}
 		if typ != "status" && typ != "reaction" && typ != "revoke" && typ != "edit" {
 			spec.MessageID = ""
+		}
+		if typ == "user_changed_user_id" {
+			spec.UserID = "US.13491208655302741918" // the BSUID that changes
 		}
 		d, err := BuildDelivery(spec)
 		if err != nil {
@@ -329,7 +365,8 @@ func TestBuildDelivery(t *testing.T) {
 		}
 	}
 	for _, bad := range []SampleSpec{{Type: "hologram"}, {Type: "status"}, {Type: "status", MessageID: "x", Status: "lost"}, {Type: "batch"},
-		{Type: "revoke"}, {Type: "edit"}, {Type: "preferences", Text: "maybe"}, {Type: "system", Text: "+62 812"}} {
+		{Type: "revoke"}, {Type: "edit"}, {Type: "preferences", Text: "maybe"}, {Type: "system", Text: "+62 812"},
+		{Type: "text", NoPhone: true}, {Type: "text", UserID: "6281234567890"}, {Type: "user_changed_user_id"}} {
 		if _, err := BuildDelivery(bad); err == nil {
 			t.Errorf("BuildDelivery(%+v) succeeded", bad)
 		}

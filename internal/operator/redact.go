@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 )
 
@@ -43,6 +44,14 @@ var errorKeys = map[string]bool{"title": true, "href": true}
 var phoneKeys = map[string]bool{
 	"from": true, "to": true, "wa_id": true, "recipient_id": true, "input": true,
 	"display_phone_number": true, "phone": true, "new_wa_id": true,
+}
+
+// userKeys hold business-scoped user ids (BSUIDs) and parent BSUIDs: shown as their keyed us_
+// ref (wapipe hash-id), so a person known by BSUID alone can be followed too.
+var userKeys = map[string]bool{
+	"user_id": true, "from_user_id": true, "from_parent_user_id": true, "parent_user_id": true, "recipient_user_id": true,
+	"recipient_parent_user_id": true, "parent_recipient_user_id": true, "to_user_id": true, "to_parent_user_id": true,
+	"previous_user_id": true, "previous_parent_user_id": true, "recipient": true, "previous": true, "current": true,
 }
 
 // idKeys hold ids: a wamid (which holds the customer's number) is shown as its ref (wapipe
@@ -97,9 +106,17 @@ func (r redactor) walk(key string, inErrors bool, v any) any {
 	}
 	s, isString := v.(string)
 	switch {
+	case phoneKeys[key] && isString && r.h != nil && (contact.ValidUserID(s) || contact.ValidParentUserID(s)):
+		// A BSUID where a phone was expected (some senders put it in from or wa_id).
+		return r.h.User(s)
 	case phoneKeys[key]:
 		if isString && r.h != nil {
 			return r.h.Phone(s)
+		}
+		return Redacted
+	case userKeys[key]:
+		if isString && r.h != nil {
+			return r.h.User(s)
 		}
 		return Redacted
 	case idKeys[key] && isString:

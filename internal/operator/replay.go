@@ -136,7 +136,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 	}
 	res := ReplayResult{DeadLetterID: d.ID, Queue: queue, Path: d.Path, Task: tasks.ReplayTaskID(d.ID), DryRun: dryRun}
 	if d.Path == tasks.ProcessOutboundPath || d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath {
-		key := d.IdempotencyKey
+		key, legacy := d.IdempotencyKey, ""
 		if key == "" {
 			// tasks.Outbound and tasks.Send both name their record idempotency_key; an action's
 			// record is that of its one result message.
@@ -147,12 +147,19 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 			if json.Unmarshal([]byte(d.Body), &out) == nil {
 				key = out.IdempotencyKey
 				if d.Path == tasks.ProcessActionPath && out.ActionID != "" {
-					key = tasks.ActionReplyKey(r.keyer(), out.ActionID)
+					// An action answered before keys were keyed has its result recorded
+					// under the unkeyed key (its action record's reply_key).
+					key, legacy = tasks.ActionReplyKey(r.keyer(), out.ActionID), tasks.LegacyActionReplyKey(out.ActionID)
 				}
 			}
 		}
 		if key != "" {
 			rec, err := r.Outbound.GetOutbound(ctx, key)
+			if errors.Is(err, store.ErrNotFound) && legacy != "" {
+				if rec, err = r.Outbound.GetOutbound(ctx, legacy); err == nil {
+					key = legacy
+				}
+			}
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 			case err != nil:

@@ -71,6 +71,18 @@ type ApplyReport struct {
 	// Queue is the tenant's send queue; QueueCreated or QueueUpdated when apply changed it.
 	Queue                      tasks.Queue
 	QueueCreated, QueueUpdated bool
+	// Suspended are the file's members listed by a phone whose owner changed number: their
+	// entry does not count until the file lists them by their new number or user_id.
+	Suspended []tenant.Member
+}
+
+// Warnings are what the operator should fix in the file: one line each.
+func (r ApplyReport) Warnings() []string {
+	var out []string
+	for _, m := range r.Suspended {
+		out = append(out, fmt.Sprintf("warning: member %s changed number: this entry is suspended (the number may be given to someone else); list them by their new number or their user_id", tenant.MemberLabel(m)))
+	}
+	return out
 }
 
 // Lines renders the report one change a line, or "no change".
@@ -117,7 +129,7 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 		qf = tasks.DefaultQueues()
 	}
 	rep := ApplyReport{ID: t.ID, DryRun: dryRun, Created: res.Created, Version: res.Version, Changes: res.Changes,
-		Queue: qf.TenantQueue(t.ID, t.Sending)}
+		Queue: qf.TenantQueue(t.ID, t.Sending), Suspended: res.Suspended}
 	if dryRun || o.Queues == nil {
 		return rep, nil
 	}

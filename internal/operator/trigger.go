@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -18,7 +19,8 @@ import (
 
 // Sample types Build knows.
 var SampleTypes = []string{"text", "button", "list", "image", "audio", "video", "document", "location", "contacts", "reaction", "status", "batch",
-	"revoke", "edit", "order", "system", "call_permission", "unsupported", "preferences", "echo", "account_update", "calls", "template_status"}
+	"revoke", "edit", "order", "system", "user_changed_user_id", "call_permission", "unsupported", "preferences", "echo", "account_update",
+	"calls", "template_status"}
 
 // Statuses a status sample can carry.
 var SampleStatuses = []string{"sent", "delivered", "read", "failed"}
@@ -29,8 +31,13 @@ type SampleSpec struct {
 	Type string
 	// Status is the status of a status sample (one of SampleStatuses).
 	Status string
-	// From is the customer's WhatsApp id; the sample default when empty.
+	// From is the customer's phone number; the sample default when empty.
 	From string
+	// UserID is the customer's business-scoped user id (BSUID), sent beside the phone; none when
+	// empty. Username is their WhatsApp username, Name their profile name (the sample's when
+	// empty). NoPhone leaves the phone out: a user with a username known by UserID alone.
+	UserID, Username, Name string
+	NoPhone                bool
 	// Text is the text of a text message, the caption of an image, the title of a button or
 	// list reply.
 	Text string
@@ -74,7 +81,14 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 	if s.ToNumber != "" && strings.Trim(s.ToNumber, "0123456789") != "" {
 		return Delivery{}, fmt.Errorf("--to-number %q: a phone_number_id is digits only (see wapipe tenants show ID)", s.ToNumber)
 	}
-	o := whatsapp.SampleOptions{From: s.From, PhoneNumberID: s.ToNumber}
+	if s.NoPhone && s.UserID == "" {
+		return Delivery{}, fmt.Errorf("--no-phone needs --user-id: a message names its sender by a phone or a business-scoped user id")
+	}
+	if s.UserID != "" && !contact.ValidUserID(s.UserID) {
+		return Delivery{}, fmt.Errorf("--user-id %q: a business-scoped user id is CC. then letters or digits (US.13491208655302741918)", s.UserID)
+	}
+	o := whatsapp.SampleOptions{From: s.From, PhoneNumberID: s.ToNumber, UserID: s.UserID, Username: s.Username, ContactName: s.Name,
+		NoPhone: s.NoPhone}
 	var body []byte
 	switch s.Type {
 	case "text":
@@ -122,7 +136,8 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 		default:
 			return Delivery{}, fmt.Errorf("status %q: want one of %s", s.Status, strings.Join(SampleStatuses, ", "))
 		}
-	case "revoke", "edit", "order", "system", "call_permission", "unsupported", "preferences", "echo", "account_update", "calls", "template_status":
+	case "revoke", "edit", "order", "system", "user_changed_user_id", "call_permission", "unsupported", "preferences", "echo", "account_update",
+		"calls", "template_status":
 		b, err := otherEvent(o, s)
 		if err != nil {
 			return Delivery{}, err
@@ -142,7 +157,8 @@ func BuildDelivery(s SampleSpec) (Delivery, error) {
 // otherEvent builds the samples of Meta's other events (whatsapp/sample_events.go). For revoke and
 // edit, MessageID is the message deleted or changed (required); Text is an edit's new text, a
 // system notice's new number, a preference (stop, resume), an account event, a call permission
-// answer (accept, reject), an echo's text or a template's category.
+// answer (accept, reject), an echo's text or a template's category; for user_changed_user_id, the
+// new BSUID.
 func otherEvent(o whatsapp.SampleOptions, s SampleSpec) ([]byte, error) {
 	switch s.Type {
 	case "revoke", "edit":
@@ -164,7 +180,22 @@ func otherEvent(o whatsapp.SampleOptions, s SampleSpec) ([]byte, error) {
 			return nil, fmt.Errorf("--text %q: a system notice's new number is digits only", newNo)
 		}
 		o.MessageID = s.MessageID
-		return whatsapp.SampleUserChangedNumber(o, newNo), nil
+		newUser := ""
+		if s.UserID != "" {
+			// The new number comes with a new BSUID, as Meta regenerates it.
+			newUser = s.UserID + "2"
+		}
+		return whatsapp.SampleUserChangedNumber(o, newNo, newUser), nil
+	case "user_changed_user_id":
+		if s.UserID == "" {
+			return nil, fmt.Errorf("a user_changed_user_id needs --user-id: the business-scoped user id that changed")
+		}
+		newUser := or(s.Text, s.UserID+"1")
+		if !contact.ValidUserID(newUser) {
+			return nil, fmt.Errorf("--text %q: the new business-scoped user id is CC. then letters or digits", newUser)
+		}
+		o.MessageID = s.MessageID
+		return whatsapp.SampleUserChangedUserID(o, newUser), nil
 	case "call_permission":
 		o.MessageID = s.MessageID
 		return whatsapp.SampleCallPermissionReply(o, or(s.Text, "accept")), nil

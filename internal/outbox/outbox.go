@@ -276,9 +276,12 @@ func (o *Outbox) window(ctx context.Context, r Request, number string) (window, 
 		return window{unchecked: true, conversationID: r.ConversationID}, nil
 	}
 	convID := r.ConversationID
-	if convID == "" {
+	for _, id := range Lookups(r.To, r.Recipient) {
+		if convID != "" {
+			break
+		}
 		var err error
-		if convID, _, err = o.Windows.ConversationOf(ctx, r.TenantID, number, RecipientIdentity(r.To, r.Recipient)); err != nil {
+		if convID, _, err = o.Windows.ConversationOf(ctx, r.TenantID, number, id); err != nil {
 			return window{}, fmt.Errorf("find the contact's conversation: %w", err)
 		}
 	}
@@ -307,6 +310,20 @@ func RecipientIdentity(to, recipient string) contact.Identity {
 	return id
 }
 
+// Lookups are the identities a send's contact is looked up by (its window, its opt-out), in
+// order, until one finds a contact. With both to and recipient the message goes to to, as Meta
+// sends it: the phone's contact comes first, so that a recipient naming another contact (an older
+// one, not merged) lends it neither its window nor its preference; then, when the tenant does not
+// know the phone, the person both name (the recipient's contact, whose phone it may be). One
+// identity when only one identifier is given.
+func Lookups(to, recipient string) []contact.Identity {
+	both := RecipientIdentity(to, recipient)
+	if to == "" || recipient == "" {
+		return []contact.Identity{both}
+	}
+	return []contact.Identity{{WaID: to}, both}
+}
+
 // RequestHash identifies a send's request, to tell an Idempotency-Key replay (same hash) from a
 // reuse with another body. A request with no recipient hashes as it did before sends by BSUID,
 // when a Graph message's JSON always held "to": a key replayed across the upgrade still finds
@@ -324,11 +341,14 @@ func RequestHash(number, to, recipient string, msgJSON []byte) string {
 }
 
 // withEmptyTo is a Graph message's JSON as it was encoded while "to" had no omitempty: `"to":""`
-// before the first "type" key, which follows messaging_product and recipient_type (neither of
-// which can hold that text).
+// before the top-level "type" key, unless a "to" is there already. The first `"type":` is that
+// key: only messaging_product, recipient_type, to and recipient come before it, and a string
+// value cannot hold that text (its quotes are escaped). Only what comes before it is searched
+// for a "to": a key of the message's own maps further on (a flow button's flow_action_data) may
+// be named "to".
 func withEmptyTo(msgJSON []byte) []byte {
 	i := bytes.Index(msgJSON, []byte(`"type":`))
-	if i < 0 || bytes.Contains(msgJSON, []byte(`"to":`)) {
+	if i < 0 || bytes.Contains(msgJSON[:i], []byte(`"to":`)) {
 		return msgJSON
 	}
 	out := make([]byte, 0, len(msgJSON)+8)

@@ -9,7 +9,9 @@
 // user_changed_user_id or user_id_update in the tenants of the receiving number: the contact
 // keeps its id, so its conversations, membership, 24-hour window, opt-out and limits follow it;
 // an old phone stops finding it, and the tenant file's role of that phone is suspended (the
-// number may be given to someone else) while the person keeps the role.
+// number may be given to someone else) while the person keeps the role; so they do the role the
+// file gives a BSUID they no longer have. A notice redelivered after the old number's new owner
+// wrote leaves that new owner alone.
 package people
 
 import (
@@ -129,7 +131,8 @@ func (d *Directory) Change(ctx context.Context, tenantIDs []string, ch whatsapp.
 	phoneChanged := ch.Type == whatsapp.SystemUserChangedNumber
 	var out []Moved
 	for _, tenantID := range tenantIDs {
-		mv, err := d.Contacts.ChangeIdentity(ctx, tenantID, ch.Previous, ch.Current, phoneChanged)
+		previous := ch.Previous
+		mv, err := d.Contacts.ChangeIdentity(ctx, tenantID, previous, ch.Current, phoneChanged)
 		if err != nil {
 			return out, err
 		}
@@ -146,12 +149,56 @@ func (d *Directory) Change(ctx context.Context, tenantIDs []string, ch whatsapp.
 				return out, err
 			}
 		}
+		if err := d.keepUserIDRole(ctx, tenantID, previous, mv); err != nil {
+			return out, err
+		}
 		logger.InfoContext(ctx, "contact's identity changed: it keeps its conversations, membership and limits",
 			"event", "contact_identity_changed", "type", ch.Type, "tenant_id", tenantID, "contact_id", mv.Contact.ID,
 			logging.Phone("previous_phone", mv.DetachedPhone), "suspended_file_member", m.SuspendedFileMember)
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// keepUserIDRole keeps the role of a person the tenant file lists by a business-scoped user id
+// they no longer have (Meta makes a new one when they change number): their contact becomes a
+// member with that role, and a WARNING asks for the file to list them by their new user_id. A
+// BSUID is never given to someone else, so the entry is not suspended: it finds nobody now.
+func (d *Directory) keepUserIDRole(ctx context.Context, tenantID string, previous contact.Identity, mv store.IdentityMove) error {
+	var left contact.Identity
+	if previous.UserID != "" && previous.UserID != mv.Contact.UserID {
+		left.UserID = previous.UserID
+	}
+	if previous.ParentUserID != "" && previous.ParentUserID != mv.Contact.ParentUserID {
+		left.ParentUserID = previous.ParentUserID
+	}
+	if left.IsZero() {
+		return nil
+	}
+	rec, err := d.Reader.Tenant(ctx, tenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read tenant %s: %w", tenantID, err)
+	}
+	fm, listed := rec.Tenant.MemberOf(left)
+	if !listed {
+		return nil
+	}
+	if _, still := rec.Tenant.MemberOf(mv.Contact.Identity); still {
+		return nil // the file lists them by a current identifier too
+	}
+	granted, err := d.Tenants.GrantMember(ctx, tenantID, mv.Contact, fm, store.InviteMovedNumber)
+	if err != nil {
+		return err
+	}
+	if granted {
+		logging.FromContext(ctx).WarnContext(ctx,
+			"a tenant-file member listed by user_id has a new one: they keep their role, until the file lists them by their new user_id",
+			"event", "file_member_user_id_changed", "tenant_id", tenantID, "contact_id", mv.Contact.ID, "role", fm.Role)
+	}
+	return nil
 }
 
 // suspend suspends the tenant file's entry of the phone the person left, when it lists it, and

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/keyedid"
@@ -109,8 +111,16 @@ func (s *Contacts) Resolve(ctx context.Context, tenantID string, id contact.Iden
 	if tenantID == "" || strings.Contains(tenantID, "/") || id.IsZero() {
 		return Resolution{}, fmt.Errorf("resolve contact: %w", errNoContact)
 	}
-	if c, ok, err := s.known(ctx, tenantID, id); err != nil || ok {
-		return Resolution{Contact: c}, err
+	c, state, err := s.known(ctx, tenantID, id)
+	switch {
+	case err != nil:
+		return Resolution{}, err
+	case state == knownWhole:
+		return Resolution{Contact: c}, nil
+	case state == knownNone:
+		if res, ok, err := s.create(ctx, tenantID, id); err != nil || ok {
+			return res, err
+		}
 	}
 	res, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (Resolution, error) {
 		return s.resolveTx(tx, tenantID, id, identityChange{})
@@ -121,40 +131,93 @@ func (s *Contacts) Resolve(ctx context.Context, tenantID string, id contact.Iden
 	return res, nil
 }
 
-// known is Resolve's fast path: the contact when every identifier of id is an alias of one live
-// contact under the current key and the contact already says everything id says.
-func (s *Contacts) known(ctx context.Context, tenantID string, id contact.Identity) (Contact, bool, error) {
+// What Resolve's first read found of a person's identifiers.
+type knownState int
+
+const (
+	// knownNone: no identifier finds anyone, under any key in use.
+	knownNone knownState = iota
+	// knownWhole: every identifier finds one live contact under the current key, and the
+	// contact already says everything the identity says.
+	knownWhole
+	// knownPartly: anything else (a new identifier, two contacts, a merged one, a previous
+	// key's alias): the transaction decides.
+	knownPartly
+)
+
+// known is Resolve's fast path: one read of every alias of id (under every key in use), then,
+// when they name one contact, one read of it.
+func (s *Contacts) known(ctx context.Context, tenantID string, id contact.Identity) (Contact, knownState, error) {
 	keys := id.Keys()
-	refs := make([]*firestore.DocumentRef, len(keys))
-	for i, k := range keys {
-		refs[i] = s.aliasDoc(s.db.keyer, tenantID, k)
+	var refs []*firestore.DocumentRef
+	for _, k := range s.keyers() {
+		for _, key := range keys {
+			refs = append(refs, s.aliasDoc(k, tenantID, key))
+		}
 	}
 	snaps, err := s.fs.GetAll(ctx, refs)
 	if err != nil {
-		return Contact{}, false, fmt.Errorf("read contact aliases: %w", err)
+		return Contact{}, knownPartly, fmt.Errorf("read contact aliases: %w", err)
 	}
-	contactID := ""
-	for _, sn := range snaps {
+	contactID, found := "", 0
+	for i, sn := range snaps {
 		if !sn.Exists() {
-			return Contact{}, false, nil
+			continue
 		}
+		found++
 		var a aliasDoc
 		if err := sn.DataTo(&a); err != nil {
-			return Contact{}, false, fmt.Errorf("decode contact alias: %w", err)
+			return Contact{}, knownPartly, fmt.Errorf("decode contact alias: %w", err)
 		}
-		if contactID != "" && a.ContactID != contactID {
-			return Contact{}, false, nil
+		if i >= len(keys) || (contactID != "" && a.ContactID != contactID) {
+			return Contact{}, knownPartly, nil
 		}
 		contactID = a.ContactID
 	}
+	switch {
+	case found == 0:
+		return Contact{}, knownNone, nil
+	case found < len(keys):
+		return Contact{}, knownPartly, nil
+	}
 	c, err := getDoc[Contact](ctx, s.contactDoc(tenantID, contactID), "contact")
 	if errors.Is(err, ErrNotFound) {
-		return Contact{}, false, nil
+		return Contact{}, knownPartly, nil
 	}
 	if err != nil || c.MergedInto != "" || c.Identity.Merge(id) != c.Identity {
-		return Contact{}, false, err
+		return Contact{}, knownPartly, err
 	}
-	return c, true, nil
+	return c, knownWhole, nil
+}
+
+// create makes the contact of a person no identifier finds, without a transaction: the first
+// identifier's alias is created with Create, which only one of two messages of a new person
+// arriving at once can do; the other adopts the winner's contact (ok false: Resolve's
+// transaction finds it, and adds what it lacks). Contention on a transaction would make one of
+// them wait seconds, and its turn run after the other's whatever their order. Two writes, and
+// one per further identifier.
+func (s *Contacts) create(ctx context.Context, tenantID string, id contact.Identity) (Resolution, bool, error) {
+	now := s.now()
+	c := Contact{ID: ContactIDPrefix + randid.Hex(16), TenantID: tenantID, Identity: id, CreatedAt: now, UpdatedAt: now}
+	if _, err := s.contactDoc(tenantID, c.ID).Create(ctx, c); err != nil {
+		return Resolution{}, false, fmt.Errorf("create contact: %w", err)
+	}
+	for i, key := range id.Keys() {
+		doc := aliasDoc{ContactID: c.ID, Kind: string(key.Kind), KeyID: s.db.keyer.KeyID(), CreatedAt: now}
+		_, err := s.aliasDoc(s.db.keyer, tenantID, key).Create(ctx, doc)
+		switch {
+		case status.Code(err) == codes.AlreadyExists && i == 0:
+			// Another message made the person first: theirs is the contact; ours goes.
+			_, _ = s.contactDoc(tenantID, c.ID).Delete(ctx)
+			return Resolution{}, false, nil
+		case status.Code(err) == codes.AlreadyExists:
+			// This identifier is another contact's: the transaction merges the two.
+			return Resolution{}, false, nil
+		case err != nil:
+			return Resolution{}, false, fmt.Errorf("create contact alias: %w", err)
+		}
+	}
+	return Resolution{Contact: c, Created: true}, true, nil
 }
 
 // identityChange is what ChangeIdentity asks of resolveTx beside a plain resolution.
@@ -178,6 +241,9 @@ func (s *Contacts) resolveTx(tx *firestore.Transaction, tenantID string, id cont
 	if err != nil {
 		return Resolution{}, err
 	}
+	if ch.phoneChanged {
+		found = withoutReusedPhone(found, ch.previous.WaID)
+	}
 	live, err := s.readContacts(tx, tenantID, found)
 	if err != nil {
 		return Resolution{}, err
@@ -196,41 +262,7 @@ func (s *Contacts) resolveTx(tx *firestore.Transaction, tenantID string, id cont
 	}
 	c := &res.Contact
 	was := c.Identity
-	next := c.Identity
-	for _, a := range res.Absorbed {
-		// The survivor's own identifiers win over those it absorbs.
-		next = a.Identity.Merge(next)
-	}
-	// known: the identifier found this contact already. A known identifier that is not the
-	// contact's current one is an old one (a late message from a previous BSUID): it never
-	// takes the current one's place.
-	known := func(k contact.Key) bool {
-		return slices.ContainsFunc(found, func(h aliasHit) bool {
-			return h.key == k && (h.contactID == c.ID || slices.ContainsFunc(res.Absorbed, func(a Contact) bool { return a.ID == h.contactID }))
-		})
-	}
-	newer := func(kind contact.Kind, v, cur string) bool {
-		return v != "" && (cur == "" || !known(contact.Key{Kind: kind, Value: v}))
-	}
-	detach := ""
-	switch {
-	case ch.phoneChanged:
-		if id.WaID != "" || next.WaID == ch.previous.WaID {
-			next.WaID = id.WaID
-		}
-		detach = ch.previous.WaID
-	case newer(contact.KindPhone, id.WaID, next.WaID):
-		// Another phone for the same BSUID: the new one is theirs now, and the old one, which
-		// may be given to someone else, must not find this contact.
-		detach, next.WaID = next.WaID, id.WaID
-	}
-	if newer(contact.KindUser, id.UserID, next.UserID) {
-		next.UserID = id.UserID
-	}
-	if newer(contact.KindParent, id.ParentUserID, next.ParentUserID) {
-		next.ParentUserID = id.ParentUserID
-	}
-	next = next.Merge(contact.Identity{Username: id.Username, Name: id.Name})
+	next, detach := nextIdentity(*c, res.Absorbed, found, id, ch)
 	c.Identity = next
 	if detach != "" && detach != next.WaID {
 		if err := s.detach(tx, tenantID, contact.Key{Kind: contact.KindPhone, Value: detach}, found, c.ID, res.Absorbed); err != nil {
@@ -254,6 +286,65 @@ func (s *Contacts) resolveTx(tx *firestore.Transaction, tenantID string, id cont
 		}
 	}
 	return res, nil
+}
+
+// nextIdentity is what contact c says of the person once id (and, for an identity change, ch)
+// is taken in, having absorbed absorbed, and the phone that stops finding it ("" for none).
+// found are the aliases the transaction read.
+func nextIdentity(c Contact, absorbed []Contact, found []aliasHit, id contact.Identity, ch identityChange) (contact.Identity, string) {
+	next := c.Identity
+	for _, a := range absorbed {
+		// The survivor's own identifiers win over those it absorbs.
+		next = a.Identity.Merge(next)
+	}
+	// known: the identifier found this contact (the survivor itself) already. A known
+	// identifier that is not the contact's current one is an old one (a late message from a
+	// previous BSUID): it never takes the current one's place. One that found an absorbed
+	// contact is as new to the survivor as one never seen.
+	known := func(k contact.Key) bool {
+		return slices.ContainsFunc(found, func(h aliasHit) bool { return h.key == k && h.contactID == c.ID })
+	}
+	newer := func(kind contact.Kind, v, cur string) bool {
+		return v != "" && (cur == "" || !known(contact.Key{Kind: kind, Value: v}))
+	}
+	detach := ""
+	switch {
+	case ch.phoneChanged:
+		if id.WaID != "" || next.WaID == ch.previous.WaID {
+			next.WaID = id.WaID
+		}
+		detach = ch.previous.WaID
+	case newer(contact.KindPhone, id.WaID, next.WaID):
+		// Another phone for the same BSUID: the new one is theirs now, and the old one, which
+		// may be given to someone else, must not find this contact.
+		detach, next.WaID = next.WaID, id.WaID
+	}
+	if newer(contact.KindUser, id.UserID, next.UserID) {
+		next.UserID = id.UserID
+	}
+	if newer(contact.KindParent, id.ParentUserID, next.ParentUserID) {
+		next.ParentUserID = id.ParentUserID
+	}
+	return next.Merge(contact.Identity{Username: id.Username, Name: id.Name}), detach
+}
+
+// withoutReusedPhone drops, from the aliases a change of number found, the old phone's when it
+// names a contact that none of the person's other identifiers (the previous BSUID, the current
+// ones) finds, while one of them finds someone: the change was applied already and the number
+// is someone else's by now (a redelivered notice). Merging them would hand the person's contact,
+// conversation and role to whoever got the number next.
+func withoutReusedPhone(found []aliasHit, phone string) []aliasHit {
+	byPhone := contact.Key{Kind: contact.KindPhone, Value: phone}
+	var others []string
+	for _, h := range found {
+		if h.key != byPhone {
+			others = append(others, h.contactID)
+		}
+	}
+	if len(others) == 0 {
+		return found
+	}
+	return slices.DeleteFunc(found, func(h aliasHit) bool { return h.key == byPhone && !slices.Contains(others, h.contactID) })
 }
 
 // aliasHit is an alias found: the contact it names, under which key it was found.

@@ -272,6 +272,24 @@ func (c *ConversationStore) ConversationOf(ctx context.Context, tenantID, phoneN
 	return conv, err == nil, err
 }
 
+// ConversationsOf lists the conversations of contact contactID (ct_…), on every number. One
+// query.
+func (c *ConversationStore) ConversationsOf(ctx context.Context, contactID string) ([]Conversation, error) {
+	if contactID == "" {
+		return nil, nil
+	}
+	return queryAll[Conversation](ctx, c.fs.Collection(Conversations).Where("contact_id", "==", contactID), "conversations")
+}
+
+// ConversationsByUsername lists up to limit conversations of a contact with username (as Meta
+// sent it, without its @). One query.
+func (c *ConversationStore) ConversationsByUsername(ctx context.Context, username string, limit int) ([]Conversation, error) {
+	if username == "" {
+		return nil, nil
+	}
+	return queryAll[Conversation](ctx, c.fs.Collection(Conversations).Where("username", "==", username).Limit(limit), "conversations")
+}
+
 func (c *ConversationStore) conversationDoc(id string) *firestore.DocumentRef {
 	return c.fs.Collection(Conversations).Doc(id)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
@@ -23,12 +24,16 @@ func newConversations(t *testing.T) (*store.ConversationStore, *clock) {
 
 func TestConversationIDHidesTheContact(t *testing.T) {
 	t.Parallel()
-	id := store.ConversationID("acme-bus", "106540352242922", "6281234567890")
-	if strings.Contains(id, "6281234567890") || id == store.ConversationID("acme-bus", "106540352242922", "6281234567891") {
-		t.Errorf("ConversationID = %q: want a hash, distinct per contact", id)
+	k := keyedid.Dev()
+	id := store.ConversationID(k, "acme-bus", "106540352242922", "ct_1")
+	if strings.Contains(id, "ct_1") || id == store.ConversationID(k, "acme-bus", "106540352242922", "ct_2") {
+		t.Errorf("ConversationID = %q: want a keyed hash, distinct per contact", id)
 	}
-	if id != store.ConversationID("acme-bus", "106540352242922", "6281234567890") {
+	if id != store.ConversationID(keyedid.Dev(), "acme-bus", "106540352242922", "ct_1") {
 		t.Error("ConversationID is not stable")
+	}
+	if id == store.LegacyConversationID("acme-bus", "106540352242922", "ct_1") {
+		t.Error("ConversationID is the unkeyed hash")
 	}
 }
 

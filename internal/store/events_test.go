@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	contactpkg "github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/keyedid"
+	"github.com/wapipe/wapipe/internal/tenant"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/assistant"
@@ -15,10 +19,11 @@ import (
 
 // eventStores are the stores Meta's other events write, on one database.
 type eventStores struct {
-	tenants *store.Tenants
-	convs   *store.ConversationStore
-	prefs   *store.ContactPrefs
-	clk     *clock
+	tenants  *store.Tenants
+	convs    *store.ConversationStore
+	prefs    *store.ContactPrefs
+	clk      *clock
+	contacts *store.Contacts
 }
 
 func newEventStores(t *testing.T) eventStores {
@@ -26,7 +31,18 @@ func newEventStores(t *testing.T) eventStores {
 	db, _ := testenv.Store(t)
 	clk := &clock{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
 	opts := store.Options{Now: clk.Now}
-	return eventStores{store.NewTenants(db, opts), store.NewConversationStore(db, opts), store.NewContactPrefs(db, opts), clk}
+	return eventStores{store.NewTenants(db, opts), store.NewConversationStore(db, opts), store.NewContactPrefs(db, opts), clk,
+		store.NewContacts(db, opts)}
+}
+
+// contact resolves id for tenantID.
+func (s eventStores) contact(t *testing.T, tenantID string, id contactpkg.Identity) store.Contact {
+	t.Helper()
+	res, err := s.contacts.Resolve(context.Background(), tenantID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Contact
 }
 
 // TestEraseMessage: a revoke erases the stored text, caption, filename and payload (read back
@@ -111,28 +127,30 @@ func TestEditMessage(t *testing.T) {
 	}
 }
 
-// TestMoveContactKeepsAMemberAMember: after user_changed_number the new number is a member of
-// each tenant the old one was (by invite or by file), and its open conversation continues under
-// it with its state.
-func TestMoveContactKeepsAMemberAMember(t *testing.T) {
+// TestAbsorbCarriesWhatTheContactHad: when two contacts turn out to be one person, the absorbed
+// one's open conversation continues under the survivor with its state (a pending action, the
+// assignment), its membership by invite becomes the survivor's, and so does its marketing
+// preference; doing it again changes nothing more.
+func TestAbsorbCarriesWhatTheContactHad(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newEventStores(t)
 	const number = "106540352242922"
-	byFile := contractTenant(t) // lists 6281234567890 as owner
-	mustApply(t, s.tenants, byFile)
-	byInvite := simpleTenant(t, "travel", "200")
-	mustApply(t, s.tenants, byInvite)
-	const oldNo, newNo = "6281234567890", "6289999999999"
+	mustApply(t, s.tenants, simpleTenant(t, "travel", number))
+	from := s.contact(t, "travel", contactpkg.Identity{WaID: "6281234567890"})
+	into := s.contact(t, "travel", contactpkg.Identity{UserID: "ID.1349120865530"})
 	if err := s.tenants.CreateInvite(ctx, "travel", "hash1", "admin", s.clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.tenants.RedeemInvite(ctx, "travel", "hash1", oldNo, "Agus"); err != nil {
+	if _, err := s.tenants.RedeemInvite(ctx, "travel", "hash1", from, "Agus"); err != nil {
 		t.Fatal(err)
 	}
-	oldConv := store.ConversationID(byFile.ID, number, oldNo)
+	if _, err := s.prefs.SetMarketing(ctx, "travel", from, true, 100); err != nil {
+		t.Fatal(err)
+	}
+	oldConv := store.ConversationID(keyedid.Dev(), "travel", number, from.ID)
 	pending := &assistant.PendingAction{ActionID: "act_1", Intent: "book", MessageID: "wamid.P", Summary: "bus 01"}
-	touch := &store.Touch{TenantID: byFile.ID, PhoneNumberID: number, Contact: oldNo, ContactName: "Agus"}
+	touch := &store.Touch{TenantID: "travel", PhoneNumberID: number, ContactID: from.ID, Contact: from.WaID, ContactName: "Agus"}
 	conv, ok, err := s.convs.Acquire(ctx, oldConv, "h1", time.Minute, touch)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
@@ -144,42 +162,87 @@ func TestMoveContactKeepsAMemberAMember(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res, err := s.tenants.MoveContact(ctx, oldNo, newNo)
+	res, err := s.tenants.Absorb(ctx, "travel", from, into)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newConv := store.ConversationID(byFile.ID, number, newNo)
-	want := store.MoveResult{Memberships: []string{byFile.ID, "travel"}, Conversations: []string{newConv}, FileMembers: []string{byFile.ID}}
-	if diff := cmp.Diff(want, res); diff != "" {
-		t.Errorf("MoveContact (-want, +got):\n%s", diff)
+	newConv := store.ConversationID(keyedid.Dev(), "travel", number, into.ID)
+	if diff := cmp.Diff(store.AbsorbResult{Conversations: []string{newConv}, Membership: true}, res); diff != "" {
+		t.Errorf("Absorb (-want, +got):\n%s", diff)
 	}
-	for _, tc := range []struct {
-		tenant string
-		role   string
-	}{{byFile.ID, "owner"}, {"travel", "admin"}} {
-		m, ok, err := s.tenants.RuntimeMember(ctx, tc.tenant, newNo)
-		if err != nil || !ok || string(m.Role) != tc.role {
-			t.Errorf("%s: new number member = %+v, %v, %v; want a %s", tc.tenant, m, ok, err, tc.role)
-		}
+	if m, ok, err := s.tenants.RuntimeMember(ctx, "travel", into); err != nil || !ok || m.Role != "admin" {
+		t.Errorf("survivor's membership = %+v, %v, %v; want an admin", m, ok, err)
 	}
-	if _, ok, _ := s.tenants.RuntimeMember(ctx, "travel", oldNo); ok {
-		t.Error("travel: the old number is still a member by invite")
+	if _, ok, _ := s.tenants.RuntimeMember(ctx, "travel", store.Contact{ID: from.ID}); ok {
+		t.Error("the absorbed contact is still a member")
 	}
 	got, err := s.convs.Get(ctx, newConv)
 	if err != nil {
-		t.Fatalf("the new number's conversation: %v", err)
+		t.Fatalf("the survivor's conversation: %v", err)
 	}
-	if got.Contact != newNo || got.MovedFrom != oldConv || got.Status != store.ConversationOpen || got.State.Pending == nil || got.State.Pending.ActionID != "act_1" || got.Lease.Holder != "" {
-		t.Errorf("new conversation = %+v; want the old one's state under the new number, no lease", got)
+	if got.ContactID != into.ID || got.MovedFrom != oldConv || got.Status != store.ConversationOpen || got.State.Pending == nil ||
+		got.State.Pending.ActionID != "act_1" || got.Lease.Holder != "" {
+		t.Errorf("new conversation = %+v; want the old one's state under the survivor, no lease", got)
 	}
 	old, _ := s.convs.Get(ctx, oldConv)
 	if old.Status != store.ConversationClosed || old.MovedTo != newConv {
 		t.Errorf("old conversation status %q moved_to %q; want closed, moved to %s", old.Status, old.MovedTo, newConv)
 	}
-	again, err := s.tenants.MoveContact(ctx, oldNo, newNo)
-	if err != nil || len(again.Conversations) != 0 || len(again.Memberships) != 1 {
-		// The file still lists the old number: its membership is found again, and writes nothing new.
-		t.Errorf("second MoveContact = %+v, %v; want only the file's member found again", again, err)
+	if p, _ := s.prefs.Preference(ctx, "travel", into); !p.MarketingStopped {
+		t.Error("the absorbed contact's stop did not follow")
+	}
+	again, err := s.tenants.Absorb(ctx, "travel", from, into)
+	if err != nil || len(again.Conversations) != 0 || again.Membership {
+		t.Errorf("second Absorb = %+v, %v; want nothing more", again, err)
+	}
+}
+
+// TestSuspendFileMember: a file member whose owner changed number no longer counts (the number
+// may be given to someone else) while the file lists it; the person keeps the role by a member
+// document; an apply that no longer lists the phone lifts the suspension.
+func TestSuspendFileMember(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newEventStores(t)
+	tn := contractTenant(t) // lists 6281234567890 as owner
+	mustApply(t, s.tenants, tn)
+	const old = "6281234567890"
+	person := s.contact(t, tn.ID, contactpkg.Identity{WaID: "6289999999999", UserID: "ID.777"})
+	fm, _ := tn.MemberOf(contactpkg.Identity{WaID: old})
+	if granted, err := s.tenants.GrantMember(ctx, tn.ID, person, fm, store.InviteMovedNumber); err != nil || !granted {
+		t.Fatalf("GrantMember = %v, %v", granted, err)
+	}
+	for round := 0; round < 2; round++ {
+		suspended, err := s.tenants.SuspendFileMember(ctx, tn.ID, old)
+		if err != nil || suspended != (round == 0) {
+			t.Errorf("round %d: SuspendFileMember = %v, %v", round, suspended, err)
+		}
+	}
+	rec, err := s.tenants.Get(ctx, tn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rec.Tenant.MemberOf(contactpkg.Identity{WaID: old}); ok || len(rec.Suspended) != 1 || rec.Suspended[0].WaID != old {
+		t.Errorf("after the suspension: members %+v suspended %+v; want the old phone out", rec.Tenant.Members, rec.Suspended)
+	}
+	if m, ok, _ := s.tenants.RuntimeMember(ctx, tn.ID, person); !ok || m.Role != tenant.RoleOwner {
+		t.Errorf("the person's own membership = %+v, %v; want the file's owner role", m, ok)
+	}
+	if res := mustApply(t, s.tenants, tn); len(res.Suspended) != 1 {
+		t.Errorf("re-applying the same file: suspended %+v; want the old phone still suspended and named", res.Suspended)
+	}
+	if rec, _ := s.tenants.Get(ctx, tn.ID); len(rec.Suspended) != 1 {
+		t.Error("re-applying the same file lifted the suspension")
+	}
+	edited := contractTenant(t)
+	edited.Members = []tenant.Member{{UserID: "ID.777", Role: tenant.RoleOwner, Name: "Pak Agus"}}
+	mustApply(t, s.tenants, edited)
+	rec, _ = s.tenants.Get(ctx, tn.ID)
+	if len(rec.Suspended) != 0 {
+		t.Errorf("the file no longer lists the phone, still suspended: %+v", rec.Suspended)
+	}
+	if _, ok := rec.Tenant.MemberOf(person.Identity); !ok {
+		t.Error("the file's member by user_id is not found by the person's BSUID")
 	}
 }
 
@@ -189,7 +252,8 @@ func TestMarketingPreference(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newEventStores(t)
-	const tn, contact = "acme", "6281234567890"
+	const tn = "acme"
+	contact := s.contact(t, tn, contactpkg.Identity{WaID: "6281234567890"})
 	for _, tpl := range []store.Template{
 		{TenantID: tn, Name: "promo", Language: "en_US", Status: "APPROVED", Category: "MARKETING"},
 		{TenantID: tn, Name: "ticket", Language: "en_US", Status: "APPROVED", Category: "UTILITY"},
@@ -221,7 +285,7 @@ func TestMarketingPreference(t *testing.T) {
 	if changed, _ := s.prefs.SetMarketing(ctx, tn, contact, false, 110); !changed || refused("promo") {
 		t.Error("a newer resume did not lift the stop")
 	}
-	if p, _ := s.prefs.Preference(ctx, "other", contact); p.MarketingStopped {
+	if p, _ := s.prefs.Preference(ctx, "other", store.Contact{ID: contact.ID}); p.MarketingStopped {
 		t.Error("a preference leaked to another tenant")
 	}
 	// A category update keeps the status recorded before.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -23,7 +24,7 @@ func seedInbox(t *testing.T, s *store.ConversationStore, clk *clock) {
 		{"other", "6281230000004", "Pak Agus", "Book bus 9"},
 	} {
 		clk.Add(time.Minute)
-		id := store.ConversationID(c.tenant, "pn1", c.contact)
+		id := store.ConversationID(keyedid.Dev(), c.tenant, "pn1", c.contact)
 		conv, _, err := s.Acquire(ctx, id, "seed", time.Minute, &store.Touch{TenantID: c.tenant, PhoneNumberID: "pn1",
 			Contact: c.contact, ContactName: c.name, InboundAt: clk.Now()})
 		if err != nil {
@@ -37,7 +38,7 @@ func seedInbox(t *testing.T, s *store.ConversationStore, clk *clock) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AddOutbound(ctx, store.ConversationID("acme", "pn1", "6281230000002"), store.Message{MessageID: "console-x",
+	if err := s.AddOutbound(ctx, store.ConversationID(keyedid.Dev(), "acme", "pn1", "6281230000002"), store.Message{MessageID: "console-x",
 		Type: "text", Text: "Book a call with us", Operator: "op@example.com"}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +57,9 @@ func TestInboxViews(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newConversations(t)
 	seedInbox(t, s, clk)
-	agus, sari, agustina := store.ConversationID("acme", "pn1", "6281230000001"), store.ConversationID("acme", "pn1", "6281230000002"),
-		store.ConversationID("acme", "pn1", "6281230000003")
-	other := store.ConversationID("other", "pn1", "6281230000004")
+	agus, sari, agustina := store.ConversationID(keyedid.Dev(), "acme", "pn1", "6281230000001"), store.ConversationID(keyedid.Dev(), "acme", "pn1", "6281230000002"),
+		store.ConversationID(keyedid.Dev(), "acme", "pn1", "6281230000003")
+	other := store.ConversationID(keyedid.Dev(), "other", "pn1", "6281230000004")
 	if err := s.AssignConversation(ctx, sari, "op@example.com"); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -148,7 +149,7 @@ func TestConcurrentAppliesSharingOneNumber(t *testing.T) {
 func TestSharedInvites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, clk := newTenants(t)
+	s, ct, clk := newTenantsWithContacts(t)
 	const num, contact, fileMember = "720", "6281111", "6289999"
 	alpha := sharedTenant(t, "alpha", "900", []string{num}, num)
 	alpha.Members = []tenant.Member{{WaID: fileMember, Role: tenant.RoleMember}}
@@ -165,7 +166,7 @@ func TestSharedInvites(t *testing.T) {
 	}
 	inviteTenant := func(code, waID string) string {
 		t.Helper()
-		id, err := s.InviteTenant(ctx, tenants, tenant.InviteCodeHash(code), waID)
+		id, err := s.InviteTenant(ctx, tenants, tenant.InviteCodeHash(code), personOf(waID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,27 +179,28 @@ func TestSharedInvites(t *testing.T) {
 	}
 	sharedContact := func(waID string) store.SharedContact {
 		t.Helper()
-		sc, err := s.SharedContact(ctx, num, tenants, waID)
+		sc, err := s.SharedContact(ctx, num, tenants, personOf(waID))
 		if err != nil {
 			t.Fatal(err)
 		}
+		sc.Contacts = nil
 		return sc
 	}
 
 	// The contact joins alpha by code, then moves to beta by beta's code.
-	if _, err := s.RedeemSharedInvite(ctx, "alpha", num, tenant.InviteCodeHash("WP-AAAAAAAA"), contact, ""); err != nil {
+	if _, err := s.RedeemSharedInvite(ctx, "alpha", num, tenant.InviteCodeHash("WP-AAAAAAAA"), ct("alpha", contact), ""); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(store.SharedContact{Chosen: "alpha", Joined: []string{"alpha"}}, sharedContact(contact)); diff != "" {
 		t.Errorf("after alpha's code (-want, +got):\n%s", diff)
 	}
-	if _, err := s.RedeemSharedInvite(ctx, "beta", num, tenant.InviteCodeHash("WP-BBBBBBBB"), contact, ""); err != nil {
+	if _, err := s.RedeemSharedInvite(ctx, "beta", num, tenant.InviteCodeHash("WP-BBBBBBBB"), ct("beta", contact), ""); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(store.SharedContact{Chosen: "beta", Joined: []string{"beta"}}, sharedContact(contact)); diff != "" {
 		t.Errorf("after beta's code (-want, +got):\n%s", diff)
 	}
-	if _, ok, _ := s.RuntimeMember(ctx, "alpha", contact); ok {
+	if _, ok, _ := s.RuntimeMember(ctx, "alpha", ct("alpha", contact)); ok {
 		t.Error("the contact is still alpha's member by invite after moving to beta")
 	}
 	// A used code still finds its tenant for the contact who used it (a retried turn), no one else.
@@ -211,7 +213,7 @@ func TestSharedInvites(t *testing.T) {
 
 	// alpha's file member moves to beta: the choice is recorded, alpha's file is untouched, and
 	// a re-apply of alpha's file does not take it back.
-	if _, err := s.RedeemSharedInvite(ctx, "beta", num, tenant.InviteCodeHash("WP-CCCCCCCC"), fileMember, ""); err != nil {
+	if _, err := s.RedeemSharedInvite(ctx, "beta", num, tenant.InviteCodeHash("WP-CCCCCCCC"), ct("beta", fileMember), ""); err != nil {
 		t.Fatal(err)
 	}
 	mustApply(t, s, alpha)
@@ -220,13 +222,13 @@ func TestSharedInvites(t *testing.T) {
 	}
 
 	// On a number that is not shared nothing is recorded under the number.
-	if _, err := s.RedeemSharedInvite(ctx, "solo", "721", tenant.InviteCodeHash("WP-DDDDDDDD"), contact, ""); err != nil {
+	if _, err := s.RedeemSharedInvite(ctx, "solo", "721", tenant.InviteCodeHash("WP-DDDDDDDD"), ct("solo", contact), ""); err != nil {
 		t.Fatal(err)
 	}
-	if sc, err := s.SharedContact(ctx, "721", []string{"solo"}, contact); err != nil || sc.Chosen != "" {
+	if sc, err := s.SharedContact(ctx, "721", []string{"solo"}, personOf(contact)); err != nil || sc.Chosen != "" {
 		t.Errorf("a choice recorded on a number that is not shared: %+v, %v", sc, err)
 	}
-	if _, ok, _ := s.RuntimeMember(ctx, "beta", contact); !ok {
+	if _, ok, _ := s.RuntimeMember(ctx, "beta", ct("beta", contact)); !ok {
 		t.Error("joining a tenant on another number took the contact out of beta")
 	}
 }
@@ -277,7 +279,7 @@ func TestDeleteTenantOnASharedNumber(t *testing.T) {
 func TestConcurrentSharedRedeems(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, clk := newTenants(t)
+	s, ct, clk := newTenantsWithContacts(t)
 	const num = "730"
 	mustApply(t, s, sharedTenant(t, "gamma", "900", []string{num}, num))
 	mustApply(t, s, sharedTenant(t, "delta", "900", []string{num}, num))
@@ -292,6 +294,14 @@ func TestConcurrentSharedRedeems(t *testing.T) {
 			}
 		}
 	}
+	// The person's contact in each tenant exists before the codes: each tenant's turn resolved
+	// it when the message came.
+	byTenant := map[string]store.Contact{}
+	for _, c := range contacts {
+		for _, id := range tenants {
+			byTenant[id+c] = ct(id, c)
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2*len(contacts))
 	for i, contact := range contacts {
@@ -300,7 +310,7 @@ func TestConcurrentSharedRedeems(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				code := fmt.Sprintf("WP-%s%07d", strings.ToUpper(id[:1]), i)
-				_, errs[2*i+j] = s.RedeemSharedInvite(ctx, id, num, tenant.InviteCodeHash(code), contact, "")
+				_, errs[2*i+j] = s.RedeemSharedInvite(ctx, id, num, tenant.InviteCodeHash(code), byTenant[id+contact], "")
 			}()
 		}
 	}
@@ -310,7 +320,7 @@ func TestConcurrentSharedRedeems(t *testing.T) {
 			t.Errorf("contact %d: both redeems failed: %v; %v", i, errs[2*i], errs[2*i+1])
 			continue
 		}
-		sc, err := s.SharedContact(ctx, num, tenants, contact)
+		sc, err := s.SharedContact(ctx, num, tenants, personOf(contact))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,3 +330,6 @@ func TestConcurrentSharedRedeems(t *testing.T) {
 		}
 	}
 }
+
+// personOf is the person a phone number names.
+func personOf(waID string) contact.Identity { return contact.Identity{WaID: waID} }

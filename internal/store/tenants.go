@@ -143,10 +143,10 @@ type memberDoc struct {
 	ContactID string      `firestore:"contact_id,omitempty"`
 	WaID      string      `firestore:"wa_id"`
 	UserID    string      `firestore:"user_id,omitempty"`
-	Role     tenant.Role `firestore:"role"`
-	Name     string      `firestore:"name"`
-	Language string      `firestore:"language"`
-	JoinedAt time.Time   `firestore:"joined_at"`
+	Role      tenant.Role `firestore:"role"`
+	Name      string      `firestore:"name"`
+	Language  string      `firestore:"language"`
+	JoinedAt  time.Time   `firestore:"joined_at"`
 	// Invite is the hash of the code redeemed.
 	Invite string `firestore:"invite"`
 }

@@ -10,15 +10,32 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
 
 func newTenants(t *testing.T) (*store.Tenants, *clock) {
+	s, _, clk := newTenantsWithContacts(t)
+	return s, clk
+}
+
+// newTenantsWithContacts is newTenants with a function that gives the tenant's contact of a
+// phone number (store.Contacts.Resolve on the same database).
+func newTenantsWithContacts(t *testing.T) (*store.Tenants, func(tenantID, waID string) store.Contact, *clock) {
 	db, _ := testenv.Store(t)
 	clk := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	return store.NewTenants(db, store.Options{Now: clk.Now}), clk
+	contacts := store.NewContacts(db, store.Options{Now: clk.Now})
+	of := func(tenantID, waID string) store.Contact {
+		t.Helper()
+		res, err := contacts.Resolve(context.Background(), tenantID, contact.Identity{WaID: waID})
+		if err != nil {
+			t.Fatalf("resolve a contact: %v", err)
+		}
+		return res.Contact
+	}
+	return store.NewTenants(db, store.Options{Now: clk.Now}), of, clk
 }
 
 // parseTenant reads a tenant file from the tenant package's testdata, or from text.
@@ -120,16 +137,17 @@ func TestApplyCreatesThenNoChange(t *testing.T) {
 func TestApplyUpdateKeepsRuntimeFields(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, clk := newTenants(t)
+	s, ct, clk := newTenantsWithContacts(t)
 	tn := contractTenant(t)
 	mustApply(t, s, tn)
+	claire := ct(tn.ID, "33612345678")
 	if _, err := s.SetAccessToken(ctx, tn.ID, []byte("ciphertext")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreateInvite(ctx, tn.ID, tenant.InviteCodeHash("WP-00000001"), tenant.RoleAdmin, clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash("WP-00000001"), "33612345678", "Claire"); err != nil {
+	if _, err := s.RedeemInvite(ctx, tn.ID, tenant.InviteCodeHash("WP-00000001"), claire, "Claire"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -164,7 +182,7 @@ func TestApplyUpdateKeepsRuntimeFields(t *testing.T) {
 	if string(rec.AccessToken) != "ciphertext" || rec.AuthStatus != store.AuthOK || rec.Version != 2 {
 		t.Errorf("runtime fields after apply: token %q auth %q version %d", rec.AccessToken, rec.AuthStatus, rec.Version)
 	}
-	if m, ok, err := s.RuntimeMember(ctx, tn.ID, "33612345678"); err != nil || !ok || m.Role != tenant.RoleAdmin {
+	if m, ok, err := s.RuntimeMember(ctx, tn.ID, claire); err != nil || !ok || m.Role != tenant.RoleAdmin {
 		t.Errorf("member who joined by invite after apply: %+v %v %v", m, ok, err)
 	}
 }
@@ -267,7 +285,7 @@ func TestConcurrentAppliesClaimingOneNumber(t *testing.T) {
 func TestInvites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, clk := newTenants(t)
+	s, ct, clk := newTenantsWithContacts(t)
 	mustApply(t, s, simpleTenant(t, "alpha", "311"))
 	mustApply(t, s, simpleTenant(t, "beta", "312"))
 	hash := func(code string) string { return tenant.InviteCodeHash(code) }
@@ -281,17 +299,18 @@ func TestInvites(t *testing.T) {
 		t.Errorf("invite to an unknown tenant: %v, want ErrNotFound", err)
 	}
 
-	m, err := s.RedeemInvite(ctx, "alpha", hash("WP-BBBBBBBB"), "6281111", "Budi")
+	budi := ct("alpha", "6281111")
+	m, err := s.RedeemInvite(ctx, "alpha", hash("WP-BBBBBBBB"), budi, "Budi")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(tenant.Member{WaID: "6281111", Role: tenant.RoleAdmin, Name: "Budi"}, m); diff != "" {
 		t.Errorf("redeemed member (-want, +got):\n%s", diff)
 	}
-	if got, ok, err := s.RuntimeMember(ctx, "alpha", "6281111"); err != nil || !ok || got != m {
+	if got, ok, err := s.RuntimeMember(ctx, "alpha", budi); err != nil || !ok || got != m {
 		t.Errorf("RuntimeMember = %+v %v %v, want %+v", got, ok, err, m)
 	}
-	if _, ok, err := s.RuntimeMember(ctx, "beta", "6281111"); err != nil || ok {
+	if _, ok, err := s.RuntimeMember(ctx, "beta", ct("beta", "6281111")); err != nil || ok {
 		t.Errorf("member of alpha found in beta: %v %v", ok, err)
 	}
 
@@ -306,10 +325,11 @@ func TestInvites(t *testing.T) {
 	}
 	for _, tt := range refused {
 		clk.Add(tt.age)
-		if _, err := s.RedeemInvite(ctx, tt.tenantID, hash(tt.code), tt.waID, ""); !errors.Is(err, store.ErrInviteInvalid) {
+		who := ct(tt.tenantID, tt.waID)
+		if _, err := s.RedeemInvite(ctx, tt.tenantID, hash(tt.code), who, ""); !errors.Is(err, store.ErrInviteInvalid) {
 			t.Errorf("%s: %v, want ErrInviteInvalid", tt.name, err)
 		}
-		if _, ok, _ := s.RuntimeMember(ctx, tt.tenantID, tt.waID); ok {
+		if _, ok, _ := s.RuntimeMember(ctx, tt.tenantID, who); ok {
 			t.Errorf("%s: the sender became a member", tt.name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/tasks"
@@ -34,7 +35,7 @@ func TestTraceBoundedForLargeBatch(t *testing.T) {
 			tt.Error = "rpc error: code = Unavailable desc = " + strings.Repeat("connection reset by peer; ", 40)
 			errs = append(errs, tt.Error)
 		}
-		targets[tasks.IdempotencyKey(id)] = tt
+		targets[tasks.IdempotencyKey(keyedid.Dev(), id)] = tt
 	}
 	event := "wamid.batch"
 	if err := traces.PutTrace(ctx, store.Trace{InboundEventID: event, Messages: n, State: store.TraceRetrying,

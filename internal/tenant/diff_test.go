@@ -317,8 +317,10 @@ func TestDiffNeverShowsAMemberNumber(t *testing.T) {
 	all = append(all, lines(Diff(next, prev))...)
 	out := strings.Join(all, "\n")
 	for _, m := range append(prev.Members, next.Members...) {
-		if strings.Contains(out, m.WaID) {
-			t.Errorf("diff shows %s:\n%s", m.WaID, out)
+		for _, id := range []string{m.WaID, m.UserID} {
+			if id != "" && strings.Contains(out, id) {
+				t.Errorf("diff shows %s:\n%s", id, out)
+			}
 		}
 	}
 }

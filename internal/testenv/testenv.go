@@ -2,7 +2,10 @@
 // binary (started from TestMain, or reused from FIRESTORE_EMULATOR_HOST), and a fresh, isolated
 // project id per test so tests never see each other's documents. OpCounter, a proxy in front of
 // the emulator, counts what the code under test costs in Firestore operations and finds its hot
-// documents.
+// documents. A QueryRecorder, another proxy, sits in front of the emulator for every test binary
+// and records the shape of every query, so that RunWithFirestore can check, once the tests have
+// passed, that terraform/firestore.tf declares the index each needs (the emulator ignores
+// indexes; Firestore refuses a query without its index).
 //
 // When the emulator cannot be had, tests skip locally but fail under CI=true, so a CI run can
 // never pass by skipping what it was meant to prove. Integration tests skip under -short.
@@ -12,8 +15,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -31,7 +37,8 @@ import (
 
 var (
 	mu          sync.Mutex
-	fsHost      string
+	fsHost      string // the query recorder in front of the emulator
+	fsEmulator  string // the emulator itself
 	fsStartErr  error
 	fsRequested bool
 )
@@ -43,31 +50,109 @@ func InCI() bool {
 }
 
 // RunWithFirestore is for TestMain: it makes a Firestore emulator available to the tests (reusing
-// FIRESTORE_EMULATOR_HOST when set, else starting one on a free port), runs them, stops the
-// emulator it started and returns the exit code. Under -short no emulator is started.
+// FIRESTORE_EMULATOR_HOST when set, else starting one on a free port), behind a QueryRecorder
+// whose address becomes FIRESTORE_EMULATOR_HOST (and FirestoreHost's answer) for the whole
+// binary, runs them, stops the emulator it started and returns the exit code. Under -short no
+// emulator is started.
+//
+// When the tests passed, it checks every query shape they ran against terraform/firestore.tf
+// (CheckIndexes) and fails the binary when one has no index, printing the resource to declare.
+// With TESTENV_QUERY_SHAPES set to a directory, it also writes there (as JSON) the shapes and
+// the check's figures.
 func RunWithFirestore(m *testing.M) int {
 	mu.Lock()
 	fsRequested = true
 	mu.Unlock()
-	if host := firestoreemu.FromEnv(); host != "" {
-		fsHost = host
-		return m.Run()
+	target := firestoreemu.FromEnv()
+	if target == "" {
+		if isShort() {
+			return m.Run()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		emu, err := firestoreemu.Start(ctx, firestoreemu.Options{})
+		cancel()
+		if err != nil {
+			fsStartErr = err
+			return m.Run()
+		}
+		defer emu.Stop()
+		target = emu.Host
 	}
-	if isShort() {
-		return m.Run()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	emu, err := firestoreemu.Start(ctx, firestoreemu.Options{})
-	cancel()
+	rec, err := startQueryRecorder(target)
 	if err != nil {
-		fsStartErr = err
+		fsStartErr = fmt.Errorf("start the query recorder in front of the emulator at %s: %w", target, err)
 		return m.Run()
 	}
-	fsHost = emu.Host
-	os.Setenv(firestoreemu.Env, emu.Host)
+	defer rec.Stop()
+	fsEmulator, fsHost = target, rec.Addr
+	os.Setenv(firestoreemu.Env, rec.Addr)
 	code := m.Run()
-	emu.Stop()
+	queries := rec.Shapes()
+	if dir := os.Getenv("TESTENV_QUERY_SHAPES"); dir != "" {
+		if err := writeShapes(dir, queries); err != nil {
+			fmt.Fprintf(os.Stdout, "testenv: TESTENV_QUERY_SHAPES: %v\n", err)
+		}
+	}
+	if code == 0 {
+		code = CheckIndexes(queries, os.Stdout)
+	}
 	return code
+}
+
+// CheckIndexes checks the recorded queries against terraform/firestore.tf, writes what is
+// missing (or, under -test.v, the figures) to w, and returns the exit code: 1 when an index is
+// missing or the file cannot be read.
+func CheckIndexes(queries []RecordedQuery, w io.Writer) int {
+	if len(queries) == 0 {
+		return 0
+	}
+	cfg, err := LoadIndexConfig()
+	if err != nil {
+		fmt.Fprintf(w, "testenv: cannot check the indexes of the %d Firestore query shapes these tests ran: %v\nFAIL\n", len(queries), err)
+		return 1
+	}
+	report := cfg.Check(queries)
+	if len(report.Missing) > 0 {
+		fmt.Fprint(w, report.Format(), "FAIL\n")
+		return 1
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(w, "testenv: %d Firestore query shapes, %d of them needing a composite index, all with their index in %s\n",
+			report.Shapes, report.NeedComposite, FirestoreTF)
+	}
+	return 0
+}
+
+// writeShapes writes the recorded queries, and what the check finds of them, to a file of its own
+// in dir (the tests passed or not).
+func writeShapes(dir string, queries []RecordedQuery) error {
+	cfg, err := LoadIndexConfig()
+	if err != nil {
+		return err
+	}
+	report := cfg.Check(queries)
+	pkg := "."
+	if root, err := moduleRoot(); err == nil {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(root, wd); err == nil {
+				pkg = filepath.ToSlash(rel)
+			}
+		}
+	}
+	b, err := json.MarshalIndent(struct {
+		Package string
+		Report  IndexReport
+		Queries []RecordedQuery
+	}{pkg, report, queries}, "", "  ")
+	if err != nil {
+		return err
+	}
+	base := strings.ReplaceAll(pkg, "/", "_")
+	if pkg == "." {
+		base = "root"
+	}
+	name := fmt.Sprintf("%s-%d.json", base, os.Getpid())
+	return os.WriteFile(filepath.Join(dir, name), b, 0o644)
 }
 
 // isShort reads -test.short before m.Run has parsed flags into testing.Short.
@@ -80,8 +165,8 @@ func isShort() bool {
 	return false
 }
 
-// FirestoreHost returns the emulator's host:port, skipping the test when there is none (failing it
-// under CI).
+// FirestoreHost returns the host:port of the emulator (of the QueryRecorder in front of it),
+// skipping the test when there is none (failing it under CI).
 func FirestoreHost(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {

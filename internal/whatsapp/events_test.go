@@ -218,7 +218,7 @@ func TestSamplesOfOtherEvents(t *testing.T) {
 		{"revoke", SampleRevoke(o, "wamid.A"), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].OriginalID == "wamid.A" }},
 		{"edit", SampleEdit(o, "wamid.A", "x"), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].Text == "x" }},
 		{"order", SampleOrder(o, "C", "", []ProductItem{{ProductRetailerID: "p", Quantity: "1"}}), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].Order != nil }},
-		{"system", SampleUserChangedNumber(o, "628"), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].System.NewWaID == "628" }},
+		{"system", SampleUserChangedNumber(o, "628", ""), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].System.NewWaID == "628" }},
 		{"call permission", SampleCallPermissionReply(o, "accept"), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].Reply.Kind == "call_permission_reply" }},
 		{"unsupported", SampleUnsupported(o), func(m []Message, _ []Event) bool { return len(m) == 1 && m[0].Type == "unsupported" }},
 		{"preference", SamplePreference(o, "stop"), func(_ []Message, e []Event) bool { return len(e) == 1 && e[0].Preference.Stop }},

@@ -86,6 +86,7 @@ func normalizeMessage(v *Value, in *InboundMessage) Message {
 	for _, c := range in.Contacts {
 		m.Contacts = append(m.Contacts, contactCard(c))
 	}
+	m.SharedPhone = sharedPhone(in.Contacts)
 	if r := in.Reaction; r != nil {
 		m.Reaction = &Reaction{MessageID: r.MessageID, Emoji: r.Emoji}
 	}
@@ -146,6 +147,26 @@ func reply(in *InboundMessage) *Reply {
 		return &Reply{Kind: "button", ID: b.Payload, Title: b.Text}
 	}
 	return nil
+}
+
+// sharedPhone is the phone a user shared of themselves when the business asked for it: the
+// WhatsApp number of the one card of origin contact_request; "" for anything else (a card of
+// someone else, or several numbers to choose from).
+func sharedPhone(cards []SharedContact) string {
+	if len(cards) != 1 || cards[0].Origin != "contact_request" {
+		return ""
+	}
+	phone := ""
+	for _, p := range cards[0].Phones {
+		if p.WaID == "" || !contact.IsPhone(p.WaID) {
+			continue
+		}
+		if phone != "" && phone != p.WaID {
+			return ""
+		}
+		phone = p.WaID
+	}
+	return phone
 }
 
 // contactCard flattens a shared contact to its name, organisation, numbers and e-mails.

@@ -42,6 +42,9 @@ type Message struct {
 	// Contacts is set for contacts messages: the shared contact cards (message content: never
 	// logged).
 	Contacts []ContactCard `json:"contacts,omitempty"`
+	// SharedPhone is the sender's own phone number, shared by tapping a request_contact_info
+	// button (a contacts message whose card's origin is contact_request): Identity adds it.
+	SharedPhone string `json:"shared_phone,omitempty"`
 	// Reaction is set for reaction messages.
 	Reaction *Reaction `json:"reaction,omitempty"`
 	// Reply is set when the user tapped a reply button, a list row or a template quick reply.
@@ -169,7 +172,12 @@ func (s Status) Recipient() contact.Identity {
 // Identity is the sender of the message: every identifier Meta gave, with the username and the
 // profile name. It is zero when the message names nobody (neither a phone nor a BSUID).
 func (m Message) Identity() contact.Identity {
-	return contact.FromWebhook(m.From, m.FromUserID, m.FromParentUserID, m.Username, m.ContactName)
+	id := contact.FromWebhook(m.From, m.FromUserID, m.FromParentUserID, m.Username, m.ContactName)
+	if id.WaID == "" && m.SharedPhone != "" && !id.IsZero() {
+		// The person shared their own number when asked: it is theirs, and an alias of them.
+		id.WaID = m.SharedPhone
+	}
+	return id
 }
 
 // IdentityChange is a person's identifiers changing: a system message user_changed_number or

@@ -164,8 +164,11 @@ type LocationObject struct {
 	URL       string  `json:"url,omitempty"`
 }
 
-// SharedContact is one contact card of a contacts message.
+// SharedContact is one contact card of a contacts message. Origin is "contact_request" when the
+// user shared their own card by tapping a request_contact_info button the business sent (the
+// way to learn the phone of a person known by BSUID alone), "other" when they shared a card.
 type SharedContact struct {
+	Origin    string           `json:"origin,omitempty"`
 	Addresses []ContactAddress `json:"addresses,omitempty"`
 	Birthday  string           `json:"birthday,omitempty"`
 	Emails    []ContactEmail   `json:"emails,omitempty"`

@@ -24,8 +24,15 @@ type SampleOptions struct {
 	// PhoneNumberID and DisplayPhoneNumber name the business number (value.metadata).
 	PhoneNumberID      string
 	DisplayPhoneNumber string
-	// From is the customer's WhatsApp id: the sender of a message, the recipient of a status.
+	// From is the customer's phone number: the sender of a message, the recipient of a status.
 	From string
+	// UserID is the customer's business-scoped user id (BSUID), sent beside the phone (Meta
+	// sends it with every message since April 2026); none when empty. ParentUserID is its
+	// parent BSUID, for an enrolled business. Username is the customer's WhatsApp username.
+	UserID, ParentUserID, Username string
+	// NoPhone leaves the phone out, as Meta does for a user with a username who did not share
+	// it: the customer is known by UserID alone.
+	NoPhone bool
 	// ContactName is the customer's profile name.
 	ContactName string
 	// MessageID is the id of the inbound message, or of the outbound message a status is about.
@@ -68,7 +75,11 @@ func (o SampleOptions) withDefaults() SampleOptions {
 	def(&o.WABAID, d.WABAID)
 	def(&o.PhoneNumberID, d.PhoneNumberID)
 	def(&o.DisplayPhoneNumber, d.DisplayPhoneNumber)
-	def(&o.From, d.From)
+	if !o.NoPhone {
+		def(&o.From, d.From)
+	} else {
+		o.From = ""
+	}
 	def(&o.ContactName, d.ContactName)
 	if o.MessageID == "" {
 		o.MessageID = NewMessageID()
@@ -106,16 +117,22 @@ func (o SampleOptions) envelopeBare(field string, v Value) []byte {
 	return b
 }
 
-// inbound builds a one-message body: the message gets From, ID, Timestamp and ContextID from o.
+// inbound builds a one-message body: the message gets its sender, ID, Timestamp and ContextID
+// from o.
 func (o SampleOptions) inbound(m InboundMessage) []byte {
-	m.From, m.ID, m.Timestamp = o.From, o.MessageID, o.unix()
+	m.From, m.FromUserID, m.FromParentUserID, m.ID, m.Timestamp = o.From, o.UserID, o.ParentUserID, o.MessageID, o.unix()
 	if o.ContextID != "" && m.Context == nil {
 		m.Context = &Context{From: o.DisplayPhoneNumber, ID: o.ContextID}
 	}
 	return o.envelope(Value{
-		Contacts: []Contact{{Profile: Profile{Name: o.ContactName}, WaID: o.From}},
+		Contacts: []Contact{o.contact()},
 		Messages: []InboundMessage{m},
 	})
+}
+
+// contact is the contacts[] entry of the customer.
+func (o SampleOptions) contact() Contact {
+	return Contact{Profile: Profile{Name: o.ContactName, Username: o.Username}, WaID: o.From, UserID: o.UserID, ParentUserID: o.ParentUserID}
 }
 
 // interactiveContext is the context Meta sends with an interactive reply: the id of the
@@ -231,15 +248,16 @@ func SampleBatch(o SampleOptions, n int) []byte {
 	msgs := make([]InboundMessage, n)
 	for i := range msgs {
 		msgs[i] = InboundMessage{
-			From:      o.From,
-			ID:        NewMessageID(),
-			Timestamp: strconv.FormatInt(o.Timestamp.Unix()+int64(i), 10),
-			Type:      "text",
-			Text:      &Text{Body: "message " + strconv.Itoa(i+1)},
+			From:       o.From,
+			FromUserID: o.UserID,
+			ID:         NewMessageID(),
+			Timestamp:  strconv.FormatInt(o.Timestamp.Unix()+int64(i), 10),
+			Type:       "text",
+			Text:       &Text{Body: "message " + strconv.Itoa(i+1)},
 		}
 	}
 	return o.envelope(Value{
-		Contacts: []Contact{{Profile: Profile{Name: o.ContactName}, WaID: o.From}},
+		Contacts: []Contact{o.contact()},
 		Messages: msgs,
 	})
 }
@@ -248,7 +266,12 @@ func SampleBatch(o SampleOptions, n int) []byte {
 // o.MessageID sent to o.From. Billing details are those of a free customer-service reply.
 func SampleStatus(o SampleOptions, status string) []byte {
 	o = o.withDefaults()
-	return o.envelope(Value{Statuses: []StatusUpdate{o.status(status)}})
+	v := Value{Statuses: []StatusUpdate{o.status(status)}}
+	if o.UserID != "" {
+		// Since BSUIDs, a sent, delivered or read status comes with the recipient's contacts[].
+		v.Contacts = []Contact{o.contact()}
+	}
+	return o.envelope(v)
 }
 
 // SampleFailedStatus is a "failed" status with Meta's error, e.g. 131026 "Message
@@ -274,6 +297,7 @@ func (o SampleOptions) status(status string) StatusUpdate {
 		Status:                status,
 		Timestamp:             o.unix(),
 		RecipientID:           o.From,
+		RecipientUserID:       o.UserID,
 		BizOpaqueCallbackData: o.BizOpaqueCallbackData,
 		Conversation: &Conversation{
 			ID:     conversationID(o.MessageID),

@@ -23,11 +23,29 @@ func SampleOrder(o SampleOptions, catalogID, text string, items []ProductItem) [
 	return o.inbound(InboundMessage{Type: "order", Order: &Order{CatalogID: catalogID, Text: text, ProductItems: items}})
 }
 
-// SampleUserChangedNumber is the system notice that the contact (o.From) now uses newWaID.
-func SampleUserChangedNumber(o SampleOptions, newWaID string) []byte {
+// SampleUserChangedNumber is the system notice that the contact (o.From, o.UserID) now uses
+// newWaID, and, when not empty, the new BSUID newUserID (previous_user_id is o.UserID).
+func SampleUserChangedNumber(o SampleOptions, newWaID, newUserID string) []byte {
 	o = o.withDefaults()
-	return o.inbound(InboundMessage{Type: "system", System: &System{
-		Body: "User A changed from " + o.From + " to " + newWaID, WaID: newWaID, Type: SystemUserChangedNumber}})
+	sys := &System{Body: "User A changed from " + o.From + " to " + newWaID, WaID: newWaID, Type: SystemUserChangedNumber}
+	if newUserID != "" {
+		sys.UserID, sys.PreviousUserID = newUserID, o.UserID
+	}
+	return o.systemNotice(sys)
+}
+
+// SampleUserChangedUserID is the system notice that the contact's BSUID (o.UserID) is now
+// newUserID.
+func SampleUserChangedUserID(o SampleOptions, newUserID string) []byte {
+	o = o.withDefaults()
+	return o.systemNotice(&System{Body: "User A's business-scoped user ID changed", Type: SystemUserChangedUserID,
+		UserID: newUserID, PreviousUserID: o.UserID})
+}
+
+// systemNotice is a system message from the contact: no contacts[] array, as Meta sends them.
+func (o SampleOptions) systemNotice(sys *System) []byte {
+	m := InboundMessage{Type: "system", System: sys, From: o.From, FromUserID: o.UserID, ID: o.MessageID, Timestamp: o.unix()}
+	return o.envelope(Value{Messages: []InboundMessage{m}})
 }
 
 // SampleCallPermissionReply is the contact's answer (accept or reject) to a call permission
@@ -55,8 +73,9 @@ func SamplePreference(o SampleOptions, value string) []byte {
 		detail = "User requested to resume marketing messages"
 	}
 	return o.envelopeField(FieldUserPreferences, Value{
-		Contacts:        []Contact{{Profile: Profile{Name: o.ContactName}, WaID: o.From}},
-		UserPreferences: []UserPreference{{WaID: o.From, Detail: detail, Category: "marketing_messages", Value: value, Timestamp: Number(o.unix())}},
+		Contacts: []Contact{o.contact()},
+		UserPreferences: []UserPreference{{WaID: o.From, UserID: o.UserID, Detail: detail, Category: "marketing_messages", Value: value,
+			Timestamp: Number(o.unix())}},
 	})
 }
 
@@ -67,6 +86,7 @@ func SampleEcho(o SampleOptions, body string) []byte {
 	return o.envelopeField(FieldMessageEchoes, Value{MessageEchoes: []MessageEcho{{
 		InboundMessage: InboundMessage{From: o.DisplayPhoneNumber, ID: o.MessageID, Timestamp: o.unix(), Type: "text", Text: &Text{Body: body}},
 		To:             o.From,
+		ToUserID:       o.UserID,
 	}}})
 }
 
@@ -98,5 +118,5 @@ func SampleTemplateStatus(o SampleOptions, name, event, category string) []byte 
 func SampleCall(o SampleOptions) []byte {
 	o = o.withDefaults()
 	return o.envelopeField(FieldCalls, Value{Calls: []CallEvent{{ID: "wacid." + strings.TrimPrefix(o.MessageID, "wamid."), From: o.From,
-		To: o.DisplayPhoneNumber, Event: "connect", Direction: "USER_INITIATED", Timestamp: o.unix()}}})
+		FromUserID: o.UserID, To: o.DisplayPhoneNumber, Event: "connect", Direction: "USER_INITIATED", Timestamp: o.unix()}}})
 }

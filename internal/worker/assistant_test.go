@@ -13,9 +13,11 @@ import (
 
 	"github.com/wapipe/wapipe/internal/action/actionfake"
 	"github.com/wapipe/wapipe/internal/assistant"
+	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -397,7 +399,6 @@ func TestAssistantTurnsRunInTimestampOrder(t *testing.T) {
 	tid := s.assistantTenant("acme-order", numberA, "limits:\n  conversation: {max: 100, per: 30s}\n  sender: {max: 100, per: 5m}\n")
 	const n = 20
 	convs := store.NewConversationStore(store.NewDB(s.fs), store.Options{})
-	convID := store.ConversationID(tid, numberA, contact)
 	var inFlight, maxInFlight atomic.Int32
 	if err := s.Gemini.AddRule(geminifake.Rule{Contains: "msg-", Respond: func(c geminifake.Call) geminifake.Answer {
 		if v := inFlight.Add(1); v > maxInFlight.Load() {
@@ -407,6 +408,11 @@ func TestAssistantTurnsRunInTimestampOrder(t *testing.T) {
 		if c.Text == "msg-00" {
 			// Hold the first turn until every message is in the conversation's inbox.
 			testenv.Eventually(t, 30*time.Second, func() bool {
+				// The contact exists: its first message is being answered.
+				convID, _, err := convs.ConversationOf(context.Background(), tid, numberA, wacontact.Identity{WaID: contact})
+				if err != nil {
+					return false
+				}
 				msgs, err := convs.Messages(context.Background(), convID, 100)
 				return err == nil && len(msgs) >= n
 			}, "not every message was stored")
@@ -469,7 +475,7 @@ func TestAssistantConversationRateLimit(t *testing.T) {
 	if notices != 1 {
 		t.Errorf("%d rate-limit notices, want 1", notices)
 	}
-	convID := store.ConversationID(tid, numberA, contact)
+	convID := s.mustConversationOf(tid, numberA, contact)
 	msgs, err := store.NewConversationStore(store.NewDB(s.fs), store.Options{}).Messages(context.Background(), convID, 100)
 	inbound := 0
 	for _, m := range msgs {
@@ -522,7 +528,7 @@ func TestReplyOutsideTheWindow(t *testing.T) {
 			ctx := context.Background()
 			var rec store.OutboundRecord
 			testenv.Eventually(t, 20*time.Second, func() bool {
-				r, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(id))
+				r, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), id))
 				rec = r
 				return err == nil && (r.State == store.OutboundSent || r.State == store.OutboundFailed)
 			}, "the reply was never settled")

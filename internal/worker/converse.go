@@ -39,6 +39,15 @@ type ConversationStore interface {
 // drained; any error leaves it to Cloud Tasks to retry.
 func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
 	logger := logging.FromContext(ctx)
+	if ch, ok := out.Message.IdentityChange(); ok {
+		// process_inbound follows identity changes and makes no task of them; a task made
+		// before it did lands here. It is followed the same way, never answered, and makes no
+		// contact nor conversation for a person the tenant never knew.
+		if _, err := s.deps.People.Change(ctx, []string{out.TenantID}, ch); err != nil {
+			return s.fail(ctx, t, fmt.Errorf("follow the identity change: %w", err))
+		}
+		return outcome{kind: skipped}
+	}
 	who, err := s.deps.People.Sender(ctx, out.TenantID, out.PhoneNumberID, senderOf(out))
 	if err != nil {
 		return s.fail(ctx, t, fmt.Errorf("find the sender's contact: %w", err))

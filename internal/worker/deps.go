@@ -31,6 +31,23 @@ func newActionClient(dev bool) *action.Client {
 		action.WithTransportWrapper(func(rt http.RoundTripper) http.RoundTripper { return otelhttp.NewTransport(rt) }))
 }
 
+// newModel is the assistant's model client: Vertex AI with the service's credentials, or the fake
+// at LLM_BASE_URL in dev. It is built on the first llm turn, not here: a worker whose tenants all
+// answer in ack mode needs no Gemini credentials. A failure to build answers the turn like an LLM
+// outage (retried) and is logged here.
+func newModel(cfg *Config, logger *slog.Logger) (*llm.Lazy, error) {
+	lc, err := llm.NewLazy(llm.Config{
+		Project: cfg.ProjectID, Location: cfg.LLMLocation, BaseURL: cfg.LLMBaseURL,
+		HTTPClient: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport)},
+	}, func(err error) {
+		logger.Error("the Vertex AI client could not be built: the turn is retried", "event", "llm_client_unavailable", "error", err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("llm.NewLazy: %w", err)
+	}
+	return lc, nil
+}
+
 // NewDeps builds the worker's dependencies from its configuration and the clients its caller
 // opened (and closes): cmd/worker, the Cloud Functions entry point and the local stack. admin
 // reads the queues' stats for the health report; keeper opens the tenants' access tokens.
@@ -44,18 +61,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
 	}
-	// The assistant's model client: Vertex AI with the service's credentials, or the fake at
-	// LLM_BASE_URL in dev. It is built on the first llm turn, not here: a worker whose tenants
-	// all answer in ack mode needs no Gemini credentials. A failure to build answers the turn
-	// like an LLM outage (retried) and is logged here.
-	lc, err := llm.NewLazy(llm.Config{
-		Project: cfg.ProjectID, Location: cfg.LLMLocation, BaseURL: cfg.LLMBaseURL,
-		HTTPClient: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport)},
-	}, func(err error) {
-		logger.Error("the Vertex AI client could not be built: the turn is retried", "event", "llm_client_unavailable", "error", err)
-	})
+	lc, err := newModel(cfg, logger)
 	if err != nil {
-		return Deps{}, fmt.Errorf("llm.NewLazy: %w", err)
+		return Deps{}, err
 	}
 	// The assistant's media files, fetched with each turn's tenant token; plain http only to
 	// the fake Graph API in dev.

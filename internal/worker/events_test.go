@@ -33,13 +33,13 @@ func (f *fakeEvents) Apply(_ context.Context, tenantID string, ev whatsapp.Event
 	return events.Outcome{Event: ev.Field}, nil
 }
 
-func (f *fakeEvents) ApplyMessage(_ context.Context, conversationID string, m whatsapp.Message) (events.Outcome, error) {
+func (f *fakeEvents) ApplyMessage(_ context.Context, tenantID, conversationID string, m whatsapp.Message) (events.Outcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return events.Outcome{}, f.err
 	}
-	f.applied = append(f.applied, m.Type+" conversation="+conversationID)
+	f.applied = append(f.applied, m.Type+" tenant="+tenantID+" conversation="+conversationID)
 	switch m.Type {
 	case "revoke":
 		return events.Outcome{Event: events.EventRevoked}, nil
@@ -139,7 +139,7 @@ func TestDefaultPathEvents(t *testing.T) {
 				t.Errorf("sent (-want, +got):\n%s", diff)
 			}
 			if tc.err == nil {
-				if diff := cmp.Diff([]string{tc.typ + " conversation="}, ev.Applied()); diff != "" {
+				if diff := cmp.Diff([]string{tc.typ + " tenant= conversation="}, ev.Applied()); diff != "" {
 					t.Errorf("events applied (-want, +got):\n%s", diff)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -233,22 +234,30 @@ type fakeSender struct {
 	MarkReadErr error
 
 	mu     sync.Mutex
-	sends  []string // "to key replyTo"
+	sends  []string // "to key replyTo" (addressString)
 	tokens []string // the token of each send
 	texts  []string // the text of each send
 	reads  []string
 }
 
-func (s *fakeSender) Send(_ context.Context, token, _, to string, r responder.Reply, callbackData, replyTo string) (string, error) {
+func (s *fakeSender) Send(_ context.Context, token, _ string, to wacontact.Address, r responder.Reply, callbackData, replyTo string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sends = append(s.sends, to+" "+callbackData+" "+replyTo)
+	s.sends = append(s.sends, addressString(to)+" "+callbackData+" "+replyTo)
 	s.tokens = append(s.tokens, token)
 	s.texts = append(s.texts, r.Text)
 	if s.SendErr != nil {
 		return "", s.SendErr
 	}
 	return fmt.Sprintf("wamid.sent-%d", len(s.sends)), nil
+}
+
+// addressString is how the fakes note an address: the phone, or "recipient:" and the BSUID.
+func addressString(a wacontact.Address) string {
+	if a.To != "" {
+		return a.To
+	}
+	return "recipient:" + a.Recipient
 }
 
 func (s *fakeSender) MarkRead(_ context.Context, _, _, messageID string) error {

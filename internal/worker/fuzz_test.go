@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -44,7 +45,7 @@ func FuzzInboundTask(f *testing.F) {
 		}
 		msgs, statuses := whatsapp.Normalize(p)
 		for _, m := range msgs {
-			_ = tasks.IdempotencyKey(m.ID)
+			_ = tasks.IdempotencyKey(keyedid.Dev(), m.ID)
 		}
 		for _, s := range statuses {
 			_ = s.DedupeKey()
@@ -56,9 +57,11 @@ func FuzzInboundTask(f *testing.F) {
 // FuzzOutboundTask feeds arbitrary bytes to the outbound task's reader and validator: nothing may
 // panic, and an accepted task names its reply, its sender and its recipient.
 func FuzzOutboundTask(f *testing.F) {
-	good, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey("wamid.1"), CorrelationID: "c", InboundEventID: "e",
+	good, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), "wamid.1"), CorrelationID: "c", InboundEventID: "e",
 		PhoneNumberID: "PNID", To: "16505551234", Message: whatsapp.Message{ID: "wamid.1", Type: "text", From: "16505551234"}})
-	for _, seed := range []string{string(good), `{}`, `{"idempotency_key":"ik_zz"}`, `{"message":{"id":1}}`, `[]`, `null`} {
+	byUser, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), "wamid.2"), CorrelationID: "c", InboundEventID: "e",
+		PhoneNumberID: "PNID", UserID: "US.13491208655302741918", Message: whatsapp.Message{ID: "wamid.2", Type: "text", FromUserID: "US.13491208655302741918"}})
+	for _, seed := range []string{string(good), string(byUser), `{}`, `{"idempotency_key":"ik_zz"}`, `{"message":{"id":1}}`, `[]`, `null`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -69,7 +72,8 @@ func FuzzOutboundTask(f *testing.F) {
 		if err := validateOutbound(out); err != nil {
 			return
 		}
-		if !tasks.IsIdempotencyKey(out.IdempotencyKey) || out.PhoneNumberID == "" || out.To == "" || out.Message.ID == "" {
+		// The sender is named by a phone or a BSUID, in the task's fields or its message's.
+		if !tasks.IsIdempotencyKey(out.IdempotencyKey) || out.PhoneNumberID == "" || senderOf(out).IsZero() || out.Message.ID == "" {
 			t.Fatalf("accepted an incomplete outbound task: %q", body)
 		}
 	})

@@ -93,7 +93,7 @@ func TestGuardrailQuota(t *testing.T) {
 	if n := s.countBodies(contact, quotaText); n != 1 {
 		t.Errorf("%d quota notices, want 1", n)
 	}
-	convID := store.ConversationID(tid, numberA, contact)
+	convID := s.mustConversationOf(tid, numberA, contact)
 	msgs, err := store.NewConversationStore(store.NewDB(s.fs), store.Options{}).Messages(context.Background(), convID, 100)
 	if err != nil || len(msgs) != 3 || !msgs[2].QuotaExceeded || msgs[0].QuotaExceeded {
 		t.Errorf("stored messages %d (%v), want 3 with only the third quota_exceeded", len(msgs), err)

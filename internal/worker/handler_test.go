@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/responder"
@@ -196,7 +197,7 @@ func TestInboundFansOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		if task.Queue != tasks.OutboundQueueID || task.Path != tasks.ProcessOutboundPath || task.ID != tasks.OutboundTaskID(out.Message.ID) ||
-			out.IdempotencyKey != tasks.IdempotencyKey(out.Message.ID) || out.CorrelationID != "corr-1" || out.InboundEventID != "evt-1" {
+			out.IdempotencyKey != tasks.IdempotencyKey(keyedid.Dev(), out.Message.ID) || out.CorrelationID != "corr-1" || out.InboundEventID != "evt-1" {
 			t.Errorf("outbound task %s = %s", task.ID, task.Body)
 		}
 		ids[task.ID] = true
@@ -246,7 +247,7 @@ func TestInboundLastAttemptDeadLetters(t *testing.T) {
 func TestInboundStatusesDeduplicatedAndApplied(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	key := tasks.IdempotencyKey("wamid.in")
+	key := tasks.IdempotencyKey(keyedid.Dev(), "wamid.in")
 	o := whatsapp.SampleOptions{MessageID: "wamid.out", BizOpaqueCallbackData: key}
 	hs.records.seen = map[string]bool{"wamid.out:sent": true}
 	for _, status := range []string{"sent", "delivered"} {
@@ -395,7 +396,7 @@ func TestBadInternalTokenRefused(t *testing.T) {
 const customerPhone = "16505551234"
 
 func outboundTask(id string) tasks.Outbound {
-	return tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(id), CorrelationID: "corr-1", InboundEventID: "evt-1",
+	return tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), id), CorrelationID: "corr-1", InboundEventID: "evt-1",
 		PhoneNumberID: "PNID1", To: customerPhone, Message: whatsapp.Message{ID: id, Type: "text", From: customerPhone}}
 }
 
@@ -657,7 +658,11 @@ func TestOutboundMalformedTaskDeadLettered(t *testing.T) {
 	}{
 		{"idempotency key malformed", func(o *tasks.Outbound) { o.IdempotencyKey = "nope" }},
 		{"no phone_number_id", func(o *tasks.Outbound) { o.PhoneNumberID = "" }},
-		{"no recipient", func(o *tasks.Outbound) { o.To = "" }},
+		// Neither the task nor its message names the sender: no phone, no BSUID.
+		{"no recipient", func(o *tasks.Outbound) { o.To, o.Message.From = "", "" }},
+		{"no recipient, a username only", func(o *tasks.Outbound) {
+			o.To, o.Message.From, o.Message.Username, o.Message.ContactName = "", "", "@marie.b", "Marie"
+		}},
 		{"no message id", func(o *tasks.Outbound) { o.Message.ID = "" }},
 	}
 	for _, tc := range tests {
@@ -678,13 +683,48 @@ func TestOutboundMalformedTaskDeadLettered(t *testing.T) {
 	}
 }
 
+// TestOutboundByBSUID: on the default path a task that names its sender by BSUID only (in its
+// user_id, or in its message's from_user_id) is well formed: the reply goes by recipient, the
+// record's to_hash is the BSUID's keyed ref, and no log line names the BSUID or the username.
+func TestOutboundByBSUID(t *testing.T) {
+	t.Parallel()
+	const userID, username = "CO.5581920374461120", "@bo_rivera"
+	for _, tc := range []struct {
+		name   string
+		change func(*tasks.Outbound)
+	}{
+		{"user_id only", func(o *tasks.Outbound) { o.To, o.Message.From, o.UserID = "", "", userID }},
+		{"message from_user_id only", func(o *tasks.Outbound) {
+			o.To, o.Message.From, o.Message.FromUserID, o.Message.Username = "", "", userID, username
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			hs := newHarness(t)
+			out := outboundTask("wamid.in1")
+			tc.change(&out)
+			hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 200, map[string]any{"status": store.OutboundSent, "message_id": "wamid.sent-1"}, "outbound_sent")
+			if diff := cmp.Diff([]string{"recipient:" + userID + " " + out.IdempotencyKey + " wamid.in1"}, hs.sender.Sends()); diff != "" {
+				t.Errorf("sends (-want, +got):\n%s", diff)
+			}
+			hs.records.mu.Lock()
+			seeds := append([]store.OutboundRecord(nil), hs.records.seeds...)
+			hs.records.mu.Unlock()
+			if len(seeds) != 1 || seeds[0].ToHash != hs.hasher.User(userID) {
+				t.Errorf("outbound record seeds = %+v, want to_hash the BSUID's us_ ref", seeds)
+			}
+			logcheck.Check(t, hs.logs.String(), []string{customerPhone}, []string{userID, username})
+		})
+	}
+}
+
 // TestDeadLetterWriteFailsRetries: a task that cannot be kept stays in the queue.
 func TestDeadLetterWriteFailsRetries(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
 	hs.records.Err = map[string]error{"PutDeadLetter": errDown}
 	out := outboundTask("wamid.in1")
-	out.To = ""
+	out.To, out.Message.From = "", ""
 	hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 503, retryBody("dead_letter_failed"), "dead_letter_failed")
 }
 

@@ -28,7 +28,7 @@ func TestLastAttemptWaitsForTheConversationsHolder(t *testing.T) {
 	// longer than the queue's five fast attempts take.
 	ctx := context.Background()
 	convs := store.NewConversationStore(store.NewDB(s.fs), store.Options{})
-	convID := store.ConversationID(id, numberA, contact)
+	convID := s.mustConversationOf(id, numberA, contact)
 	if _, taken, err := convs.Acquire(ctx, convID, "ghost-holder", 4*time.Second, nil); err != nil || !taken {
 		t.Fatalf("the ghost holder's acquire: taken %v, %v", taken, err)
 	}

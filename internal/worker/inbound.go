@@ -34,7 +34,8 @@ func (s *Server) processInbound(ctx context.Context, t *task, in tasks.Inbound, 
 	}
 	logger.InfoContext(ctx, "inbound event fanned out", "event", "inbound_fanout",
 		"messages", counts.Messages, "statuses", counts.Statuses, "tasks_created", counts.Created,
-		"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "events", counts.Events, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
+		"tasks_existed", counts.Existed, "unrouted", counts.Unrouted, "no_sender", counts.NoSender, "identity_changes", counts.IdentityChanges,
+		"events", counts.Events, "duration_ms", s.deps.Now().Sub(start).Milliseconds())
 	return outcome{kind: fannedOut, fanOut: counts}
 }
 

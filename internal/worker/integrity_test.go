@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -190,7 +191,7 @@ func TestNonMemberRepliesLimited(t *testing.T) {
 	}
 	got := make([]string, len(ids))
 	for i, id := range ids {
-		got[i] = byKey[tasks.IdempotencyKey(id)]
+		got[i] = byKey[tasks.IdempotencyKey(keyedid.Dev(), id)]
 	}
 	prompt, invalid := i18n.Text("en", i18n.OnboardingPrompt), i18n.Text("en", i18n.InvalidCode)
 	if diff := cmp.Diff([]string{prompt, invalid, prompt, prompt, invalid, "", "", ""}, got); diff != "" {
@@ -200,7 +201,7 @@ func TestNonMemberRepliesLimited(t *testing.T) {
 		t.Errorf("%d sends to the non-member, want 5", n)
 	}
 	msgs, err := store.NewConversationStore(store.NewDB(s.fs), store.Options{}).Messages(context.Background(),
-		store.ConversationID(tid, numberA, contact), 100)
+		s.mustConversationOf(tid, numberA, contact), 100)
 	inbound := 0
 	for _, m := range msgs {
 		if m.Direction == store.DirectionIn {

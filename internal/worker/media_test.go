@@ -68,7 +68,11 @@ func (s *stack) storedMessage(tenantID, number, from, id string, ok func(store.M
 	convs := store.NewConversationStore(store.NewDB(s.fs), store.Options{})
 	var m store.Message
 	testenv.Eventually(s.t, 30*time.Second, func() bool {
-		got, err := convs.GetMessage(context.Background(), store.ConversationID(tenantID, number, from), id)
+		conv, known := s.conversationOf(tenantID, number, from)
+		if !known {
+			return false
+		}
+		got, err := convs.GetMessage(context.Background(), conv, id)
 		m = got
 		return err == nil && ok(got)
 	}, "the stored message never got there")

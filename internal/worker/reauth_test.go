@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -28,7 +29,7 @@ func TestRefusedTokenIsNotUsedAgain(t *testing.T) {
 	parked := func(id string) {
 		t.Helper()
 		testenv.Eventually(t, 20*time.Second, func() bool {
-			rec, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(id))
+			rec, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), id))
 			return err == nil && rec.State == store.OutboundParked
 		}, "the reply to %s never parked", id)
 	}

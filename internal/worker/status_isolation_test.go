@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -32,13 +33,13 @@ func TestStatusFromAnotherTenantChangesNothing(t *testing.T) {
 	sentID := s.say(numberA, contact, "hello")
 	sentWamid := s.sendFor(sentID).MessageID
 	s.idle(tasks.TenantQueueID(a))
-	sentKey := tasks.IdempotencyKey(sentID)
+	sentKey := tasks.IdempotencyKey(keyedid.Dev(), sentID)
 	pendingKey := tasks.SendKey("msg_00000000000000000000000000000001")
 	if _, _, err := sends.CreateSend(ctx, store.OutboundRecord{IdempotencyKey: pendingKey, Source: store.SourceAPI,
 		TenantID: a, PhoneNumberID: numberA, To: contact, MessageType: "text", RequestHash: "h"}); err != nil {
 		t.Fatal(err)
 	}
-	sendingKey, failedKey := tasks.IdempotencyKey("wamid.in-sending"), tasks.IdempotencyKey("wamid.in-failed")
+	sendingKey, failedKey := tasks.IdempotencyKey(keyedid.Dev(), "wamid.in-sending"), tasks.IdempotencyKey(keyedid.Dev(), "wamid.in-failed")
 	for _, k := range []string{sendingKey, failedKey} {
 		if _, _, err := s.records.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: k, TenantID: a, PhoneNumberID: numberA}); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -75,7 +76,7 @@ func TestDeletedTenantsNumberIsUnrouted(t *testing.T) {
 			tr, err = s.records.GetTrace(ctx, id)
 			return err == nil && tr.State == store.TraceFinished
 		}, "the inbound task never finished")
-		if tr.Outbound[tasks.IdempotencyKey(id)].Status == "unrouted" {
+		if tr.Outbound[tasks.IdempotencyKey(keyedid.Dev(), id)].Status == "unrouted" {
 			unrouted = id
 			return true
 		}
@@ -91,7 +92,7 @@ func TestDeletedTenantsNumberIsUnrouted(t *testing.T) {
 	}, "the inbound task never finished")
 	s.idle(tasks.TenantQueueID(a))
 	tr, _ := s.records.GetTrace(ctx, id)
-	if got := tr.Outbound[tasks.IdempotencyKey(id)].Status; got != "unrouted" {
+	if got := tr.Outbound[tasks.IdempotencyKey(keyedid.Dev(), id)].Status; got != "unrouted" {
 		t.Errorf("the next message's trace target status %q, want unrouted", got)
 	}
 	if n := len(s.Graph.Sends()); n != sends {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -26,7 +27,7 @@ type fakeTenants struct {
 	mu       sync.Mutex
 	tenants  map[string]store.TenantRecord // by id
 	numbers  map[string]string             // phone_number_id → tenant id
-	members  map[string]tenant.Member      // tenant id + "/" + wa_id
+	members  map[string]tenant.Member      // tenant id + "/" + contact id
 	invites  map[string]tenant.Role        // tenant id + "/" + code hash, unused
 	redeemed []string
 }
@@ -85,14 +86,14 @@ func (f *fakeTenants) ActionSecret(context.Context, store.TenantRecord) ([]byte,
 	return nil, errors.New("fakeTenants: no action secrets")
 }
 
-func (f *fakeTenants) RuntimeMember(_ context.Context, id, waID string) (tenant.Member, bool, error) {
+func (f *fakeTenants) RuntimeMember(_ context.Context, id string, c store.Contact) (tenant.Member, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m, ok := f.members[id+"/"+waID]
+	m, ok := f.members[id+"/"+c.ID]
 	return m, ok, nil
 }
 
-func (f *fakeTenants) RedeemInvite(_ context.Context, id, codeHash, waID, name string) (tenant.Member, error) {
+func (f *fakeTenants) RedeemInvite(_ context.Context, id, codeHash string, c store.Contact, name string) (tenant.Member, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	role, ok := f.invites[id+"/"+codeHash]
@@ -100,8 +101,8 @@ func (f *fakeTenants) RedeemInvite(_ context.Context, id, codeHash, waID, name s
 		return tenant.Member{}, store.ErrInviteInvalid
 	}
 	delete(f.invites, id+"/"+codeHash)
-	m := tenant.Member{WaID: waID, Role: role, Name: name}
-	f.members[id+"/"+waID] = m
+	m := tenant.Member{WaID: c.WaID, UserID: c.UserID, Role: role, Name: name}
+	f.members[id+"/"+c.ID] = m
 	f.redeemed = append(f.redeemed, codeHash)
 	return m, nil
 }
@@ -195,7 +196,7 @@ func TestInboundTenantLookupFailsRetries(t *testing.T) {
 // tenantOutbound is the outbound task of a text from `from` to tenant's number.
 func tenantOutbound(tenantID, number, from, text string) tasks.Outbound {
 	id := whatsapp.NewMessageID()
-	return tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(id), CorrelationID: "corr-1", InboundEventID: id,
+	return tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), id), CorrelationID: "corr-1", InboundEventID: id,
 		PhoneNumberID: number, To: from, TenantID: tenantID,
 		Message: whatsapp.Message{ID: id, From: from, ContactName: "Marie", PhoneNumberID: number, Type: "text", Text: text}}
 }

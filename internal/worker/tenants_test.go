@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -88,10 +90,32 @@ func (s *stack) applyTenant(ops *operator.Tenants, file []byte, token string) st
 	return rep.ID
 }
 
+// conversationOf is the id of the conversation of the person who writes from phone to
+// tenantID's number; ok is false while the tenant has no contact of theirs.
+func (s *stack) conversationOf(tenantID, number, phone string) (string, bool) {
+	s.t.Helper()
+	convs := store.NewConversationStore(store.NewDB(s.fs), store.Options{})
+	id, ok, err := convs.ConversationOf(context.Background(), tenantID, number, wacontact.Identity{WaID: phone})
+	if err != nil {
+		s.t.Fatalf("conversation of the contact: %v", err)
+	}
+	return id, ok
+}
+
+// mustConversationOf is conversationOf for a contact the tenant knows.
+func (s *stack) mustConversationOf(tenantID, number, phone string) string {
+	s.t.Helper()
+	id, ok := s.conversationOf(tenantID, number, phone)
+	if !ok {
+		s.t.Fatalf("tenant %s has no contact of the phone", tenantID)
+	}
+	return id
+}
+
 // sendFor waits for the send answering the inbound message id.
 func (s *stack) sendFor(messageID string) graphfake.Request {
 	s.t.Helper()
-	key := tasks.IdempotencyKey(messageID)
+	key := tasks.IdempotencyKey(keyedid.Dev(), messageID)
 	var got graphfake.Request
 	testenv.Eventually(s.t, 20*time.Second, func() bool {
 		for _, r := range s.Graph.Sends() {
@@ -168,7 +192,7 @@ func TestTenantsRepliesCarryTheirTokenNumberAndText(t *testing.T) {
 		}
 	}
 	tr, err := s.records.GetTrace(context.Background(), idA)
-	if err != nil || tr.Outbound[tasks.IdempotencyKey(idA)].TenantID != a || !strings.Contains(tr.Outbound[tasks.IdempotencyKey(idA)].TaskName, "/queues/"+tasks.TenantQueueID(a)+"/") {
+	if err != nil || tr.Outbound[tasks.IdempotencyKey(keyedid.Dev(), idA)].TenantID != a || !strings.Contains(tr.Outbound[tasks.IdempotencyKey(keyedid.Dev(), idA)].TaskName, "/queues/"+tasks.TenantQueueID(a)+"/") {
 		t.Errorf("trace of tenant A's message: %+v, %v", tr.Outbound, err)
 	}
 	checkPrivacy(t, s.logs.String(), "EAAtoken-acme", "EAAtoken-bali", "dev-access-token")
@@ -186,7 +210,7 @@ func TestUnknownNumberWithoutDefaultIsUnrouted(t *testing.T) {
 	}, "the inbound task never finished")
 	s.idle()
 	tr, _ := s.records.GetTrace(ctx, id)
-	if got := tr.Outbound[tasks.IdempotencyKey(id)]; got.Status != "unrouted" || got.TaskName != "" {
+	if got := tr.Outbound[tasks.IdempotencyKey(keyedid.Dev(), id)]; got.Status != "unrouted" || got.TaskName != "" {
 		t.Errorf("trace target %+v, want unrouted with no task", got)
 	}
 	if n := len(s.Graph.Requests()); n != 0 {
@@ -211,7 +235,7 @@ func TestStatusesRecordTheirTenant(t *testing.T) {
 	id := s.say(numberA, contact, "hello")
 	r := s.sendFor(id)
 	s.deliver(whatsapp.SampleStatus(whatsapp.SampleOptions{PhoneNumberID: numberA, From: contact, MessageID: r.MessageID,
-		BizOpaqueCallbackData: tasks.IdempotencyKey(id)}, "delivered"))
+		BizOpaqueCallbackData: tasks.IdempotencyKey(keyedid.Dev(), id)}, "delivered"))
 	s.idle(tasks.TenantQueueID(a))
 	sts, err := s.records.ListStatusesFor(context.Background(), r.MessageID)
 	if err != nil || len(sts) != 1 || sts[0].TenantID != a {
@@ -310,7 +334,7 @@ func TestTenantWithoutTokenRecordsFailed(t *testing.T) {
 	id := s.say(numberA, contact, "hello")
 	ctx := context.Background()
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		rec, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(id))
+		rec, err := s.records.GetOutbound(ctx, tasks.IdempotencyKey(keyedid.Dev(), id))
 		return err == nil && rec.State == store.OutboundFailed
 	}, "the record never became failed")
 	s.idle(tasks.TenantQueueID(a))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -28,7 +29,7 @@ func BenchmarkOutboundThroughputAt80(b *testing.B) {
 	st := benchStack(b, nil)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 80, MaxConnsPerHost: 80}}
 	post := func(id string) error {
-		body, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(id), CorrelationID: "bench", InboundEventID: "bench-" + id,
+		body, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), id), CorrelationID: "bench", InboundEventID: "bench-" + id,
 			PhoneNumberID: "PNID-BENCH", To: "16505551234", ReceivedAt: time.Now(),
 			Message: whatsapp.Message{ID: id, Type: "text", From: "16505551234", Text: "hello"}})
 		req, _ := http.NewRequest(http.MethodPost, st.WorkerURL+tasks.ProcessOutboundPath, bytes.NewReader(body))

@@ -19,8 +19,10 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
+	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
@@ -163,7 +165,7 @@ func (s *stack) waitSends(n int) []graphfake.Request {
 
 func (s *stack) outbound(messageID string) store.OutboundRecord {
 	s.t.Helper()
-	rec, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(messageID))
+	rec, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(keyedid.Dev(), messageID))
 	if err != nil {
 		s.t.Fatalf("outbound record of %s: %v", messageID, err)
 	}
@@ -213,7 +215,7 @@ func TestTenMessagesTenSends(t *testing.T) {
 		}
 	}
 	for _, id := range messageIDs(t, payload) {
-		if !keys[tasks.IdempotencyKey(id)] {
+		if !keys[tasks.IdempotencyKey(keyedid.Dev(), id)] {
 			t.Errorf("no send carries the idempotency key of %s", id)
 		}
 		if rec := s.outbound(id); rec.State != store.OutboundSent || rec.GraphMessageID == "" || rec.Attempts != 1 {
@@ -308,7 +310,7 @@ func TestPermanentErrorNoRetry(t *testing.T) {
 	s.deliver(payload)
 	id := messageIDs(t, payload)[0]
 	testenv.Eventually(t, 10*time.Second, func() bool {
-		rec, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(id))
+		rec, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(keyedid.Dev(), id))
 		return err == nil && rec.State == store.OutboundFailed
 	}, "the record never became failed")
 	s.idle()
@@ -331,7 +333,7 @@ type lostResponse struct {
 	sentID atomic.Value
 }
 
-func (l *lostResponse) Send(ctx context.Context, token, phoneNumberID, to string, r responder.Reply, key, replyTo string) (string, error) {
+func (l *lostResponse) Send(ctx context.Context, token, phoneNumberID string, to wacontact.Address, r responder.Reply, key, replyTo string) (string, error) {
 	id, err := l.Sender.Send(ctx, token, phoneNumberID, to, r, key, replyTo)
 	if err == nil && l.once.CompareAndSwap(false, true) {
 		l.sentID.Store(id)
@@ -349,7 +351,7 @@ func TestCrashAfterSendReconciledByStatus(t *testing.T) {
 	}}})
 	payload := whatsapp.SampleText(whatsapp.SampleOptions{}, "hello")
 	id := messageIDs(t, payload)[0]
-	key := tasks.IdempotencyKey(id)
+	key := tasks.IdempotencyKey(keyedid.Dev(), id)
 	s.deliver(payload)
 	s.waitSends(1)
 	testenv.Eventually(t, 5*time.Second, func() bool { return lost.sentID.Load() != nil }, "send not made")
@@ -374,7 +376,7 @@ func TestStatusesOutOfOrderKeepHighestRank(t *testing.T) {
 	s.waitSends(1)
 	s.idle()
 	graphID := s.outbound(id).GraphMessageID
-	o := whatsapp.SampleOptions{MessageID: graphID, BizOpaqueCallbackData: tasks.IdempotencyKey(id)}
+	o := whatsapp.SampleOptions{MessageID: graphID, BizOpaqueCallbackData: tasks.IdempotencyKey(keyedid.Dev(), id)}
 	for _, st := range []string{"read", "sent", "delivered", "read"} {
 		s.deliver(whatsapp.SampleStatus(o, st))
 	}
@@ -419,7 +421,7 @@ func TestLastAttemptWritesDeadLetter(t *testing.T) {
 	}
 	d := dls[0]
 	var body tasks.Outbound
-	if err := json.Unmarshal([]byte(d.Body), &body); err != nil || body.IdempotencyKey != tasks.IdempotencyKey(id) ||
+	if err := json.Unmarshal([]byte(d.Body), &body); err != nil || body.IdempotencyKey != tasks.IdempotencyKey(keyedid.Dev(), id) ||
 		d.LastErrorCode != 2 || d.Path != tasks.ProcessOutboundPath || d.RetryCount != int64(max-1) {
 		t.Errorf("dead letter = %+v", d)
 	}
@@ -431,7 +433,7 @@ func TestLastAttemptWritesDeadLetter(t *testing.T) {
 func TestUnauthorizedChangesNothing(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{serviceAccount: "invoker@wapipe-dev.iam.gserviceaccount.com"})
-	body, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey("wamid.x"), PhoneNumberID: "1", To: "2",
+	body, _ := json.Marshal(tasks.Outbound{IdempotencyKey: tasks.IdempotencyKey(keyedid.Dev(), "wamid.x"), PhoneNumberID: "1", To: "2",
 		Message: whatsapp.Message{ID: "wamid.x", Type: "text"}})
 	tests := []struct {
 		name   string
@@ -458,7 +460,7 @@ func TestUnauthorizedChangesNothing(t *testing.T) {
 			}
 		}
 	}
-	if _, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey("wamid.x")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.records.GetOutbound(context.Background(), tasks.IdempotencyKey(keyedid.Dev(), "wamid.x")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a refused request left a record: %v", err)
 	}
 	if n := len(s.Graph.Requests()); n != 0 {
@@ -486,7 +488,7 @@ func TestAuthErrorKeptForReplay(t *testing.T) {
 	if rec := s.outbound(id); rec.State != store.OutboundFailed || rec.LastErrorCode != 190 {
 		t.Errorf("record %s/%d, want failed/190", rec.State, rec.LastErrorCode)
 	}
-	dls, err := s.records.ListDeadLettersFor(context.Background(), "", tasks.IdempotencyKey(id))
+	dls, err := s.records.ListDeadLettersFor(context.Background(), "", tasks.IdempotencyKey(keyedid.Dev(), id))
 	if err != nil || len(dls) != 1 || dls[0].LastErrorCode != 190 {
 		t.Fatalf("dead letters %+v (%v), want one with code 190", dls, err)
 	}
