@@ -18,7 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 )
 
-const sendUsage = `Usage: wapipe send --tenant ID --to NUMBER MESSAGE [flags]
+const sendUsage = `Usage: wapipe send --tenant ID (--to NUMBER | --recipient BSUID) MESSAGE [flags]
 
 Sends one message on the tenant's behalf through the api service, as a business does
 (POST /v1/messages), and prints its id (msg_…) alone on the last line; follow it with
@@ -32,6 +32,8 @@ GET /v1/messages/{id}. MESSAGE is one of:
   --template NAME --language CODE [--param V]...
                                      a template; each --param fills the body's next {{n}}
 
+--recipient sends to a business-scoped user id (US.1349…), as a contact who writes with a username
+and no phone number is known; with --to as well, the message goes to --to, as Meta does.
 Everything but a template needs the contact's 24-hour window (a message from them in the last
 24 hours), as Meta requires. The api is --api-url (env PUBLIC_BASE_URL, which a running
 devstack provides); the key is --api-key or env WAPIPE_API_KEY (prefer the variable: a flag is
@@ -44,7 +46,8 @@ const sendKeyTTL = time.Hour
 
 // sendFlags are send's command line.
 type sendFlags struct {
-	tenant, to, number, idem, replyTo    string
+	tenant, to, recipient, number, idem  string
+	replyTo                              string
 	apiURL, key                          string
 	text, image, document, location, tpl string
 	caption, filename, name, address     string
@@ -58,7 +61,8 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var c connFlags
 	c.registerFirestore(fs)
 	fs.StringVar(&f.tenant, "tenant", "", "the tenant that sends (required)")
-	fs.StringVar(&f.to, "to", "", "the contact's WhatsApp id: digits with the country code (required)")
+	fs.StringVar(&f.to, "to", "", "the contact's phone number: digits with the country code (this or --recipient)")
+	fs.StringVar(&f.recipient, "recipient", "", "the contact's business-scoped user id (US.1349…), for one known without a phone number")
 	fs.StringVar(&f.number, "phone-number-id", "", "the tenant's number to send from, when it has several")
 	fs.StringVar(&f.idem, "idempotency-key", "", "Idempotency-Key: the same key and message give the same id, sent once")
 	fs.StringVar(&f.replyTo, "reply-to", "", "quote this message (its wamid) in the reply")
@@ -126,8 +130,8 @@ func (f *sendFlags) message() (*api.SendRequest, *pendingUpload, error) {
 	switch {
 	case f.tenant == "":
 		return nil, nil, usageErrorf("--tenant is required")
-	case f.to == "":
-		return nil, nil, usageErrorf("--to is required (the contact's WhatsApp id)")
+	case f.to == "" && f.recipient == "":
+		return nil, nil, usageErrorf("--to or --recipient is required (the contact's phone number, or business-scoped user id)")
 	}
 	var kinds []string
 	for name, v := range map[string]string{"text": f.text, "image": f.image, "document": f.document, "location": f.location, "template": f.tpl} {
@@ -158,7 +162,7 @@ func (f *sendFlags) message() (*api.SendRequest, *pendingUpload, error) {
 			return nil, nil, err
 		}
 	}
-	b := &api.SendRequest{To: f.to, PhoneNumberID: f.number, Type: f.kind()}
+	b := &api.SendRequest{To: f.to, Recipient: f.recipient, PhoneNumberID: f.number, Type: f.kind()}
 	if f.replyTo != "" {
 		b.Context = &graph.Context{MessageID: f.replyTo}
 	}

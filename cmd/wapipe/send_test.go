@@ -247,3 +247,27 @@ func TestSendThroughTheStack(t *testing.T) {
 		t.Errorf("Graph got from %s (-want, +got):\n%s", sends[0].PhoneNumberID, diff)
 	}
 }
+
+// TestSendByRecipient: --recipient sends to a business-scoped user id, with no "to", as the api
+// takes it; neither --to nor --recipient is a usage error.
+func TestSendByRecipient(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	const user = "US.13491208655302741918"
+	mustCLI(t, "send", "--tenant", "sunrise-bus", "--recipient", user, "--api-url", srv.URL, "--api-key", "wpk_test", "--text", "hello")
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	want := map[string]any{"recipient": user, "type": "text", "text": map[string]any{"body": "hello"}}
+	if len(api.messages) != 1 {
+		t.Fatalf("%d messages, want 1", len(api.messages))
+	}
+	if diff := cmp.Diff(want, api.messages[0]); diff != "" {
+		t.Errorf("message body (-want, +got):\n%s", diff)
+	}
+	if _, _, err := cli(t, "send", "--tenant", "sunrise-bus", "--api-url", srv.URL, "--api-key", "wpk_test", "--text", "hi"); exitCode(err) != 2 ||
+		!strings.Contains(err.Error(), "--to or --recipient") {
+		t.Errorf("send with neither: %v, want a usage error naming both", err)
+	}
+}

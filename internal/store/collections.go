@@ -48,12 +48,13 @@ func Collections() []string {
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,
-// their routing index, the members who joined by invite, the monthly usage counters and their
-// shards, the API keys (revoked, not deleted), the console's audit entries, the contacts'
-// marketing preferences and what the template webhooks said.
+// their routing index, the members who joined by invite, the tenants' contacts and their
+// aliases (deleted with their tenant), the monthly usage counters and their shards, the API keys
+// (revoked, not deleted), the console's audit entries, the contacts' marketing preferences, what
+// the template webhooks said, and the data migrations' markers.
 func DurableCollections() []string {
-	return []string{TenantsCollection, PhoneNumbers, TenantMembers, Usage, UsageShards, APIKeysCollection, AuditCollection,
-		ContactPreferences, TemplatesCollection}
+	return []string{TenantsCollection, PhoneNumbers, TenantMembers, TenantContacts, ContactAliases, Usage, UsageShards, APIKeysCollection,
+		AuditCollection, ContactPreferences, TemplatesCollection, Migrations}
 }
 
 // ExpireAtField is the TTL field of every document.

@@ -1,9 +1,7 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"regexp"
 	"slices"
@@ -15,7 +13,6 @@ import (
 	"cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -79,74 +76,40 @@ func StartOpCounter(t testing.TB, target string) *OpCounter {
 // forward relays every call to conn, counting the reads of the answers and the writes of the
 // commits that succeed.
 func (c *OpCounter) forward(conn *grpc.ClientConn) grpc.StreamHandler {
-	return func(_ any, ss grpc.ServerStream) error {
-		method, _ := grpc.MethodFromServerStream(ss)
-		md, _ := metadata.FromIncomingContext(ss.Context())
-		out := metadata.MD{}
-		for k, v := range md {
-			if !strings.HasPrefix(k, ":") && k != "content-type" && k != "user-agent" && !strings.HasPrefix(k, "grpc-") {
-				out[k] = v
-			}
-		}
-		ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), out))
-		defer cancel()
-		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
-		if err != nil {
-			return err
-		}
-		// The counted methods are unary: their one request is in hand before their answer.
-		var mu sync.Mutex
-		var pending []write
-		c.rpc(method)
-		go func() {
-			for {
-				var m []byte
-				if err := ss.RecvMsg(&m); err != nil {
-					_ = cs.CloseSend()
-					return
-				}
+	// The counted methods are unary: their one request is in hand before their answer. The
+	// writes of a call are counted once its answer shows the commit succeeded.
+	type call struct {
+		mu      sync.Mutex
+		pending []write
+		reads   int
+	}
+	return func(srv any, ss grpc.ServerStream) error {
+		cl := &call{}
+		return relay(conn, relayHooks{
+			onCall: c.rpc,
+			onRequest: func(method string, m []byte) {
 				if ws := writtenDocs(method, m); len(ws) > 0 {
-					mu.Lock()
-					pending = append(pending, ws...)
-					mu.Unlock()
+					cl.mu.Lock()
+					cl.pending = append(cl.pending, ws...)
+					cl.mu.Unlock()
 				}
-				if err := cs.SendMsg(&m); err != nil {
-					return
-				}
-			}
-		}()
-		reads := 0
-		for first := true; ; first = false {
-			var m []byte
-			err := cs.RecvMsg(&m)
-			if first {
-				if h, herr := cs.Header(); herr == nil {
-					_ = ss.SendHeader(h)
-				}
-			}
-			if err == io.EOF {
-				if reads == 0 && strings.HasSuffix(method, "/RunQuery") {
+			},
+			onAnswer: func(method string, m []byte) {
+				cl.mu.Lock()
+				done := cl.pending
+				cl.pending = nil
+				cl.mu.Unlock()
+				c.count(done)
+				n := readsOf(method, m)
+				cl.reads += n
+				c.read(n)
+			},
+			onEnd: func(method string) {
+				if cl.reads == 0 && strings.HasSuffix(method, "/RunQuery") {
 					c.read(1) // a query that returns nothing is billed one read
 				}
-				ss.SetTrailer(cs.Trailer())
-				return nil
-			}
-			if err != nil {
-				ss.SetTrailer(cs.Trailer())
-				return err
-			}
-			mu.Lock()
-			done := pending
-			pending = nil
-			mu.Unlock()
-			c.count(done)
-			n := readsOf(method, m)
-			reads += n
-			c.read(n)
-			if err := ss.SendMsg(&m); err != nil {
-				return err
-			}
-		}
+			},
+		})(srv, ss)
 	}
 }
 

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"runtime"
@@ -17,7 +16,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -161,57 +159,11 @@ func (r *QueryRecorder) Shapes() []RecordedQuery {
 
 // forward relays every call to conn, recording the shapes of the queries it carries.
 func (r *QueryRecorder) forward(conn *grpc.ClientConn) grpc.StreamHandler {
-	return func(_ any, ss grpc.ServerStream) error {
-		method, _ := grpc.MethodFromServerStream(ss)
-		md, _ := metadata.FromIncomingContext(ss.Context())
-		out := metadata.MD{}
-		for k, v := range md {
-			if !strings.HasPrefix(k, ":") && k != "content-type" && k != "user-agent" && !strings.HasPrefix(k, "grpc-") {
-				out[k] = v
-			}
+	return relay(conn, relayHooks{onRequest: func(method string, m []byte) {
+		if shapes := queryShapes(method, m); len(shapes) > 0 {
+			r.record(queryKind(method), shapes)
 		}
-		ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), out))
-		defer cancel()
-		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
-		if err != nil {
-			return err
-		}
-		go func() {
-			for {
-				var m []byte
-				if err := ss.RecvMsg(&m); err != nil {
-					_ = cs.CloseSend()
-					return
-				}
-				if shapes := queryShapes(method, m); len(shapes) > 0 {
-					r.record(queryKind(method), shapes)
-				}
-				if err := cs.SendMsg(&m); err != nil {
-					return
-				}
-			}
-		}()
-		for first := true; ; first = false {
-			var m []byte
-			err := cs.RecvMsg(&m)
-			if first {
-				if h, herr := cs.Header(); herr == nil {
-					_ = ss.SendHeader(h)
-				}
-			}
-			if err == io.EOF {
-				ss.SetTrailer(cs.Trailer())
-				return nil
-			}
-			if err != nil {
-				ss.SetTrailer(cs.Trailer())
-				return err
-			}
-			if err := ss.SendMsg(&m); err != nil {
-				return err
-			}
-		}
-	}
+	}})
 }
 
 // record counts one query of the given shapes (its disjuncts), run by method kind, and looks for
