@@ -266,3 +266,17 @@ func (q Queue) IsLastAttempt(retryCount int) bool {
 	max := q.RetryConfig.MaxAttempts
 	return max > 0 && retryCount+1 >= int(max)
 }
+
+// LongestSendBackoff is the longest wait between two attempts of a send task: the outbound
+// queue's and the tenant queues' max_backoff, whichever is longer. A send record untouched for
+// much longer than this has no live task behind it (package delivery, HeldSweep).
+func (f *QueueFile) LongestSendBackoff() time.Duration {
+	var longest time.Duration
+	if q, ok := f.Queues[OutboundQueueID]; ok {
+		longest = q.RetryConfig.MaxBackoff.Duration
+	}
+	if q, ok := f.Templates[TenantOutboundTemplate]; ok {
+		longest = max(longest, q.RetryConfig.MaxBackoff.Duration)
+	}
+	return longest
+}

@@ -1,6 +1,9 @@
 package tasks
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // ProcessSendPath is the worker route that sends one message from its outbound record alone: a
 // send made through the api service (POST /v1/messages), or a parked send released.
@@ -31,4 +34,12 @@ func SendKey(apiMessageID string) string {
 // for its first task): deterministic, so a request or a release repeated creates no second task.
 func SendTaskID(key string, gen int64) string {
 	return hashID("send", key+"\x00"+strconv.FormatInt(gen, 10)) + "-send"
+}
+
+// SweptSendTaskID is the task id of the send the sweep makes of a record, for why ("held": its
+// wait for an unknown outcome ends; "stranded": its task may be gone) and its state since:
+// deterministic, so the sweeps of the hour that follows make no second task for the same state
+// of the record; a resend, or a record held after a stranded one's task, begins a new one.
+func SweptSendTaskID(key, why string, since time.Time) string {
+	return hashID("swept", key+"\x00"+why+"\x00"+strconv.FormatInt(since.UnixNano(), 10)) + "-swept"
 }

@@ -8,6 +8,8 @@ resource "google_project_service" "api" {
     "cloudkms.googleapis.com",
     # Project IAM grants and the google_project data source go through Resource Manager.
     "cloudresourcemanager.googleapis.com",
+    # The sweep's job (scheduler.tf).
+    "cloudscheduler.googleapis.com",
     "cloudtasks.googleapis.com",
     "cloudtrace.googleapis.com",
     # The VPC and Cloud NAT the api's and the console's egress goes through (network.tf).

@@ -141,6 +141,60 @@ resource "google_firestore_index" "outbound_latency" {
   }
 }
 
+# The evidence that Meta never took a send of unknown outcome (internal/store
+# Outbound.StatusSeenAfter): a status reached a later send from the same number.
+resource "google_firestore_index" "outbound_status_evidence" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "outbound_messages"
+
+  fields {
+    field_path = "phone_number_id"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "delivery_status"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "sending_since"
+    order      = "ASCENDING"
+  }
+}
+
+# The sends whose task may be gone (killed on its last attempt mid-send), for the sweep
+# (Outbound.StrandedSends); the pending ones use outbound_updated_since.
+resource "google_firestore_index" "outbound_state_since" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "outbound_messages"
+
+  fields {
+    field_path = "state"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "sending_since"
+    order      = "ASCENDING"
+  }
+}
+
+# The sends of unknown outcome held on their record, for the sweep (Outbound.HeldUnknown).
+resource "google_firestore_index" "outbound_held" {
+  project    = var.project_id
+  database   = google_firestore_database.database.name
+  collection = "outbound_messages"
+
+  fields {
+    field_path = "outcome_held"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "held_until"
+    order      = "ASCENDING"
+  }
+}
+
 # A conversation's inbox (internal/store ConversationStore.NextInbox): its messages still in the
 # inbox, those whose turn is done but whose replies are unsent first, then by Meta timestamp and
 # arrival.
@@ -170,6 +224,10 @@ resource "google_firestore_index" "conversation_inbox" {
     order      = "ASCENDING"
   }
 }
+
+# The sweep's stranded conversations (ConversationStore.Stranded, internal/sweep): a range on
+# lease.expires_at alone, which Firestore's automatic single-field index serves, so no resource
+# here; a google_firestore_field that switched that index off would break the sweep.
 
 # A conversation's messages in order (ConversationStore.Messages).
 resource "google_firestore_index" "conversation_messages" {

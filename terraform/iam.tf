@@ -1,5 +1,6 @@
-# One identity per service, one for the OIDC tokens Cloud Tasks attaches, one for Cloud Build's
-# deploys. Grants are on the resource they concern; the only project-wide ones are listed in
+# One identity per service, one invoker per service that creates tasks (the OIDC tokens Cloud
+# Tasks attaches), the scheduler's (scheduler.tf), one for Cloud Build's deploys. Grants are on
+# the resource they concern; the only project-wide ones are listed in
 # local.runtime_project_roles, with the reason.
 
 resource "google_service_account" "webhook" {
@@ -29,15 +30,29 @@ resource "google_service_account" "api" {
   depends_on = [google_project_service.api["iam.googleapis.com"]]
 }
 
-# Cloud Tasks mints OIDC tokens for this account on every task (TASKS_SERVICE_ACCOUNT_EMAIL); it is
-# the only identity that may invoke the worker, and it can do nothing else.
-resource "google_service_account" "tasks_invoker" {
-  project      = var.project_id
-  account_id   = "${var.name_prefix}-invoker"
-  display_name = "wapipe Cloud Tasks invoker"
-  description  = "Identity of the OIDC tokens Cloud Tasks attaches to wapipe's tasks; may only invoke the worker."
+# Each service that creates tasks for the worker does so as its own invoker account
+# (TASKS_SERVICE_ACCOUNT_EMAIL): Cloud Tasks mints an OIDC token for it on each of its tasks, and
+# the worker admits that account only on the routes tasks.Routes gives the service
+# (ROUTE_CALLERS, below), so code running as the api cannot post Meta events to process_inbound.
+# Each may only invoke the worker, and only its own service may act as it.
+resource "google_service_account" "invoker" {
+  for_each = toset(local.enqueuers)
+
+  project = var.project_id
+  # The worker's keeps the id of the former single invoker (moved below), whose tokens the tasks
+  # queued before the split still carry.
+  account_id   = each.key == "worker" ? "${var.name_prefix}-invoker" : "${var.name_prefix}-inv-${each.key}"
+  display_name = "wapipe ${each.key} task invoker"
+  description  = "Identity of the OIDC tokens on the tasks the ${each.key} creates; may only invoke the worker, on the ${each.key}'s routes."
 
   depends_on = [google_project_service.api["iam.googleapis.com"]]
+}
+
+# The single invoker every enqueuer used is the worker's now: the same account, so a deployment
+# keeps it (and its tasks in flight) across the apply; the others are new accounts.
+moved {
+  from = google_service_account.tasks_invoker
+  to   = google_service_account.invoker["worker"]
 }
 
 # The operators' console: reads every collection, writes its audit entries and the operators'
@@ -62,6 +77,57 @@ resource "google_service_account" "deployer" {
 }
 
 locals {
+  # The services that create tasks for the worker, each as its own invoker.
+  enqueuers = ["webhook", "api", "console", "worker"]
+
+  # ROUTE_CALLERS, route by route of tasks.Routes (tasks/routes.go): a task route admits the
+  # invoker accounts of the services that enqueue it, a tenant route (and health) the own
+  # accounts of the services that call it directly, the sweep the scheduler's.
+  # terraform/routes_test.go checks this against the Go table.
+  route_callers = {
+    "/internal/process_inbound"  = [google_service_account.invoker["webhook"].email]
+    "/internal/process_outbound" = [google_service_account.invoker["worker"].email]
+    "/internal/process_action"   = [google_service_account.invoker["worker"].email]
+    "/internal/process_send" = [
+      google_service_account.invoker["api"].email,
+      google_service_account.invoker["console"].email,
+      google_service_account.invoker["worker"].email,
+    ]
+    "/internal/health"                               = [google_service_account.console.email]
+    "/internal/sweep"                                = [google_service_account.scheduler.email]
+    "/internal/tenants/{tenant_id}/media/{media_id}" = [google_service_account.console.email]
+    "/internal/tenants/{tenant_id}/media"            = [google_service_account.api.email]
+    "/internal/tenants/{tenant_id}/templates"        = [google_service_account.api.email]
+    "/internal/tenants/{tenant_id}/templates/{name}" = [google_service_account.api.email]
+  }
+
+  # REPLAY_INVOKERS (the console's): a replay of a task route's dead letter acts as the route's
+  # own enqueuer, the one ROUTE_CALLERS admits there; the console's own on process_send
+  # (tasks.ReplayInvokersOf; terraform/routes_test.go checks they agree).
+  replay_invokers = {
+    "/internal/process_inbound"  = google_service_account.invoker["webhook"].email
+    "/internal/process_outbound" = google_service_account.invoker["worker"].email
+    "/internal/process_action"   = google_service_account.invoker["worker"].email
+    "/internal/process_send"     = google_service_account.invoker["console"].email
+  }
+
+  # What the worker is given: during the split of the single invoker (var.admit_previous_invoker)
+  # the former account, now the worker's, is admitted on every task route too, so that the tasks
+  # queued before the apply, which carry it, still run.
+  route_callers_deployed = {
+    for path, emails in local.route_callers : path => (
+      var.admit_previous_invoker && startswith(path, "/internal/process_")
+      ? distinct(concat(emails, [google_service_account.invoker["worker"].email]))
+      : emails
+    )
+  }
+
+  # The accounts whose tokens invoke the worker from Cloud Tasks and Cloud Scheduler.
+  worker_token_invokers = merge(
+    { for service, sa in google_service_account.invoker : service => sa.email },
+    { scheduler = google_service_account.scheduler.email },
+  )
+
   # Project-level roles of the runtime accounts, because nothing narrower exists: logs and traces
   # belong to the project.
   runtime_project_roles = merge([
@@ -162,26 +228,46 @@ resource "google_cloud_tasks_queue_iam_member" "console_replays" {
   member   = "serviceAccount:${google_service_account.console.email}"
 }
 
-# Creating a task that carries an OIDC token for the invoker account requires actAs on it
-# (iam.serviceAccounts.actAs), so both enqueuers are users of that one account. The Cloud Tasks
-# service agent mints the tokens with the role Google grants it when the API is enabled.
+# Creating a task that carries an OIDC token for an invoker account requires actAs on it
+# (iam.serviceAccounts.actAs), so each enqueuer is a user of its own invoker and of no other's.
+# actAs lets it name the account on a task, not sign for it: only the Cloud Tasks service agent
+# mints the tokens, with the role Google grants it when the API is enabled.
 resource "google_service_account_iam_member" "enqueuer_acts_as_invoker" {
   for_each = local.runtime_service_accounts
 
-  service_account_id = google_service_account.tasks_invoker.name
+  service_account_id = google_service_account.invoker[each.key].name
   role               = "roles/iam.serviceAccountUser"
   member             = "serviceAccount:${each.value}"
 }
 
-# The worker is invoked by the invoker account (tasks) and, for its tenant routes, by the api's
-# and the console's accounts (Graph calls with a tenant's token, which they cannot open), and
-# nothing else: no allUsers, no allAuthenticatedUsers, no project-level run.invoker anywhere.
+# The console replays dead letters (an operator's choice, audited) as the route's own enqueuer:
+# it may also act as the webhook's and the worker's invokers, for their routes' replays
+# (REPLAY_INVOKERS). The worker's check keeps each replay to the route its account may call.
+resource "google_service_account_iam_member" "console_replays_as" {
+  for_each = toset(["webhook", "worker"])
+
+  service_account_id = google_service_account.invoker[each.key].name
+  role               = "roles/iam.serviceAccountUser"
+  member             = "serviceAccount:${google_service_account.console.email}"
+}
+
+# The worker is invoked by the invokers (tasks) and the scheduler (the sweep) and, for its tenant
+# routes, by the api's and the console's accounts (Graph calls with a tenant's token, which they
+# cannot open), and nothing else: no allUsers, no allAuthenticatedUsers, no project-level
+# run.invoker anywhere. Which route each may call is the worker's check (ROUTE_CALLERS).
 resource "google_cloud_run_v2_service_iam_member" "worker_invoker" {
+  for_each = local.worker_token_invokers
+
   project  = var.project_id
   location = google_cloud_run_v2_service.worker.location
   name     = google_cloud_run_v2_service.worker.name
   role     = "roles/run.invoker"
-  member   = "serviceAccount:${google_service_account.tasks_invoker.email}"
+  member   = "serviceAccount:${each.value}"
+}
+
+moved {
+  from = google_cloud_run_v2_service_iam_member.worker_invoker
+  to   = google_cloud_run_v2_service_iam_member.worker_invoker["worker"]
 }
 
 resource "google_cloud_run_v2_service_iam_member" "worker_invoker_api" {

@@ -97,8 +97,8 @@ func TestPublicServicesCannotReadTenantSecrets(t *testing.T) {
 				t.Errorf("%s holds %s on %s (%s): a public service must not read tenant secrets", public, g.role, g.target, g.addr)
 			}
 			if g.role == "roles/iam.serviceAccountUser" || g.role == "roles/iam.serviceAccountTokenCreator" {
-				if g.target != "google_service_account.tasks_invoker.name" {
-					t.Errorf("%s may act as %s (%s): only the tasks invoker, which holds no key", public, g.target, g.addr)
+				if own := `google_service_account.invoker["` + public + `"].name`; g.target != own {
+					t.Errorf("%s may act as %s (%s): only as its own task invoker, which holds no key", public, g.target, g.addr)
 				}
 			}
 		}
@@ -114,7 +114,6 @@ func TestGrantsPerIdentity(t *testing.T) {
 		project      = "project"
 		tenantKey    = "google_kms_crypto_key.tenant_secrets.id"
 		stateKey     = "google_kms_crypto_key.connect_states.id"
-		invoker      = "google_service_account.tasks_invoker.name"
 		inbound      = `google_cloud_tasks_queue.queue["wa-inbound"].name`
 		outbound     = `google_cloud_tasks_queue.queue["wa-outbound"].name`
 		tenantQueues = `project if resource.name.startsWith("projects/project/locations/var.tasks_location/queues/wa-out-")`
@@ -122,23 +121,28 @@ func TestGrantsPerIdentity(t *testing.T) {
 		inboundDB    = `resource.name == "projects/project/databases/google_firestore_database.inbound.name"`
 	)
 	secret := func(env string) string { return `google_secret_manager_secret.secret["` + env + `"].secret_id` }
-	// Every runtime service writes logs and traces.
+	// Every runtime service writes logs and traces, and its tasks carry an OIDC token of its own
+	// invoker account, and of no other's (routes_test.go).
 	runtime := []string{
 		"roles/logging.logWriter on " + project,
 		"roles/cloudtrace.agent on " + project,
-		// Every task carries an OIDC token of the invoker account.
-		"roles/iam.serviceAccountUser on " + invoker,
 		"roles/secretmanager.secretAccessor on " + secret("INTERNAL_TASK_TOKEN"),
 		"roles/secretmanager.secretAccessor on " + secret("LOG_HASH_KEY"),
 	}
+	actsAsOwnInvoker := func(service string) string {
+		return `roles/iam.serviceAccountUser on google_service_account.invoker["` + service + `"].name`
+	}
+	// The invokers and the scheduler may invoke the worker; its check (ROUTE_CALLERS) says on
+	// which routes.
+	invokesWorker := []string{"roles/run.invoker on google_cloud_run_v2_service.worker.name"}
 	want := map[string][]string{
-		"webhook": append(slices.Clone(runtime),
+		"webhook": append(slices.Clone(runtime), actsAsOwnInvoker("webhook"),
 			"roles/datastore.user on "+project+" if "+inboundDB, // its markers and payloads, nothing else
 			"roles/cloudtasks.enqueuer on "+inbound,
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_APP_SECRET"),
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_VERIFY_TOKEN"),
 		),
-		"worker": append(slices.Clone(runtime),
+		"worker": append(slices.Clone(runtime), actsAsOwnInvoker("worker"),
 			"roles/datastore.user on "+project+" if "+mainDB+" || "+inboundDB, // reads payloads
 			"roles/aiplatform.user on "+project,                               // the assistant's Gemini calls
 			"roles/cloudtasks.enqueuer on "+outbound,
@@ -149,7 +153,7 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_ACCESS_TOKEN"),
 			"roles/cloudkms.cryptoKeyDecrypter on "+tenantKey, // sends with tenants' tokens, signs actions
 		),
-		"api": append(slices.Clone(runtime),
+		"api": append(slices.Clone(runtime), actsAsOwnInvoker("api"),
 			"roles/datastore.user on "+project+" if "+mainDB,                       // never the webhook's data
 			"roles/cloudtasks.enqueuer on "+tenantQueues,                           // POST /v1/messages
 			"roles/secretmanager.secretAccessor on "+secret("WHATSAPP_APP_SECRET"), // code exchange
@@ -157,7 +161,9 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/cloudkms.cryptoKeyEncrypterDecrypter on "+stateKey,              // opens connect states
 			"roles/run.invoker on google_cloud_run_v2_service.worker.name",         // media uploads, templates
 		),
-		"console": append(slices.Clone(runtime),
+		"console": append(slices.Clone(runtime), actsAsOwnInvoker("console"),
+			// Its replays act as the route's own enqueuer (REPLAY_INVOKERS).
+			actsAsOwnInvoker("webhook"), actsAsOwnInvoker("worker"),
 			"roles/datastore.user on "+project+" if "+mainDB+" || "+inboundDB, // inspects markers
 			"roles/cloudtasks.viewer on "+inbound,
 			"roles/cloudtasks.viewer on "+outbound,
@@ -175,7 +181,11 @@ func TestGrantsPerIdentity(t *testing.T) {
 			"roles/cloudkms.cryptoKeyEncrypter on " + tenantKey,
 			"roles/cloudkms.cryptoKeyEncrypter on " + stateKey,
 		},
-		"tasks_invoker": {"roles/run.invoker on google_cloud_run_v2_service.worker.name"},
+		`invoker["webhook"]`: invokesWorker,
+		`invoker["api"]`:     invokesWorker,
+		`invoker["console"]`: invokesWorker,
+		`invoker["worker"]`:  invokesWorker,
+		"scheduler":          invokesWorker,
 		// Meta and businesses call the public services without Google credentials.
 		"allUsers": {
 			"roles/run.invoker on google_cloud_run_v2_service.webhook.name",

@@ -29,13 +29,15 @@ output "tasks_location" {
 }
 
 output "service_accounts" {
-  description = "Service account emails: the runtime identities (webhook, worker, console), the Cloud Tasks OIDC invoker, and the Cloud Build deployer."
+  description = "Service account emails: the runtime identities (webhook, worker, api, console), each enqueuer's task invoker (invokers, by service: TASKS_SERVICE_ACCOUNT_EMAIL), the sweep's scheduler, and the Cloud Build deployer."
   value = {
-    webhook       = google_service_account.webhook.email
-    worker        = google_service_account.worker.email
-    console       = google_service_account.console.email
-    tasks_invoker = google_service_account.tasks_invoker.email
-    deployer      = google_service_account.deployer.email
+    webhook   = google_service_account.webhook.email
+    worker    = google_service_account.worker.email
+    api       = google_service_account.api.email
+    console   = google_service_account.console.email
+    invokers  = { for service, sa in google_service_account.invoker : service => sa.email }
+    scheduler = google_service_account.scheduler.email
+    deployer  = google_service_account.deployer.email
   }
 }
 

@@ -2,7 +2,8 @@
 # their configuration; Cloud Build owns which image and revision serve (cloudbuild.yaml), hence the
 # ignore_changes on image, traffic and the client fields gcloud stamps.
 
-# The worker: private, invoked only by Cloud Tasks.
+# The worker: private, invoked by Cloud Tasks, Cloud Scheduler (the sweep) and, on its tenant
+# routes, the api and the console.
 #
 # Ingress is INGRESS_TRAFFIC_INTERNAL_ONLY ("internal + IAM" in the contract). Cloud Tasks delivers
 # over the worker's public run.app URL, and Cloud Run counts requests from Cloud Tasks in the same
@@ -13,8 +14,8 @@
 # (a run.app URL). The api and the console call the worker's tenant routes (Graph calls that need
 # a tenant's token, which only the worker can open) through the VPC (network.tf), which is what
 # makes a call from another Cloud Run service internal. On top of ingress: IAM (run.invoker for the
-# invoker account, the api's and the console's), and in the code X-Internal-Token and the verified
-# token's account, per route (tasks: the invoker; tenant routes: INTERNAL_CALLERS).
+# invokers, the scheduler's, the api's and the console's accounts), and in the code X-Internal-Token
+# (but on the sweep), the verified token's account per route (ROUTE_CALLERS) and a task's queue.
 resource "google_cloud_run_v2_service" "worker" {
   project             = var.project_id
   name                = local.worker_service_name
@@ -88,13 +89,16 @@ resource "google_cloud_run_v2_service" "worker" {
         value = local.worker_url
       }
       env {
+        # The worker's own invoker: the tasks it creates (replies, actions, notices) carry it.
         name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
-        value = google_service_account.tasks_invoker.email
+        value = google_service_account.invoker["worker"].email
       }
       env {
-        # The accounts whose ID tokens may call the tenant routes (/internal/tenants/…).
-        name  = "INTERNAL_CALLERS"
-        value = "${google_service_account.api.email},${google_service_account.console.email}"
+        # Who may call each route (tasks.Routes), written from the table (iam.tf): each
+        # enqueuer's invoker on its task routes, the api's and the console's accounts on their
+        # tenant routes, the scheduler's on the sweep. It replaces INTERNAL_CALLERS.
+        name  = "ROUTE_CALLERS"
+        value = jsonencode(local.route_callers_deployed)
       }
       env {
         # Cloud Run requires IAM on this service: it verifies each task's OIDC token itself and
@@ -160,13 +164,16 @@ resource "google_cloud_run_v2_service" "worker" {
         }
       }
 
+      # Startup-only: 503 until the warm-up has opened and exercised the service's clients
+      # (Firestore, Cloud Tasks, KMS), so no request pays the connection set-up. Up to Cloud
+      # Run's cap of 240 s (period x threshold) for the warm-up's retries.
       startup_probe {
         http_get {
-          path = "/healthz"
+          path = "/startupz"
         }
         period_seconds    = 2
         timeout_seconds   = 1
-        failure_threshold = 15
+        failure_threshold = 120
       }
 
       liveness_probe {
@@ -267,8 +274,9 @@ resource "google_cloud_run_v2_service" "webhook" {
         value = local.worker_url
       }
       env {
+        # Its own invoker (iam.tf): the worker admits it only on the webhook's routes.
         name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
-        value = google_service_account.tasks_invoker.email
+        value = google_service_account.invoker["webhook"].email
       }
       env {
         name  = "DEDUPE_TTL"
@@ -319,13 +327,16 @@ resource "google_cloud_run_v2_service" "webhook" {
         }
       }
 
+      # Startup-only: 503 until the warm-up has opened and exercised the service's clients
+      # (Firestore, Cloud Tasks, KMS), so no request pays the connection set-up. Up to Cloud
+      # Run's cap of 240 s (period x threshold) for the warm-up's retries.
       startup_probe {
         http_get {
-          path = "/healthz"
+          path = "/startupz"
         }
         period_seconds    = 2
         timeout_seconds   = 1
-        failure_threshold = 15
+        failure_threshold = 120
       }
 
       liveness_probe {
@@ -432,8 +443,9 @@ resource "google_cloud_run_v2_service" "api" {
         value = local.worker_url
       }
       env {
+        # Its own invoker (iam.tf): the worker admits it only on the api's routes.
         name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
-        value = google_service_account.tasks_invoker.email
+        value = google_service_account.invoker["api"].email
       }
       env {
         name  = "GRAPH_API_BASE_URL"
@@ -501,13 +513,16 @@ resource "google_cloud_run_v2_service" "api" {
         }
       }
 
+      # Startup-only: 503 until the warm-up has opened and exercised the service's clients
+      # (Firestore, Cloud Tasks, KMS), so no request pays the connection set-up. Up to Cloud
+      # Run's cap of 240 s (period x threshold) for the warm-up's retries.
       startup_probe {
         http_get {
-          path = "/healthz"
+          path = "/startupz"
         }
         period_seconds    = 2
         timeout_seconds   = 1
-        failure_threshold = 15
+        failure_threshold = 120
       }
 
       liveness_probe {
@@ -652,8 +667,14 @@ resource "google_cloud_run_v2_service" "console" {
         value = local.worker_url
       }
       env {
+        # Its own invoker (iam.tf): the worker admits it only on the console's routes.
         name  = "TASKS_SERVICE_ACCOUNT_EMAIL"
-        value = google_service_account.tasks_invoker.email
+        value = google_service_account.invoker["console"].email
+      }
+      env {
+        # A replay acts as the route's own enqueuer (iam.tf, local.replay_invokers).
+        name  = "REPLAY_INVOKERS"
+        value = jsonencode(local.replay_invokers)
       }
       env {
         name  = "LOG_LEVEL"
@@ -682,13 +703,16 @@ resource "google_cloud_run_v2_service" "console" {
         }
       }
 
+      # Startup-only: 503 until the warm-up has opened and exercised the service's clients
+      # (Firestore, Cloud Tasks, KMS), so no request pays the connection set-up. Up to Cloud
+      # Run's cap of 240 s (period x threshold) for the warm-up's retries.
       startup_probe {
         http_get {
-          path = "/healthz"
+          path = "/startupz"
         }
         period_seconds    = 2
         timeout_seconds   = 1
-        failure_threshold = 15
+        failure_threshold = 120
       }
 
       liveness_probe {

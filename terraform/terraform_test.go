@@ -289,7 +289,7 @@ func TestServiceEnvironment(t *testing.T) {
 		{
 			service:  "worker",
 			config:   worker.Config{},
-			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "INTERNAL_CALLERS"},
+			contract: []string{"APP_ENV", "FIRESTORE_DATABASE", "INBOUND_FIRESTORE_DATABASE", "TASKS_SERVICE_ACCOUNT_EMAIL", "INBOUND_TASK_QUEUE_NAME", "OUTBOUND_TASK_QUEUE_NAME", "GRAPH_API_BASE_URL", "KMS_KEY_NAME", "ROUTE_CALLERS"},
 		},
 		{
 			service:  "api",
@@ -343,9 +343,7 @@ func TestServiceEnvironment(t *testing.T) {
 			if got := m.text(attrExpr(env["INTERNAL_TASK_BASE_URL"].Body, "value")); got != "local.worker_url" {
 				t.Errorf("%s: INTERNAL_TASK_BASE_URL = %s, want local.worker_url", addr, got)
 			}
-			if got := m.text(attrExpr(env["TASKS_SERVICE_ACCOUNT_EMAIL"].Body, "value")); got != "google_service_account.tasks_invoker.email" {
-				t.Errorf("%s: TASKS_SERVICE_ACCOUNT_EMAIL = %s, want google_service_account.tasks_invoker.email", addr, got)
-			}
+			// TASKS_SERVICE_ACCOUNT_EMAIL: each enqueuer's own invoker (routes_test.go).
 		})
 	}
 
@@ -383,6 +381,7 @@ func TestWorkerTrustsCloudRunsIAMCheck(t *testing.T) {
 		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
 		"LOG_HASH_KEY":                "0123456789abcdef0123456789abcdef-log-key",
 		"TASKS_SERVICE_ACCOUNT_EMAIL": invoker,
+		"ROUTE_CALLERS":               routeCallersJSON(t, func(tasks.Caller, tasks.Via) string { return invoker }),
 		"WHATSAPP_ACCESS_TOKEN":       "EAAG-test",
 		"KMS_KEY_NAME":                "projects/p/locations/us-central1/keyRings/wapipe/cryptoKeys/tenant-secrets",
 		"OIDC_VERIFIED_BY_PLATFORM":   value,
@@ -428,17 +427,7 @@ func TestServiceContainers(t *testing.T) {
 				t.Errorf("cmd/%s: %v", service, err)
 			}
 
-			for _, probe := range []string{"startup_probe", "liveness_probe"} {
-				var path string
-				if p := childBlocks(c.Body, probe); len(p) == 1 {
-					if g := childBlocks(p[0].Body, "http_get"); len(g) == 1 {
-						path, _ = literalString(attrExpr(g[0].Body, "path"))
-					}
-				}
-				if path != "/healthz" {
-					t.Errorf("%s: want a %s with http_get on /healthz", addr, probe)
-				}
-			}
+			// The probes' paths: TestProbes (probes_test.go).
 
 			template := childBlocks(r.Body, "template")[0]
 			for _, want := range []string{"max_instance_request_concurrency", "service_account"} {
@@ -571,7 +560,9 @@ func TestWorkerIsPrivate(t *testing.T) {
 		}
 	}
 
-	const invoker = `"serviceAccount:${google_service_account.tasks_invoker.email}"`
+	// The enqueuers' invokers and the scheduler, in one grant over local.worker_token_invokers
+	// (routes_test.go checks whose accounts those are).
+	const invoker, invokersLocal = `"serviceAccount:${each.value}"`, "local.worker_token_invokers"
 	// The api and the console call the worker's tenant routes (the worker admits them there only).
 	internalCallers := []string{`"serviceAccount:${google_service_account.api.email}"`, `"serviceAccount:${google_service_account.console.email}"`}
 	public := []string{`"allUsers"`, `"allAuthenticatedUsers"`}
@@ -596,8 +587,9 @@ func TestWorkerIsPrivate(t *testing.T) {
 					case target == services["console"] && slices.Contains(public, member):
 						t.Errorf("%s: makes the console public (%s)", addr, member)
 					case target == services["worker"] && role == "roles/run.invoker":
-						if member != invoker && !slices.Contains(internalCallers, member) {
-							t.Errorf("%s: grants run.invoker on the worker to %s; only the Cloud Tasks invoker, the api and the console may", addr, member)
+						byInvokers := member == invoker && m.text(attrExpr(r.Body, "for_each")) == invokersLocal
+						if !byInvokers && !slices.Contains(internalCallers, member) {
+							t.Errorf("%s: grants run.invoker on the worker to %s; only the task invokers, the scheduler, the api and the console may", addr, member)
 						}
 						workerInvokers = append(workerInvokers, member)
 					case target == services["webhook"] && role == "roles/run.invoker" && member == `"allUsers"`:

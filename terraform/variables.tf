@@ -327,3 +327,9 @@ variable "run_egress_cidr" {
     error_message = "run_egress_cidr must be an IPv4 CIDR range of /26 or larger."
   }
 }
+
+variable "admit_previous_invoker" {
+  description = "true only for the first apply on a deployment made before each enqueuer had its own invoker account: the worker also admits the former single invoker (now the worker's) on every task route, so the tasks queued before the apply still run. Set it back to false once no task in the queues is older than that apply (wapipe health: every queue's oldest task)."
+  type        = bool
+  default     = false
+}

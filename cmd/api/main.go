@@ -7,16 +7,20 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/api"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/workerclient"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 func main() { service.Main("api", &api.Config{}, realMain) }
 
 func realMain(ctx context.Context, cfg *api.Config) error {
 	// Tenant secrets and connect states have a key each (KMS_KEY_NAME, CONNECT_STATE_KMS_KEY_NAME):
-	// this public service may open states but only seal tokens.
-	c, cleanup, err := service.Start(ctx, service.Options{Name: "api", Base: &cfg.Base, Tasks: true, Keeper: cfg.OpenKeeper})
+	// this public service may open states but only seal tokens. Its sends go to the tenants'
+	// queues, which share the outbound queue's connection.
+	c, cleanup, err := service.Start(ctx, service.Options{Name: "api", Base: &cfg.Base, Tasks: true, Keeper: cfg.OpenKeeper,
+		WarmQueue: tasks.OutboundQueueID, WarmSeal: []string{secrets.PurposeAccessToken, secrets.PurposeConnectState}})
 	if err != nil {
 		return err
 	}
@@ -30,7 +34,7 @@ func realMain(ctx context.Context, cfg *api.Config) error {
 	if deps.Worker, err = workerclient.New(ctx, cfg.Base); err != nil {
 		return err
 	}
-	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
-	// the clients and flushes the traces.
-	return service.Serve(ctx, cfg.Port, api.NewServer(cfg, deps).Routes(), c.Logger)
+	// Serve answers the startup probe once the clients are warm, returns once ctx has ended and
+	// in-flight requests have drained; cleanup then closes the clients and flushes the traces.
+	return c.Serve(ctx, cfg.Port, api.NewServer(cfg, deps).Routes())
 }

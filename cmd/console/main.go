@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/console"
+	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/workerclient"
 )
@@ -16,10 +17,11 @@ import (
 func main() { service.Main("console", &console.Config{}, realMain) }
 
 func realMain(ctx context.Context, cfg *console.Config) error {
-	opts := service.Options{Name: "console", Base: &cfg.Base, Tasks: true, Admin: true, InboundDatabase: true}
+	opts := service.Options{Name: "console", Base: &cfg.Base, Tasks: true, Admin: true, InboundDatabase: true,
+		WarmQueue: cfg.OutboundQueue}
 	// The keeper seals Reconnect's Embedded Signup links; without PUBLIC_BASE_URL there are none.
 	if cfg.PublicBaseURL != "" {
-		opts.Keeper = cfg.OpenKeeper
+		opts.Keeper, opts.WarmSeal = cfg.OpenKeeper, []string{secrets.PurposeConnectState}
 	}
 	c, cleanup, err := service.Start(ctx, opts)
 	if err != nil {
@@ -35,7 +37,7 @@ func realMain(ctx context.Context, cfg *console.Config) error {
 	}
 	c.Logger.Info("console configured", "event", "config_loaded", "app_env", cfg.AppEnv, "iap", cfg.IAPAudience != "",
 		"oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform, "cloud_run_service", cfg.Service, "hosts", cfg.Hosts)
-	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
-	// the clients and flushes the traces.
-	return service.Serve(ctx, cfg.Port, console.NewServer(deps).Routes(), c.Logger)
+	// Serve answers the startup probe once the clients are warm, returns once ctx has ended and
+	// in-flight requests have drained; cleanup then closes the clients and flushes the traces.
+	return c.Serve(ctx, cfg.Port, console.NewServer(deps).Routes())
 }

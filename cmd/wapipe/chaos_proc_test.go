@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	wapipeservice "github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -85,10 +86,21 @@ type service struct {
 	exit  chan struct{}
 	kills atomic.Int64
 	runs  int
+	// restarting makes the run's two killers (random, last attempts) take turns.
+	restarting sync.Mutex
 }
 
-// start runs the service and waits until it answers /healthz; it fails the test when the
-// process ends or does not answer within 30 s.
+// restart kills the service and starts it again, one restart at a time.
+func (s *service) restart() {
+	s.restarting.Lock()
+	defer s.restarting.Unlock()
+	s.kill()
+	s.start()
+}
+
+// start runs the service and waits until its startup probe (StartupPath) answers 200, as Cloud
+// Run does before it sends traffic; it fails the test when the process ends or does not report
+// ready within 30 s.
 func (s *service) start() {
 	s.mu.Lock()
 	s.runs++
@@ -111,7 +123,7 @@ func (s *service) start() {
 	s.cmd, s.exit = cmd, exit
 	s.mu.Unlock()
 	go func() { _ = cmd.Wait(); logf.Close(); close(exit) }()
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.port)
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", s.port, wapipeservice.StartupPath)
 	client := &http.Client{Timeout: time.Second}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if resp, err := client.Get(url); err == nil {
@@ -127,7 +139,7 @@ func (s *service) start() {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	s.t.Errorf("%s did not answer /healthz within 30 s", s.name)
+	s.t.Errorf("%s did not report ready (%s) within 30 s", s.name, wapipeservice.StartupPath)
 }
 
 // kill sends SIGKILL and waits until the process is gone.

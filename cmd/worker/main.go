@@ -14,7 +14,7 @@ func main() { service.Main("worker", &worker.Config{}, realMain) }
 
 func realMain(ctx context.Context, cfg *worker.Config) error {
 	c, cleanup, err := service.Start(ctx, service.Options{Name: "worker", Base: &cfg.Base, Tasks: true, Admin: true,
-		InboundDatabase: true, Keeper: service.Keeper(cfg.Secrets())})
+		InboundDatabase: true, Keeper: service.Keeper(cfg.Secrets()), WarmQueue: cfg.OutboundQueue})
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func realMain(ctx context.Context, cfg *worker.Config) error {
 	// Out-of-band payloads are in the webhook's database.
 	deps.Payloads = store.NewPayloads(c.InboundDB, 0)
 	srv := worker.NewServer(cfg, deps)
-	// Serve returns once ctx has ended and in-flight requests have drained; cleanup then closes
-	// the clients and flushes the traces.
-	return service.Serve(ctx, cfg.Port, srv.Routes(), c.Logger)
+	// Serve answers the startup probe once the clients are warm, returns once ctx has ended and
+	// in-flight requests have drained; cleanup then closes the clients and flushes the traces.
+	return c.Serve(ctx, cfg.Port, srv.Routes())
 }

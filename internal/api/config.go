@@ -8,6 +8,7 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 // DefaultFacebookDialogURL is Meta's OAuth dialog, where Embedded Signup starts.
@@ -35,23 +36,25 @@ type Config struct {
 	PublicBaseURL     string `env:"PUBLIC_BASE_URL"`
 	AppSecret         string `env:"WHATSAPP_APP_SECRET"`
 	FacebookDialogURL string `env:"FACEBOOK_DIALOG_URL"`
-	// Rate limits, per instance: requests a second and burst per client address (before the
-	// API key is looked up, so unknown keys cost no read past it) and per API key (after
-	// authentication). 0 means the default.
+	// Rate limits, per instance: requests a second and burst per client address, counting only
+	// requests without a valid API key (an address over it is refused before its next key
+	// lookup, so guessed keys cost no read past it), and per API key (after authentication;
+	// a tenant's file may set its own, limits.api). 0 means the default.
 	AddressRate  float64 `env:"API_RATE_PER_ADDRESS, default=20"`
 	AddressBurst int     `env:"API_BURST_PER_ADDRESS, default=40"`
 	KeyRate      float64 `env:"API_RATE_PER_KEY, default=50"`
-	KeyBurst     int     `env:"API_BURST_PER_KEY, default=100"`
+	KeyBurst     int     `env:"API_BURST_PER_KEY, default=1000"`
 }
 
-// Defaults of the rate limits: a business's server sending a campaign is held by its key's
-// limit (50 a second, Meta's own default throughput per number is 80), and one address may
-// not cost more than 20 key lookups a second.
+// Defaults of the rate limits: a business's server may post a campaign of 1,000 sends at once
+// (its send queue paces them to Meta afterwards) and then 50 a second (Meta's own default
+// throughput per number is 80); one address may not cost more than 20 failed key lookups a
+// second.
 const (
 	DefaultAddressRate  = 20
 	DefaultAddressBurst = 40
 	DefaultKeyRate      = 50
-	DefaultKeyBurst     = 100
+	DefaultKeyBurst     = 1000
 )
 
 // SetDefaults fills the Graph API URLs left empty and the rate limits a config built by hand
@@ -118,6 +121,8 @@ func (c *Config) Validate() error {
 	if err := c.StateSecrets().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	// Its sends (process_send) carry its own invoker's token.
+	errs = append(errs, tasks.CheckInvoker(c.TasksServiceAccountEmail, c.IsDev()))
 	return errors.Join(errs...)
 }
 

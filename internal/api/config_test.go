@@ -40,9 +40,10 @@ func TestRateLimitConfig(t *testing.T) {
 		want    limits
 		wantErr string
 	}{
-		{"defaults", nil, limits{20, 40, 50, 100}, ""},
+		// A business's burst of 1,000 sends passes its key (issue 35 item 7).
+		{"defaults", nil, limits{20, 40, 50, 1000}, ""},
 		{"set", map[string]string{"API_RATE_PER_ADDRESS": "2.5", "API_BURST_PER_ADDRESS": "5", "API_RATE_PER_KEY": "10", "API_BURST_PER_KEY": "20"}, limits{2.5, 5, 10, 20}, ""},
-		{"zero is the default", map[string]string{"API_RATE_PER_KEY": "0"}, limits{20, 40, 50, 100}, ""},
+		{"zero is the default", map[string]string{"API_RATE_PER_KEY": "0"}, limits{20, 40, 50, 1000}, ""},
 		{"negative rate", map[string]string{"API_RATE_PER_ADDRESS": "-1"}, limits{}, "API_RATE_PER_ADDRESS"},
 		{"negative burst", map[string]string{"API_BURST_PER_KEY": "-5"}, limits{}, "API_BURST_PER_KEY"},
 		{"not a number", map[string]string{"API_BURST_PER_ADDRESS": "lots"}, limits{}, "API_BURST_PER_ADDRESS"},

@@ -34,10 +34,11 @@ func (k *countingKeys) GetAPIKey(ctx context.Context, id string) (store.APIKeyRe
 	return k.KeyReader.GetAPIKey(ctx, id)
 }
 
-// newCountedStack is newStack with the api's key lookups counted.
-func newCountedStack(t testing.TB) (*stack, *countingKeys) {
+// newCountedStack is newStack with the api's key lookups counted; tenantExtra, when given, is
+// added to the tenant's file.
+func newCountedStack(t testing.TB, tenantExtra ...string) (*stack, *countingKeys) {
 	keys := &countingKeys{}
-	s := newStack(t, "", func(o *devstack.Options) {
+	s := newStack(t, strings.Join(tenantExtra, ""), func(o *devstack.Options) {
 		o.API = append(o.API, func(d *api.Deps) { keys.KeyReader = d.Keys; d.Keys = keys })
 	})
 	return s, keys
@@ -112,12 +113,20 @@ func TestUnknownKeysLimitedPerAddress(t *testing.T) {
 	}
 }
 
+// keyLimitFile is a tenant file's limits.api of keyRate a second and keyBurst at once: the
+// tests that run a key past its limit set one, as the default burst (1,000) takes long to spend.
+const (
+	keyRate      = 50
+	keyBurst     = 100
+	keyLimitFile = "limits:\n  api: {per_second: 50, burst: 100}\n"
+)
+
 // TestKeyLimited: one API key used from several addresses (each within its own limit) is held to
 // its key's limit: 429 rate_limited past the burst, while another key of the same tenant is
 // served.
 func TestKeyLimited(t *testing.T) {
 	t.Parallel()
-	s, _ := newCountedStack(t)
+	s, _ := newCountedStack(t, keyLimitFile)
 	second, err := s.creds.APIKey(context.Background(), "acme")
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +158,7 @@ func TestKeyLimited(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	bound := int(api.DefaultKeyBurst + api.DefaultKeyRate*elapsed.Seconds() + 1)
+	bound := int(keyBurst + keyRate*elapsed.Seconds() + 1)
 	t.Logf("one key from 8 addresses for %s: answers %v (served bound %d)", elapsed.Round(time.Millisecond), codes, bound)
 	if codes[http.StatusTooManyRequests] == 0 {
 		t.Errorf("answers %v, want 429 past the key's limit", codes)
@@ -259,4 +268,136 @@ func BenchmarkSlowSendsMemory(b *testing.B) {
 	b.ReportMetric(float64(heap)/(1<<20), "heap-peak-MiB")
 	b.ReportMetric(lat[len(lat)/2], "genuine-p50-ms")
 	b.ReportMetric(lat[len(lat)-1], "genuine-max-ms")
+}
+
+// postAtOnce posts n requests from client, all released at the same moment, and counts their
+// answers by status; codes holds the error codes of the refused ones.
+func postAtOnce(t testing.TB, client *http.Client, n int, method, url, key, body string) (statuses map[int]int, codes map[string]int) {
+	t.Helper()
+	statuses, codes = map[int]int{}, map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			code, _, errCode := call(t, client, method, url, key, body)
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[code]++
+			if errCode != "" {
+				codes[errCode]++
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return statuses, codes
+}
+
+// TestBurstOfValidSendsAccepted is issue 35 item 7: a business's server posts 1,000 sends at
+// once from one address with one valid key, and every one is accepted (202), to be paced by the
+// tenant's send queue; before, the address limit (20/s, burst 40) counted them and refused most
+// with 429.
+func TestBurstOfValidSendsAccepted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("posts 1,000 sends")
+	}
+	t.Parallel()
+	s, keys := newCountedStack(t)
+	const n = 1000
+	start := time.Now()
+	statuses, codes := postAtOnce(t, httpservertest.ClientFrom("127.0.0.40"), n, http.MethodPost, s.APIURL+"/v1/messages", s.key, templateBody)
+	t.Logf("%d sends at once from one address with one key: %v %v in %s, %d key lookups", n, statuses, codes,
+		time.Since(start).Round(time.Millisecond), keys.reads.Load())
+	if statuses[http.StatusAccepted] != n {
+		t.Errorf("answers %v (codes %v), want all %d 202", statuses, codes, n)
+	}
+}
+
+// TestAddressCountsOnlyRequestsWithoutAValidKey (issue 35 item 7): from one address, requests with
+// a valid key are never counted against the address (more than its burst are served), while
+// requests without one (no key, a malformed key, an unknown key, the right id with a wrong
+// secret) are: past the address's burst they get 429, and the Firestore reads they cost stay
+// within the address limit. An address over its limit is refused before any lookup, so while it
+// stays over, a valid key from it waits too (the price of never reading for a flood).
+func TestAddressCountsOnlyRequestsWithoutAValidKey(t *testing.T) {
+	t.Parallel()
+	s, keys := newCountedStack(t)
+	from := httpservertest.ClientFrom("127.0.0.41")
+	get := func(key string) (int, string) {
+		code, _, errCode := call(t, from, http.MethodGet, s.APIURL+"/v1/messages/msg_unknown", key, "")
+		return code, errCode
+	}
+	valid := 2 * api.DefaultAddressBurst
+	for i := range valid {
+		if code, errCode := get(s.key); code != http.StatusNotFound {
+			t.Fatalf("valid request %d of %d from one address: %d %s, want 404 (served)", i+1, valid, code, errCode)
+		}
+	}
+
+	unknown, _, _, err := apikey.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongSecret := s.key[:len(s.key)-4] + "AAAA"
+	if wrongSecret == s.key {
+		wrongSecret = s.key[:len(s.key)-4] + "BBBB"
+	}
+	bad := []string{"", "not-a-key", apikey.Prefix + "zz", unknown, wrongSecret}
+	reads := keys.reads.Load()
+	statuses := map[int]int{}
+	start := time.Now()
+	const n = 120
+	for i := range n {
+		code, errCode := get(bad[i%len(bad)])
+		statuses[code]++
+		if code == http.StatusTooManyRequests && errCode != api.CodeRateLimited {
+			t.Errorf("429 with code %q, want %q", errCode, api.CodeRateLimited)
+		}
+	}
+	elapsed := time.Since(start)
+	lookups := keys.reads.Load() - reads
+	bound := int(api.DefaultAddressBurst + api.DefaultAddressRate*elapsed.Seconds() + 1)
+	t.Logf("%d requests without a valid key in %s: %v, %d key lookups (served bound %d)", n, elapsed.Round(time.Millisecond), statuses, lookups, bound)
+	if statuses[http.StatusTooManyRequests] == 0 || statuses[http.StatusUnauthorized]+statuses[http.StatusTooManyRequests] != n {
+		t.Errorf("answers %v, want only 401 and 429, some 429", statuses)
+	}
+	if statuses[http.StatusUnauthorized] > bound {
+		t.Errorf("%d answered 401, want at most the address limit's %d", statuses[http.StatusUnauthorized], bound)
+	}
+	if lookups > int64(bound) {
+		t.Errorf("%d key lookups, want at most the address limit's %d", lookups, bound)
+	}
+	if code, _ := get(s.key); code != http.StatusTooManyRequests {
+		t.Errorf("a valid key from the address over its limit: %d, want 429 before the lookup", code)
+	}
+	// Another address is not affected.
+	if code, _, errCode := call(t, httpservertest.ClientFrom("127.0.0.42"), http.MethodGet, s.APIURL+"/v1/messages/msg_unknown", s.key, ""); code != http.StatusNotFound {
+		t.Errorf("a valid key from another address: %d %s, want 404 (served)", code, errCode)
+	}
+}
+
+// TestTenantKeyLimit (issue 35 item 7): a tenant's file sets the limit of its keys
+// (limits.api): past its burst the key gets 429 rate_limited, whatever the api's default
+// (1,000), and a tenant without one has the default.
+func TestTenantKeyLimit(t *testing.T) {
+	t.Parallel()
+	s, _ := newCountedStack(t, "limits:\n  api: {per_second: 0.1, burst: 5}\n")
+	client := httpservertest.ClientFrom("127.0.0.43")
+	statuses, codes := postAtOnce(t, client, 12, http.MethodGet, s.APIURL+"/v1/messages/msg_unknown", s.key, "")
+	if statuses[http.StatusNotFound] != 5 || statuses[http.StatusTooManyRequests] != 7 || codes[api.CodeRateLimited] != 7 {
+		t.Errorf("12 at once with limits.api burst 5: %v %v, want 5 served (404), 7 refused 429 %s", statuses, codes, api.CodeRateLimited)
+	}
+	if !strings.Contains(s.logs.String(), `"scope":"key"`) {
+		t.Error(`no api_rate_limited line with "scope":"key"`)
+	}
+	// Another key of the tenant has a bucket of its own, to the same limit.
+	second, err := s.creds.APIKey(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if statuses, _ := postAtOnce(t, client, 6, http.MethodGet, s.APIURL+"/v1/messages/msg_unknown", second, ""); statuses[http.StatusNotFound] != 5 {
+		t.Errorf("another key of the tenant, 6 at once: %v, want its own burst of 5 served", statuses)
+	}
 }

@@ -9,14 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
-	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
@@ -28,6 +25,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 )
 
 // KeyReader reads API keys and records their use; *store.APIKeys implements it.
@@ -82,12 +80,22 @@ type Keeper interface {
 	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
 }
 
+// TenantSettings reads the tenant of every authenticated request for its settings (its API
+// keys' limit, limits.api) from a per-instance cache, so that a hit costs no Firestore read;
+// *tenantcache.TenantCache implements it.
+type TenantSettings interface {
+	Tenant(ctx context.Context, id string) (store.TenantRecord, error)
+}
+
 // Deps are the api's dependencies.
 type Deps struct {
 	Keys    KeyReader
 	Tenants TenantStore
-	Sends   SendStore
-	Windows WindowReader
+	// Settings gives each tenant's own API key limit; without it every key has the
+	// configuration's (API_RATE_PER_KEY, API_BURST_PER_KEY).
+	Settings TenantSettings
+	Sends    SendStore
+	Windows  WindowReader
 	// Contacts finds the contact a send names by phone or BSUID (its opt-out).
 	Contacts ContactFinder
 	// OptOuts refuses MARKETING templates to contacts who stopped them; no check when nil.
@@ -120,9 +128,11 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	}
 	logger.Info("api configured", "event", "config_loaded", "app_env", cfg.AppEnv, "signup", cfg.SignupEnabled(),
 		"tasks_emulator", cfg.TasksEmulatorHost != "", "secrets_dev_key", keeper.Dev())
+	tenants := store.NewTenants(db, store.Options{})
 	return Deps{
 		Keys:      store.NewAPIKeys(db, store.Options{}),
-		Tenants:   store.NewTenants(db, store.Options{}),
+		Tenants:   tenants,
+		Settings:  tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
 		Sends:     store.NewSends(db, store.Options{}),
 		Windows:   store.NewConversationStore(db, store.Options{}),
 		Contacts:  store.NewContacts(db, store.Options{}),
@@ -141,8 +151,11 @@ type Server struct {
 	cfg    *Config
 	deps   Deps
 	outbox *outbox.Outbox
-	// byAddress and byKey are the rate limits (API_RATE_PER_ADDRESS, API_RATE_PER_KEY).
+	// byAddress and byKey are the rate limits (API_RATE_PER_ADDRESS, API_RATE_PER_KEY; a
+	// tenant's limits.api for its keys).
 	byAddress, byKey *ratelimit.Limiter
+	// keyLimit is the configuration's limit of a key, for tenants that set none.
+	keyLimit ratelimit.Limit
 }
 
 // NewServer returns the api service for a validated cfg.
@@ -158,6 +171,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	return &Server{cfg: cfg, deps: deps, outbox: ob,
 		byAddress: ratelimit.New(limits.AddressRate, limits.AddressBurst, ratelimit.Options{Now: deps.Now}),
 		byKey:     ratelimit.New(limits.KeyRate, limits.KeyBurst, ratelimit.Options{Now: deps.Now}),
+		keyLimit:  ratelimit.Limit{Rate: limits.KeyRate, Burst: limits.KeyBurst},
 	}
 }
 
@@ -170,75 +184,31 @@ func (s *Server) Routes() http.Handler {
 	})
 	r.Group(func(r chi.Router) {
 		// The body's pace (a slow upload is cut off with 408 instead of holding a request, a
-		// refused one is not waited for), then the limit per client address before anything
-		// else runs (the key lookup, the body).
-		r.Use(httpserver.BodyLimits{}.Handler, s.withAddressLimit)
-		r.Post("/v1/messages", s.handleSend)
-		r.Get("/v1/messages/{id}", s.handleGet)
-		r.Get("/v1/templates", s.handleTemplatesList)            // templates.go
-		r.Post("/v1/templates", s.handleTemplateCreate)          // templates.go
-		r.Delete("/v1/templates/{name}", s.handleTemplateDelete) // templates.go
-		r.Post("/v1/media", s.handleUpload)                      // media.go
-		r.Get(ConnectPath, s.handleConnectPage)
-		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
-		r.Get(CallbackPath, s.handleCallback)
+		// refused one is not waited for), then the caller's limits before anything else runs
+		// (the body): the /v1 routes authenticate the key first (auth.go), so that a business's
+		// burst is held to its key's limit only, and a request without a valid key to its
+		// address's; the signup pages, which take no key, to the address's.
+		r.Use(httpserver.BodyLimits{}.Handler)
+		r.Group(func(r chi.Router) {
+			r.Use(s.withCaller)
+			r.Post("/v1/messages", s.handleSend)
+			r.Get("/v1/messages/{id}", s.handleGet)
+			r.Get("/v1/templates", s.handleTemplatesList)            // templates.go
+			r.Post("/v1/templates", s.handleTemplateCreate)          // templates.go
+			r.Delete("/v1/templates/{name}", s.handleTemplateDelete) // templates.go
+			r.Post("/v1/media", s.handleUpload)                      // media.go
+		})
+		r.Group(func(r chi.Router) {
+			r.Use(s.withAddressLimit)
+			r.Get(ConnectPath, s.handleConnectPage)
+			r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
+			r.Get(CallbackPath, s.handleCallback)
+		})
 	})
 	// The signup routes' secrets leave the URL before the span or a log line can see it.
 	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request, _ any) {
 		writeError(w, codeInternal, "internal error")
 	}}.Wrap(r))
-}
-
-// withAddressLimit answers 429 to a client address over API_RATE_PER_ADDRESS. Behind Google's
-// front end (outside dev) the address is the last X-Forwarded-For entry; in dev, the connection's.
-func (s *Server) withAddressLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d := s.byAddress.Allow(ratelimit.ClientAddr(r, !s.cfg.IsDev())); !d.OK {
-			s.rateLimited(w, r, d, "address")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// allowKey applies API_RATE_PER_KEY to the request's API key, once authenticated; false when it
-// has answered 429.
-// caller is the tenant of a /v1 request: authenticated by its API key and within the key's rate
-// limit, with r's context naming the tenant in its log lines; ok is false when the request has
-// been answered (401, 429 or an error).
-func (s *Server) caller(w http.ResponseWriter, r *http.Request) (_ *http.Request, tenantID string, ok bool) {
-	tenantID, err := s.authenticate(r)
-	if err != nil {
-		fail(w, r, err)
-		return r, "", false
-	}
-	if !s.allowKey(w, r) {
-		return r, "", false
-	}
-	ctx, _ := logging.With(r.Context(), "tenant_id", tenantID)
-	return r.WithContext(ctx), tenantID, true
-}
-
-func (s *Server) allowKey(w http.ResponseWriter, r *http.Request) bool {
-	raw, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	id, _ := apikey.ID(strings.TrimSpace(raw))
-	d := s.byKey.Allow(id)
-	if !d.OK {
-		s.rateLimited(w, r, d, "key")
-	}
-	return d.OK
-}
-
-// rateLimited answers 429 rate_limited with Retry-After in whole seconds. One line is logged per
-// episode (the first refusal since the caller was last served), not one per refused request.
-func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request, d ratelimit.Decision, scope string) {
-	if d.First {
-		logging.FromContext(r.Context()).WarnContext(r.Context(), "request refused: rate limit", "event", "api_rate_limited",
-			"scope", scope, "retry_after_ms", d.RetryAfter.Milliseconds())
-	}
-	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	fail(w, r, refuse(CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs)))
 }
 
 // writeJSON encodes into a buffer first, so a failure never leaves half a response.
@@ -252,34 +222,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-}
-
-// authenticate returns the tenant of the request's API key (Authorization: Bearer wpk_…): the
-// key's id finds its record, and its hash, compared in constant time, proves it. The record is
-// read on every request, never cached, so a revocation refuses the very next request on every
-// instance (one document read by id, a few milliseconds).
-func (s *Server) authenticate(r *http.Request) (string, error) {
-	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return "", errUnauthenticated
-	}
-	id, ok := apikey.ID(strings.TrimSpace(raw))
-	if !ok {
-		return "", errUnauthenticated
-	}
-	rec, err := s.deps.Keys.GetAPIKey(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", errUnauthenticated
-	}
-	if err != nil {
-		return "", err
-	}
-	if !apikey.Match(strings.TrimSpace(raw), rec.Hash) || !rec.Usable(s.deps.Now()) {
-		return "", errUnauthenticated
-	}
-	if err := s.deps.Keys.TouchAPIKey(r.Context(), rec); err != nil {
-		// last_used_at informs operators; it never decides a request.
-		logging.FromContext(r.Context()).WarnContext(r.Context(), "api key use not recorded", "event", "api_key_touch_failed", "error", err)
-	}
-	return rec.TenantID, nil
 }

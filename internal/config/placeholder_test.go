@@ -31,6 +31,7 @@ type service struct {
 
 func services() []service {
 	const key = "projects/p/locations/us-central1/keyRings/wapipe/cryptoKeys/"
+	// Each service's tasks carry its own invoker (TASKS_SERVICE_ACCOUNT_EMAIL), as Terraform sets.
 	with := func(extra map[string]string) map[string]string {
 		env := baseEnv()
 		maps.Copy(env, extra)
@@ -38,22 +39,25 @@ func services() []service {
 	}
 	return []service{
 		{"webhook", func() config.Validator { return &webhook.Config{} },
-			with(map[string]string{"WHATSAPP_APP_SECRET": "app-secret-value-0123", "WHATSAPP_VERIFY_TOKEN": "verify-token-value-0123"}),
+			with(map[string]string{"WHATSAPP_APP_SECRET": "app-secret-value-0123", "WHATSAPP_VERIFY_TOKEN": "verify-token-value-0123",
+				"TASKS_SERVICE_ACCOUNT_EMAIL": invoker("webhook")}),
 			[]string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"}},
 		{"worker", func() config.Validator { return &worker.Config{} },
-			with(map[string]string{"WHATSAPP_ACCESS_TOKEN": "EAAG-access-token-value", "KMS_KEY_NAME": key + "tenant-secrets"}),
+			with(map[string]string{"WHATSAPP_ACCESS_TOKEN": "EAAG-access-token-value", "KMS_KEY_NAME": key + "tenant-secrets",
+				"TASKS_SERVICE_ACCOUNT_EMAIL": invoker("worker"), "ROUTE_CALLERS": routeCallers()}),
 			[]string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY", "WHATSAPP_ACCESS_TOKEN"}},
 		{"api", func() config.Validator { return &api.Config{} },
 			with(map[string]string{
 				"KMS_KEY_NAME": key + "tenant-secrets", "CONNECT_STATE_KMS_KEY_NAME": key + "connect-states",
 				"META_APP_ID": "100000000000001", "META_CONFIG_ID": "cfg", "PUBLIC_BASE_URL": "https://api.example",
-				"WHATSAPP_APP_SECRET": "app-secret-value-0123",
+				"WHATSAPP_APP_SECRET": "app-secret-value-0123", "TASKS_SERVICE_ACCOUNT_EMAIL": invoker("api"),
 			}),
 			[]string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY", "WHATSAPP_APP_SECRET"}},
 		{"console", func() config.Validator { return &console.Config{} },
 			with(map[string]string{
 				"PUBLIC_BASE_URL": "https://api.example", "CONNECT_STATE_KMS_KEY_NAME": key + "connect-states",
 				"K_SERVICE": "wapipe-console", "OIDC_VERIFIED_BY_PLATFORM": "true",
+				"TASKS_SERVICE_ACCOUNT_EMAIL": invoker("console"), "REPLAY_INVOKERS": replayInvokers(),
 			}),
 			[]string{"INTERNAL_TASK_TOKEN", "LOG_HASH_KEY"}},
 	}

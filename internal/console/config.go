@@ -48,6 +48,10 @@ type Config struct {
 	// OIDCVerifiedByPlatform says Cloud Run's IAM check verified each request's ID token (and
 	// removed its signature) before the console saw it, as for the worker.
 	OIDCVerifiedByPlatform bool `env:"OIDC_VERIFIED_BY_PLATFORM, default=false"`
+	// ReplayInvokers are the invoker accounts the console's replays act as, by worker route:
+	// each route's own enqueuer's, the only account the worker admits there. Required outside
+	// dev; Terraform writes it and lets the console act as those accounts.
+	ReplayInvokers tasks.ReplayInvokers `env:"REPLAY_INVOKERS"`
 }
 
 // HostPolicy is the set of host names the console answers.
@@ -118,6 +122,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, c.Secrets().Validate())
 	}
 	errs = append(errs, c.validateIdentity())
+	// Its replies (process_send) carry its own invoker's token; its replays, the token of the
+	// route's own enqueuer (REPLAY_INVOKERS), required where the worker checks it.
+	errs = append(errs, tasks.CheckInvoker(c.TasksServiceAccountEmail, c.IsDev()))
+	errs = append(errs, c.ReplayInvokers.Validate(!c.IsDev()))
 	for _, q := range []struct{ env, id string }{
 		{"INBOUND_TASK_QUEUE_NAME", tasks.QueueID(c.InboundQueue)},
 		{"OUTBOUND_TASK_QUEUE_NAME", tasks.QueueID(c.OutboundQueue)},

@@ -9,17 +9,24 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 )
 
+// testReplayInvokers is REPLAY_INVOKERS as Terraform writes it, with the project p's accounts.
+const testReplayInvokers = `{"/internal/process_inbound":"wapipe-inv-webhook@p.iam.gserviceaccount.com",` +
+	`"/internal/process_outbound":"wapipe-invoker@p.iam.gserviceaccount.com","/internal/process_action":"wapipe-invoker@p.iam.gserviceaccount.com",` +
+	`"/internal/process_send":"wapipe-inv-console@p.iam.gserviceaccount.com"}`
+
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{
-		"GOOGLE_CLOUD_PROJECT":   "p",
-		"TASKS_LOCATION":         "us-central1",
-		"INTERNAL_TASK_BASE_URL": "https://wapipe-worker-1.us-central1.run.app",
-		"INTERNAL_TASK_TOKEN":    "0123456789abcdef0123456789abcdef",
-		"LOG_HASH_KEY":           "0123456789abcdef0123456789abcdef-log-key",
+		"GOOGLE_CLOUD_PROJECT":        "p",
+		"TASKS_LOCATION":              "us-central1",
+		"INTERNAL_TASK_BASE_URL":      "https://wapipe-worker-1.us-central1.run.app",
+		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
+		"LOG_HASH_KEY":                "0123456789abcdef0123456789abcdef-log-key",
+		"TASKS_SERVICE_ACCOUNT_EMAIL": "wapipe-inv-console@p.iam.gserviceaccount.com",
 		// As Terraform deploys it: on Cloud Run, behind its IAM check.
 		"K_SERVICE":                 "wapipe-console",
 		"OIDC_VERIFIED_BY_PLATFORM": "true",
+		"REPLAY_INVOKERS":           testReplayInvokers,
 	}
 	// with returns base with the given key, value pairs set (an empty value unsets the key).
 	with := func(kv ...string) map[string]string {
@@ -52,6 +59,10 @@ func TestConfig(t *testing.T) {
 		{"prod with no way to verify operators", with("OIDC_VERIFIED_BY_PLATFORM", ""), "OIDC_VERIFIED_BY_PLATFORM or IAP_AUDIENCE"},
 		{"prod behind IAP", with("OIDC_VERIFIED_BY_PLATFORM", "", "IAP_AUDIENCE", "/projects/123/global/backendServices/456"), ""},
 		{"IAP audience not IAP's", with("IAP_AUDIENCE", "https://console.example.com"), "IAP_AUDIENCE"},
+		{"prod without replay invokers", with("REPLAY_INVOKERS", ""), "REPLAY_INVOKERS: must name the invoker of every task route"},
+		{"a replay invoker for a route that takes no task", with("REPLAY_INVOKERS", `{"/internal/sweep":"a@p.iam.gserviceaccount.com"}`), "is not a task route"},
+		{"a replay invoker that is no email", with("REPLAY_INVOKERS", `{"/internal/process_send":"console"}`), "REPLAY_INVOKERS: /internal/process_send"},
+		{"replay invokers not JSON", with("REPLAY_INVOKERS", `process_send=x`), "REPLAY_INVOKERS"},
 		{"dev needs neither", with("K_SERVICE", "", "OIDC_VERIFIED_BY_PLATFORM", "", "APP_ENV", "dev", "LOG_HASH_KEY", "", "INTERNAL_TASK_BASE_URL", "http://127.0.0.1:8081"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -40,7 +40,8 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Templates:     store.NewTemplates(db, store.Options{}),
 		Outbound:      outbound,
 		DeadLetters:   deadLetters,
-		Replayer:      &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq, Keyer: db.Keyer()},
+		Replayer: &operator.Replayer{DeadLetters: deadLetters, Outbound: outbound, Tasks: tq, Keyer: db.Keyer(),
+			Invokers: cfg.ReplayInvokers},
 		Inspector: &operator.Inspector{
 			Markers:     store.NewMarkers(db, store.MarkerOptions{EventRef: hasher.Ref}),
 			Traces:      store.NewTraces(db, store.Options{}),

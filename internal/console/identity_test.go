@@ -33,14 +33,16 @@ const (
 func loadConsoleConfig(t *testing.T, env map[string]string) *Config {
 	t.Helper()
 	m := map[string]string{
-		"GOOGLE_CLOUD_PROJECT":       "p",
-		"TASKS_LOCATION":             "us-central1",
-		"INTERNAL_TASK_BASE_URL":     "https://wapipe-worker-123456789012.us-central1.run.app",
-		"INTERNAL_TASK_TOKEN":        "0123456789abcdef0123456789abcdef",
-		"LOG_HASH_KEY":               "0123456789abcdef0123456789abcdef-log-key",
-		"K_SERVICE":                  "wapipe-console",
-		"OIDC_VERIFIED_BY_PLATFORM":  "true",
-		"CONSOLE_ID_TOKEN_AUDIENCES": testGcloudAudience,
+		"GOOGLE_CLOUD_PROJECT":        "p",
+		"TASKS_LOCATION":              "us-central1",
+		"INTERNAL_TASK_BASE_URL":      "https://wapipe-worker-123456789012.us-central1.run.app",
+		"INTERNAL_TASK_TOKEN":         "0123456789abcdef0123456789abcdef",
+		"LOG_HASH_KEY":                "0123456789abcdef0123456789abcdef-log-key",
+		"K_SERVICE":                   "wapipe-console",
+		"OIDC_VERIFIED_BY_PLATFORM":   "true",
+		"CONSOLE_ID_TOKEN_AUDIENCES":  testGcloudAudience,
+		"TASKS_SERVICE_ACCOUNT_EMAIL": "wapipe-inv-console@p.iam.gserviceaccount.com",
+		"REPLAY_INVOKERS":             testReplayInvokers,
 	}
 	for k, v := range env {
 		m[k] = v

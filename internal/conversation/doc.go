@@ -23,7 +23,9 @@
 // that dies leaves its task to be retried: once its lease (DefaultLease, renewed by each commit)
 // expires, the retry takes it with a higher fencing number and drains the inbox, including the
 // messages of the tasks that were answered Queued (whose own retries would take over too). A
-// stale holder that wakes up cannot commit.
+// holder killed on its task's last attempt leaves no retry: the worker's sweep (package sweep)
+// finds the conversation once its lease has expired unreleased, and creates a task for its oldest
+// inbox message that takes over in the same way. A stale holder that wakes up cannot commit.
 // A turn killed before its commit is redone from the same state (the assistant is deterministic
 // given the message's received_at); a turn killed after it is not redone: its effects were
 // recorded with the commit, so the next holder performs them first. Effects are idempotent:

@@ -74,6 +74,15 @@ type Deliverer struct {
 	Now    func() time.Time
 	// MarkReadTimeout bounds the best-effort mark-as-read beside a reply; 5 s when zero.
 	MarkReadTimeout time.Duration
+	// Unknowns keep the sends of unknown outcome (evidence, hold, resend) and the messages of
+	// records given up; DeadLetters the records' own dead letters (Policy.RecordDeadLetter).
+	// Without them an unknown outcome past the reconcile window is given up at once, and a
+	// reply given up is only failed.
+	Unknowns    Unknowns
+	DeadLetters DeadLetters
+	// MaxUnknownWait caps the wait held on a record (UNKNOWN_OUTCOME_MAX_WAIT);
+	// DefaultMaxUnknownWait when zero.
+	MaxUnknownWait time.Duration
 }
 
 // Request is one message to send under its record Key.
@@ -240,30 +249,16 @@ func (d *Deliverer) begin(ctx context.Context, req Request, pol Policy) (store.O
 		// An earlier attempt's send may have reached Meta; its status webhook will say so.
 		// Sending now could send twice.
 		if req.LastAttempt {
-			return rec, d.unknown(ctx, req, rec, true), false
+			// No retry is left to wait on: the record holds the wait (the sweep ends it).
+			return rec, d.hold(ctx, req, pol, rec), false
 		}
 		logger.WarnContext(ctx, "awaiting reconciliation of an earlier send", "event", "outbound_awaiting_reconcile",
 			"sending_since", rec.SendingSince)
 		return rec, Result{Status: Retry, Reason: RetryAwaitingReconciliation}, false
 	case store.OutcomeUnknown:
-		return rec, d.unknown(ctx, req, rec, pol.UnknownDeadLetter), false
+		return d.unknownOutcome(ctx, req, pol, rec)
 	}
 	return rec, Result{}, true
-}
-
-// unknown gives up a send whose earlier send's outcome is still unknown, rather than send again
-// and perhaps twice: the record is failed (a late status webhook still settles it to sent, and a
-// replay reopens it).
-func (d *Deliverer) unknown(ctx context.Context, req Request, rec store.OutboundRecord, deadLetter bool) Result {
-	code := int(rec.LastErrorCode)
-	if err := d.Records.MarkFailed(ctx, req.Key, code, ReasonOutcomeUnknown, ErrOutcomeUnknown.Error()); err != nil {
-		// Without the failed record a replay could not reopen it; retry.
-		return Result{Status: Retry, Err: err, Code: code, Class: "temporary"}
-	}
-	logging.FromContext(ctx).ErrorContext(ctx, "send given up: an earlier send's outcome is unknown", "event", "outbound_failed",
-		"class", ReasonOutcomeUnknown, "dead_letter", deadLetter)
-	return Result{Status: OutcomeUnknown, Reason: ReasonOutcomeUnknown, Code: code, DeadLetter: deadLetter,
-		Err: ErrOutcomeUnknown, Class: ReasonOutcomeUnknown}
 }
 
 // from finds who sends. When ok is false, res ends the delivery: the tenant or its token could
@@ -344,15 +339,12 @@ func (d *Deliverer) compose(ctx context.Context, req Request, pol Policy) (respo
 	return reply, Result{}, true
 }
 
-// unsendable fails a send nobody can make until an operator acts, with its reason.
+// unsendable fails a send nobody can make until an operator acts, with its reason, and
+// dead-letters it by the policy (the record or the task) for a replay after the fix.
 func (d *Deliverer) unsendable(ctx context.Context, req Request, pol Policy, reason string, err error) Result {
-	if merr := d.Records.MarkFailed(ctx, req.Key, 0, reason, err.Error()); merr != nil {
-		// Without the failed record a retry would try again; let it.
-		return Result{Status: Retry, Err: merr, Class: "temporary"}
-	}
 	logging.FromContext(ctx).ErrorContext(ctx, "cannot be sent until an operator acts", "event", "outbound_unsendable",
 		"reason", reason, "tenant_id", req.TenantID, "error", err)
-	return Result{Status: Unsendable, Reason: reason, DeadLetter: pol.UnsendableDeadLetter, Err: err, Class: reason}
+	return d.giveUp(ctx, req, pol, Unsendable, reason, 0, err)
 }
 
 // retry records a failed attempt on the record, best effort (definite: nothing was sent), and

@@ -74,32 +74,31 @@ const (
 )
 
 // Policy is how one kind of send answers the cases where the kinds differ on purpose.
+//
+// What every kind shares: a send whose outcome is unknown is sent again once the evidence says
+// Meta never took it, and is otherwise held on its record up to Deliverer.MaxUnknownWait
+// (unknown.go); a deliberate skip (nothing to say, outside the window with no template, opted
+// out) is a record state; any other send that ends unsent (refused by Meta, unsendable until an
+// operator acts, retries exhausted, an outcome still unknown at the cap) is a dead letter, never
+// a log line alone.
 type Policy struct {
-	// UnknownDeadLetter: an earlier send whose outcome stayed unknown past the reconcile window
-	// keeps the task as a dead letter (reason outcome_unknown) for an operator to check and
-	// replay. Without it the record is failed and the caller goes on (a conversation answers the
-	// next message). On the task's last attempt an outcome still awaited always keeps it: a
-	// replay reopens the failed record.
-	UnknownDeadLetter bool
-	// UnsendableDeadLetter: a send that cannot go out until an operator acts (tenant gone, no
-	// token, a token sealed for another key) keeps the task as a dead letter to replay after the
-	// fix. Without it the record is failed and the caller goes on.
-	UnsendableDeadLetter bool
+	// RecordDeadLetter: a send that ends unsent dead-letters its own record (a process_send task
+	// that sends it from the record, after `wapipe replay`), never the task that sent it: that
+	// task is a conversation's, and keeping it would hold up the next turn. Without it the task
+	// itself is the dead letter: a process_send task already sends from its record, and a default
+	// reply's task answers its one message.
+	RecordDeadLetter bool
 	// Window is what a closed 24-hour window does.
 	Window WindowRule
 	// Reauth is what a token refusal does when a newer token exists. A tenant's send refused for
-	// its token is otherwise always parked until a new token is set.
+	// its token is otherwise always parked until a new token is set (the single-tenant default,
+	// with no tenant to mark, dead-letters it).
 	Reauth ReauthRule
-	// AuthDeadLetter: a token refusal that cannot be parked (the single-tenant default has no
-	// tenant to mark) fails the record and keeps the task as a dead letter to replay once the
-	// token is fixed.
-	AuthDeadLetter bool
 }
 
 // PolicyFor is the policy of kind k. The differences, and why:
-//   - a conversation goes on after one reply fails: its replies never dead-letter the task for
-//     an unknown outcome past the window or an unsendable tenant (the next turn would be stuck
-//     behind it), and a closed window sends the reengage template;
+//   - a conversation goes on after one reply fails: its replies dead-letter their own records,
+//     and a closed window sends the reengage template;
 //   - a reply, an action's result and a released reply may re-engage; an api or console send
 //     says exactly what it sends, so a closed window refuses it;
 //   - a send from its record (api, console, release) is re-sent at once with a newer token;
@@ -109,14 +108,14 @@ type Policy struct {
 func PolicyFor(k Kind) Policy {
 	switch k {
 	case ConversationReply, ActionResult:
-		return Policy{Window: WindowReengage, Reauth: ReauthRetry}
+		return Policy{RecordDeadLetter: true, Window: WindowReengage, Reauth: ReauthRetry}
 	case APISend:
-		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowRefuse, Reauth: ReauthResend}
+		return Policy{Window: WindowRefuse, Reauth: ReauthResend}
 	case ConsoleReply, ParkedRelease:
-		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowReengage, Reauth: ReauthResend}
+		return Policy{Window: WindowReengage, Reauth: ReauthResend}
 	case Notification:
-		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowFallback, Reauth: ReauthResend}
+		return Policy{Window: WindowFallback, Reauth: ReauthResend}
 	default:
-		return Policy{UnknownDeadLetter: true, UnsendableDeadLetter: true, Window: WindowUnchecked, Reauth: ReauthRetry, AuthDeadLetter: true}
+		return Policy{Window: WindowUnchecked, Reauth: ReauthRetry}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/tasks"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
@@ -88,6 +90,7 @@ type env struct {
 	out     *store.Outbound
 	sends   *store.Sends
 	tenants *tenants
+	dls     *store.DeadLetterStore
 	d       *delivery.Deliverer
 }
 
@@ -122,8 +125,10 @@ func newEnv(t *testing.T, tenantToken string, lastInbound time.Time) *env {
 			t.Fatal(err)
 		}
 	}
+	e.dls = store.NewDeadLetters(db, opts)
 	e.d = &delivery.Deliverer{Records: e.out, Sends: e.sends, Sender: delivery.NewGraphSender(gc), Tenants: e.tenants,
-		Tokens: tokens{}, Windows: windows{last: lastInbound}, Hasher: logging.DevHasher(), Now: clk.now}
+		Tokens: tokens{}, Windows: windows{last: lastInbound}, Hasher: logging.DevHasher(), Now: clk.now,
+		Unknowns: e.out, DeadLetters: e.dls}
 	return e
 }
 
@@ -179,6 +184,21 @@ func (e *env) sendingSince(key, tenantID string) {
 	}
 }
 
+// statusFlowing makes the evidence that statuses flow for the number: a later send from it, begun
+// after every send so far, whose status webhook arrived.
+func (e *env) statusFlowing(tenantID string) {
+	e.t.Helper()
+	ctx := context.Background()
+	e.clk.add(time.Second)
+	if _, _, err := e.out.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "later", TenantID: tenantID, PhoneNumberID: number}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.out.ApplyStatus(ctx, store.StatusUpdate{Key: "later", GraphMessageID: "wamid.later", Status: store.DeliverySent,
+		PhoneNumberID: number, TenantID: tenantID}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // sendCalls counts the message sends Graph received, refused ones included (a send whose token
 // the fake refused is not decoded, so it is of kind other).
 func (e *env) sendCalls() int {
@@ -196,8 +216,9 @@ type want struct {
 	status     delivery.Status
 	state      string // the record's final state
 	reason     string // its failure_reason
-	deadLetter bool
-	graphCalls int // message sends Graph received, refused ones included
+	deadLetter bool   // the task is kept as the dead letter
+	recordDL   bool   // the record is its own dead letter (the task ends normally)
+	graphCalls int    // message sends Graph received, refused ones included
 }
 
 var (
@@ -219,6 +240,45 @@ func each(m map[delivery.Kind]want, w want, kinds ...delivery.Kind) map[delivery
 	return m
 }
 
+// without removes kinds from m.
+func without(m map[delivery.Kind]want, kinds ...delivery.Kind) map[delivery.Kind]want {
+	for _, k := range kinds {
+		delete(m, k)
+	}
+	return m
+}
+
+// checkEnd checks what the record and the dead letters say beside the result: a held send keeps
+// its message and the cap of its wait, a resent one counts the resend, and a record given up as
+// its own dead letter keeps its message and has a process_send dead letter that names it.
+func checkEnd(t *testing.T, e *env, kind delivery.Kind, key string, res delivery.Result, rec store.OutboundRecord) {
+	t.Helper()
+	switch {
+	case res.Status == delivery.Held:
+		if !rec.OutcomeHeld || !rec.HeldUntil.Equal(rec.SendingSince.Add(delivery.DefaultMaxUnknownWait)) || rec.Message == "" {
+			t.Errorf("%s: held record: outcome_held %v, held_until %v (sending since %v), message kept %v",
+				kind, rec.OutcomeHeld, rec.HeldUntil, rec.SendingSince, rec.Message != "")
+		}
+	case res.Status == delivery.Sent && strings.HasSuffix(t.Name(), "resent/"+kind.String()):
+		if rec.UnknownResends != 1 || rec.OutcomeHeld {
+			t.Errorf("%s: resent record: unknown_resends %d, outcome_held %v", kind, rec.UnknownResends, rec.OutcomeHeld)
+		}
+	case res.DeadLetterID != "":
+		dls, err := e.dls.ListDeadLetters(context.Background(), true, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, d := range dls {
+			found = found || (d.ID == res.DeadLetterID && d.Path == tasks.ProcessSendPath && d.IdempotencyKey == key &&
+				d.Queue == tasks.TenantQueueID(rec.TenantID) && strings.Contains(d.Body, key))
+		}
+		if !found || rec.Message == "" {
+			t.Errorf("%s: record dead letter %s found %v in %+v; message kept %v", kind, res.DeadLetterID, found, dls, rec.Message != "")
+		}
+	}
+}
+
 // TestPolicies runs each row of the policy table (issue 23) for each kind of send against the
 // Firestore emulator and the Graph fake: the record's final state and reason code, whether the
 // task is kept as a dead letter, whether the send is parked, and how many sends Graph received.
@@ -227,12 +287,15 @@ func TestPolicies(t *testing.T) {
 	failed := func(reason string, dl bool, calls int) want {
 		return want{status: delivery.Refused, state: store.OutboundFailed, reason: reason, deadLetter: dl, graphCalls: calls}
 	}
-	unknown := func(dl bool) want {
-		return want{status: delivery.OutcomeUnknown, state: store.OutboundFailed, reason: delivery.ReasonOutcomeUnknown, deadLetter: dl}
+	// givenUp is a send ended unsent for good: a reply dead-letters its record, the others their
+	// task (delivery.Policy.RecordDeadLetter).
+	givenUp := func(status delivery.Status, reason string, calls int) map[delivery.Kind]want {
+		w := want{status: status, state: store.OutboundFailed, reason: reason, deadLetter: true, graphCalls: calls}
+		m := each(map[delivery.Kind]want{}, w, append(stored, delivery.DefaultReply)...)
+		w.deadLetter, w.recordDL = false, true
+		return each(m, w, replies...)
 	}
-	unsendable := func(reason string, dl bool) want {
-		return want{status: delivery.Unsendable, state: store.OutboundFailed, reason: reason, deadLetter: dl}
-	}
+	held := want{status: delivery.Held, state: store.OutboundSending}
 	sent := func(calls int) want { return want{status: delivery.Sent, state: store.OutboundSent, graphCalls: calls} }
 	parked := want{status: delivery.Parked, state: store.OutboundParked, graphCalls: 1}
 	tests := []struct {
@@ -246,28 +309,61 @@ func TestPolicies(t *testing.T) {
 		want        map[delivery.Kind]want
 	}{
 		{
-			name: "outcome unknown on the last attempt", tenantToken: token, tenantID: "acme", lastAttempt: true,
+			name: "outcome unknown on the last attempt: held on the record", tenantToken: token, tenantID: "acme", lastAttempt: true,
 			setup: func(e *env, key string) { e.sendingSince(key, "acme") },
-			want:  each(map[delivery.Kind]want{}, unknown(true), delivery.Kinds...),
+			want:  each(map[delivery.Kind]want{}, held, delivery.Kinds...),
 		},
 		{
-			name: "outcome unknown past the reconcile window", tenantToken: token, tenantID: "acme",
+			name: "outcome unknown past the reconcile window, no status flowing: held on the record", tenantToken: token, tenantID: "acme",
 			setup: func(e *env, key string) {
 				e.sendingSince(key, "acme")
 				e.clk.add(store.DefaultReconcileWindow + time.Minute)
 			},
-			want: each(each(map[delivery.Kind]want{}, unknown(true), append(stored, delivery.DefaultReply)...),
-				unknown(false), replies...),
+			want: each(map[delivery.Kind]want{}, held, delivery.Kinds...),
+		},
+		{
+			name: "outcome unknown past the reconcile window, statuses flowing for later sends: resent", tenantToken: token, tenantID: "acme",
+			setup: func(e *env, key string) {
+				e.sendingSince(key, "acme")
+				e.statusFlowing("acme")
+				e.clk.add(store.DefaultReconcileWindow + time.Minute)
+			},
+			want: each(map[delivery.Kind]want{}, sent(1), delivery.Kinds...),
+		},
+		{
+			name: "outcome unknown past the cap, no status flowing: given up", tenantToken: token, tenantID: "acme",
+			setup: func(e *env, key string) {
+				e.sendingSince(key, "acme")
+				e.clk.add(delivery.DefaultMaxUnknownWait + time.Minute)
+			},
+			want: givenUp(delivery.OutcomeUnknown, delivery.ReasonOutcomeUnknown, 0),
 		},
 		{
 			name: "no token", tenantID: "acme",
-			want: each(each(map[delivery.Kind]want{}, unsendable(delivery.ReasonNoToken, true), stored...),
-				unsendable(delivery.ReasonNoToken, false), replies...),
+			want: without(givenUp(delivery.Unsendable, delivery.ReasonNoToken, 0), delivery.DefaultReply),
 		},
 		{
 			name: "tenant gone", tenantToken: token, tenantID: "ghost",
-			want: each(each(map[delivery.Kind]want{}, unsendable(delivery.ReasonTenantNotFound, true), stored...),
-				unsendable(delivery.ReasonTenantNotFound, false), replies...),
+			want: without(givenUp(delivery.Unsendable, delivery.ReasonTenantNotFound, 0), delivery.DefaultReply),
+		},
+		{
+			name: "131026: refused for good", tenantToken: token, tenantID: "acme",
+			setup: func(e *env, _ string) { e.fake.FailNext(1, http.StatusBadRequest, 131026) },
+			want:  givenUp(delivery.Refused, delivery.ReasonRefused, 1),
+		},
+		{
+			name: "131050: the contact opted out, on purpose", tenantToken: token, tenantID: "acme",
+			setup: func(e *env, _ string) { e.fake.FailNext(1, http.StatusBadRequest, delivery.CodeOptedOut) },
+			want:  each(map[delivery.Kind]want{}, failed(delivery.ReasonOptedOut, false, 1), delivery.Kinds...),
+		},
+		{
+			name: "retries exhausted: Meta's 5xx on the last attempt", tenantToken: token, tenantID: "acme", lastAttempt: true,
+			setup: func(e *env, _ string) { e.fake.FailNext(1, http.StatusServiceUnavailable, 2) },
+			want: each(each(map[delivery.Kind]want{},
+				want{status: delivery.Retry, state: store.OutboundFailed, reason: delivery.ReasonRetriesExhausted, graphCalls: 1},
+				append(stored, delivery.DefaultReply)...),
+				want{status: delivery.Unsendable, state: store.OutboundFailed, reason: delivery.ReasonRetriesExhausted, recordDL: true, graphCalls: 1},
+				replies...),
 		},
 		{
 			name: "131047: Meta says the window closed", tenantToken: token, tenantID: "acme",
@@ -296,7 +392,8 @@ func TestPolicies(t *testing.T) {
 		},
 	}
 	// The single-tenant default has no tenant to park or mark: a token refusal fails the reply and
-	// keeps the task as a dead letter; its token is the service's, never missing here.
+	// keeps the task as a dead letter; its token is the service's, never missing here. Its record
+	// needs no tenant: the default's rows of the "tenant" cases are those of a tenant's send.
 	defaultAuth := failed(delivery.ReasonRefused, true, 1)
 	for _, tc := range tests {
 		for _, kind := range delivery.Kinds {
@@ -328,10 +425,12 @@ func TestPolicies(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := want{status: res.Status, state: rec.State, reason: rec.FailureReason, deadLetter: res.DeadLetter, graphCalls: e.sendCalls()}
+				got := want{status: res.Status, state: rec.State, reason: rec.FailureReason, deadLetter: res.DeadLetter,
+					recordDL: res.DeadLetterID != "", graphCalls: e.sendCalls()}
 				if got != w {
 					t.Errorf("%s: got %+v (result %+v), want %+v", kind, got, res, w)
 				}
+				checkEnd(t, e, kind, key, res, rec)
 				if w.status == delivery.Parked {
 					// Parked because the tenant was marked: its other sends park before Graph.
 					tn, err := e.tenants.Get(context.Background(), "acme")

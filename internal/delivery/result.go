@@ -27,11 +27,16 @@ const (
 	Parked
 	// Retry: a later attempt may send it (Result.Err, Result.RetryAfter).
 	Retry
-	// OutcomeUnknown: an earlier send may have reached Meta and no status webhook said so; the
-	// record is failed (a late status still settles it to sent) rather than sent twice.
+	// OutcomeUnknown: an earlier send may have reached Meta, no status webhook said so and no
+	// evidence said it did not, until the cap (Deliverer.MaxUnknownWait): the record is failed (a
+	// late status still settles it to sent) rather than sent twice, and dead-lettered.
 	OutcomeUnknown
 	// Invalid: the task names no record of its tenant; nothing was changed.
 	Invalid
+	// Held: an earlier send's outcome is unknown past the reconcile window and nothing says yet
+	// whether Meta took it: the wait is held on the record, which the sweep ends (HeldSweep), not
+	// on the task, which ends.
+	Held
 )
 
 // Reason codes stored in an outbound record's failure_reason (store.OutboundRecord.FailureReason)
@@ -45,7 +50,13 @@ const (
 	ReasonMalformedMessage = "malformed_message"
 	ReasonOutcomeUnknown   = "outcome_unknown"
 	ReasonRetriesExhausted = "retries_exhausted"
+	// ReasonOptedOut: Meta's 131050, the contact stopped marketing messages from the business: a
+	// deliberate refusal, not a dead letter.
+	ReasonOptedOut = "contact_opted_out"
 )
+
+// CodeOptedOut is Meta's 131050: the contact chose to stop receiving marketing messages.
+const CodeOptedOut = 131050
 
 // Retry reasons (Result.Reason of a Retry without an error): no failure, only a later attempt.
 const (
@@ -68,9 +79,13 @@ type Result struct {
 	Reason string
 	// Code is Meta's error code, 0 when none.
 	Code int
-	// DeadLetter: the policy keeps the task as a dead letter (Unsendable, OutcomeUnknown, an
-	// auth refusal of the single-tenant default).
+	// DeadLetter: the task is to be kept as a dead letter: the send ended unsent (Refused,
+	// Unsendable, OutcomeUnknown, Retry on the last attempt) and the policy dead-letters the task,
+	// not the record (Policy.RecordDeadLetter).
 	DeadLetter bool
+	// DeadLetterID is the dead letter of the record itself, written by the deliverer when the
+	// policy dead-letters the record: the task ends normally.
+	DeadLetterID string
 	// Err is the cause of a Refused, Unsendable, Invalid or Retry result.
 	Err error
 	// RetryAfter is when Meta asked to be called again, 0 when it did not say.

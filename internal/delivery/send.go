@@ -62,7 +62,7 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 	if tpl, ok := d.reengage(ctx, req, pol, fr, conv.ContactName); ok {
 		return tpl, Result{}, true
 	}
-	return out, d.refuse(ctx, req, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours"), false), false
+	return out, d.refuse(ctx, req, pol, CodeReengagement, ReasonOutsideWindow, errors.New("no message from the contact in the last 24 hours")), false
 }
 
 // ConversationLocator finds the conversation of a person on a tenant's number;
@@ -127,15 +127,20 @@ func (d *Deliverer) reengage(ctx context.Context, req Request, pol Policy, fr fr
 	return outgoing{reply: responder.Reply{Message: &m}}, true
 }
 
-// refuse fails the record for good with reason and Meta's code; deadLetter keeps the task.
-func (d *Deliverer) refuse(ctx context.Context, req Request, code int, reason string, err error, deadLetter bool) Result {
+// refuse fails the record for good with reason and Meta's code. A deliberate refusal (outside
+// the window with no template for it, a contact who opted out) is only the record's state; any
+// other is a dead letter, of the record or of the task by the policy.
+func (d *Deliverer) refuse(ctx context.Context, req Request, pol Policy, code int, reason string, err error) Result {
+	if reason != ReasonOutsideWindow && reason != ReasonOptedOut {
+		return d.giveUp(ctx, req, pol, Refused, reason, code, err)
+	}
 	if merr := d.Records.MarkFailed(ctx, req.Key, code, reason, err.Error()); merr != nil {
 		// Without the failed record a retry would try again; let it.
 		return Result{Status: Retry, Err: merr, Code: code, Class: "temporary"}
 	}
-	logging.FromContext(ctx).ErrorContext(ctx, "not sent, for good", "event", "outbound_failed",
-		"meta_error_code", code, "reason", reason, "error", err)
-	return Result{Status: Refused, Reason: reason, Code: code, Err: err, DeadLetter: deadLetter, Class: reason}
+	logging.FromContext(ctx).WarnContext(ctx, "not sent: refused on purpose", "event", "outbound_refused",
+		"meta_error_code", code, "reason", reason, "kind", req.Kind.String())
+	return Result{Status: Refused, Reason: reason, Code: code, Err: err, Class: reason}
 }
 
 // parkIfNeedsReauth parks the send of a tenant known to need a new token. When the tenant turns
@@ -250,7 +255,7 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 		}
 	}
 	if err != nil {
-		return d.settleFailure(ctx, req, pol, fr, out, err)
+		return d.settleFailure(ctx, req, pol, fr, out, rec, err)
 	}
 	logger := logging.FromContext(ctx)
 	if _, err := d.Records.MarkSent(ctx, req.Key, graphID, readMarked); err != nil {
@@ -267,29 +272,63 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 // settleFailure records a failed send by its classification and the policy: a token refusal
 // parks a tenant's send; a closed window or another refusal fails it for good; anything else is
 // retried (failed once the task has no attempt left).
-func (d *Deliverer) settleFailure(ctx context.Context, req Request, pol Policy, fr from, out outgoing, err error) (Result, bool) {
+func (d *Deliverer) settleFailure(ctx context.Context, req Request, pol Policy, fr from, out outgoing, rec store.OutboundRecord, err error) (Result, bool) {
 	f := classify(err)
 	if f.auth && fr.tenant != nil && d.Sends != nil {
 		return d.parkRefused(ctx, req, pol, fr, out, err)
 	}
-	if f.code == CodeReengagement {
-		return d.refuse(ctx, req, f.code, ReasonOutsideWindow, err, false), false
-	}
-	if f.refused || f.auth {
-		res := d.refuse(ctx, req, f.code, ReasonRefused, err, f.auth && pol.AuthDeadLetter)
-		res.Class = f.class
+	switch {
+	case f.code == CodeReengagement:
+		return d.refuse(ctx, req, pol, f.code, ReasonOutsideWindow, err), false
+	case f.code == CodeOptedOut:
+		return d.refuse(ctx, req, pol, f.code, ReasonOptedOut, err), false
+	case f.refused || f.auth:
+		res := d.refuse(ctx, req, pol, f.code, ReasonRefused, err)
+		if res.Status == Refused {
+			res.Class = f.class
+		}
 		return res, false
+	case !f.definite:
+		return d.sentUnknown(ctx, req, pol, out, err, f, rec), false
 	}
-	d.markRetry(ctx, req.Key, f.definite, f.code, err)
+	d.markRetry(ctx, req.Key, true, f.code, err)
 	if req.LastAttempt {
+		if pol.RecordDeadLetter {
+			// Retries exhausted: the record is the dead letter, the conversation goes on.
+			return d.giveUp(ctx, req, pol, Unsendable, ReasonRetriesExhausted, f.code, err), false
+		}
 		// The task will be kept as a dead letter: the record says failed, so a replay reopens it.
 		if merr := d.Records.MarkFailed(ctx, req.Key, f.code, ReasonRetriesExhausted, err.Error()); merr != nil {
 			logging.FromContext(ctx).ErrorContext(ctx, "record not marked failed", "event", "outbound_record_failed", "error", merr)
 		}
 	}
 	logging.FromContext(ctx).WarnContext(ctx, "not sent: will retry", "event", "outbound_retry", "meta_error_code", f.code,
-		"class", f.class, "outcome_known", f.definite, "error", err)
+		"class", f.class, "outcome_known", true, "error", err)
 	return Result{Status: Retry, Err: err, Code: f.code, RetryAfter: f.retryAfter, Class: f.class}, false
+}
+
+// sentUnknown records a send whose outcome is unknown (a timeout, a gateway's 5xx without
+// Meta's error body): the record stays sending, with its message kept, and the next attempt
+// waits for its status webhook (AwaitReconcile). On the last attempt the record holds the wait.
+func (d *Deliverer) sentUnknown(ctx context.Context, req Request, pol Policy, out outgoing, err error, f sendFailure, rec store.OutboundRecord) Result {
+	logger := logging.FromContext(ctx)
+	logger.WarnContext(ctx, "outcome unknown: waiting for its status", "event", "outbound_retry", "meta_error_code", f.code,
+		"class", f.class, "outcome_known", false, "error", err)
+	if d.Unknowns == nil {
+		d.markRetry(ctx, req.Key, false, f.code, err)
+		return Result{Status: Retry, Err: err, Code: f.code, RetryAfter: f.retryAfter, Class: f.class}
+	}
+	stash := d.stashOf(ctx, req, &out)
+	if merr := d.Unknowns.MarkUnknown(ctx, req.Key, f.code, err.Error(), stash); merr != nil {
+		logger.WarnContext(ctx, "record not updated after a failed send", "event", "outbound_record_failed", "error", merr)
+	} else if req.LastAttempt {
+		if rec.Message == "" {
+			rec.Message = stash.Message
+		}
+		rec.LastErrorCode, rec.LastError = int64(f.code), err.Error()
+		return d.hold(ctx, req, pol, rec)
+	}
+	return Result{Status: Retry, Err: err, Code: f.code, RetryAfter: f.retryAfter, Class: f.class}
 }
 
 // parkRefused parks a tenant's send whose token Meta refused. When the tenant has a newer token

@@ -14,8 +14,11 @@ import (
 // Stored names a send that goes out from its record alone: an api send, a console reply, a
 // parked send released (process_send).
 type Stored struct {
-	Key      string
+	Key string
+	// TenantID is the record's tenant; "" is the single-tenant default's record (a default
+	// reply held or given up), sent with Token.
 	TenantID string
+	Token    string
 	// ReleaseGen is the release generation of a released parked send, 0 for a first send.
 	ReleaseGen  int64
 	LastAttempt bool
@@ -51,7 +54,7 @@ func (d *Deliverer) DeliverStored(ctx context.Context, s Stored) Result {
 		return Result{Status: Invalid, Err: fmt.Errorf("send record %s is not tenant %s's", s.Key, s.TenantID), Class: "permanent"}
 	}
 	req := Request{
-		Kind: KindOf(rec), Key: s.Key, TenantID: rec.TenantID, PhoneNumberID: rec.PhoneNumberID, To: rec.To,
+		Kind: KindOf(rec), Key: s.Key, TenantID: rec.TenantID, Token: s.Token, PhoneNumberID: rec.PhoneNumberID, To: rec.To,
 		Recipient: rec.Recipient, ConversationID: rec.ConversationID,
 		CorrelationID: rec.CorrelationID, LastAttempt: s.LastAttempt, ReleaseGen: s.ReleaseGen,
 		Compose: func(context.Context) (responder.Reply, error) {

@@ -55,7 +55,7 @@ func (s *Stack) startAPI(ctx, runCtx context.Context, o Options, base config.Bas
 	for _, adjust := range o.API {
 		adjust(&deps)
 	}
-	s.serve(runCtx, "api", ln, api.NewServer(cfg, deps).Routes(), alog)
+	s.serve(runCtx, "api", ln, s.startup.Handler(api.NewServer(cfg, deps).Routes()), alog)
 	return nil
 }
 

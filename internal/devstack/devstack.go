@@ -96,6 +96,9 @@ type Options struct {
 	Worker  []func(*worker.Deps)
 	// WorkerConfig adjusts the worker's configuration before it starts.
 	WorkerConfig func(*worker.Config)
+	// SweepEvery is how often the stack posts the worker's POST /internal/sweep, as Cloud
+	// Scheduler does in production (sweep.go); DefaultSweepEvery when zero, never when negative.
+	SweepEvery time.Duration
 	// APIAddr is the api service's address (api.go); API adjusts its dependencies.
 	APIAddr string
 	API     []func(*api.Deps)
@@ -144,6 +147,9 @@ type Stack struct {
 	// externalWorker: the caller runs the worker (Options.ExternalWorker).
 	externalWorker bool
 	errs           chan error
+	// startup warms the services' shared clients up; every service's startup probe
+	// (service.StartupPath) answers from it, as each one's own does in production.
+	startup *service.Warmup
 }
 
 // Start brings the stack up and returns once every part answers.
@@ -213,6 +219,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err := s.waitHealthy(ctx); err != nil {
 		return nil, err
 	}
+	s.startSweeps(runCtx, o)
 	return s, nil
 }
 
@@ -314,6 +321,8 @@ func (s *Stack) startTaskServices(ctx, runCtx context.Context, o Options) (_ *se
 		return nil, base, err
 	}
 	s.closers = append(s.closers, cleanup)
+	s.startup = c.Warmup()
+	s.wg.Go(func() { s.startup.Run(runCtx) })
 	if err := s.applyTenants(ctx, o, c.DB, c.Admin); err != nil {
 		return nil, base, err
 	}
@@ -326,7 +335,7 @@ func (s *Stack) startTaskServices(ctx, runCtx context.Context, o Options) (_ *se
 	for _, adjust := range o.Webhook {
 		adjust(&hdeps)
 	}
-	s.serve(runCtx, "webhook", webhookLn, webhook.NewServer(hcfg, hdeps).Routes(), hlog)
+	s.serve(runCtx, "webhook", webhookLn, s.startup.Handler(webhook.NewServer(hcfg, hdeps).Routes()), hlog)
 	return c, base, nil
 }
 
@@ -372,7 +381,7 @@ func (s *Stack) serveWorker(runCtx context.Context, o Options, base config.Base,
 		ln.Close()
 		return nil
 	}
-	s.serve(runCtx, "worker", ln, worker.NewServer(wcfg, wdeps).Routes(), wlog)
+	s.serve(runCtx, "worker", ln, s.startup.Handler(worker.NewServer(wcfg, wdeps).Routes()), wlog)
 	return nil
 }
 
@@ -447,7 +456,7 @@ func (s *Stack) serveConsole(ctx context.Context, o Options, base config.Base, d
 	for _, adjust := range o.Console {
 		adjust(&deps)
 	}
-	s.serve(ctx, "console", ln, console.NewServer(deps).Routes(), clog)
+	s.serve(ctx, "console", ln, s.startup.Handler(console.NewServer(deps).Routes()), clog)
 	return nil
 }
 
@@ -471,13 +480,16 @@ func (s *Stack) serve(ctx context.Context, name string, ln net.Listener, h http.
 	}()
 }
 
+// waitHealthy waits until every service answers its startup probe 200: its clients are warm,
+// and the first request the caller makes pays no connection set-up.
 func (s *Stack) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	urls := []string{s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + "/healthz", s.APIURL + "/healthz", s.ConsoleURL + "/healthz"}
+	urls := []string{s.WebhookURL[:len(s.WebhookURL)-len(webhook.Path)] + service.StartupPath, s.APIURL + service.StartupPath,
+		s.ConsoleURL + service.StartupPath}
 	if !s.externalWorker {
-		urls = append(urls, s.WorkerURL+"/healthz")
+		urls = append(urls, s.WorkerURL+service.StartupPath)
 	}
 	for _, u := range urls {
 		for {
@@ -492,7 +504,7 @@ func (s *Stack) waitHealthy(ctx context.Context) error {
 			case err := <-s.errs:
 				return err
 			case <-ctx.Done():
-				return fmt.Errorf("%s not healthy: %w", u, ctx.Err())
+				return fmt.Errorf("%s not ready: %w", u, ctx.Err())
 			case <-time.After(20 * time.Millisecond):
 			}
 		}

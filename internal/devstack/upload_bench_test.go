@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
 
@@ -110,10 +111,14 @@ func apiProcess(tb testing.TB, st uploadStack) (string, int) {
 	url := "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(url + "/healthz")
+		// Ready once its clients are warm (the startup probe), as Cloud Run waits for it.
+		resp, err := http.Get(url + service.StartupPath)
 		if err == nil {
 			resp.Body.Close()
-			break
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			err = fmt.Errorf("startup probe %d", resp.StatusCode)
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("cmd/api never answered: %v\n%s", err, logs.String())

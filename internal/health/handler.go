@@ -47,11 +47,9 @@ const EventQueueStalled = "queue_stalled"
 
 // logStalled logs every queue of report whose oldest task is older than StalledAge.
 func logStalled(ctx context.Context, report Report) {
-	for _, id := range report.queueIDs() {
+	for _, id := range report.Stalled() {
 		q := report.Queues[id]
-		if q.oldestAge() > StalledAge {
-			logging.FromContext(ctx).ErrorContext(ctx, "a queue's oldest task is older than 10 minutes", "event", EventQueueStalled,
-				"queue", id, "oldest_task_age_s", int64(q.OldestTaskAgeS), "tasks", q.Tasks, "paused", q.Paused)
-		}
+		logging.FromContext(ctx).ErrorContext(ctx, "a queue's oldest task is older than 10 minutes", "event", EventQueueStalled,
+			"queue", id, "oldest_task_age_s", int64(q.OldestTaskAgeS), "tasks", q.Tasks, "paused", q.Paused)
 	}
 }

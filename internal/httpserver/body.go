@@ -28,40 +28,60 @@ var ErrBodyTimeout = errors.New("request body arrived too slowly")
 // too many bytes are held by requests in flight (503 is the answer; the client retries).
 var ErrOverloaded = errors.New("too many request body bytes in flight")
 
+// ErrClientOverloaded is ErrOverloaded (errors.Is matches both) when it was the client's share
+// that was full, not the budget: that client's unverified bytes in flight are at its limit.
+var ErrClientOverloaded = fmt.Errorf("%w from one client", ErrOverloaded)
+
 // Budget bounds the request body bytes a service holds at once. Bytes are charged as they arrive,
 // not by the declared Content-Length, so a slow upload holds only what it has sent. Unlike a FIFO
-// semaphore, a small charge never waits behind a large one.
+// semaphore, a small charge never waits behind a large one. A budget made by NewClientBudget also
+// bounds what one client (an address) holds of it while its bodies are unverified.
 type Budget struct {
-	limit int64
-	wait  time.Duration
+	limit     int64
+	perClient int64 // 0: no share per client
+	wait      time.Duration
 
-	mu    sync.Mutex
-	used  int64
-	peak  int64
-	freed chan struct{} // closed, then replaced, whenever bytes are released
+	mu      sync.Mutex
+	used    int64
+	peak    int64
+	clients map[string]int64 // unverified bytes charged per client; no entry at zero
+	freed   chan struct{}    // closed, then replaced, whenever bytes are released
 }
 
 // NewBudget returns a budget of limit bytes, where a charge waits up to wait (DefaultBudgetWait
 // when zero) for other requests to release bytes.
 func NewBudget(limit int64, wait time.Duration) *Budget {
+	return NewClientBudget(limit, 0, wait)
+}
+
+// NewClientBudget is NewBudget where the bytes one client holds in unverified bodies
+// (ReadAllFrom) may not pass perClient (0: no share), so that no one client can fill the budget.
+func NewClientBudget(limit, perClient int64, wait time.Duration) *Budget {
 	if wait <= 0 {
 		wait = DefaultBudgetWait
 	}
-	return &Budget{limit: limit, wait: wait, freed: make(chan struct{})}
+	return &Budget{limit: limit, perClient: perClient, wait: wait, clients: map[string]int64{}, freed: make(chan struct{})}
 }
 
 // Reserve charges n bytes, waiting for releases until they fit or ctx ends.
 func (b *Budget) Reserve(ctx context.Context, n int64) error {
-	return b.reserve(ctx, n, b.limit)
+	return b.reserve(ctx, n, b.limit, "")
 }
 
-// reserve charges n bytes once the bytes in use leave room for them under ceiling.
-func (b *Budget) reserve(ctx context.Context, n, ceiling int64) error {
+// reserve charges n bytes once the bytes in use leave room for them under ceiling and, for a
+// client, under its share. When ctx ends first, the error wraps ErrClientOverloaded if the
+// client's share was what was full.
+func (b *Budget) reserve(ctx context.Context, n, ceiling int64, client string) error {
 	for {
 		b.mu.Lock()
-		if b.used+n <= ceiling {
+		fits := b.used+n <= ceiling
+		shared := client != "" && b.perClient > 0
+		if fits && (!shared || b.clients[client]+n <= b.perClient) {
 			b.used += n
 			b.peak = max(b.peak, b.used)
+			if shared {
+				b.clients[client] += n
+			}
 			b.mu.Unlock()
 			return nil
 		}
@@ -70,21 +90,43 @@ func (b *Budget) reserve(ctx context.Context, n, ceiling int64) error {
 		select {
 		case <-freed:
 		case <-ctx.Done():
-			return fmt.Errorf("reserve %d of %d body bytes (%d in use): %w", n, b.limit, b.InUse(), ctx.Err())
+			if fits {
+				return fmt.Errorf("%w: reserve %d of the client's %d body bytes (%d in use): %w", ErrClientOverloaded, n,
+					b.perClient, b.ClientInUse(client), ctx.Err())
+			}
+			return fmt.Errorf("%w: reserve %d of %d body bytes (%d in use): %w", ErrOverloaded, n, b.limit, b.InUse(), ctx.Err())
 		}
 	}
 }
 
 // Release gives back n bytes charged by Reserve.
 func (b *Budget) Release(n int64) {
-	if n == 0 {
+	b.release(n, "", 0)
+}
+
+// release gives back n bytes of the budget, of which onClient were still counted against
+// client's share.
+func (b *Budget) release(n int64, client string, onClient int64) {
+	if n == 0 && onClient == 0 {
 		return
 	}
 	b.mu.Lock()
 	b.used -= n
+	if onClient > 0 {
+		if b.clients[client] -= onClient; b.clients[client] <= 0 {
+			delete(b.clients, client)
+		}
+	}
 	close(b.freed)
 	b.freed = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// ClientInUse returns the unverified bytes client holds now.
+func (b *Budget) ClientInUse(client string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.clients[client]
 }
 
 // InUse returns the bytes charged now.
@@ -115,8 +157,29 @@ const firstChunk = 16 << 10
 // fails the read with ErrOverloaded. release gives every charged byte back; call it
 // when done with body, also after an error.
 func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64) (body []byte, release func(), err error) {
-	var charged int64
-	release = func() { b.Release(charged) }
+	body, _, release, err = b.ReadAllFrom(w, r, maxBytes, "")
+	return body, release, err
+}
+
+// ReadAllFrom is ReadAll for a body sent by client (its address) that the caller will verify (a
+// signature over the whole body): until verified is called, its charged bytes also count against
+// the client's share of a NewClientBudget, and a buffer that does not fit in the share within the
+// budget's wait fails the read with ErrClientOverloaded. verified takes the body's bytes off the
+// client's share (they stay charged to the budget until release); release gives every byte back.
+// Both are always callable, in any order, more than once.
+func (b *Budget) ReadAllFrom(w http.ResponseWriter, r *http.Request, maxBytes int64, client string) (body []byte, verified, release func(), err error) {
+	var charged, onClient int64
+	verified = func() {
+		b.release(0, client, onClient)
+		onClient = 0
+	}
+	release = func() {
+		b.release(charged, client, onClient)
+		charged, onClient = 0, 0
+	}
+	if b.perClient == 0 {
+		client = ""
+	}
 	src := http.MaxBytesReader(w, r.Body, maxBytes)
 	limit := maxBytes + 1 // room to read the end
 	if r.ContentLength >= 0 && r.ContentLength < maxBytes {
@@ -140,10 +203,13 @@ func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64)
 			if buf != nil {
 				ceiling -= b.limit / 8
 			}
-			if err := b.charge(r.Context(), next, ceiling); err != nil {
-				return nil, release, err
+			if err := b.charge(r.Context(), next, ceiling, client); err != nil {
+				return nil, verified, release, err
 			}
 			charged += next
+			if client != "" {
+				onClient += next
+			}
 			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
 			buf = grown
@@ -151,22 +217,20 @@ func (b *Budget) ReadAll(w http.ResponseWriter, r *http.Request, maxBytes int64)
 		n, err := src.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			return buf, release, nil
+			return buf, verified, release, nil
 		}
 		if err != nil {
-			return nil, release, err
+			return nil, verified, release, err
 		}
 	}
 }
 
-// charge reserves n bytes under ceiling within the budget's wait.
-func (b *Budget) charge(ctx context.Context, n, ceiling int64) error {
+// charge reserves n bytes under ceiling, and under client's share, within the budget's wait; its
+// error wraps ErrOverloaded (ErrClientOverloaded when the share was full).
+func (b *Budget) charge(ctx context.Context, n, ceiling int64, client string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.wait)
 	defer cancel()
-	if err := b.reserve(ctx, n, ceiling); err != nil {
-		return fmt.Errorf("%w: %w", ErrOverloaded, err)
-	}
-	return nil
+	return b.reserve(ctx, n, ceiling, client)
 }
 
 // BodyLimits bound the time a request body may take: Grace, then a floor rate. Zero fields take

@@ -177,3 +177,63 @@ func TestBodyRefusedUnread(t *testing.T) {
 		t.Errorf("refused unread: %d after %s (%v), want 401 within %s", code, after, err, grace+time.Second)
 	}
 }
+
+// TestBudgetClientShare: with NewClientBudget, a client's unverified bodies hold at most its
+// share: a body that does not fit fails with ErrClientOverloaded (an ErrOverloaded) while another
+// client's is read; once the first body is verified its bytes leave the share (they stay charged
+// to the budget until release), and the client's next body fits. NewBudget has no share.
+func TestBudgetClientShare(t *testing.T) {
+	t.Parallel()
+	const share = 100 << 10
+	b := httpserver.NewClientBudget(1<<20, share, 50*time.Millisecond)
+	read := func(client string, size int) ([]byte, func(), func(), error) {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(bytes.Repeat([]byte("x"), size)))
+		return b.ReadAllFrom(httptest.NewRecorder(), r, 4<<20, client)
+	}
+	first, verified, release, err := read("a", 60<<10)
+	if err != nil || len(first) != 60<<10 {
+		t.Fatalf("first body: %d bytes, %v", len(first), err)
+	}
+	charged := b.InUse()
+	if got := b.ClientInUse("a"); got != charged || got > share {
+		t.Errorf("client a holds %d of %d charged, want all of it, within its share %d", got, charged, share)
+	}
+	_, _, refusedRelease, err := read("a", 60<<10)
+	refusedRelease()
+	if !errors.Is(err, httpserver.ErrClientOverloaded) || !errors.Is(err, httpserver.ErrOverloaded) {
+		t.Fatalf("a second unverified body over the share: %v, want ErrClientOverloaded", err)
+	}
+	_, _, otherRelease, err := read("b", 60<<10)
+	if err != nil {
+		t.Fatalf("another client's body: %v", err)
+	}
+	otherRelease()
+	verified()
+	if got := b.ClientInUse("a"); got != 0 || b.InUse() != charged {
+		t.Errorf("after verified: client a holds %d, the budget %d; want 0 and %d", got, b.InUse(), charged)
+	}
+	_, _, nextRelease, err := read("a", 60<<10)
+	if err != nil {
+		t.Fatalf("the client's next body once the first was verified: %v", err)
+	}
+	nextRelease()
+	release()
+	verified() // after release: nothing more
+	if b.InUse() != 0 || b.ClientInUse("a") != 0 {
+		t.Errorf("after release: %d charged, %d on client a", b.InUse(), b.ClientInUse("a"))
+	}
+
+	plain := httpserver.NewBudget(1<<20, 50*time.Millisecond)
+	var releases []func()
+	for range 3 {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(bytes.Repeat([]byte("x"), 60<<10)))
+		_, _, release, err := plain.ReadAllFrom(httptest.NewRecorder(), r, 4<<20, "a")
+		releases = append(releases, release)
+		if err != nil {
+			t.Fatalf("NewBudget has no share per client: %v", err)
+		}
+	}
+	for _, r := range releases {
+		r()
+	}
+}

@@ -2,5 +2,7 @@
 // opened on $PORT, stop accepting on SIGTERM (the context ending), and drain in-flight requests
 // before returning. It also bounds how request bodies arrive (BodyLimits): a body must keep pace
 // with a floor rate, and the bytes held by requests in flight are charged to a Budget as they
-// arrive, so slow or oversized uploads cannot hold a service's memory or its requests hostage.
+// arrive, so slow or oversized uploads cannot hold a service's memory or its requests hostage;
+// with NewClientBudget, one client's unverified bodies hold at most its share of the budget, so
+// no one address can fill it.
 package httpserver

@@ -101,6 +101,8 @@ func (c *Client) Extract(ctx context.Context, req Request) (Result, error) {
 	defer cancel()
 	hint := &retryAfterHint{}
 	ctx = context.WithValue(ctx, retryAfterKey{}, hint)
+	// The attachment is spliced into the request as it is sent (inline.go).
+	ctx = withInline(ctx, call.inline)
 
 	resp, err := c.genai.Models.GenerateContent(ctx, call.model, call.contents, call.config)
 	if err != nil {
@@ -187,6 +189,10 @@ func (t *retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error)
 	base := t.base
 	if base == nil {
 		base = http.DefaultTransport
+	}
+	r, err := spliceInline(r)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := base.RoundTrip(r)
 	if err == nil && resp.StatusCode >= 400 {

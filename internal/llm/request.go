@@ -102,6 +102,8 @@ type call struct {
 	contents []*genai.Content
 	config   *genai.GenerateContentConfig
 	intents  map[string]*Intent
+	// inline is the attachment, which the request carries as a placeholder (see stashInline).
+	inline *inlineFile
 }
 
 // validate checks what the tenant's configuration and the worker pass in; a failure is
@@ -163,6 +165,13 @@ func (r *Request) build() (*call, error) {
 		c.intents[r.Intents[i].Name] = &r.Intents[i]
 	}
 	c.contents = r.contents()
+	if r.Media != nil {
+		inline, err := stashInline(c.contents)
+		if err != nil {
+			return nil, err
+		}
+		c.inline = inline
+	}
 	c.config = &genai.GenerateContentConfig{
 		SystemInstruction: &genai.Content{Parts: []*genai.Part{{Text: r.systemInstruction()}}},
 		Temperature:       genai.Ptr[float32](temperature),

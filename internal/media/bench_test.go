@@ -35,7 +35,7 @@ func benchStack(b *testing.B) (*stack, whatsapp.Message, context.Context) {
 // over HTTP, the sha256 check, and the request part's JSON (base64) as the genai client encodes
 // it.
 func fetchAndEncode(ctx context.Context, f *media.Fetcher, m whatsapp.Message) (int, error) {
-	att, err := f.Fetch(ctx, token, m)
+	att, err := f.Fetch(ctx, token, m, nil)
 	if err != nil {
 		return 0, err
 	}

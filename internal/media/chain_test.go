@@ -67,7 +67,7 @@ func TestChain(t *testing.T) {
 		m := tc.msg
 		m.ID, m.From, m.PhoneNumberID = "m-"+tc.name, owner.WaID, tn.PhoneNumbers[0].PhoneNumberID
 		in := assistant.Input{Tenant: tn, Member: owner, IsMember: true, ConversationID: "conv-" + tc.name, Message: m, Now: now,
-			Media: s.f.Loader(token)}
+			Media: s.f.Loader(token, nil)}
 		out, err := e.Turn(context.Background(), in)
 		if err != nil {
 			t.Fatalf("%s: Turn: %v", tc.name, err)

@@ -14,7 +14,17 @@
 // turn again later; ErrAuth means the tenant's token was refused (the *graph.Error stays in the
 // chain, so graph.Classify reports Auth).
 //
-// The worker wires it in three steps: Loader(token) as assistant.Input.Media for a tenant in
-// mode llm (the engine calls it only after the guardrails), Describe(msg) as the stored
-// message's Media, and Describe with the Outcome's attachment when it wants the size.
+// Memory is bounded per instance by a Budget (MEDIA_INFLIGHT_BYTES, DefaultInflightBytes): a
+// turn's file is charged Footprint (3) times its size, the size Meta's lookup announces, before
+// the download starts; bytes beyond it (a lookup that understates or gives no size) are charged
+// as they arrive. The file is read into one buffer of that size, never copied on the way (package
+// llm streams its base64 into the request). A turn that cannot get its charge within the
+// budget's wait fails with ErrBusy, which wraps assistant.ErrRetry: the turn is redone later,
+// never answered "send it again", and the worker answers 503. The charge is released by the
+// caller once the turn's model call is done.
+//
+// The worker wires it in three steps: WithToken(fetcher, token) as assistant.Input.Media for a
+// tenant in mode llm (the engine calls it only after the guardrails), releasing the turn's
+// charge when the turn returns; Describe(msg) as the stored message's Media; and Describe with the
+// Outcome's attachment when it wants the size.
 package media

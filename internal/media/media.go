@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"strings"
@@ -49,7 +50,8 @@ var (
 // Error is a Fetch failure: its Kind and what caused it. Its text never holds the caption, the
 // file name, the download URL or the bytes.
 type Error struct {
-	// Kind is one of ErrUnsupported, ErrTooLarge, ErrGone, ErrMismatch, ErrRetryable, ErrAuth.
+	// Kind is one of ErrUnsupported, ErrTooLarge, ErrGone, ErrMismatch, ErrRetryable, ErrAuth,
+	// ErrBusy.
 	Kind error
 	// Reason says what failed.
 	Reason string
@@ -81,6 +83,13 @@ type Config struct {
 	// AllowInsecureURL accepts a download URL that is not https: only in dev, where the URL is
 	// on the fake Graph's host.
 	AllowInsecureURL bool
+	// InflightBytes is the media budget (MEDIA_INFLIGHT_BYTES): the bytes the turns fetching
+	// through this Fetcher may hold at once, each file charged Footprint times its size;
+	// DefaultInflightBytes when 0. It must hold one file at the cap.
+	InflightBytes int64
+	// BudgetWait is how long a turn waits for budget before it is retried; DefaultBudgetWait
+	// when 0.
+	BudgetWait time.Duration
 }
 
 // Fetcher fetches media files from the Graph API. It is safe for concurrent use.
@@ -88,6 +97,7 @@ type Fetcher struct {
 	graph     *graph.Client
 	max       int64
 	allowHTTP bool
+	budget    *Budget
 }
 
 // New returns a Fetcher calling Graph through g (any token: each Fetch says whose).
@@ -101,31 +111,67 @@ func New(g *graph.Client, cfg Config) (*Fetcher, error) {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
-	return &Fetcher{graph: g, max: cfg.MaxBytes, allowHTTP: cfg.AllowInsecureURL}, nil
+	if cfg.InflightBytes == 0 {
+		cfg.InflightBytes = DefaultInflightBytes
+	}
+	if cfg.InflightBytes < Footprint*cfg.MaxBytes {
+		return nil, fmt.Errorf("media: MEDIA_INFLIGHT_BYTES %d must be at least %d times MEDIA_MAX_BYTES (%d), so a file at the cap fits",
+			cfg.InflightBytes, Footprint, Footprint*cfg.MaxBytes)
+	}
+	budget, err := NewBudget(cfg.InflightBytes, cfg.BudgetWait)
+	if err != nil {
+		return nil, err
+	}
+	return &Fetcher{graph: g, max: cfg.MaxBytes, allowHTTP: cfg.AllowInsecureURL, budget: budget}, nil
 }
 
 // MaxBytes is the size cap.
 func (f *Fetcher) MaxBytes() int64 { return f.max }
 
-// Loader is f bound to a tenant's access token: the turn's assistant.Input.Media.
-func (f *Fetcher) Loader(token string) assistant.MediaLoader { return loader{f: f, token: token} }
+// Budget is the media budget the turns' files are charged to.
+func (f *Fetcher) Budget() *Budget { return f.budget }
+
+// WithBudget is a copy of f whose files are charged to b: a test's budget, which it can hold.
+func (f *Fetcher) WithBudget(b *Budget) *Fetcher {
+	c := *f
+	c.budget = b
+	return &c
+}
+
+// NewCharge starts a turn's charge against f's budget.
+func (f *Fetcher) NewCharge() *Charge { return f.budget.NewCharge() }
+
+// Loader is f bound to a tenant's access token, charging the files it fetches to c (nil:
+// uncharged): the turn's assistant.Input.Media.
+func (f *Fetcher) Loader(token string, c *Charge) assistant.MediaLoader {
+	return loader{f: f, token: token, charge: c}
+}
 
 type loader struct {
-	f     *Fetcher
-	token string
+	f      *Fetcher
+	token  string
+	charge *Charge
 }
 
 func (l loader) LoadMedia(ctx context.Context, m whatsapp.Message) (assistant.Attachment, error) {
-	return l.f.Fetch(ctx, l.token, m)
+	return l.f.Fetch(ctx, l.token, m, l.charge)
 }
 
-// Fetch downloads the file of media message m with token and checks it. It logs one line
-// (event media_fetched, or media_refused with the reason) with the type and size, never the
-// caption, the file name or the bytes.
-func (f *Fetcher) Fetch(ctx context.Context, token string, m whatsapp.Message) (assistant.Attachment, error) {
+// Fetch downloads the file of media message m with token and checks it, charging the file's
+// footprint to c (nil: uncharged) before its bytes arrive; the charge is the caller's to release
+// once done with the bytes. It logs one line (event media_fetched, media_budget_exhausted, or
+// media_refused with the reason) with the type and size, never the caption, the file name or the
+// bytes.
+func (f *Fetcher) Fetch(ctx context.Context, token string, m whatsapp.Message, c *Charge) (assistant.Attachment, error) {
 	start := time.Now()
-	att, err := f.fetch(ctx, token, m)
+	att, err := f.fetch(ctx, token, m, c)
 	log := logging.FromContext(ctx)
+	if errors.Is(err, ErrBusy) {
+		log.WarnContext(ctx, "media budget exhausted: the turn is retried", "event", "media_budget_exhausted",
+			"message_type", m.Type, "mime_type", att.MIMEType, "size", att.Size, "charged", c.Held(),
+			"inflight_bytes", f.budget.Size(), "error", err.Error())
+		return assistant.Attachment{}, err
+	}
 	if err != nil {
 		var me *Error
 		kind := "error"
@@ -155,11 +201,13 @@ func kindName(k error) string {
 		return "retryable"
 	case ErrAuth:
 		return "auth"
+	case ErrBusy:
+		return "busy"
 	}
 	return "error"
 }
 
-func (f *Fetcher) fetch(ctx context.Context, token string, m whatsapp.Message) (assistant.Attachment, error) {
+func (f *Fetcher) fetch(ctx context.Context, token string, m whatsapp.Message, c *Charge) (assistant.Attachment, error) {
 	att := assistant.Attachment{Kind: m.Type}
 	switch {
 	case m.Media == nil || m.Media.ID == "":
@@ -198,24 +246,118 @@ func (f *Fetcher) fetch(ctx context.Context, token string, m whatsapp.Message) (
 	if err := f.checkURL(info); err != nil {
 		return att, err
 	}
-	var buf bytes.Buffer
-	if info.FileSize > 0 {
-		// One allocation for the whole file when Meta says its size (capped: it may lie).
-		buf.Grow(int(min(info.FileSize, f.max)) + 1)
-	}
-	h := sha256.New()
-	n, err := g.DownloadMedia(ctx, info.URL, io.MultiWriter(&buf, h), f.max)
+	att.Size = info.FileSize
+	data, got, err := f.download(ctx, g, info, c)
 	if err != nil {
-		return att, graphError("download", err)
+		return att, err
 	}
-	got := h.Sum(nil)
 	for _, w := range want {
 		if !bytes.Equal(w, got) {
 			return att, &Error{Kind: ErrMismatch, Reason: "the bytes do not match the sha256 Meta gave"}
 		}
 	}
-	att.Data, att.Size, att.SHA256 = buf.Bytes(), n, hex.EncodeToString(got)
+	att.Data, att.Size, att.SHA256 = data, int64(len(data)), hex.EncodeToString(got)
 	return att, nil
+}
+
+// download reads the file at info.URL into one buffer, hashing it as it arrives, and returns the
+// bytes and their SHA-256. The buffer is charged to c before its bytes arrive: the announced size
+// at once (the file is then read into one allocation, never copied), and whatever comes beyond it
+// (a lookup that understates the size, or gives none) as it comes.
+func (f *Fetcher) download(ctx context.Context, g *graph.Client, info graph.MediaInfo, c *Charge) (data, sum []byte, err error) {
+	fb := &fileBuffer{ctx: ctx, charge: c, limit: f.max + 1, hash: sha256.New()}
+	if info.FileSize > 0 {
+		// Capped: the lookup may lie, and the download stops past the cap anyway.
+		if err := fb.grow(min(info.FileSize, f.max) + 1); err != nil {
+			return nil, nil, budgetError(err)
+		}
+	}
+	if _, err := g.DownloadMedia(ctx, info.URL, fb, f.max); err != nil {
+		var busy *Error
+		if errors.As(err, &busy) && busy.Kind == ErrBusy {
+			// Charging the rest of the file failed: the budget, not Graph.
+			return nil, nil, busy
+		}
+		return nil, nil, graphError("download", err)
+	}
+	return fb.buf, fb.hash.Sum(nil), nil
+}
+
+// budgetError is a failed charge as Fetch's error: ErrBusy as it is, the turn's context ending
+// as a failure to retry.
+func budgetError(err error) error {
+	var me *Error
+	if errors.As(err, &me) {
+		return me
+	}
+	return &Error{Kind: ErrRetryable, Reason: "media budget", Err: err}
+}
+
+// minChunk is the first buffer of a download whose size is not known.
+const minChunk = 64 << 10
+
+// fileBuffer receives a download: one buffer whose every byte of capacity is charged to the
+// turn's budget before it is allocated, hashed as the bytes arrive. It reads from the response
+// itself (io.ReaderFrom), so no intermediate buffer copies the file on the way.
+type fileBuffer struct {
+	ctx    context.Context
+	charge *Charge
+	// limit is the cap and one byte: room to see that a file is over the cap.
+	limit int64
+	buf   []byte
+	hash  hash.Hash
+}
+
+// grow makes the buffer's capacity to bytes, charging the new capacity Footprint times over
+// (the file, and the request built around it) and the outgrown buffer once more: garbage the
+// collector has not reclaimed yet is memory all the same.
+func (b *fileBuffer) grow(to int64) error {
+	old := int64(cap(b.buf))
+	if err := b.charge.Add(b.ctx, Footprint*(to-old)+old); err != nil {
+		return err
+	}
+	grown := make([]byte, len(b.buf), to)
+	copy(grown, b.buf)
+	b.buf = grown
+	return nil
+}
+
+// ReadFrom reads r until EOF or until the buffer holds limit bytes (the caller's cap then
+// reports the file too large).
+func (b *fileBuffer) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if len(b.buf) == cap(b.buf) {
+			if int64(cap(b.buf)) >= b.limit {
+				return total, nil
+			}
+			if err := b.grow(min(max(2*int64(cap(b.buf)), minChunk), b.limit)); err != nil {
+				return total, err
+			}
+		}
+		n, err := r.Read(b.buf[len(b.buf):cap(b.buf)])
+		b.hash.Write(b.buf[len(b.buf) : len(b.buf)+n])
+		b.buf = b.buf[:len(b.buf)+n]
+		total += int64(n)
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// Write appends p, for writers that do not use ReadFrom.
+func (b *fileBuffer) Write(p []byte) (int, error) {
+	if need := int64(len(b.buf) + len(p)); need > int64(cap(b.buf)) {
+		if err := b.grow(max(need, 2*int64(cap(b.buf)), minChunk)); err != nil {
+			return 0, err
+		}
+	}
+	b.buf = append(b.buf, p...)
+	b.hash.Write(p)
+	return len(p), nil
 }
 
 // checkSize refuses a file whose announced size is over the cap, before its download.

@@ -66,7 +66,7 @@ func TestFetch(t *testing.T) {
 	mf := s.fake.AddMedia(voice.Data, voice.MIMEType)
 	m := msg("audio", mf, "", "")
 	m.Media.Voice = true
-	att, err := s.f.Fetch(context.Background(), token, m)
+	att, err := s.f.Fetch(context.Background(), token, m, nil)
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestFetchKeepsCaptionAndFilename(t *testing.T) {
 	s := newStack(t, media.Config{})
 	pdf := mediasample.BookingForm()
 	mf := s.fake.AddMedia(pdf.Data, pdf.MIMEType)
-	att, err := s.f.Loader(token).LoadMedia(context.Background(), msg("document", mf, "the form", "form.pdf"))
+	att, err := s.f.Loader(token, nil).LoadMedia(context.Background(), msg("document", mf, "the form", "form.pdf"))
 	if err != nil {
 		t.Fatalf("LoadMedia: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestFetchFailures(t *testing.T) {
 			if tc.token != "" {
 				tok = tc.token
 			}
-			_, err := s.f.Fetch(context.Background(), tok, m)
+			_, err := s.f.Fetch(context.Background(), tok, m, nil)
 			var me *media.Error
 			if !errors.Is(err, tc.want) || !errors.As(err, &me) {
 				t.Fatalf("Fetch: %v; want a *media.Error of kind %v", err, tc.want)
@@ -223,7 +223,7 @@ func TestDownloadURLMustBeHTTPSOutsideDev(t *testing.T) {
 		t.Fatal(err)
 	}
 	photo := mediasample.Photo()
-	_, err = strict.Fetch(context.Background(), token, msg("image", s.fake.AddMedia(photo.Data, photo.MIMEType), "", ""))
+	_, err = strict.Fetch(context.Background(), token, msg("image", s.fake.AddMedia(photo.Data, photo.MIMEType), "", ""), nil)
 	if !errors.Is(err, media.ErrGone) {
 		t.Fatalf("Fetch: %v; want a refusal", err)
 	}
@@ -237,7 +237,7 @@ func TestDownloadURLMustBeHTTPSOutsideDev(t *testing.T) {
 func TestAuthErrorIsClassifiedAuth(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, media.Config{})
-	_, err := s.f.Fetch(context.Background(), "wrong", msg("image", s.fake.AddMedia([]byte("x"), "image/png"), "", ""))
+	_, err := s.f.Fetch(context.Background(), "wrong", msg("image", s.fake.AddMedia([]byte("x"), "image/png"), "", ""), nil)
 	if graph.Classify(err) != graph.Auth {
 		t.Errorf("Classify(%v) = %v, want auth", err, graph.Classify(err))
 	}
@@ -255,7 +255,7 @@ func TestOversizeIsCutWhileStreaming(t *testing.T) {
 	s := newStack(t, media.Config{MaxBytes: limit})
 	big := make([]byte, size)
 	mf := s.fake.AddMedia(big, "video/mp4", graphfake.WithoutContentLength(), graphfake.WithLookupFileSize(1000))
-	_, err := s.f.Fetch(context.Background(), token, msg("video", mf, "", ""))
+	_, err := s.f.Fetch(context.Background(), token, msg("video", mf, "", ""), nil)
 	if !errors.Is(err, media.ErrTooLarge) {
 		t.Fatalf("Fetch: %v; want ErrTooLarge", err)
 	}
@@ -301,16 +301,16 @@ func TestNoMediaContentInLogs(t *testing.T) {
 	pdf := mediasample.BookingForm()
 	const caption, filename = "Secret caption Bus 03", "secret-booking-form.pdf"
 	mf := s.fake.AddMedia(pdf.Data, pdf.MIMEType)
-	if _, err := s.f.Fetch(ctx, token, msg("document", mf, caption, filename)); err != nil {
+	if _, err := s.f.Fetch(ctx, token, msg("document", mf, caption, filename), nil); err != nil {
 		t.Fatal(err)
 	}
 	bad := msg("document", mf, caption, filename)
 	bad.Media.SHA256 = base64.StdEncoding.EncodeToString(make([]byte, 32))
-	if _, err := s.f.Fetch(ctx, token, bad); !errors.Is(err, media.ErrMismatch) {
+	if _, err := s.f.Fetch(ctx, token, bad, nil); !errors.Is(err, media.ErrMismatch) {
 		t.Fatalf("Fetch: %v", err)
 	}
 	s.fake.ExpireMedia(mf.ID)
-	if _, err := s.f.Fetch(ctx, token, msg("document", mf, caption, filename)); !errors.Is(err, media.ErrGone) {
+	if _, err := s.f.Fetch(ctx, token, msg("document", mf, caption, filename), nil); !errors.Is(err, media.ErrGone) {
 		t.Fatalf("Fetch: %v", err)
 	}
 	logs := buf.String()

@@ -372,3 +372,26 @@ func TestBuildDelivery(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayActsAsTheRoutesEnqueuer: a replay's task acts as its route's own enqueuer
+// (Replayer.Invokers, REPLAY_INVOKERS): the worker admits an inbound task only from the webhook's
+// invoker, whoever replays it.
+func TestReplayActsAsTheRoutesEnqueuer(t *testing.T) {
+	t.Parallel()
+	recs := &fakeRecords{dls: map[string]store.DeadLetter{
+		"dl-in":   {ID: "dl-in", Queue: "wa-inbound", Path: tasks.ProcessInboundPath, Body: `{}`},
+		"dl-send": {ID: "dl-send", Path: tasks.ProcessSendPath, Body: `{"idempotency_key":"k","tenant_id":"acme"}`},
+	}, outbound: map[string]store.OutboundRecord{}}
+	q := &fakeQueue{tasks: map[string]taskqueue.Task{}}
+	r := &Replayer{DeadLetters: recs, Outbound: recs, Tasks: q, Invokers: map[string]string{
+		tasks.ProcessInboundPath: "inv-webhook@p.iam.gserviceaccount.com", tasks.ProcessSendPath: "inv-console@p.iam.gserviceaccount.com"}}
+	for id, want := range map[string]string{"dl-in": "inv-webhook@p.iam.gserviceaccount.com", "dl-send": "inv-console@p.iam.gserviceaccount.com"} {
+		res, err := r.Replay(context.Background(), recs.dls[id], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := q.tasks[res.Queue+"/"+tasks.ReplayTaskID(id)].Invoker; got != want {
+			t.Errorf("replay of %s acts as %q, want %q", id, got, want)
+		}
+	}
+}

@@ -41,6 +41,10 @@ type Replayer struct {
 	Tasks       enqueuer
 	// Keyer makes an action's result key (LOG_HASH_KEY's); the development key's when nil.
 	Keyer *keyedid.Keyer
+	// Invokers are the service accounts a replay's task acts as, by worker route path: the
+	// route's own enqueuer's invoker, the only one the worker admits on it (ROUTE_CALLERS). A
+	// route without one is replayed as the client's own account.
+	Invokers map[string]string
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -186,6 +190,7 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 		Path:          d.Path,
 		Body:          []byte(d.Body),
 		CorrelationID: d.CorrelationID,
+		Invoker:       r.Invokers[d.Path],
 	})
 	if err != nil {
 		return res, fmt.Errorf("dead letter %s: %w", d.ID, err)

@@ -40,6 +40,87 @@ func TestBurstThenRate(t *testing.T) {
 	}
 }
 
+// TestCheckTakesNoToken: Check answers whether a key has a token without taking one, so a
+// caller can refuse a key that is already over its limit before paying for the request, and
+// charge it only once the request turned out to count (the api: an address pays only for the
+// keys that fail).
+func TestCheckTakesNoToken(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	l := ratelimit.New(1, 2, ratelimit.Options{Now: func() time.Time { return now }})
+	for range 5 {
+		if d := l.Check("a"); !d.OK {
+			t.Fatalf("Check of a fresh key: %+v, want OK", d)
+		}
+	}
+	if n := l.Len(); n != 0 {
+		t.Fatalf("Check made %d buckets, want none", n)
+	}
+	l.Allow("a")
+	l.Allow("a")
+	d := l.Check("a")
+	if d.OK || d.RetryAfter != time.Second || !d.First {
+		t.Fatalf("Check past the burst: %+v, want refused, retry after 1s, first", d)
+	}
+	if d := l.Allow("a"); d.OK || d.First {
+		t.Fatalf("Allow after a refused Check: %+v, want refused, not first (one log line per episode)", d)
+	}
+	now = now.Add(time.Second)
+	if d := l.Check("a"); !d.OK {
+		t.Fatalf("Check after the refill: %+v, want OK", d)
+	}
+	if d := l.Allow("a"); !d.OK {
+		t.Fatal("the token Check saw was taken by Check")
+	}
+}
+
+// TestAllowLimit: a key held to a limit of its own (a tenant's API keys) gets that burst and
+// rate, other keys the Limiter's; a changed limit applies from the next request, keeping the
+// tokens left up to the new burst.
+func TestAllowLimit(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	l := ratelimit.New(1, 2, ratelimit.Options{Now: func() time.Time { return now }})
+	own := ratelimit.Limit{Rate: 10, Burst: 5}
+	served := func(key string, lim ratelimit.Limit, n int) int {
+		ok := 0
+		for range n {
+			if l.AllowLimit(key, lim).OK {
+				ok++
+			}
+		}
+		return ok
+	}
+	if got := served("big", own, 8); got != 5 {
+		t.Fatalf("own limit: %d of 8 served at once, want its burst of 5", got)
+	}
+	if got := served("plain", ratelimit.Limit{}, 8); got != 2 {
+		t.Fatalf("zero limit: %d of 8 served at once, want the Limiter's burst of 2", got)
+	}
+	if d := l.AllowLimit("big", own); d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("own limit refused: retry after %s, want 100ms at 10/s", d.RetryAfter)
+	}
+	now = now.Add(200 * time.Millisecond)
+	if got := served("big", own, 5); got != 2 {
+		t.Fatalf("after 200ms at 10/s: %d served, want 2", got)
+	}
+	// Lowered: what is left is capped to the new burst. Raised: the tokens left are kept (no
+	// fresh burst for a key in use), and the bucket refills up to the new burst.
+	now = now.Add(time.Second)
+	if got := served("big", ratelimit.Limit{Rate: 10, Burst: 3}, 8); got != 3 {
+		t.Fatalf("burst lowered to 3: %d served, want 3", got)
+	}
+	now = now.Add(100 * time.Millisecond)
+	raised := ratelimit.Limit{Rate: 10, Burst: 20}
+	if got := served("big", raised, 30); got != 1 {
+		t.Fatalf("burst raised to 20, 100ms after emptying at 10/s: %d served, want the 1 refilled", got)
+	}
+	now = now.Add(10 * time.Second)
+	if got := served("big", raised, 30); got != 20 {
+		t.Fatalf("raised burst after the key sat idle: %d served, want 20", got)
+	}
+}
+
 // TestIdleBucketsDropped: buckets that have refilled are forgotten, so a flood of distinct keys
 // keeps at most MaxKeys buckets; when all are busy a new key is refused (fail closed), and once
 // they are idle new keys are served again.

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/config"
-	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/memlimit"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -74,6 +72,13 @@ type Options struct {
 	// Keeper, when set, opens the service's secrets keeper (each service seals and opens under
 	// keys of its own, so the service says how).
 	Keeper func(context.Context) (*secrets.Keeper, error)
+	// WarmQueue is a queue the service uses, on which the warm-up exercises its Cloud Tasks
+	// clients (GetQueue; warmup.go); empty means the inbound queue.
+	WarmQueue string
+	// WarmSeal are the purposes (secrets.Purpose…) the warm-up seals a throwaway value for, one
+	// KMS call each, for a service whose keeper may seal them (the api, the console); a service
+	// that only opens secrets has no cheap call to make and leaves it empty.
+	WarmSeal []string
 }
 
 // Clients are what Start built; a client the Options did not ask for is nil.
@@ -85,6 +90,12 @@ type Clients struct {
 	Keeper *secrets.Keeper
 	// InboundDB is the webhook's database (Options.InboundDatabase): DB when they are the same.
 	InboundDB *store.DB
+
+	// warm is what the warm-up exercises beyond the clients (Warmup).
+	warm struct {
+		queue string
+		seal  []string
+	}
 }
 
 // Start builds the clients o asks for, in order: telemetry, Firestore, Cloud Tasks, the admin
@@ -92,6 +103,7 @@ type Clients struct {
 // traces last; when one fails, what was built is closed before Start returns the error.
 func Start(ctx context.Context, o Options) (_ *Clients, cleanup func(), err error) {
 	c := &Clients{Logger: o.Logger}
+	c.warm.queue, c.warm.seal = o.WarmQueue, o.WarmSeal
 	if c.Logger == nil {
 		c.Logger = o.Base.Logger()
 	}
@@ -161,14 +173,13 @@ func openDB(ctx context.Context, o Options, database string) (*store.DB, error) 
 	return store.Open(ctx, o.Base.ProjectID, database)
 }
 
-// Serve listens on :port and serves h until ctx ends, then drains in-flight requests
-// (httpserver.Serve). The caller's deferred cleanup runs after, so requests finish on open clients.
-func Serve(ctx context.Context, port string, h http.Handler, logger *slog.Logger) error {
+// listen listens on :port, where Cloud Run sends requests ($PORT).
+func listen(port string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", ":"+port)
 	if err != nil {
-		return fmt.Errorf("listen on :%s: %w", port, err)
+		return nil, fmt.Errorf("listen on :%s: %w", port, err)
 	}
-	return httpserver.Serve(ctx, ln, h, logger)
+	return ln, nil
 }
 
 // Keeper returns the Options.Keeper that opens the keeper of cfg (secrets.New).

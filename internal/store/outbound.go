@@ -108,6 +108,14 @@ type OutboundRecord struct {
 	// window is closed: a notification's templates.notify with its parameters filled (package
 	// notify). Never shown.
 	Fallback string `firestore:"fallback,omitempty" json:"-"`
+
+	// OutcomeHeld: the record's send has an unknown outcome and no evidence yet says whether Meta
+	// took it; the wait is held here (not on task retries) until HeldUntil, and the sweep looks
+	// at it every minute (outbound_unknown.go). UnknownResends counts the sends made again once
+	// the evidence said Meta never took the earlier one.
+	OutcomeHeld    bool      `firestore:"outcome_held,omitempty" json:"outcome_held,omitempty"`
+	HeldUntil      time.Time `firestore:"held_until,omitempty" json:"held_until,omitempty"`
+	UnknownResends int64     `firestore:"unknown_resends,omitempty" json:"unknown_resends,omitempty"`
 }
 
 // ErrNotFound is returned when a record does not exist.
@@ -210,6 +218,7 @@ func (r *Outbound) MarkSent(ctx context.Context, key, graphMessageID string, rea
 		}
 		rec.ReadMarked = rec.ReadMarked || readMarked
 		rec.State, rec.GraphMessageID, rec.SentAt = OutboundSent, graphMessageID, now
+		rec.OutcomeHeld = false
 		rec.LastError, rec.LastErrorCode, rec.FailureReason = "", 0, ""
 		rec.setLatency(now)
 		return true
@@ -233,6 +242,7 @@ func (r *Outbound) MarkFailed(ctx context.Context, key string, code int, reason,
 			return false
 		}
 		rec.State, rec.LastErrorCode, rec.LastError, rec.FailureReason = OutboundFailed, int64(code), msg, reason
+		rec.OutcomeHeld = false
 		return true
 	})
 	return err
@@ -438,6 +448,7 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 			// A status from the record's own number proves Meta accepted a send of unknown
 			// outcome (sending), or names the record's own wamid.
 			rec.State, rec.GraphMessageID, rec.SentAt, rec.Reconciled = OutboundSent, u.GraphMessageID, now, true
+			rec.OutcomeHeld = false
 			rec.setLatency(now)
 			res.Reconciled, changed = true, true
 		}

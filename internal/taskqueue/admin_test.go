@@ -3,6 +3,7 @@ package taskqueue_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,46 @@ func TestEnsureQueue(t *testing.T) {
 	// The queue serves tasks like any other.
 	if _, err := tq.Enqueue(ctx, taskqueue.Task{Queue: "wa-out-acme-bus", ID: "t1", Path: tasks.ProcessOutboundPath, Body: []byte(`{}`)}); err != nil {
 		t.Errorf("enqueue to the tenant queue: %v", err)
+	}
+}
+
+// TestTaskInvoker: a task carries the OIDC token of the client's own account, or of the task's
+// Invoker when it names one (a replay acting as the route's own enqueuer); a client with no
+// account attaches none, whatever the task says.
+func TestTaskInvoker(t *testing.T) {
+	t.Parallel()
+	emu, _ := testenv.Tasks(t, project, location, nil)
+	ctx := context.Background()
+	admin, err := taskqueue.NewAdmin(ctx, project, location, emu.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	if err := admin.PauseQueue(ctx, tasks.InboundQueueID); err != nil {
+		t.Fatal(err)
+	}
+	const own, webhook = "wapipe-inv-console@p.iam.gserviceaccount.com", "wapipe-inv-webhook@p.iam.gserviceaccount.com"
+	for _, tc := range []struct {
+		name, account, invoker, want string
+	}{
+		{"own account", own, "", own},
+		{"the route enqueuer", own, webhook, webhook},
+		{"no OIDC at all", "", webhook, ""},
+	} {
+		tq, err := taskqueue.New(ctx, taskqueue.Config{ProjectID: project, Location: location, EmulatorHost: emu.Addr(),
+			BaseURL: "https://worker.example", Token: "secret-token", ServiceAccountEmail: tc.account})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := strings.ReplaceAll(tc.name, " ", "-")
+		_, err = tq.Enqueue(ctx, taskqueue.Task{Queue: tasks.InboundQueueID, ID: id, Path: tasks.ProcessInboundPath, Body: []byte(`{}`), Invoker: tc.invoker})
+		tq.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := admin.GetTask(ctx, admin.TaskPath(tasks.InboundQueueID, id), false)
+		if err != nil || got.OIDCServiceAccount != tc.want {
+			t.Errorf("%s: the task's OIDC account %q (%v), want %q", tc.name, got.OIDCServiceAccount, err, tc.want)
+		}
 	}
 }

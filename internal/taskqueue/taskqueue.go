@@ -82,6 +82,11 @@ type Task struct {
 	CorrelationID string
 	// ScheduleTime delays the first attempt; zero means now.
 	ScheduleTime time.Time
+	// Invoker, when set, is the service account whose OIDC token the task carries instead of
+	// the client's own (Config.ServiceAccountEmail): a replay acts as the route's own enqueuer,
+	// the one the worker admits on that route. Without a client account it is ignored (no
+	// OIDC at all, as locally).
+	Invoker string
 }
 
 var errEmptyID = errors.New("task id is empty")
@@ -118,8 +123,12 @@ func (c *Client) Enqueue(ctx context.Context, t Task) (Result, error) {
 		Body:       t.Body,
 	}
 	if c.cfg.ServiceAccountEmail != "" {
+		invoker := c.cfg.ServiceAccountEmail
+		if t.Invoker != "" {
+			invoker = t.Invoker
+		}
 		req.AuthorizationHeader = &cloudtaskspb.HttpRequest_OidcToken{OidcToken: &cloudtaskspb.OidcToken{
-			ServiceAccountEmail: c.cfg.ServiceAccountEmail,
+			ServiceAccountEmail: invoker,
 			Audience:            Audience(c.cfg.BaseURL),
 		}}
 	}

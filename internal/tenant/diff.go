@@ -60,6 +60,12 @@ func Diff(prev, next *Tenant) []Change {
 	d.value("sending.max_concurrent", strconv.Itoa(prev.Sending.MaxConcurrent), strconv.Itoa(next.Sending.MaxConcurrent))
 	d.limit("limits.conversation", prev.Limits.Conversation, next.Limits.Conversation)
 	d.limit("limits.sender", prev.Limits.Sender, next.Limits.Sender)
+	if prev.Limits.API != (APILimit{}) || next.Limits.API != (APILimit{}) {
+		// Shown only when a file sets it: the default is the api's configuration.
+		pa, na := prev.Limits.API, next.Limits.API
+		d.value("limits.api.per_second", fmtOptional(pa.PerSecond, fmtFloat, "API_RATE_PER_KEY"), fmtOptional(na.PerSecond, fmtFloat, "API_RATE_PER_KEY"))
+		d.value("limits.api.burst", fmtOptional(pa.Burst, strconv.Itoa, "API_BURST_PER_KEY"), fmtOptional(na.Burst, strconv.Itoa, "API_BURST_PER_KEY"))
+	}
 	d.value("quota.llm_calls_per_month", fmtQuota(prev.Quota), fmtQuota(next.Quota))
 	if prev.Quota.PerSenderPerMonth != nil || next.Quota.PerSenderPerMonth != nil {
 		// Shown only when a file sets it: the default follows llm_calls_per_month.
@@ -298,6 +304,14 @@ func fmtShare(q Quota) string {
 		return "default (" + strconv.Itoa(n) + ")"
 	}
 	return strconv.Itoa(*q.PerSenderPerMonth)
+}
+
+// fmtOptional shows a value a file may leave to the api's configuration: its variable then.
+func fmtOptional[T any](v *T, format func(T) string, variable string) string {
+	if v == nil {
+		return "default (" + variable + ")"
+	}
+	return format(*v)
 }
 
 func fmtTemplate(t *Template) string {

@@ -27,7 +27,8 @@ type Tenant struct {
 	Members []Member `yaml:"members,omitempty" firestore:"members"`
 	// Sending is the tenant's own send queue's rate.
 	Sending Sending `yaml:"sending" firestore:"sending"`
-	// Limits are the inbound rate limits applied before any LLM call.
+	// Limits are the inbound rate limits applied before any LLM call, and the limit of the
+	// tenant's API keys on the api.
 	Limits Limits `yaml:"limits" firestore:"limits"`
 	// Quota caps the LLM calls.
 	Quota Quota `yaml:"quota,omitempty" firestore:"quota"`
@@ -92,12 +93,34 @@ type Sending struct {
 }
 
 // Limits are inbound rate limits: over one, a message gets one localized notice per window
-// and no LLM call.
+// and no LLM call. API is the api's limit of the tenant's own calls.
 type Limits struct {
 	// Conversation limits one conversation (tenant, number, contact).
 	Conversation Limit `yaml:"conversation" firestore:"conversation"`
 	// Sender limits one contact across the tenant's numbers.
 	Sender Limit `yaml:"sender" firestore:"sender"`
+	// API limits each of the tenant's API keys on the api (per api instance); a field the file
+	// leaves out takes the api's API_RATE_PER_KEY or API_BURST_PER_KEY.
+	API APILimit `yaml:"api,omitempty" firestore:"api,omitempty"`
+}
+
+// APILimit is a token bucket per API key: PerSecond requests a second on average and Burst at
+// once. A business's burst of sends is paced afterwards by its send queue (Sending), so the
+// burst is what one campaign may post at once. nil means the api's default.
+type APILimit struct {
+	PerSecond *float64 `yaml:"per_second,omitempty" firestore:"per_second,omitempty"`
+	Burst     *int     `yaml:"burst,omitempty" firestore:"burst,omitempty"`
+}
+
+// Or returns the limit's rate and burst, rate and burst standing for the fields it leaves out.
+func (l APILimit) Or(rate float64, burst int) (float64, int) {
+	if l.PerSecond != nil {
+		rate = *l.PerSecond
+	}
+	if l.Burst != nil {
+		burst = *l.Burst
+	}
+	return rate, burst
 }
 
 // Limit allows Max messages per window of Per.
@@ -268,6 +291,10 @@ const (
 	DefaultRole            = RoleMember
 	MaxPerSecond           = 500  // Cloud Tasks' max dispatches per second
 	MaxConcurrentLimit     = 1000 // Cloud Tasks' max concurrent dispatches
+	// MaxAPIPerSecond and MaxAPIBurst bound limits.api: far above any business's need, low
+	// enough that a typo (an extra zero or three) is caught rather than becoming no limit.
+	MaxAPIPerSecond = 10_000
+	MaxAPIBurst     = 100_000
 
 	maxTextLen = 4096 // WhatsApp's limit on a text message body (ack_text)
 )

@@ -58,6 +58,7 @@ func (t *Tenant) validate() Problems {
 	t.validateSending(&c)
 	validateLimit(&c, "limits.conversation", t.Limits.Conversation)
 	validateLimit(&c, "limits.sender", t.Limits.Sender)
+	validateAPILimit(&c, t.Limits.API)
 	if q := t.Quota.LLMCallsPerMonth; q != nil && *q < 0 {
 		c.add("quota.llm_calls_per_month", "must be 0 or more (absent: unlimited)")
 	}
@@ -166,6 +167,15 @@ func validateLimit(c *problems, path string, l Limit) {
 	}
 	if l.Per <= 0 {
 		c.add(path+".per", "must be a positive duration, such as 30s or 5m")
+	}
+}
+
+func validateAPILimit(c *problems, l APILimit) {
+	if r := l.PerSecond; r != nil && !(*r > 0 && *r <= MaxAPIPerSecond) {
+		c.add("limits.api.per_second", "must be more than 0 and at most %d: requests a second per API key (absent: the api's API_RATE_PER_KEY)", MaxAPIPerSecond)
+	}
+	if b := l.Burst; b != nil && (*b < 1 || *b > MaxAPIBurst) {
+		c.add("limits.api.burst", "must be 1 to %d: requests at once per API key (absent: the api's API_BURST_PER_KEY)", MaxAPIBurst)
 	}
 }
 

@@ -28,6 +28,11 @@ type Config struct {
 	// they arrive (httpserver.Budget); a delivery whose next bytes cannot be charged promptly
 	// answers 503 (Meta retries).
 	MaxInflightBodyBytes int64 `env:"MAX_INFLIGHT_BODY_BYTES, default=67108864"`
+	// UnverifiedBytesPerAddress bounds the share of MAX_INFLIGHT_BODY_BYTES one client address
+	// holds in bodies whose signature is not checked yet, so wrongly signed uploads from one
+	// address cannot leave genuine deliveries from others without room (503 for that address
+	// only). 0 means a quarter of the budget (unverifiedShare).
+	UnverifiedBytesPerAddress int64 `env:"WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS"`
 	// CallBudget bounds a delivery's mark_if_new and CreateTask together, so an unreachable
 	// store or queue is answered (500 fail closed, or enqueued fail open) well inside Meta's
 	// 5 s timeout instead of at it.
@@ -49,11 +54,31 @@ const (
 // 4 MiB cap, an eighth of a 512 MiB container.
 const DefaultMaxInflightBodyBytes = 64 << 20
 
+// DefaultUnverifiedBytesPerAddress is WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS's default with the
+// default budget: a quarter of it, 16 MiB. Meta delivers from many addresses, a few of them in
+// parallel; one address still fits three deliveries at the 4 MiB cap at once (each charged about
+// 5.3 MiB with its outgrown buffers), a dozen of 1 MB or a thousand of a typical few KB, while the
+// wrongly signed uploads of one address leave three quarters of the budget to everyone else.
+const DefaultUnverifiedBytesPerAddress = DefaultMaxInflightBodyBytes / 4
+
+// minUnverifiedBytesPerAddress is the least share that still holds one delivery at the cap with
+// its outgrown buffers (ReadAll charges an honest body under 1.5 times its size).
+const minUnverifiedBytesPerAddress = MaxBodyBytes * 3 / 2
+
+// unverifiedShare is WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS's default for a budget: a quarter of
+// it, but never under one delivery at the cap (nor over the budget).
+func unverifiedShare(budget int64) int64 {
+	return min(max(budget/4, minUnverifiedBytesPerAddress), budget)
+}
+
 // SetDefaults settles DEDUPE_FAIL_MODE's default (closed, except open in dev) and, for a config
 // built by hand, MAX_INFLIGHT_BODY_BYTES's and WEBHOOK_CALL_BUDGET's.
 func (c *Config) SetDefaults() {
 	if c.MaxInflightBodyBytes == 0 {
 		c.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	if c.UnverifiedBytesPerAddress == 0 {
+		c.UnverifiedBytesPerAddress = unverifiedShare(c.MaxInflightBodyBytes)
 	}
 	if c.CallBudget == 0 {
 		c.CallBudget = DefaultCallBudget
@@ -78,6 +103,8 @@ func (c *Config) Validate() error {
 	if c.VerifyToken == "" {
 		errs = append(errs, errors.New("WHATSAPP_VERIFY_TOKEN: must not be empty"))
 	}
+	// Its inbound tasks carry its own invoker's token: the only one process_inbound admits.
+	errs = append(errs, tasks.CheckInvoker(c.TasksServiceAccountEmail, c.IsDev()))
 	if _, ok := tasks.DefaultQueues().Queue(tasks.QueueID(c.InboundQueue)); !ok {
 		errs = append(errs, fmt.Errorf("INBOUND_TASK_QUEUE_NAME: queue %q is not defined in tasks/queues.yaml", tasks.QueueID(c.InboundQueue)))
 	}
@@ -86,6 +113,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInflightBodyBytes != 0 && c.MaxInflightBodyBytes < MaxBodyBytes {
 		errs = append(errs, fmt.Errorf("MAX_INFLIGHT_BODY_BYTES: must be at least the body cap, %d", MaxBodyBytes))
+	}
+	if err := c.validateUnverifiedShare(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.CallBudget != 0 && (c.CallBudget < minCallBudget || c.CallBudget > maxCallBudget) {
 		errs = append(errs, fmt.Errorf("WEBHOOK_CALL_BUDGET: must be between %s and %s, got %s", minCallBudget, maxCallBudget, c.CallBudget))
@@ -100,4 +130,23 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("DEDUPE_FAIL_MODE: must be closed or open, got %q", c.DedupeFailMode))
 	}
 	return errors.Join(errs...)
+}
+
+// validateUnverifiedShare checks WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS (0 counts as its default):
+// a share that holds one delivery at the cap, and no more than the whole budget.
+func (c *Config) validateUnverifiedShare() error {
+	budget := c.MaxInflightBodyBytes
+	if budget == 0 {
+		budget = DefaultMaxInflightBodyBytes
+	}
+	share := c.UnverifiedBytesPerAddress
+	if share == 0 {
+		share = unverifiedShare(budget)
+	}
+	// A budget smaller than the least share is all one address's.
+	if least := min(minUnverifiedBytesPerAddress, budget); share < least || share > budget {
+		return fmt.Errorf("WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS: must be from %d (one delivery at the body cap) to MAX_INFLIGHT_BODY_BYTES (%d), got %d",
+			least, budget, share)
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ func TestConfig(t *testing.T) {
 		"INTERNAL_TASK_BASE_URL": "https://worker.example", "INTERNAL_TASK_TOKEN": "0123456789abcdef",
 		"LOG_HASH_KEY":        "0123456789abcdef0123456789abcdef-log-key",
 		"WHATSAPP_APP_SECRET": "app-secret-value", "WHATSAPP_VERIFY_TOKEN": "verify",
+		"TASKS_SERVICE_ACCOUNT_EMAIL": "wapipe-inv-webhook@p.iam.gserviceaccount.com",
 	}
 	tests := []struct {
 		name     string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -58,8 +59,9 @@ func (s *Server) handleEvent() http.Handler {
 
 // readDelivery checks the signature header's form, reads the body under the size cap (its pace
 // bounded by s.bodies around this handler, its bytes charged to MAX_INFLIGHT_BODY_BYTES as they
-// arrive), checks its signature and derives its inbound_event_id. The outcome is undecided when
-// the delivery may go on; release gives the charged bytes back (always callable).
+// arrive, and to the client address's share, WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS, until its
+// signature is checked), checks its signature and derives its inbound_event_id. The outcome is
+// undecided when the delivery may go on; release gives the charged bytes back (always callable).
 func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *http.Request) (d delivery, o outcome, release func()) {
 	release = func() {}
 	logger := logging.FromContext(ctx)
@@ -73,7 +75,10 @@ func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *htt
 		logger.WarnContext(ctx, "body over the size cap", "event", "body_too_large", "content_length", r.ContentLength)
 		return delivery{}, tooLarge, release
 	}
-	body, release, err := s.deps.Bodies.ReadAll(w, r, MaxBodyBytes)
+	// The address as Google's front end saw it (the last X-Forwarded-For entry); in dev, the
+	// connection's. Never logged.
+	client := ratelimit.ClientAddr(r, !s.cfg.IsDev())
+	body, verified, release, err := s.deps.Bodies.ReadAllFrom(w, r, MaxBodyBytes, client)
 	if err != nil {
 		var tooLong *http.MaxBytesError
 		switch {
@@ -84,15 +89,24 @@ func (s *Server) readDelivery(ctx context.Context, w http.ResponseWriter, r *htt
 			logger.WarnContext(ctx, "body arrived too slowly: cut off", "event", "body_timeout",
 				"content_length", r.ContentLength, "error", err)
 			return delivery{}, tooSlow, release
+		case errors.Is(err, httpserver.ErrClientOverloaded):
+			// Only this address waits: its unverified bodies hold its whole share.
+			logger.WarnContext(ctx, "too many unverified body bytes from one address: asking it to redeliver", "event", "body_budget_exhausted",
+				"scope", "address", "content_length", r.ContentLength, "unverified_bytes_per_address", s.cfg.UnverifiedBytesPerAddress)
+			return delivery{}, overloaded, release
 		case errors.Is(err, httpserver.ErrOverloaded):
 			logger.WarnContext(ctx, "too many body bytes in flight: asking Meta to redeliver", "event", "body_budget_exhausted",
-				"content_length", r.ContentLength, "max_inflight_body_bytes", s.cfg.MaxInflightBodyBytes)
+				"scope", "service", "content_length", r.ContentLength, "max_inflight_body_bytes", s.cfg.MaxInflightBodyBytes)
 			return delivery{}, overloaded, release
 		}
 		logger.WarnContext(ctx, "reading body failed", "event", "body_read_failed", "error", err)
 		return delivery{}, unreadable, release
 	}
 	d, o = s.checkDelivery(ctx, sig, body)
+	if o == undecided {
+		// Signed by Meta: the body no longer counts against its address's share.
+		verified()
+	}
 	return d, o, release
 }
 

@@ -61,8 +61,9 @@ type Deps struct {
 	// httpserver defaults when zero.
 	BodyGrace   time.Duration
 	BodyMinRate int64
-	// Bodies is the budget of body bytes in flight; one of MAX_INFLIGHT_BODY_BYTES when nil
-	// (tests pass their own to read its peak).
+	// Bodies is the budget of body bytes in flight; one of MAX_INFLIGHT_BODY_BYTES with a share
+	// of WEBHOOK_UNVERIFIED_BYTES_PER_ADDRESS per client address when nil (tests pass their own
+	// to read its peak).
 	Bodies *httpserver.Budget
 }
 
@@ -85,12 +86,15 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		deps.PayloadTimeout = 3 * time.Second
 	}
 	if deps.Bodies == nil {
-		budget := cfg.MaxInflightBodyBytes
+		budget, share := cfg.MaxInflightBodyBytes, cfg.UnverifiedBytesPerAddress
 		if budget < MaxBodyBytes {
 			// Not validated (tests build configs by hand): the default.
 			budget = DefaultMaxInflightBodyBytes
 		}
-		deps.Bodies = httpserver.NewBudget(budget, deps.BodyWait)
+		if share <= 0 || share > budget {
+			share = unverifiedShare(budget)
+		}
+		deps.Bodies = httpserver.NewClientBudget(budget, share, deps.BodyWait)
 	}
 	limits := httpserver.BodyLimits{Grace: deps.BodyGrace, MinRate: deps.BodyMinRate}
 	return &Server{cfg: cfg, deps: deps, bodies: limits}

@@ -21,14 +21,20 @@ func sendIDs(t *task, body *tasks.Send) {
 func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send, _ time.Time) outcome {
 	ctx, _ = logging.With(ctx, "correlation_id", body.CorrelationID, "idempotency_key", body.IdempotencyKey,
 		"tenant_id", body.TenantID, "release_gen", body.ReleaseGen)
-	res := s.deliver.DeliverStored(ctx, delivery.Stored{Key: body.IdempotencyKey, TenantID: body.TenantID,
-		ReleaseGen: body.ReleaseGen, LastAttempt: s.isLastAttempt(t)})
+	st := delivery.Stored{Key: body.IdempotencyKey, TenantID: body.TenantID, ReleaseGen: body.ReleaseGen, LastAttempt: s.isLastAttempt(t)}
+	if body.TenantID == "" {
+		// A default reply's record, held or dead-lettered: sent with the default's token.
+		st.Token = s.cfg.AccessToken
+	}
+	res := s.deliver.DeliverStored(ctx, st)
 	return s.deliveryOutcome(ctx, t, res)
 }
 
 func validateSend(body tasks.Send) error {
-	if !tasks.IsIdempotencyKey(body.IdempotencyKey) || body.TenantID == "" {
-		return errors.New("idempotency_key or tenant_id is missing or malformed")
+	// tenant_id may be empty: the single-tenant default's record (its reply held on the record
+	// or dead-lettered as the record); the record must then be the default's too (DeliverStored).
+	if !tasks.IsIdempotencyKey(body.IdempotencyKey) {
+		return errors.New("idempotency_key is missing or malformed")
 	}
 	return nil
 }

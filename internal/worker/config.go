@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/llm"
@@ -56,11 +57,31 @@ type Config struct {
 	// MediaMaxBytes caps the media files the assistant fetches for Gemini (read inline: base64
 	// makes them a third larger, and Vertex AI refuses inline data past about 20 MB).
 	MediaMaxBytes int64 `env:"MEDIA_MAX_BYTES, default=15728640"`
+	// MediaInflightBytes bounds the bytes this instance's media turns hold at once: each file is
+	// charged three times its size (the file, its base64, the request the Gemini SDK builds)
+	// until its model call is done; a turn that cannot get its share promptly is retried (503).
+	MediaInflightBytes int64 `env:"MEDIA_INFLIGHT_BYTES, default=100663296"`
+	// ReconcileWindow is how long a send of unknown outcome waits for its status webhook before
+	// the evidence decides (a resend, or a wait held on the record); UnknownMaxWait caps that
+	// held wait, after which the send is given up as a dead letter (package delivery).
+	ReconcileWindow time.Duration `env:"RECONCILE_WINDOW, default=15m"`
+	UnknownMaxWait  time.Duration `env:"UNKNOWN_OUTCOME_MAX_WAIT, default=24h"`
+	// QueuesFile, dev only, is a queues.yaml to read instead of the embedded one, as the local
+	// Cloud Tasks emulator was given (its --queues): the chaos run's queues with few attempts,
+	// whose last attempts the worker must know.
+	QueuesFile string `env:"TASKS_QUEUES_FILE"`
 	// InternalCallers are the service accounts (the api's, the console's) whose ID tokens may
 	// call the worker's tenant routes (/internal/tenants/…): the Graph calls that need a
 	// tenant's access token, which only the worker can open. Read only where tokens are
-	// verified (TASKS_SERVICE_ACCOUNT_EMAIL set); empty there means nobody may call them.
+	// verified (TASKS_SERVICE_ACCOUNT_EMAIL set) and ROUTE_CALLERS is unset, which replaces it
+	// (its tenant routes' entries); setting both is refused.
 	InternalCallers []string `env:"INTERNAL_CALLERS"`
+	// RouteCallers (ROUTE_CALLERS, JSON) names, route by route of tasks.Routes, the accounts
+	// whose verified OIDC tokens the worker admits: each enqueuer's invoker on its task routes,
+	// the api's and the console's own accounts on their tenant routes, the scheduler's on the
+	// sweep. Required outside dev, for every route. Unset (dev), the internal token and, with
+	// TASKS_SERVICE_ACCOUNT_EMAIL, that one account (INTERNAL_CALLERS on tenant routes) admit.
+	RouteCallers tasks.RouteCallers `env:"ROUTE_CALLERS"`
 }
 
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
@@ -81,6 +102,15 @@ func (c *Config) SetDefaults() {
 	if c.MediaMaxBytes == 0 {
 		c.MediaMaxBytes = media.DefaultMaxBytes
 	}
+	if c.MediaInflightBytes == 0 {
+		c.MediaInflightBytes = media.DefaultInflightBytes
+	}
+	if c.ReconcileWindow == 0 {
+		c.ReconcileWindow = store.DefaultReconcileWindow
+	}
+	if c.UnknownMaxWait == 0 {
+		c.UnknownMaxWait = delivery.DefaultMaxUnknownWait
+	}
 }
 
 // Validate checks the worker's values on top of the shared ones.
@@ -89,9 +119,7 @@ func (c *Config) Validate() error {
 	if err := c.CheckServiceURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
-		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
-	}
+	errs = append(errs, c.validateCallers())
 	if c.LLMBaseURL != "" {
 		if err := config.CheckHTTPURL("LLM_BASE_URL", c.LLMBaseURL); err != nil {
 			errs = append(errs, err)
@@ -108,8 +136,22 @@ func (c *Config) Validate() error {
 	if c.ConversationLease < 2*time.Second || c.ConversationLease > 10*time.Minute {
 		errs = append(errs, errors.New("CONVERSATION_LEASE: must be between 2s and 10m (default 60s)"))
 	}
+	// In dev a shorter window lets a run of minutes see the evidence decide.
+	if minWindow := map[bool]time.Duration{true: 5 * time.Second, false: time.Minute}[c.IsDev()]; c.ReconcileWindow < minWindow || c.ReconcileWindow > 6*time.Hour {
+		errs = append(errs, fmt.Errorf("RECONCILE_WINDOW: must be between %s and 6h (default 15m)", minWindow))
+	}
+	if c.QueuesFile != "" && !c.IsDev() {
+		errs = append(errs, errors.New("TASKS_QUEUES_FILE: dev only (outside dev the worker reads the queues.yaml it was built with, as Terraform does)"))
+	}
+	if c.UnknownMaxWait < c.ReconcileWindow || c.UnknownMaxWait > 7*24*time.Hour {
+		errs = append(errs, errors.New("UNKNOWN_OUTCOME_MAX_WAIT: must be at least RECONCILE_WINDOW and at most 168h (default 24h)"))
+	}
 	if c.MediaMaxBytes < 1 || c.MediaMaxBytes > media.MaxAllowedBytes {
 		errs = append(errs, fmt.Errorf("MEDIA_MAX_BYTES: must be 1 to %d bytes (default %d, 15 MiB)", media.MaxAllowedBytes, media.DefaultMaxBytes))
+	}
+	if c.MediaInflightBytes < media.Footprint*c.MediaMaxBytes {
+		errs = append(errs, fmt.Errorf("MEDIA_INFLIGHT_BYTES: must be at least %d times MEDIA_MAX_BYTES, %d bytes, so a file at the cap fits (default %d, 96 MiB)",
+			media.Footprint, media.Footprint*c.MediaMaxBytes, media.DefaultInflightBytes))
 	}
 	if err := c.Secrets().Validate(); err != nil {
 		errs = append(errs, err)
@@ -127,16 +169,47 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Queues is the queues.yaml of TASKS_QUEUES_FILE, nil without one (the embedded one).
+func (c *Config) Queues() (*tasks.QueueFile, error) {
+	if c.QueuesFile == "" {
+		return nil, nil
+	}
+	f, err := tasks.LoadQueues(c.QueuesFile)
+	if err != nil {
+		return nil, fmt.Errorf("TASKS_QUEUES_FILE: %w", err)
+	}
+	return f, nil
+}
+
 // Secrets is the configuration of the keeper that opens the tenants' access tokens.
 func (c *Config) Secrets() secrets.Config {
 	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
 }
 
-// OIDCVerifier returns the verifier of the tasks' OIDC tokens, or nil when tasks carry none
-// (TASKS_SERVICE_ACCOUNT_EMAIL unset). Tokens come from Google in production and from the
-// emulator's issuer locally; the audience is the worker's base URL.
+// validateCallers checks who may call the worker: its own invoker (it creates tasks too),
+// ROUTE_CALLERS, and that INTERNAL_CALLERS is not set beside it.
+func (c *Config) validateCallers() error {
+	errs := []error{tasks.CheckInvoker(c.TasksServiceAccountEmail, c.IsDev())}
+	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
+		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
+	}
+	switch {
+	case c.RouteCallers == nil && !c.IsDev():
+		errs = append(errs, fmt.Errorf("ROUTE_CALLERS: required when APP_ENV is %s: the service accounts admitted on each worker route (Terraform writes it)", c.AppEnv))
+	case c.RouteCallers != nil:
+		errs = append(errs, c.RouteCallers.Validate(!c.IsDev()))
+		if len(c.InternalCallers) > 0 {
+			errs = append(errs, errors.New("INTERNAL_CALLERS: replaced by ROUTE_CALLERS (its tenant routes' entries); set only ROUTE_CALLERS"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// OIDCVerifier returns the verifier of the OIDC tokens of the worker's callers, or nil when they
+// carry none (TASKS_SERVICE_ACCOUNT_EMAIL and ROUTE_CALLERS unset: dev). Tokens come from Google
+// in production and from the emulator's issuer locally; the audience is the worker's base URL.
 func (c *Config) OIDCVerifier() *identity.OIDCVerifier {
-	if c.TasksServiceAccountEmail == "" {
+	if c.TasksServiceAccountEmail == "" && c.RouteCallers == nil {
 		return nil
 	}
 	issuer := identity.GoogleIssuer

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -10,7 +11,25 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/worker"
+	"github.com/wapipe/wapipe/tasks"
 )
+
+// routeCallersJSON is ROUTE_CALLERS written from the route table (one account per caller and
+// way in), changed by change when not nil.
+func routeCallersJSON(t *testing.T, change func(tasks.RouteCallers)) string {
+	t.Helper()
+	rc := tasks.CallersOf(func(c tasks.Caller, via tasks.Via) string {
+		return "wapipe-" + string(c) + "-" + string(via) + "@p.iam.gserviceaccount.com"
+	})
+	if change != nil {
+		change(rc)
+	}
+	b, err := json.Marshal(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
@@ -20,6 +39,9 @@ func TestConfig(t *testing.T) {
 		"LOG_HASH_KEY":          "0123456789abcdef0123456789abcdef-log-key",
 		"WHATSAPP_ACCESS_TOKEN": "EAAG-secret-token",
 		"KMS_KEY_NAME":          "projects/p/locations/global/keyRings/wapipe/cryptoKeys/tenant-secrets",
+		// As Terraform writes them: the worker's own invoker, and the route table's callers.
+		"TASKS_SERVICE_ACCOUNT_EMAIL": "wapipe-invoker@p.iam.gserviceaccount.com",
+		"ROUTE_CALLERS":               routeCallersJSON(t, nil),
 	}
 	tests := []struct {
 		name    string
@@ -44,6 +66,21 @@ func TestConfig(t *testing.T) {
 		{"media cap over 20 MiB", map[string]string{"MEDIA_MAX_BYTES": "20971521"}, "MEDIA_MAX_BYTES"},
 		{"negative media cap", map[string]string{"MEDIA_MAX_BYTES": "-1"}, "MEDIA_MAX_BYTES"},
 		{"media cap not a number", map[string]string{"MEDIA_MAX_BYTES": "15MiB"}, "MEDIA_MAX_BYTES"},
+		// Who may call which route (issue 35 item 6).
+		{"no invoker in prod", map[string]string{"TASKS_SERVICE_ACCOUNT_EMAIL": ""}, "TASKS_SERVICE_ACCOUNT_EMAIL: required outside dev"},
+		{"no ROUTE_CALLERS in prod", map[string]string{"ROUTE_CALLERS": ""}, "ROUTE_CALLERS: required when APP_ENV is prod"},
+		{"no ROUTE_CALLERS in staging", map[string]string{"APP_ENV": "staging", "ROUTE_CALLERS": ""}, "ROUTE_CALLERS: required when APP_ENV is staging"},
+		{"ROUTE_CALLERS without the sweep", map[string]string{"ROUTE_CALLERS": routeCallersJSON(t, func(rc tasks.RouteCallers) { delete(rc, tasks.SweepPath) })},
+			"ROUTE_CALLERS: must name the callers of every worker route outside dev; missing /internal/sweep"},
+		{"ROUTE_CALLERS with an unknown route", map[string]string{"ROUTE_CALLERS": routeCallersJSON(t, func(rc tasks.RouteCallers) { rc["/internal/process_all"] = nil })},
+			`ROUTE_CALLERS: "/internal/process_all" is not a worker route`},
+		{"ROUTE_CALLERS with a bad email", map[string]string{"ROUTE_CALLERS": routeCallersJSON(t, func(rc tasks.RouteCallers) { rc[tasks.ProcessInboundPath] = []string{"webhook"} })},
+			`ROUTE_CALLERS: /internal/process_inbound: "webhook" is not a service account email`},
+		{"ROUTE_CALLERS not JSON", map[string]string{"ROUTE_CALLERS": "process_inbound=webhook"}, "ROUTE_CALLERS: want a JSON object"},
+		{"ROUTE_CALLERS beside INTERNAL_CALLERS", map[string]string{"INTERNAL_CALLERS": "wapipe-api@p.iam.gserviceaccount.com"}, "INTERNAL_CALLERS: replaced by ROUTE_CALLERS"},
+		{"dev without either", map[string]string{"APP_ENV": "dev", "TASKS_SERVICE_ACCOUNT_EMAIL": "", "ROUTE_CALLERS": "", "INTERNAL_TASK_BASE_URL": "http://worker"}, ""},
+		{"dev with INTERNAL_CALLERS alone", map[string]string{"APP_ENV": "dev", "ROUTE_CALLERS": "", "INTERNAL_CALLERS": "wapipe-api@p.iam.gserviceaccount.com"}, ""},
+		{"dev with part of ROUTE_CALLERS", map[string]string{"APP_ENV": "dev", "ROUTE_CALLERS": `{"/internal/sweep":[]}`}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

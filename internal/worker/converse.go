@@ -79,6 +79,9 @@ func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, star
 		// message right now; the retry then finds it handled.
 		return retryLater("conversation_held", 0)
 	}
+	if o, ok := mediaBusy(err); ok {
+		return o
+	}
 	if err != nil {
 		return s.fail(ctx, t, err)
 	}
@@ -161,11 +164,14 @@ func (s *Server) turnFunc(t *task) conversation.TurnFunc {
 		if err != nil {
 			return assistant.Outcome{}, err
 		}
+		loader, release := s.mediaLoader(p.TenantID)
+		// The turn's file, and the request built around it, are done with once its model call is.
+		defer release()
 		return s.deps.Assistant.Turn(ctx, assistant.Input{
 			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
 			ContactID: c.ID, Person: c.Identity,
 			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: s.isLastAttempt(t), StaleButton: stale,
-			Media: s.mediaLoader(p.TenantID),
+			Media: loader,
 		})
 	}
 }

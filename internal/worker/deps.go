@@ -15,7 +15,6 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
-	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -65,11 +64,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, err
 	}
-	// The assistant's media files, fetched with each turn's tenant token; plain http only to
-	// the fake Graph API in dev.
-	mf, err := media.New(gc, media.Config{MaxBytes: cfg.MediaMaxBytes, AllowInsecureURL: cfg.IsDev()})
+	mf, err := newMediaFetcher(cfg, gc)
 	if err != nil {
-		return Deps{}, fmt.Errorf("media.New: %w", err)
+		return Deps{}, err
 	}
 	uploads, err := GraphUploader(cfg.GraphAPIBaseURL, otelhttp.NewTransport(http.DefaultTransport))
 	if err != nil {
@@ -79,7 +76,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
 	guard := store.NewGuard(db, store.Options{})
-	outbound := store.NewOutbound(db, store.Options{})
+	outbound := store.NewOutbound(db, store.Options{ReconcileWindow: cfg.ReconcileWindow})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	tenantCache := tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL)
 	directory := &people.Directory{Contacts: store.NewContacts(db, store.Options{}), Tenants: tenants, Reader: tenantCache,
@@ -119,6 +116,10 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v
 	}
+	if deps.Queues, err = cfg.Queues(); err != nil {
+		return Deps{}, err
+	}
+	deps.SweepJobs = sweepJobs(cfg, deps, db, conversations, outbound, tq)
 	logger.Info("worker configured", "event", "config_loaded", "app_env", cfg.AppEnv,
 		"outbound_queue", tq.QueuePath(cfg.OutboundQueue), "tasks_emulator", cfg.TasksEmulatorHost != "",
 		"oidc", cfg.TasksServiceAccountEmail != "", "oidc_verified_by_platform", cfg.OIDCVerifiedByPlatform,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -513,18 +515,29 @@ func TestOutboundBeginSendFailsRetries(t *testing.T) {
 	}
 }
 
+// TestOutboundPermanentMetaError: a reply Meta refused for good is answered 200 failed (a retry
+// would only burn attempts) and, unless the refusal is deliberate (the contact opted out), kept
+// as a dead letter: a send that ends unsent never ends in a log line alone.
 func TestOutboundPermanentMetaError(t *testing.T) {
 	t.Parallel()
-	hs := newHarness(t)
-	hs.sender.SendErr = &graph.Error{HTTPStatus: 400, Code: 131026, Kind: graph.Permanent, Message: "Message undeliverable"}
-	out := outboundTask("wamid.in1")
-	hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 200,
-		map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": 131026.0}, "outbound_failed")
-	if got := hs.records.Mark(out.IdempotencyKey); !strings.HasPrefix(got, "failed 131026 ") {
-		t.Errorf("record marked %q, want failed 131026", got)
-	}
-	if n := len(hs.records.DeadLetters()); n != 0 {
-		t.Errorf("%d dead letters for a message Meta refused, want 0", n)
+	for _, tc := range []struct {
+		code        int
+		deadLetters int
+	}{{131026, 1}, {delivery.CodeOptedOut, 0}} {
+		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
+			t.Parallel()
+			hs := newHarness(t)
+			hs.sender.SendErr = &graph.Error{HTTPStatus: 400, Code: tc.code, Kind: graph.Permanent, Message: "refused"}
+			out := outboundTask("wamid.in1")
+			hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 200,
+				map[string]any{"status": "failed", "error": "whatsapp_permanent_error", "code": float64(tc.code)}, "")
+			if got := hs.records.Mark(out.IdempotencyKey); !strings.HasPrefix(got, fmt.Sprintf("failed %d ", tc.code)) {
+				t.Errorf("record marked %q, want failed %d", got, tc.code)
+			}
+			if n := len(hs.records.DeadLetters()); n != tc.deadLetters {
+				t.Errorf("%d dead letters for a message Meta refused with %d, want %d", n, tc.code, tc.deadLetters)
+			}
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -29,10 +30,17 @@ func googleClaims(aud string) map[string]any {
 }
 
 // loadWorkerConfig loads the worker's configuration as Terraform deploys it (see
-// terraform/TestWorkerTrustsCloudRunsIAMCheck), with OIDC_VERIFIED_BY_PLATFORM as given.
+// terraform/TestWorkerTrustsCloudRunsIAMCheck), with OIDC_VERIFIED_BY_PLATFORM as given. Its
+// ROUTE_CALLERS admits testInvoker on every route: these tests are about the token, not the
+// table (auth_test.go).
 func loadWorkerConfig(t *testing.T, platformVerified string) *Config {
 	t.Helper()
+	everyRoute, err := json.Marshal(tasks.CallersOf(func(tasks.Caller, tasks.Via) string { return testInvoker }))
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
+		"ROUTE_CALLERS":               string(everyRoute),
 		"APP_ENV":                     "prod",
 		"GOOGLE_CLOUD_PROJECT":        "p",
 		"TASKS_LOCATION":              "us-central1",

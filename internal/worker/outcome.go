@@ -88,6 +88,8 @@ const (
 	actionDone
 	// parked: the send waits for its tenant's new access token.
 	parked
+	// held: the send's outcome is unknown and its record holds the wait (the sweep ends it).
+	held
 )
 
 // outcome is how a task attempt ends, with what its answer says. Each handler step returns one,
@@ -142,6 +144,8 @@ func response(o outcome) (int, any) {
 		return http.StatusOK, map[string]any{"status": o.reason, "conversation_id": o.conversation.ConversationID, "turns": o.conversation.Turns}
 	case parked:
 		return http.StatusOK, map[string]any{"status": store.OutboundParked}
+	case held:
+		return http.StatusOK, map[string]any{"status": "held", "reason": o.reason}
 	case actionDone:
 		return http.StatusOK, map[string]any{"status": o.action.State, "action_id": o.action.ActionID, "http_status": o.action.HTTPStatus}
 	case retry:
@@ -188,7 +192,10 @@ func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result
 		if r.DeadLetter || r.Status == delivery.Invalid {
 			return s.deadLetter(ctx, t, &failure{kind: permanent, err: r.Err, code: r.Code, class: r.Class})
 		}
-		return outcome{kind: refusedByMeta, code: r.Code}
+		// The record is its own dead letter (delivery.Policy.RecordDeadLetter).
+		return outcome{kind: deadLettered, deadLetterID: r.DeadLetterID}
+	case delivery.Held:
+		return outcome{kind: held, reason: r.Reason}
 	case delivery.Retry:
 		if r.Err == nil {
 			return retryLater(r.Reason, 0)

@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,13 +21,13 @@ import (
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/httpserver"
-	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/sweep"
 	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -104,7 +103,11 @@ type Deps struct {
 	Lease time.Duration
 	// Health answers GET /internal/health; the route answers 404 without it.
 	Health health.Reporter
-	// Verifier checks OIDC tokens when cfg.TasksServiceAccountEmail is set.
+	// SweepJobs are the periodic jobs POST /internal/sweep runs (sweep.go; NewDeps sets
+	// sweepJobs); with none the sweep does nothing.
+	SweepJobs []sweep.Job
+	// Verifier checks the callers' OIDC tokens when cfg.TasksServiceAccountEmail or
+	// cfg.RouteCallers is set (Config.OIDCVerifier).
 	Verifier TokenVerifier
 	// Queues gives each queue's max_attempts for dead letters; the embedded queues.yaml when nil.
 	Queues *tasks.QueueFile
@@ -203,6 +206,9 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
 	}
+	if u, ok := deps.Outbound.(delivery.Unknowns); ok && deps.DeadLetters != nil {
+		srv.deliver.Unknowns, srv.deliver.DeadLetters, srv.deliver.MaxUnknownWait = u, deps.DeadLetters, cfg.UnknownMaxWait
+	}
 	if deps.Conversations != nil {
 		if deps.Assistant == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil || deps.People == nil {
 			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller, Tokens and People")
@@ -223,15 +229,15 @@ func (s *Server) Routes() http.Handler {
 		_, _ = io.WriteString(w, "ok")
 	})
 	r.Route("/internal", func(r chi.Router) {
-		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate)
-			for _, tr := range s.routes {
-				r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
-			}
-			r.Method(http.MethodGet, "/health", health.Handler(s.deps.Health))
-		})
+		// One door for every route below, whatever group it is in: its row of tasks.Routes
+		// says who may call it (auth.go). A route missing from that table is refused.
+		r.Use(s.admit)
+		for _, tr := range s.routes {
+			r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)
+		}
+		r.Method(http.MethodGet, "/health", health.Handler(s.deps.Health))
+		r.Method(http.MethodPost, strings.TrimPrefix(tasks.SweepPath, "/internal"), s.handleSweep())
 		r.Route("/tenants/{tenant_id}", func(r chi.Router) {
-			r.Use(func(next http.Handler) http.Handler { return s.authenticateAs(s.isInternalCaller, next) })
 			for _, tc := range s.tenantCalls() {
 				r.Method(tc.method, tc.pattern, tc.handler)
 			}
@@ -239,47 +245,6 @@ func (s *Server) Routes() http.Handler {
 	})
 	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger,
 		Request: s.withTask, OnPanic: s.answerPanic, PanicAttrs: panicAttrs}.Wrap(r)
-}
-
-// authenticate admits Cloud Tasks to the task routes.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return s.authenticateAs(func(email string) bool { return email == s.cfg.TasksServiceAccountEmail }, next)
-}
-
-// authenticateAs checks X-Internal-Token in constant time and, when a service account is
-// configured, the verified ID token of the request, whose email must be one allowed accepts
-// (Cloud Tasks' for task routes, the api's and the console's for tenant routes). Nothing is
-// processed without both.
-func (s *Server) authenticateAs(allowed func(email string) bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		logger := logging.FromContext(ctx)
-		token := r.Header.Get(tasks.HeaderInternalToken)
-		if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.InternalTaskToken)) != 1 {
-			logger.WarnContext(ctx, "internal request refused: missing or wrong X-Internal-Token", "event", "auth_refused",
-				"reason", "internal_token", "path", r.URL.Path)
-			respond(w, outcome{kind: unauthorized})
-			return
-		}
-		if s.cfg.TasksServiceAccountEmail != "" {
-			// The token Cloud Run's IAM check verified: X-Serverless-Authorization when the caller
-			// used it (Authorization then passes through unchecked), else Authorization.
-			raw := identity.BearerToken(r)
-			ok := raw != ""
-			email, err := "", error(nil)
-			if ok && s.deps.Verifier != nil {
-				email, err = s.deps.Verifier.Verify(ctx, raw)
-			}
-			if !ok || s.deps.Verifier == nil || err != nil || !allowed(email) {
-				logger.WarnContext(ctx, "internal request refused: OIDC token missing or invalid", "event", "auth_refused",
-					"reason", "oidc", "path", r.URL.Path, "error", err)
-				respond(w, outcome{kind: unauthorized})
-				return
-			}
-		}
-		taskFrom(ctx, r.URL.Path).authenticated = true
-		next.ServeHTTP(w, r)
-	})
 }
 
 // readTask reads a task body, one JSON object under the size cap, into v, and returns the task

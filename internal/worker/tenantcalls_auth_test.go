@@ -18,7 +18,8 @@ func TestTenantRoutesAdmitOnlyInternalCallers(t *testing.T) {
 	t.Parallel()
 	const apiAccount, stranger = "wapipe-api@p.iam.gserviceaccount.com", "someone@p.iam.gserviceaccount.com"
 	cfg := loadWorkerConfig(t, "true")
-	cfg.InternalCallers = []string{apiAccount}
+	// INTERNAL_CALLERS is read where ROUTE_CALLERS is not set (dev); ROUTE_CALLERS replaces it.
+	cfg.RouteCallers, cfg.InternalCallers = nil, []string{apiAccount}
 	srv := NewServer(cfg, Deps{Verifier: cfg.OIDCVerifier()})
 	bearer := func(email string) string {
 		return strippedToken(t, identitytest.Claims(identity.GoogleIssuer, testWorkerURL, email))

@@ -62,6 +62,8 @@ type stackOptions struct {
 	externalWorkerAddr string
 	// noDefaultToken leaves WHATSAPP_ACCESS_TOKEN unset: numbers no tenant owns are unrouted.
 	noDefaultToken bool
+	// config changes the worker's configuration after the stack's defaults.
+	config func(*worker.Config)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -83,6 +85,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		WorkerConfig: func(c *worker.Config) {
 			if o.noDefaultToken {
 				c.AccessToken = ""
+			}
+			if o.config != nil {
+				o.config(c)
 			}
 		},
 	})

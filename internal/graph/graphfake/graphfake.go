@@ -90,6 +90,11 @@ type Request struct {
 	BytesSent int64 `json:"bytes_sent,omitempty"`
 	// Ended says a media call's answer is complete (a download's bytes all written or refused).
 	Ended bool `json:"ended,omitempty"`
+	// AnswerLost: the send was taken (Status 200, MessageID) but the client got a failure
+	// instead (Failure.Taken).
+	AnswerLost bool `json:"answer_lost,omitempty"`
+	// Delayed is how long the answer was held (Failure.Delay).
+	Delayed time.Duration `json:"delayed,omitempty"`
 }
 
 // Failure is a scripted error answer. Zero fields take Meta's usual values for Code.
@@ -106,7 +111,31 @@ type Failure struct {
 	// of that kind; other
 	// calls pass it by. Empty fails the next call of any kind.
 	Kind string `json:"kind,omitempty"`
+	// Gateway answers as a front end in Meta's path does when Meta is down: HTTPStatus (502 when
+	// zero) with a page, not Meta's error body, so nothing says whether the message was taken.
+	Gateway bool `json:"gateway,omitempty"`
+	// Taken: Meta took the send (it goes out, with a wamid, and Sends lists it) but its answer is
+	// lost: the client gets the failure instead.
+	Taken bool `json:"taken,omitempty"`
+	// Delay holds the answer this long (the client's context ending stops it): longer than the
+	// client's timeout, a timeout-shaped failure.
+	Delay time.Duration `json:"delay,omitempty"`
 }
+
+// answerOf is the answer fl gives: Meta's error body, or a gateway's page.
+func (fl Failure) answerOf() (int, any, map[string]string) {
+	h := map[string]string{}
+	if fl.RetryAfter != "" {
+		h["Retry-After"] = fl.RetryAfter
+	}
+	if fl.Gateway {
+		return fl.HTTPStatus, gatewayPage(fmt.Sprintf("<html><body><h1>%d %s</h1></body></html>", fl.HTTPStatus, http.StatusText(fl.HTTPStatus))), h
+	}
+	return fl.HTTPStatus, metaError(fl), h
+}
+
+// gatewayPage is an answer body that is not JSON.
+type gatewayPage string
 
 // Fake is the fake Graph API. Its zero value is not usable; call New. It is safe for
 // concurrent use.
@@ -305,9 +334,26 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindOther, Time: f.now()}
 	status, resp, header := f.answer(r, &rec)
 	rec.Status = status
+	if rec.AnswerLost {
+		// Meta took it: it went out, whatever the client hears.
+		rec.Status = http.StatusOK
+	}
 	f.record(rec)
+	if rec.Delayed > 0 {
+		select {
+		case <-time.After(rec.Delayed):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	for k, v := range header {
 		w.Header().Set(k, v)
+	}
+	if page, ok := resp.(gatewayPage); ok {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, string(page))
+		return
 	}
 	writeJSON(w, status, resp)
 }
@@ -351,12 +397,13 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 		rec.Kind = KindSend
 		rec.Recipient, _ = rec.Body["recipient"].(string)
 	}
+	var lost *Failure
 	if fl, ok := f.nextFailure(rec.Kind); ok {
-		h := map[string]string{}
-		if fl.RetryAfter != "" {
-			h["Retry-After"] = fl.RetryAfter
+		rec.Delayed = fl.Delay
+		if !fl.Taken || rec.Kind != KindSend {
+			return fl.answerOf()
 		}
-		return fl.HTTPStatus, metaError(fl), h
+		lost = &fl
 	}
 	if fl, ok := f.sendRule(rec.PhoneNumberID, tok, rec.Body); ok && rec.Kind == KindSend { // signup.go
 		return fl.HTTPStatus, metaError(fl), nil
@@ -378,6 +425,10 @@ func (f *Fake) answer(r *http.Request, rec *Request) (int, any, map[string]strin
 		return fl.HTTPStatus, metaError(fl), nil
 	}
 	rec.MessageID = whatsapp.NewMessageID()
+	if lost != nil {
+		rec.AnswerLost = true
+		return lost.answerOf()
+	}
 	return http.StatusOK, map[string]any{
 		"messaging_product": "whatsapp",
 		"contacts":          addr.contacts(),
@@ -423,6 +474,9 @@ var knownErrors = map[int]struct {
 }
 
 func (fl Failure) withDefaults() Failure {
+	if fl.Gateway && fl.HTTPStatus == 0 {
+		fl.HTTPStatus = http.StatusBadGateway
+	}
 	k, ok := knownErrors[fl.Code]
 	if fl.HTTPStatus == 0 {
 		fl.HTTPStatus = http.StatusBadRequest

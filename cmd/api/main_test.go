@@ -1,0 +1,19 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wapipe/wapipe/internal/api"
+	"github.com/wapipe/wapipe/internal/service/servicetest"
+	"github.com/wapipe/wapipe/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithFirestore(m)) }
+
+// TestStartupProbe (issue 35 item 8): the api, started as its main starts it, answers the
+// startup-only probe (service.StartupPath) 200 once its clients are warm, and /healthz 200.
+func TestStartupProbe(t *testing.T) {
+	t.Parallel()
+	servicetest.CheckProbes(t, &api.Config{}, servicetest.Env(t, nil), realMain)
+}
