@@ -60,8 +60,8 @@ type lastAttempts struct {
 	stopped atomic.Bool
 
 	mu      sync.Mutex
-	picked  map[string]bool // task names, true once their "last attempt" was handed on
-	armed   map[string]bool // contacts whose next reply send kills the worker
+	picked  map[string]bool   // task names picked; true once the worker was killed during their last attempt
+	armed   map[string]string // contacts whose next reply send kills the worker → the picked task's name
 	byPath  map[string]int
 	busy    bool         // a picked task's attempt (or its kill) is under way: one at a time
 	kills   atomic.Int64 // picked tasks whose last attempt the worker was killed during
@@ -77,7 +77,7 @@ func newLastAttempts(t *testing.T, workerURL string, queues *tasks.QueueFile, wo
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.ErrorLog = log.New(io.Discard, "", 0) // a killed worker's attempts end in 502: expected
 	return &lastAttempts{next: proxy, queues: queues, worker: worker, per: per,
-		picked: map[string]bool{}, byPath: map[string]int{}, armed: map[string]bool{}}
+		picked: map[string]bool{}, byPath: map[string]int{}, armed: map[string]string{}}
 }
 
 func (l *lastAttempts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -97,10 +97,10 @@ func (l *lastAttempts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q, _ := l.queues.Queue(tasks.QueueID(r.Header.Get(tasks.HeaderQueueName)))
 	r.Header.Set(tasks.HeaderTaskRetryCount, strconv.Itoa(int(q.RetryConfig.MaxAttempts)-1))
-	var to string
+	name := r.Header.Get(tasks.HeaderTaskName)
 	if r.URL.Path == tasks.ProcessSendPath {
 		// The api made the record before the task: a kill at any moment strands it.
-		l.kills.Add(1)
+		l.killed(name)
 		go func() {
 			defer l.done()
 			time.Sleep(rand.N(50 * time.Millisecond))
@@ -113,11 +113,13 @@ func (l *lastAttempts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var out tasks.Outbound
 		_ = json.Unmarshal(body, &out)
-		to = out.To
-		l.arm(to)
+		to := out.To
+		l.arm(to, name)
 		defer func() {
 			if l.disarm(to) {
-				l.done() // not killed: nothing sent to the contact in that attempt
+				// Not killed (nothing sent to the contact in that attempt: it failed, or the
+				// worker was down): its retries go on as Cloud Tasks' would.
+				l.done()
 			}
 		}()
 	}
@@ -128,17 +130,25 @@ func (l *lastAttempts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (l *lastAttempts) arm(to string) {
+func (l *lastAttempts) arm(to, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.armed[to] = true
+	l.armed[to] = name
+}
+
+// killed marks the picked task name's last attempt killed: its retries are answered for it.
+func (l *lastAttempts) killed(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.picked[name] = true
+	l.kills.Add(1)
 }
 
 // disarm reports whether to was still armed (no send came).
 func (l *lastAttempts) disarm(to string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	armed := l.armed[to]
+	_, armed := l.armed[to]
 	delete(l.armed, to)
 	return armed
 }
@@ -146,11 +156,11 @@ func (l *lastAttempts) disarm(to string) bool {
 // onSend is told of each send the Graph API gets: one to an armed contact kills the worker.
 func (l *lastAttempts) onSend(to string) {
 	l.mu.Lock()
-	armed := l.armed[to]
+	name, armed := l.armed[to]
 	delete(l.armed, to)
 	l.mu.Unlock()
 	if armed {
-		l.kills.Add(1)
+		l.killed(name)
 		go func() {
 			defer l.done()
 			l.worker.restart()
@@ -196,8 +206,8 @@ func (l *lastAttempts) pick(r *http.Request) (first, again bool) {
 	path := r.URL.Path
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if done, ok := l.picked[name]; ok && done {
-		return false, true
+	if killed, ok := l.picked[name]; ok {
+		return false, killed
 	}
 	// One at a time: a kill ends every attempt in flight, and another picked one whose message
 	// was not stored yet would be lost with its task, which is not what this fault is about.
@@ -205,7 +215,7 @@ func (l *lastAttempts) pick(r *http.Request) (first, again bool) {
 		!strings.HasPrefix(tasks.QueueID(r.Header.Get(tasks.HeaderQueueName)), tasks.TenantQueuePrefix) || l.byPath[path] >= l.per {
 		return false, false
 	}
-	l.picked[name] = true
+	l.picked[name] = false
 	l.byPath[path]++
 	l.busy = true
 	return true, false

@@ -202,10 +202,12 @@ func TestChaos(t *testing.T) {
 	workerProc := &service{t: t, name: "worker", bin: filepath.Join(bin, "worker"), port: workerPort,
 		// A killed holder's conversation is taken over after CONVERSATION_LEASE: shorter than
 		// the retries of the run's short backoffs (the Gemini fake answers at once).
-		// Its queues are the run's, with few attempts on the tenant's queue; a send of unknown
-		// outcome waits RECONCILE_WINDOW for its status before the evidence decides.
+		// Its queues are the run's (short backoffs: the sweep's staleness follows them); a send of
+		// unknown outcome waits RECONCILE_WINDOW for its status before the evidence decides. The
+		// kills and the outage delay a status by tens of seconds at times while later ones arrive:
+		// a window shorter than that would resend a message Meta took (production's is 15 min).
 		env: slices.Concat(env, []string{"LLM_BASE_URL=" + geminiSrv.URL, "CONVERSATION_LEASE=15s",
-			"TASKS_QUEUES_FILE=" + writeQueues(t, dir, queues), "RECONCILE_WINDOW=10s"}), logDir: dir}
+			"TASKS_QUEUES_FILE=" + writeQueues(t, dir, queues), "RECONCILE_WINDOW=60s"}), logDir: dir}
 	last := newLastAttempts(t, workerURL, queues, workerProc, p.lastAttempts)
 	lastP.Store(last)
 	apiProc := &service{t: t, name: "api", bin: filepath.Join(bin, "api"), port: apiPort, env: env, logDir: dir}

@@ -83,6 +83,10 @@ type Deliverer struct {
 	// MaxUnknownWait caps the wait held on a record (UNKNOWN_OUTCOME_MAX_WAIT);
 	// DefaultMaxUnknownWait when zero.
 	MaxUnknownWait time.Duration
+	// ResendConfirm is how long a resend the evidence decided waits before it goes, for a status
+	// held up behind the record to land (longer than the inbound queue's backoff);
+	// DefaultResendConfirm when zero.
+	ResendConfirm time.Duration
 }
 
 // Request is one message to send under its record Key.

@@ -84,7 +84,13 @@ func (h *HeldSweep) Sweep(ctx context.Context, now time.Time) (sweep.Result, err
 	for _, rec := range held {
 		ok, err := h.due(ctx, rec, now, window)
 		if err == nil && ok {
-			ok, err = h.enqueue(ctx, rec, "held", rec.SendingSince)
+			// Named from the send and its scheduled resend: the task that scheduled it (and held
+			// it again on its last attempt) does not reserve the name of the one that resends.
+			stamp := rec.SendingSince
+			if rec.ResendDueAt.After(stamp) {
+				stamp = rec.ResendDueAt
+			}
+			ok, err = h.enqueue(ctx, rec, "held", stamp)
 		}
 		count(ok, err)
 	}
@@ -98,15 +104,16 @@ func (h *HeldSweep) Sweep(ctx context.Context, now time.Time) (sweep.Result, err
 	return sweep.Result{Found: len(held) + len(stranded), Done: done}, errors.Join(errs...)
 }
 
-// due reports whether rec's held wait ends now: its cap passed, or the reconcile window passed
-// and the evidence says Meta never took the send.
+// due reports whether rec's held wait ends now: its cap passed, or the reconcile window (and a
+// resend already scheduled, store.Outbound.ResendUnknown) passed and the evidence says Meta never
+// took the send.
 func (h *HeldSweep) due(ctx context.Context, rec store.OutboundRecord, now time.Time, window time.Duration) (bool, error) {
 	switch {
 	case rec.State != store.OutboundSending:
 		return false, nil
 	case !rec.HeldUntil.IsZero() && !now.Before(rec.HeldUntil):
 		return true, nil
-	case now.Sub(rec.SendingSince) < window:
+	case now.Sub(rec.SendingSince) < window, now.Before(rec.ResendDueAt):
 		return false, nil
 	}
 	return h.Records.StatusSeenAfter(ctx, rec.PhoneNumberID, rec.SendingSince)

@@ -199,6 +199,19 @@ func (e *env) statusFlowing(tenantID string) {
 	}
 }
 
+// resendScheduled does what an earlier attempt did once the evidence said Meta never took the
+// send of key: it scheduled the resend (store.Outbound.ResendUnknown's first step).
+func (e *env) resendScheduled(key string) {
+	e.t.Helper()
+	rec, err := e.out.GetOutbound(context.Background(), key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if dec, _, err := e.out.ResendUnknown(context.Background(), key, rec.SendingSince, delivery.DefaultResendConfirm); err != nil || dec != store.AwaitReconcile {
+		e.t.Fatalf("schedule the resend: %v %v", dec, err)
+	}
+}
+
 // sendCalls counts the message sends Graph received, refused ones included (a send whose token
 // the fake refused is not decoded, so it is of kind other).
 func (e *env) sendCalls() int {
@@ -322,13 +335,40 @@ func TestPolicies(t *testing.T) {
 			want: each(map[delivery.Kind]want{}, held, delivery.Kinds...),
 		},
 		{
-			name: "outcome unknown past the reconcile window, statuses flowing for later sends: resent", tenantToken: token, tenantID: "acme",
+			name: "outcome unknown past the reconcile window, statuses flowing for later sends: resend scheduled", tenantToken: token, tenantID: "acme",
 			setup: func(e *env, key string) {
 				e.sendingSince(key, "acme")
 				e.statusFlowing("acme")
 				e.clk.add(store.DefaultReconcileWindow + time.Minute)
 			},
+			want: each(map[delivery.Kind]want{}, want{status: delivery.Retry, state: store.OutboundSending}, delivery.Kinds...),
+		},
+		{
+			name: "outcome unknown past the reconcile window, statuses flowing for later sends: resent", tenantToken: token, tenantID: "acme",
+			setup: func(e *env, key string) {
+				e.sendingSince(key, "acme")
+				e.statusFlowing("acme")
+				e.clk.add(store.DefaultReconcileWindow + time.Minute)
+				// An earlier attempt scheduled the resend; no status came meanwhile.
+				e.resendScheduled(key)
+				e.clk.add(delivery.DefaultResendConfirm)
+			},
 			want: each(map[delivery.Kind]want{}, sent(1), delivery.Kinds...),
+		},
+		{
+			name: "outcome unknown, resend scheduled, then its status came: not resent", tenantToken: token, tenantID: "acme",
+			setup: func(e *env, key string) {
+				e.sendingSince(key, "acme")
+				e.statusFlowing("acme")
+				e.clk.add(store.DefaultReconcileWindow + time.Minute)
+				e.resendScheduled(key)
+				if _, err := e.out.ApplyStatus(context.Background(), store.StatusUpdate{Key: key, GraphMessageID: "wamid.late", Status: store.DeliverySent,
+					PhoneNumberID: number, TenantID: "acme"}); err != nil {
+					e.t.Fatal(err)
+				}
+				e.clk.add(delivery.DefaultResendConfirm)
+			},
+			want: each(map[delivery.Kind]want{}, want{status: delivery.Settled, state: store.OutboundSent}, delivery.Kinds...),
 		},
 		{
 			name: "outcome unknown past the cap, no status flowing: given up", tenantToken: token, tenantID: "acme",

@@ -23,7 +23,7 @@ type Unknowns interface {
 	MarkUnknown(ctx context.Context, key string, code int, msg string, stash store.Stash) error
 	MarkFailedStashed(ctx context.Context, key string, code int, reason, msg string, stash store.Stash) error
 	StatusSeenAfter(ctx context.Context, phoneNumberID string, since time.Time) (bool, error)
-	ResendUnknown(ctx context.Context, key string, since time.Time) (store.Decision, store.OutboundRecord, error)
+	ResendUnknown(ctx context.Context, key string, since time.Time, confirm time.Duration) (store.Decision, store.OutboundRecord, error)
 	HoldUnknown(ctx context.Context, key string, until time.Time) (bool, error)
 }
 
@@ -31,6 +31,17 @@ type Unknowns interface {
 // letters implement it.
 type DeadLetters interface {
 	PutDeadLetter(ctx context.Context, d store.DeadLetter) (string, error)
+}
+
+// DefaultResendConfirm is how long a resend the evidence decided waits, the record writable,
+// before it goes (store.Outbound.ResendUnknown), when Deliverer.ResendConfirm is zero.
+const DefaultResendConfirm = 15 * time.Second
+
+func (d *Deliverer) resendConfirm() time.Duration {
+	if d.ResendConfirm <= 0 {
+		return DefaultResendConfirm
+	}
+	return d.ResendConfirm
 }
 
 func (d *Deliverer) maxUnknownWait() time.Duration {
@@ -58,14 +69,18 @@ func (d *Deliverer) unknownOutcome(ctx context.Context, req Request, pol Policy,
 		}
 		return rec, d.hold(ctx, req, pol, rec), false
 	}
-	dec, now, err := d.Unknowns.ResendUnknown(ctx, req.Key, rec.SendingSince)
+	dec, now, err := d.Unknowns.ResendUnknown(ctx, req.Key, rec.SendingSince, d.resendConfirm())
 	switch {
 	case err != nil:
 		return rec, Result{Status: Retry, Err: err, Class: "temporary"}, false
 	case dec == store.AlreadyDone:
 		return now, Result{Status: Settled, Record: now}, false
+	case dec != store.Send && req.LastAttempt && now.State == store.OutboundSending:
+		// The resend is due later and no retry is left: the record holds the wait.
+		return now, d.hold(ctx, req, pol, now), false
 	case dec != store.Send:
-		// Another attempt resent it first, or a definite failure made it pending: try later.
+		// The resend is due later (or another attempt resent it first, or a definite failure
+		// made it pending): try later.
 		return now, Result{Status: Retry, Reason: RetryAwaitingReconciliation}, false
 	}
 	logging.FromContext(ctx).WarnContext(ctx, "sending again: statuses reached later sends from this number and none reached this one",

@@ -116,6 +116,9 @@ type OutboundRecord struct {
 	OutcomeHeld    bool      `firestore:"outcome_held,omitempty" json:"outcome_held,omitempty"`
 	HeldUntil      time.Time `firestore:"held_until,omitempty" json:"held_until,omitempty"`
 	UnknownResends int64     `firestore:"unknown_resends,omitempty" json:"unknown_resends,omitempty"`
+	// ResendDueAt is when a resend the evidence decided may go (ResendUnknown): the evidence
+	// must still hold then, the record having been writable meanwhile.
+	ResendDueAt time.Time `firestore:"resend_due_at,omitempty" json:"resend_due_at,omitempty"`
 }
 
 // ErrNotFound is returned when a record does not exist.
@@ -162,6 +165,9 @@ func (r *Outbound) outboundDoc(key string) *firestore.DocumentRef {
 // window, OutcomeUnknown after it). It returns the record as it now stands.
 func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision, OutboundRecord, error) {
 	ref := r.outboundDoc(seed.IdempotencyKey)
+	if dec, rec, ok := r.beginRead(ctx, ref); ok {
+		return dec, rec, nil
+	}
 	type begun struct {
 		dec Decision
 		rec OutboundRecord
@@ -202,6 +208,33 @@ func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision
 		return 0, OutboundRecord{}, fmt.Errorf("begin send %s: %w", seed.IdempotencyKey, err)
 	}
 	return b.dec, b.rec, nil
+}
+
+// beginRead decides without a transaction what needs no write: a record that is settled, or
+// whose send of unknown outcome is still inside the reconcile window. A task waiting for a status
+// comes back every few seconds; reading in a transaction each time would contend with the status
+// webhook's own update of the record, and could starve it for as long as the wait lasts. A stale
+// answer is harmless: a settled record stays settled (only a replay reopens it, before its task
+// exists), and "still waiting" only asks for a later attempt. ok is false when the transaction
+// must decide.
+func (r *Outbound) beginRead(ctx context.Context, ref *firestore.DocumentRef) (Decision, OutboundRecord, bool) {
+	snap, err := ref.Get(ctx)
+	if err != nil {
+		return 0, OutboundRecord{}, false
+	}
+	var rec OutboundRecord
+	if err := snap.DataTo(&rec); err != nil {
+		return 0, OutboundRecord{}, false
+	}
+	switch rec.State {
+	case OutboundSent, OutboundFailed, OutboundSkipped, OutboundParked:
+		return AlreadyDone, rec, true
+	case OutboundSending:
+		if r.opts.Now().Sub(rec.SendingSince) < r.opts.ReconcileWindow {
+			return AwaitReconcile, rec, true
+		}
+	}
+	return 0, rec, false
 }
 
 // MarkSent records Meta's acceptance of the reply, and whether the inbound message was marked as

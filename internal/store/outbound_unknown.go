@@ -86,19 +86,31 @@ func (r *Outbound) StatusSeenAfter(ctx context.Context, phoneNumberID string, si
 	return true, nil
 }
 
-// ResendUnknown makes the send of unknown outcome that began at since a new send: the record
-// stays sending from now, its hold ends and UnknownResends counts it; the decision is Send. When
-// the record moved on meanwhile (a status settled it, another attempt resent it first), nothing
-// changes and the decision is what BeginSend would now say of it.
-func (r *Outbound) ResendUnknown(ctx context.Context, key string, since time.Time) (Decision, OutboundRecord, error) {
+// ResendUnknown makes the send of unknown outcome that began at since a new send, in two steps.
+// The first call only sets ResendDueAt, confirm from now, and answers AwaitReconcile: its write
+// proves the record writable now, and a status that was held up behind the record (a lock left
+// by a killed instance holds writers back while readers go on) has until then to land. A call at
+// or after ResendDueAt resends: the record stays sending from now, its hold ends and
+// UnknownResends counts it; the decision is Send. When the record moved on meanwhile (a status
+// settled it, another attempt resent it first), nothing changes and the decision is what
+// BeginSend would now say of it.
+func (r *Outbound) ResendUnknown(ctx context.Context, key string, since time.Time, confirm time.Duration) (Decision, OutboundRecord, error) {
 	var dec Decision
 	rec, err := r.update(ctx, key, func(rec *OutboundRecord, now time.Time) bool {
-		if rec.State != OutboundSending || !rec.SendingSince.Equal(since) {
+		switch {
+		case rec.State != OutboundSending || !rec.SendingSince.Equal(since):
 			dec = r.decide(*rec, now)
+			return false
+		case rec.ResendDueAt.IsZero() || rec.ResendDueAt.Before(since):
+			dec = AwaitReconcile
+			rec.ResendDueAt = now.Add(confirm)
+			return true
+		case now.Before(rec.ResendDueAt):
+			dec = AwaitReconcile
 			return false
 		}
 		dec = Send
-		rec.SendingSince, rec.OutcomeHeld, rec.HeldUntil = now, false, time.Time{}
+		rec.SendingSince, rec.OutcomeHeld, rec.HeldUntil, rec.ResendDueAt = now, false, time.Time{}, time.Time{}
 		rec.Attempts++
 		rec.UnknownResends++
 		return true

@@ -208,6 +208,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	if u, ok := deps.Outbound.(delivery.Unknowns); ok && deps.DeadLetters != nil {
 		srv.deliver.Unknowns, srv.deliver.DeadLetters, srv.deliver.MaxUnknownWait = u, deps.DeadLetters, cfg.UnknownMaxWait
+		// A status held up behind the record comes back within the inbound queue's backoff.
+		if q, ok := deps.Queues.Queue(tasks.InboundQueueID); ok {
+			srv.deliver.ResendConfirm = max(2*q.RetryConfig.MaxBackoff.Duration, delivery.DefaultResendConfirm)
+		}
 	}
 	if deps.Conversations != nil {
 		if deps.Assistant == nil || deps.Actions == nil || deps.Caller == nil || deps.Tokens == nil || deps.People == nil {
