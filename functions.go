@@ -24,6 +24,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenantcalls"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 )
@@ -66,6 +67,13 @@ func buildWorker(ctx context.Context) (http.Handler, error) {
 	}
 	// Out-of-band payloads are in the webhook's database.
 	deps.Payloads = store.NewPayloads(c.InboundDB, 0)
+	calls, err := tenantcalls.NewDeps(tenantcalls.Config{GraphAPIBaseURL: cfg.GraphAPIBaseURL, MediaMaxBytes: cfg.MediaMaxBytes, Dev: cfg.IsDev()},
+		c.DB, deps.Tenants, deps.Tokens, deps.Sends)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	deps.TenantRoutes = tenantcalls.New(calls).Routes()
 	return worker.NewServer(&cfg, deps).Routes(), nil
 }
 

@@ -29,16 +29,21 @@ accepted messages per second and the answer time p50/p95/p99.
 Traffic stays on this machine: a non-loopback --url or --graph-url is refused unless
 --allow-remote. Exits 1 when a request failed, or a reply is missing or duplicated.`
 
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// benchRun is one run of `wapipe bench`: its flags.
+type benchRun struct {
+	cfg                              loadgen.Config
+	graphURL                         string
+	allowRemote, waitReplies, asJSON bool
+	replyTimeout                     time.Duration
+	quiet                            bool
+	floor                            floorFlags
+	api                              apiBench
+}
+
+// flags registers the flags of `wapipe bench` on a new flag set.
+func (b *benchRun) flags() *flagSet {
 	fs := newFlagSet("bench", benchUsage+floorUsage)
-	var (
-		cfg                              loadgen.Config
-		graphURL                         string
-		allowRemote, waitReplies, asJSON bool
-		replyTimeout                     time.Duration
-		quiet                            bool
-		floor                            floorFlags
-	)
+	cfg := &b.cfg
 	fs.StringVar(&cfg.URL, "url", defaultWebhookURL, "webhook URL")
 	fs.StringVar(&cfg.Secret, "secret", env("WHATSAPP_APP_SECRET", devAppSecret), "Meta app secret that signs the bodies (env WHATSAPP_APP_SECRET; default the devstack dev secret)")
 	fs.IntVar(&cfg.N, "n", 100, fmt.Sprintf("messages to send (at most %d)", loadgen.MaxMessages))
@@ -46,90 +51,115 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&cfg.Rate, "rate", 0, "start requests at this many per second (0: as fast as --concurrency allows)")
 	fs.DurationVar(&cfg.Duration, "duration", time.Minute, "cap on the sending phase")
 	fs.StringVar(&cfg.From, "from", "", "sender's WhatsApp id (default: Meta's sample number)")
-	floor.register(fs)
-	fs.BoolVar(&allowRemote, "allow-remote", false, "allow a URL that is not on this machine (loopback)")
-	fs.BoolVar(&waitReplies, "wait-replies", false, "wait for every reply at the fake Graph API and measure end to end")
-	fs.StringVar(&graphURL, "graph-url", "http://127.0.0.1:8090", "the fake Graph API (for --wait-replies)")
-	fs.DurationVar(&replyTimeout, "reply-timeout", 3*time.Minute, "cap on the wait for replies")
-	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
-	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
-	var ab apiBench
-	fs.StringVar(&ab.key, "api-key", "", "bench the api service with this API key (wapipe tenants api-key) instead of the webhook")
-	fs.StringVar(&ab.url, "api-url", "http://127.0.0.1:8083", "the api service (with --api-key)")
-	fs.StringVar(&ab.to, "to", "15550001234", "recipient of the api bench's messages (with --api-key)")
-	fs.StringVar(&ab.number, "phone-number-id", "", "the tenant's number to send from, when it has several (with --api-key)")
-	pos, err := fs.parse(args, stdout)
+	b.floor.register(fs)
+	fs.BoolVar(&b.allowRemote, "allow-remote", false, "allow a URL that is not on this machine (loopback)")
+	fs.BoolVar(&b.waitReplies, "wait-replies", false, "wait for every reply at the fake Graph API and measure end to end")
+	fs.StringVar(&b.graphURL, "graph-url", "http://127.0.0.1:8090", "the fake Graph API (for --wait-replies)")
+	fs.DurationVar(&b.replyTimeout, "reply-timeout", 3*time.Minute, "cap on the wait for replies")
+	fs.BoolVar(&b.asJSON, "json", false, "print the results as JSON")
+	fs.BoolVar(&b.quiet, "quiet", false, "no progress on stderr")
+	fs.StringVar(&b.api.key, "api-key", "", "bench the api service with this API key (wapipe tenants api-key) instead of the webhook")
+	fs.StringVar(&b.api.url, "api-url", "http://127.0.0.1:8083", "the api service (with --api-key)")
+	fs.StringVar(&b.api.to, "to", "15550001234", "recipient of the api bench's messages (with --api-key)")
+	fs.StringVar(&b.api.number, "phone-number-id", "", "the tenant's number to send from, when it has several (with --api-key)")
+	return fs
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	b := &benchRun{}
+	pos, err := b.flags().parse(args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usageErrorf("unexpected argument %q", pos[0])
 	}
-	if ab.key != "" {
-		if err := loadgen.CheckLocal(ab.url); err != nil && !allowRemote {
-			return usageErrorf("--api-url: %v", err)
-		}
-		ab.n, ab.conc = cfg.N, max(cfg.Concurrency, 1)
-		r := ab.run(ctx)
-		r.write(stdout)
-		if r.Failed > 0 {
-			return exitError{code: 1, msg: fmt.Sprintf("%d request(s) not accepted", r.Failed)}
-		}
-		return nil
+	if b.api.key != "" {
+		return b.runAPI(ctx, stdout)
 	}
-	if !allowRemote {
-		if err := loadgen.CheckLocal(cfg.URL); err != nil {
-			return usageErrorf("--url: %v", err)
-		}
-		if waitReplies {
-			if err := loadgen.CheckLocal(graphURL); err != nil {
-				return usageErrorf("--graph-url: %v", err)
-			}
-		}
+	if err := b.checkWebhook(); err != nil {
+		return err
 	}
-	if replyTimeout <= 0 {
-		return usageErrorf("--reply-timeout must be positive")
+	if b.floor.on {
+		return runBenchFloor(ctx, b.cfg, b.floor, b.asJSON, b.quiet, stdout, stderr)
 	}
-	if floor.on {
-		return runBenchFloor(ctx, cfg, floor, asJSON, quiet, stdout, stderr)
-	}
-	if !quiet {
-		cfg.Progress = func(p loadgen.Progress) {
+	if !b.quiet {
+		b.cfg.Progress = func(p loadgen.Progress) {
 			fmt.Fprintf(stderr, "bench: %s: %d/%d started, %d answered\n", p.Elapsed.Round(time.Second), p.Started, p.Target, p.Answered)
 		}
 	}
-	res, err := loadgen.Run(ctx, cfg)
+	res, err := loadgen.Run(ctx, b.cfg)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	var replies *loadgen.Replies
-	if waitReplies && len(res.Sent) > 0 {
-		rc := loadgen.ReplyConfig{GraphURL: graphURL, Sent: res.Sent, Timeout: replyTimeout}
-		if k, err := keyerFromEnv(); err == nil {
-			rc.Keyer = k
-		}
-		if !quiet {
-			last := time.Time{}
-			rc.Progress = func(seen, want int, elapsed time.Duration) {
-				if time.Since(last) >= time.Second || seen == want {
-					last = time.Now()
-					fmt.Fprintf(stderr, "bench: waiting for replies: %d/%d after %s\n", seen, want, elapsed.Round(time.Second))
-				}
-			}
-		}
-		if replies, err = loadgen.WaitReplies(ctx, rc); err != nil {
-			return err
-		}
+	replies, err := b.replies(ctx, res, stderr)
+	if err != nil {
+		return err
 	}
-	if asJSON {
-		err = operator.WriteJSON(stdout, benchJSON(cfg, res, replies))
+	if b.asJSON {
+		err = operator.WriteJSON(stdout, benchJSON(b.cfg, res, replies))
 	} else {
-		_, err = io.WriteString(stdout, benchReport(cfg, res, replies))
+		_, err = io.WriteString(stdout, benchReport(b.cfg, res, replies))
 	}
 	if err != nil {
 		return err
 	}
 	return benchVerdict(res, replies)
+}
+
+// runAPI loads the api service instead of the webhook (--api-key).
+func (b *benchRun) runAPI(ctx context.Context, stdout io.Writer) error {
+	if err := loadgen.CheckLocal(b.api.url); err != nil && !b.allowRemote {
+		return usageErrorf("--api-url: %v", err)
+	}
+	b.api.n, b.api.conc = b.cfg.N, max(b.cfg.Concurrency, 1)
+	r := b.api.run(ctx)
+	r.write(stdout)
+	if r.Failed > 0 {
+		return exitError{code: 1, msg: fmt.Sprintf("%d request(s) not accepted", r.Failed)}
+	}
+	return nil
+}
+
+// checkWebhook refuses a webhook bench's URLs off this machine (unless --allow-remote) and a
+// reply timeout that is not positive.
+func (b *benchRun) checkWebhook() error {
+	if !b.allowRemote {
+		if err := loadgen.CheckLocal(b.cfg.URL); err != nil {
+			return usageErrorf("--url: %v", err)
+		}
+		if b.waitReplies {
+			if err := loadgen.CheckLocal(b.graphURL); err != nil {
+				return usageErrorf("--graph-url: %v", err)
+			}
+		}
+	}
+	if b.replyTimeout <= 0 {
+		return usageErrorf("--reply-timeout must be positive")
+	}
+	return nil
+}
+
+// replies waits for the replies of res's sends at the fake Graph API (--wait-replies); nil
+// without it.
+func (b *benchRun) replies(ctx context.Context, res *loadgen.Result, stderr io.Writer) (*loadgen.Replies, error) {
+	if !b.waitReplies || len(res.Sent) == 0 {
+		return nil, nil
+	}
+	rc := loadgen.ReplyConfig{GraphURL: b.graphURL, Sent: res.Sent, Timeout: b.replyTimeout}
+	if k, err := keyerFromEnv(); err == nil {
+		rc.Keyer = k
+	}
+	if !b.quiet {
+		last := time.Time{}
+		rc.Progress = func(seen, want int, elapsed time.Duration) {
+			if time.Since(last) >= time.Second || seen == want {
+				last = time.Now()
+				fmt.Fprintf(stderr, "bench: waiting for replies: %d/%d after %s\n", seen, want, elapsed.Round(time.Second))
+			}
+		}
+	}
+	return loadgen.WaitReplies(ctx, rc)
 }
 
 func benchReport(cfg loadgen.Config, res *loadgen.Result, replies *loadgen.Replies) string {

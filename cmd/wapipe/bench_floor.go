@@ -82,15 +82,9 @@ func parseLevels(s string) ([]int, error) {
 
 // runBenchFloor is wapipe bench --floor.
 func runBenchFloor(ctx context.Context, cfg loadgen.Config, f floorFlags, asJSON, quiet bool, stdout, stderr io.Writer) error {
-	levels, err := parseLevels(f.levels)
+	levels, err := f.check(cfg)
 	if err != nil {
-		return usageError{err.Error()}
-	}
-	if cfg.N < 1 || cfg.N > loadgen.MaxMessages {
-		return usageErrorf("--n must be 1 to %d", loadgen.MaxMessages)
-	}
-	if f.rounds < 1 || f.rounds > cfg.N {
-		return usageErrorf("--rounds must be 1 to --n")
+		return err
 	}
 	if err := f.c.resolve(); err != nil {
 		return err
@@ -145,14 +139,43 @@ func runBenchFloor(ctx context.Context, cfg loadgen.Config, f floorFlags, asJSON
 		}
 	}()
 
+	out := b.measure(ctx, cfg, f, levels, progress)
+	if asJSON {
+		err = operator.WriteJSON(stdout, floorJSON(cfg, out))
+	} else {
+		_, err = io.WriteString(stdout, floorReport(cfg, out))
+	}
+	if err != nil {
+		return err
+	}
+	return floorVerdict(out)
+}
+
+// check reads --levels and refuses an --n or --rounds the run cannot make.
+func (f floorFlags) check(cfg loadgen.Config) ([]int, error) {
+	levels, err := parseLevels(f.levels)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	if cfg.N < 1 || cfg.N > loadgen.MaxMessages {
+		return nil, usageErrorf("--n must be 1 to %d", loadgen.MaxMessages)
+	}
+	if f.rounds < 1 || f.rounds > cfg.N {
+		return nil, usageErrorf("--rounds must be 1 to --n")
+	}
+	return levels, nil
+}
+
+// measure warms up, then measures each concurrency of levels. Each level alternates rounds of
+// floor calls and webhook requests, so that both sides see the same drift of a shared machine
+// (the emulators, other processes).
+func (b *floorBench) measure(ctx context.Context, cfg loadgen.Config, f floorFlags, levels []int, progress func(string, ...any)) []floorLevel {
 	client := loadgen.NewClient(256, 30*time.Second)
 	if f.warmup > 0 {
 		progress("warming up: %d floor calls and %d webhook requests", f.warmup, f.warmup)
 		b.run(ctx, f.warmup, 8)
 		b.webhook(ctx, client, cfg, f.warmup, 8)
 	}
-	// Each level alternates rounds of floor calls and webhook requests, so that both sides see
-	// the same drift of a shared machine (the emulators, other processes).
 	var out []floorLevel
 	for _, c := range levels {
 		l := floorLevel{Concurrency: c}
@@ -170,15 +193,7 @@ func runBenchFloor(ctx context.Context, cfg loadgen.Config, f floorFlags, asJSON
 			break
 		}
 	}
-	if asJSON {
-		err = operator.WriteJSON(stdout, floorJSON(cfg, out))
-	} else {
-		_, err = io.WriteString(stdout, floorReport(cfg, out))
-	}
-	if err != nil {
-		return err
-	}
-	return floorVerdict(out)
+	return out
 }
 
 // floorBench makes the floor's calls: the webhook's two, directly.

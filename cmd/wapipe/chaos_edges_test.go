@@ -211,7 +211,10 @@ func (l *lastAttempts) pick(r *http.Request) (first, again bool) {
 	}
 	// One at a time: a kill ends every attempt in flight, and another picked one whose message
 	// was not stored yet would be lost with its task, which is not what this fault is about.
-	if l.busy || l.stopped.Load() || name == "" || (path != tasks.ProcessOutboundPath && path != tasks.ProcessSendPath) ||
+	// The sweep's own tasks (a drain, a record sent from itself) are how the killed ones are
+	// finished: they are left alone.
+	if l.busy || l.stopped.Load() || name == "" || strings.HasSuffix(name, "-sweep") || strings.HasSuffix(name, "-swept") ||
+		(path != tasks.ProcessOutboundPath && path != tasks.ProcessSendPath) ||
 		!strings.HasPrefix(tasks.QueueID(r.Header.Get(tasks.HeaderQueueName)), tasks.TenantQueuePrefix) || l.byPath[path] >= l.per {
 		return false, false
 	}

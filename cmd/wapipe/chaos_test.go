@@ -341,8 +341,9 @@ func TestChaos(t *testing.T) {
 		return c
 	}
 	// settle waits until nothing is missing and the queues are empty, or until the queues have
-	// stayed empty for 60 s (what is missing then is missing for good: longer than the sweep
-	// takes to find a send whose task is gone, 45 s with the run's backoffs).
+	// stayed empty for 150 s (what is missing then is missing for good: longer than the sweep
+	// takes to find a send whose task is gone, 45 s with the run's backoffs, and a conversation
+	// whose lease expired unreleased, its lease and a minute's grace, twice).
 	settle := func() chaosCount {
 		var emptySince time.Time
 		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
@@ -354,7 +355,7 @@ func TestChaos(t *testing.T) {
 			if emptySince.IsZero() {
 				emptySince = time.Now()
 			}
-			if len(c.missing) == 0 || time.Since(emptySince) > 60*time.Second {
+			if len(c.missing) == 0 || time.Since(emptySince) > 150*time.Second {
 				break
 			}
 		}

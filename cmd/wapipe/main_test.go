@@ -374,7 +374,8 @@ func TestReplay(t *testing.T) {
 	replay := func(args ...string) string {
 		return mustCLI(t, s.conn(append([]string{"replay", "--base-url", s.WorkerURL, "--token", s.InternalToken}, args...)...)...)
 	}
-	dry := replay("--all", "--dry-run", "--path", "process_outbound", "--since", "1h")
+	// A conversation's reply dead-letters its own record: a process_send task that sends it.
+	dry := replay("--all", "--dry-run", "--path", "process_send", "--since", "1h")
 	if !strings.Contains(dry, "would replay "+dl.ID) || !strings.Contains(dry, "would reopen") {
 		t.Errorf("replay --all --dry-run:\n%s\nwant the dead letter listed", dry)
 	}

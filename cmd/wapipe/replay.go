@@ -97,6 +97,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	return replayDeadLetters(ctx, r, dls, dryRun, asJSON, stdout, stderr)
+}
+
+// replayDeadLetters replays dls one by one, says what became of each, and fails naming the first
+// that was not replayed.
+func replayDeadLetters(ctx context.Context, r *operator.Replayer, dls []store.DeadLetter, dryRun, asJSON bool, stdout, stderr io.Writer) error {
 	results := []operator.ReplayResult{}
 	var errs []error
 	for i, d := range dls {
@@ -135,7 +141,8 @@ func describeReplay(r operator.ReplayResult) string {
 	}
 	fmt.Fprintf(&b, "%s %s (%s %s) as task %s", verb, r.DeadLetterID, r.Queue, r.Path, r.Task)
 	switch {
-	case r.Path != tasks.ProcessOutboundPath:
+	case r.Path != tasks.ProcessOutboundPath && r.Path != tasks.ProcessSendPath && r.Path != tasks.ProcessActionPath:
+		// An inbound delivery has no outbound record.
 	case r.RecordState == "":
 		b.WriteString("; no outbound record yet")
 	case r.Reopened && r.DryRun:

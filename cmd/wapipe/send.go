@@ -127,40 +127,8 @@ type pendingUpload struct {
 // message checks the command line and builds the body, Meta's send body as the api takes it
 // (and the upload it waits for).
 func (f *sendFlags) message() (*api.SendRequest, *pendingUpload, error) {
-	switch {
-	case f.tenant == "":
-		return nil, nil, usageErrorf("--tenant is required")
-	case f.to == "" && f.recipient == "":
-		return nil, nil, usageErrorf("--to or --recipient is required (the contact's phone number, or business-scoped user id)")
-	}
-	var kinds []string
-	for name, v := range map[string]string{"text": f.text, "image": f.image, "document": f.document, "location": f.location, "template": f.tpl} {
-		if v != "" {
-			kinds = append(kinds, "--"+name)
-		}
-	}
-	if len(kinds) != 1 {
-		return nil, nil, usageErrorf("give one of --text, --image, --document, --location or --template (got %d)", len(kinds))
-	}
-	only := func(flag, value string, kinds ...string) error {
-		if value == "" {
-			return nil
-		}
-		for _, k := range kinds {
-			if f.kind() == k {
-				return nil
-			}
-		}
-		return usageErrorf("--%s goes with --%s only", flag, strings.Join(kinds, " or --"))
-	}
-	for _, err := range []error{
-		only("caption", f.caption, "image", "document"), only("filename", f.filename, "document"),
-		only("name", f.name, "location"), only("address", f.address, "location"),
-		only("language", f.language, "template"), only("param", strings.Join(f.params, ""), "template"),
-	} {
-		if err != nil {
-			return nil, nil, err
-		}
+	if err := f.check(); err != nil {
+		return nil, nil, err
 	}
 	b := &api.SendRequest{To: f.to, Recipient: f.recipient, PhoneNumberID: f.number, Type: f.kind()}
 	if f.replyTo != "" {
@@ -207,6 +175,47 @@ func (f *sendFlags) message() (*api.SendRequest, *pendingUpload, error) {
 		}
 	}
 	return b, up, nil
+}
+
+// check refuses a command line without a tenant or a contact, with no message kind or more than
+// one, or with a flag of another kind than the message's.
+func (f *sendFlags) check() error {
+	switch {
+	case f.tenant == "":
+		return usageErrorf("--tenant is required")
+	case f.to == "" && f.recipient == "":
+		return usageErrorf("--to or --recipient is required (the contact's phone number, or business-scoped user id)")
+	}
+	var kinds []string
+	for name, v := range map[string]string{"text": f.text, "image": f.image, "document": f.document, "location": f.location, "template": f.tpl} {
+		if v != "" {
+			kinds = append(kinds, "--"+name)
+		}
+	}
+	if len(kinds) != 1 {
+		return usageErrorf("give one of --text, --image, --document, --location or --template (got %d)", len(kinds))
+	}
+	only := func(flag, value string, kinds ...string) error {
+		if value == "" {
+			return nil
+		}
+		for _, k := range kinds {
+			if f.kind() == k {
+				return nil
+			}
+		}
+		return usageErrorf("--%s goes with --%s only", flag, strings.Join(kinds, " or --"))
+	}
+	for _, err := range []error{
+		only("caption", f.caption, "image", "document"), only("filename", f.filename, "document"),
+		only("name", f.name, "location"), only("address", f.address, "location"),
+		only("language", f.language, "template"), only("param", strings.Join(f.params, ""), "template"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kind is the message type the flags ask for.

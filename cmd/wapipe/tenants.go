@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/apikey"
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -86,26 +86,52 @@ func stdinFrom(ctx context.Context) io.Reader {
 // maxTokenBytes bounds what set-token reads: Meta's tokens are a few hundred bytes.
 const maxTokenBytes = 16 << 10
 
+// tenantsRun is one run of `wapipe tenants`: its flags, the verb's arguments and, once the verb
+// is checked, what it opened.
+type tenantsRun struct {
+	c                connFlags
+	opsF             opsFlags
+	file, role       string
+	kmsKey, graphURL string
+	expires          string
+	publicURL        string
+	dryRun, noVerify bool
+	verb             string
+	rest             []string
+	ttl              time.Duration
+	data             []byte
+	db               *store.DB
+	ops              *operator.Tenants
+	stdout, stderr   io.Writer
+}
+
+// tenantsVerb is a verb of `wapipe tenants`: check refuses its arguments before anything
+// connects; run does it once the store is open.
+type tenantsVerb struct {
+	check func(t *tenantsRun) error
+	run   func(ctx context.Context, t *tenantsRun) error
+}
+
+// tenantsVerbs are the verbs of `wapipe tenants` (tenantsUsage).
+var tenantsVerbs = map[string]tenantsVerb{
+	"apply":         {checkApply, runTenantsApply},
+	"list":          {checkNoArgs, runTenantsList},
+	"show":          {checkOneID, runTenantsShow},
+	"set-token":     {checkOneID, runTenantsSetToken},
+	"invite":        {checkOneID, runTenantsInvite},
+	"api-key":       {checkOneID, runTenantsCredential},
+	"api-keys":      {checkOneID, runTenantsAPIKeys},
+	"connect-link":  {checkOneID, runTenantsCredential},
+	"action-secret": {checkOneID, runTenantsCredential},
+	"approve-waba":  {checkArgs(2, "approve-waba takes a tenant id and a WhatsApp Business Account id"), runTenantsApproveWABA},
+	"revoke-key":    {checkArgs(2, "revoke-key takes a tenant id and a key prefix (see wapipe tenants api-keys ID)"), runTenantsRevokeKey},
+	"remove-member": {checkOps, runTenantsOpsVerb},
+	"delete":        {checkOps, runTenantsOpsVerb},
+}
+
 func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("tenants", tenantsUsage)
-	var (
-		c                connFlags
-		file, role       string
-		kmsKey, graphURL string
-		dryRun, noVerify bool
-		expires          string
-	)
-	c.register(fs)
-	var opsF opsFlags
-	opsF.register(fs)
-	fs.StringVar(&file, "f", "", "apply: the tenant file (YAML)")
-	fs.BoolVar(&dryRun, "dry-run", false, "apply: say what would change; write nothing")
-	fs.BoolVar(&noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
-	fs.StringVar(&expires, "expires", "", "api-key: the key expires after this long (90d, 720h); default never")
-	fs.StringVar(&role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
-	fs.StringVar(&kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
-	publicURL := fs.String("public-url", os.Getenv("PUBLIC_BASE_URL"), "connect-link: the api service's URL (env PUBLIC_BASE_URL)")
-	fs.StringVar(&graphURL, "graph-url", env("GRAPH_API_BASE_URL", graph.DefaultBaseURL), "set-token, approve-waba: Graph API base URL (env GRAPH_API_BASE_URL)")
+	t := &tenantsRun{stdout: stdout, stderr: stderr}
+	fs := t.flags()
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
 		return err
@@ -113,165 +139,219 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) == 0 {
 		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete (see wapipe tenants --help)")
 	}
-	verb, rest := pos[0], pos[1:]
-	switch verb {
-	case "apply", "list":
-		if len(rest) != 0 {
-			return usageErrorf("%s takes no argument, got %q", verb, rest[0])
-		}
-		if verb == "apply" && file == "" {
-			return usageErrorf("apply needs -f FILE")
-		}
-	case "show", "set-token", "invite", "api-key", "api-keys", "connect-link", "action-secret":
-		if len(rest) != 1 {
-			return usageErrorf("%s takes one tenant id", verb)
-		}
-	case "approve-waba":
-		if len(rest) != 2 {
-			return usageErrorf("approve-waba takes a tenant id and a WhatsApp Business Account id")
-		}
-	case "revoke-key":
-		if len(rest) != 2 {
-			return usageErrorf("revoke-key takes a tenant id and a key prefix (see wapipe tenants api-keys ID)")
-		}
-	case "remove-member", "delete":
-		if err := checkOpsArgs(verb, rest); err != nil {
-			return err
-		}
-	default:
-		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete", verb)
+	t.verb, t.rest = pos[0], pos[1:]
+	verb, ok := tenantsVerbs[t.verb]
+	if !ok {
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete", t.verb)
 	}
-	var ttl time.Duration
-	if expires != "" {
-		if verb != "api-key" {
+	if err := verb.check(t); err != nil {
+		return err
+	}
+	if err := t.prepare(); err != nil {
+		return err
+	}
+	open := t.c.conn.Store
+	if t.verb == "remove-member" {
+		// It finds the member's contact by a phone or a BSUID: keyed ids.
+		open = t.c.store
+	}
+	if t.db, err = open(ctx); err != nil {
+		return err
+	}
+	defer t.db.Close()
+	t.ops = &operator.Tenants{Store: store.NewTenants(t.db, store.Options{}), Keys: store.NewAPIKeys(t.db, store.Options{}), Dev: os.Getenv("APP_ENV") == "dev"}
+	return verb.run(ctx, t)
+}
+
+// flags registers the flags of `wapipe tenants` on a new flag set.
+func (t *tenantsRun) flags() *flagSet {
+	fs := newFlagSet("tenants", tenantsUsage)
+	t.c.register(fs)
+	t.opsF.register(fs)
+	fs.StringVar(&t.file, "f", "", "apply: the tenant file (YAML)")
+	fs.BoolVar(&t.dryRun, "dry-run", false, "apply: say what would change; write nothing")
+	fs.BoolVar(&t.noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
+	fs.StringVar(&t.expires, "expires", "", "api-key: the key expires after this long (90d, 720h); default never")
+	fs.StringVar(&t.role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
+	fs.StringVar(&t.kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
+	fs.StringVar(&t.publicURL, "public-url", os.Getenv("PUBLIC_BASE_URL"), "connect-link: the api service's URL (env PUBLIC_BASE_URL)")
+	fs.StringVar(&t.graphURL, "graph-url", env("GRAPH_API_BASE_URL", graph.DefaultBaseURL), "set-token, approve-waba: Graph API base URL (env GRAPH_API_BASE_URL)")
+	return fs
+}
+
+// prepare checks --expires, reads apply's file and resolves the connection: everything the
+// operator must fix before anything connects.
+func (t *tenantsRun) prepare() error {
+	if t.expires != "" {
+		if t.verb != "api-key" {
 			return usageErrorf("--expires applies to api-key only")
 		}
-		if ttl, err = apikey.ParseTTL(expires); err != nil {
+		var err error
+		if t.ttl, err = apikey.ParseTTL(t.expires); err != nil {
 			return usageErrorf("--expires %v", err)
 		}
 	}
-	var data []byte
-	if verb == "apply" {
+	if t.verb == "apply" {
 		// Read the file before connecting: a missing file is the operator's to fix first.
-		if data, err = os.ReadFile(file); err != nil {
+		var err error
+		if t.data, err = os.ReadFile(t.file); err != nil {
 			return fmt.Errorf("read tenant file: %w", err)
 		}
 	}
-	if err := c.resolve(); err != nil {
+	return t.c.resolve()
+}
+
+func checkNoArgs(t *tenantsRun) error {
+	if len(t.rest) != 0 {
+		return usageErrorf("%s takes no argument, got %q", t.verb, t.rest[0])
+	}
+	return nil
+}
+
+func checkApply(t *tenantsRun) error {
+	if err := checkNoArgs(t); err != nil {
 		return err
 	}
-	open := c.conn.Store
-	if verb == "remove-member" {
-		// It finds the member's contact by a phone or a BSUID: keyed ids.
-		open = c.store
+	if t.file == "" {
+		return usageErrorf("apply needs -f FILE")
 	}
-	db, err := open(ctx)
+	return nil
+}
+
+func checkOneID(t *tenantsRun) error {
+	if len(t.rest) != 1 {
+		return usageErrorf("%s takes one tenant id", t.verb)
+	}
+	return nil
+}
+
+// checkArgs wants n arguments, and says msg otherwise.
+func checkArgs(n int, msg string) func(t *tenantsRun) error {
+	return func(t *tenantsRun) error {
+		if len(t.rest) != n {
+			return usageErrorf("%s", msg)
+		}
+		return nil
+	}
+}
+
+func checkOps(t *tenantsRun) error { return checkOpsArgs(t.verb, t.rest) }
+
+func runTenantsApply(ctx context.Context, t *tenantsRun) error {
+	if !t.dryRun {
+		queues, err := t.c.conn.Queues(ctx)
+		if err != nil {
+			return err
+		}
+		defer queues.Close()
+		t.ops.Queues = queues
+	}
+	return tenantsApply(ctx, t.ops, t.file, t.data, t.dryRun, t.stdout, t.stderr)
+}
+
+func runTenantsList(ctx context.Context, t *tenantsRun) error {
+	recs, err := t.ops.List(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	ops := &operator.Tenants{Store: store.NewTenants(db, store.Options{}), Keys: store.NewAPIKeys(db, store.Options{}), Dev: os.Getenv("APP_ENV") == "dev"}
+	return writeTenantList(t.stdout, recs)
+}
 
-	switch verb {
-	case "apply":
-		if !dryRun {
-			queues, err := c.conn.Queues(ctx)
-			if err != nil {
-				return err
-			}
-			defer queues.Close()
-			ops.Queues = queues
-		}
-		return tenantsApply(ctx, ops, file, data, dryRun, stdout, stderr)
-	case "list":
-		recs, err := ops.List(ctx)
-		if err != nil {
-			return err
-		}
-		return writeTenantList(stdout, recs)
-	case "show":
-		rec, err := ops.Show(ctx, rest[0])
-		if err != nil {
-			return err
-		}
-		period := assistant.Period(time.Now())
-		guard := store.NewGuard(db, store.Options{})
-		used, err := guard.Usage(ctx, rec.Tenant.ID, period)
-		if err != nil {
-			return fmt.Errorf("read usage: %w", err)
-		}
-		tokens, err := guard.Tokens(ctx, rec.Tenant.ID, period)
-		if err != nil {
-			return fmt.Errorf("read token usage: %w", err)
-		}
-		grants, err := store.NewTenants(db, store.Options{}).PendingWABAGrants(ctx, rec.Tenant.ID)
-		if err != nil {
-			return err
-		}
-		_, err = io.WriteString(stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used)+describeTokens(period, tokens))
+func runTenantsShow(ctx context.Context, t *tenantsRun) error {
+	rec, err := t.ops.Show(ctx, t.rest[0])
+	if err != nil {
 		return err
-	case "set-token":
-		keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
-		if err != nil {
-			return fmt.Errorf("secrets: %w", err)
-		}
-		defer keeper.Close()
-		ops.Sealer = keeper
-		if !noVerify {
-			ops.Verify = operator.GraphTokenVerifier(graphURL)
-		}
-		token, err := io.ReadAll(io.LimitReader(stdinFrom(ctx), maxTokenBytes+1))
-		if err != nil {
-			return fmt.Errorf("read token from stdin: %w", err)
-		}
-		if len(token) > maxTokenBytes {
-			return errors.New("the token on stdin is too long")
-		}
-		creds := credentials(ctx, ops, db, c)
-		rec, released, err := creds.SetToken(ctx, rest[0], string(token), !noVerify)
-		if err != nil {
-			return err
-		}
-		if noVerify {
-			fmt.Fprintln(stderr, "not checked with Meta (--no-verify): treated as verified")
-		}
-		fmt.Fprintf(stdout, "token set for %s: auth_status %s, access_token: set (%s)\n", rec.Tenant.ID, rec.AuthStatus, stamp(rec.TokenSetAt))
-		if released > 0 {
-			fmt.Fprintf(stdout, "released %d parked send(s)\n", released)
-		}
-		return nil
-	case "remove-member", "delete":
-		return runTenantsOps(ctx, verb, rest, db, opsF, stdout, stderr)
-	case "approve-waba":
-		return tenantsApproveWABA(ctx, store.NewTenants(db, store.Options{}), rest[0], rest[1], kmsKey, graphURL, stdout, stderr)
-	case "api-key", "connect-link", "action-secret":
-		return tenantsCredential(ctx, verb, rest[0], ops, db, c, kmsKey, *publicURL, ttl, stdout, stderr)
-	case "api-keys":
-		keys, err := ops.APIKeys(ctx, rest[0])
-		if err != nil {
-			return err
-		}
-		if len(keys) == 0 {
-			fmt.Fprintf(stderr, "tenant %s has no API key (create one with wapipe tenants api-key %s)\n", rest[0], rest[0])
-			return nil
-		}
-		return writeAPIKeys(stdout, keys)
-	case "revoke-key":
-		info, err := ops.RevokeAPIKey(ctx, rest[0], rest[1])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s %s (revoked %s): the api refuses it from the next request\n", info.Prefix, info.State, stamp(info.RevokedAt))
-		return nil
-	case "invite":
-		code, expire, err := ops.Invite(ctx, rest[0], tenant.Role(role))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "invite to %s as %s, valid once until %s. The person sends this code to one of the tenant's numbers:\n", rest[0], role, stamp(expire))
-		fmt.Fprintln(stdout, code)
+	}
+	period := turnstate.Period(time.Now())
+	guard := store.NewGuard(t.db, store.Options{})
+	used, err := guard.Usage(ctx, rec.Tenant.ID, period)
+	if err != nil {
+		return fmt.Errorf("read usage: %w", err)
+	}
+	tokens, err := guard.Tokens(ctx, rec.Tenant.ID, period)
+	if err != nil {
+		return fmt.Errorf("read token usage: %w", err)
+	}
+	grants, err := store.NewTenants(t.db, store.Options{}).PendingWABAGrants(ctx, rec.Tenant.ID)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(t.stdout, describeTenant(rec)+describeGrants(rec.Tenant.ID, grants)+describeUsage(rec, period, used)+describeTokens(period, tokens))
+	return err
+}
+
+func runTenantsSetToken(ctx context.Context, t *tenantsRun) error {
+	keeper, err := secrets.New(ctx, secrets.Config{KMSKeyName: t.kmsKey, Dev: os.Getenv("APP_ENV") == "dev"})
+	if err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	defer keeper.Close()
+	t.ops.Sealer = keeper
+	if !t.noVerify {
+		t.ops.Verify = operator.GraphTokenVerifier(t.graphURL)
+	}
+	token, err := io.ReadAll(io.LimitReader(stdinFrom(ctx), maxTokenBytes+1))
+	if err != nil {
+		return fmt.Errorf("read token from stdin: %w", err)
+	}
+	if len(token) > maxTokenBytes {
+		return errors.New("the token on stdin is too long")
+	}
+	creds := credentials(ctx, t.ops, t.db, t.c)
+	rec, released, err := creds.SetToken(ctx, t.rest[0], string(token), !t.noVerify)
+	if err != nil {
+		return err
+	}
+	if t.noVerify {
+		fmt.Fprintln(t.stderr, "not checked with Meta (--no-verify): treated as verified")
+	}
+	fmt.Fprintf(t.stdout, "token set for %s: auth_status %s, access_token: set (%s)\n", rec.Tenant.ID, rec.AuthStatus, stamp(rec.TokenSetAt))
+	if released > 0 {
+		fmt.Fprintf(t.stdout, "released %d parked send(s)\n", released)
+	}
+	return nil
+}
+
+func runTenantsOpsVerb(ctx context.Context, t *tenantsRun) error {
+	return runTenantsOps(ctx, t.verb, t.rest, t.db, t.opsF, t.stdout, t.stderr)
+}
+
+func runTenantsApproveWABA(ctx context.Context, t *tenantsRun) error {
+	return tenantsApproveWABA(ctx, store.NewTenants(t.db, store.Options{}), t.rest[0], t.rest[1], t.kmsKey, t.graphURL, t.stdout, t.stderr)
+}
+
+func runTenantsCredential(ctx context.Context, t *tenantsRun) error {
+	return tenantsCredential(ctx, t.verb, t.rest[0], t.ops, t.db, t.c, t.kmsKey, t.publicURL, t.ttl, t.stdout, t.stderr)
+}
+
+func runTenantsAPIKeys(ctx context.Context, t *tenantsRun) error {
+	keys, err := t.ops.APIKeys(ctx, t.rest[0])
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		fmt.Fprintf(t.stderr, "tenant %s has no API key (create one with wapipe tenants api-key %s)\n", t.rest[0], t.rest[0])
 		return nil
 	}
+	return writeAPIKeys(t.stdout, keys)
+}
+
+func runTenantsRevokeKey(ctx context.Context, t *tenantsRun) error {
+	info, err := t.ops.RevokeAPIKey(ctx, t.rest[0], t.rest[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(t.stdout, "%s %s (revoked %s): the api refuses it from the next request\n", info.Prefix, info.State, stamp(info.RevokedAt))
+	return nil
+}
+
+func runTenantsInvite(ctx context.Context, t *tenantsRun) error {
+	code, expire, err := t.ops.Invite(ctx, t.rest[0], tenant.Role(t.role))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(t.stderr, "invite to %s as %s, valid once until %s. The person sends this code to one of the tenant's numbers:\n", t.rest[0], t.role, stamp(expire))
+	fmt.Fprintln(t.stdout, code)
 	return nil
 }
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // TestShowTokenUsage: `tenants show` prints the month's LLM tokens (prompt, output) recorded
@@ -17,22 +17,22 @@ func TestShowTokenUsage(t *testing.T) {
 	e := newTenantEnv(t)
 	file := writeFile(t, "id: acme-bus\nname: Acme Bus\nlanguage: id\naudience: members\nphone_numbers:\n  - {phone_number_id: \"200\", waba_id: \"300\"}\n")
 	mustCLI(t, e.args("apply", "-f", file)...)
-	period := assistant.Period(time.Now())
+	period := turnstate.Period(time.Now())
 	if show := mustCLI(t, e.args("show", "acme-bus")...); !strings.Contains(show, "llm_tokens:      0 prompt, 0 output in "+period+"\n") {
 		t.Errorf("show before any call: no zero llm_tokens line in\n%s", show)
 	}
 	guard := store.NewGuard(store.NewDB(e.fs), store.Options{})
 	ctx := context.Background()
 	for i, id := range []string{"call-1", "call-2"} {
-		if _, err := guard.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: period, CallID: id}); err != nil {
+		if _, err := guard.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme-bus", Period: period, CallID: id}); err != nil {
 			t.Fatal(err)
 		}
-		if err := guard.RecordTokens(ctx, assistant.TokenUse{TenantID: "acme-bus", Period: period, CallID: id, Prompt: 100 + i, Output: 20}); err != nil {
+		if err := guard.RecordTokens(ctx, turnstate.TokenUse{TenantID: "acme-bus", Period: period, CallID: id, Prompt: 100 + i, Output: 20}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	show := mustCLI(t, e.args("show", "acme-bus")...)
-	if assistant.Period(time.Now()) != period {
+	if turnstate.Period(time.Now()) != period {
 		t.Skip("the month changed during the test: show reads the new month's usage")
 	}
 	for _, want := range []string{"llm_usage:       2 calls in " + period, "llm_tokens:      201 prompt, 40 output in " + period + "\n"} {

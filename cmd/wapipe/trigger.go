@@ -104,22 +104,7 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "type %s: inbound_event_id %s\n", spec.Type, d.EventID)
-	if spec.Media != nil {
-		fmt.Fprintf(&b, "media id %s (%s)\n", spec.Media.ID, spec.Media.MIMEType)
-	}
-	if len(d.MessageIDs) > 0 {
-		fmt.Fprintf(&b, "message ids: %s\n", strings.Join(d.MessageIDs, " "))
-		if k, err := keyerFromEnv(); err == nil {
-			fmt.Fprintf(&b, "idempotency keys: %s\n", strings.Join(d.IdempotencyKeys(k), " "))
-		}
-	}
-	if len(d.StatusIDs) > 0 {
-		fmt.Fprintf(&b, "statuses: %s\n", strings.Join(d.StatusIDs, " "))
-	}
-	io.WriteString(stdout, b.String())
+	io.WriteString(stdout, describeDelivery(spec, d))
 
 	failed := 0
 	for i := range repeat {
@@ -137,6 +122,26 @@ func runTrigger(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return fmt.Errorf("the webhook refused %d of %d sends", failed, repeat)
 	}
 	return nil
+}
+
+// describeDelivery says what the payload of d holds: its event id, media, message ids (and
+// their idempotency keys when LOG_HASH_KEY gives the keyer) and statuses.
+func describeDelivery(spec operator.SampleSpec, d operator.Delivery) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "type %s: inbound_event_id %s\n", spec.Type, d.EventID)
+	if spec.Media != nil {
+		fmt.Fprintf(&b, "media id %s (%s)\n", spec.Media.ID, spec.Media.MIMEType)
+	}
+	if len(d.MessageIDs) > 0 {
+		fmt.Fprintf(&b, "message ids: %s\n", strings.Join(d.MessageIDs, " "))
+		if k, err := keyerFromEnv(); err == nil {
+			fmt.Fprintf(&b, "idempotency keys: %s\n", strings.Join(d.IdempotencyKeys(k), " "))
+		}
+	}
+	if len(d.StatusIDs) > 0 {
+		fmt.Fprintf(&b, "statuses: %s\n", strings.Join(d.StatusIDs, " "))
+	}
+	return b.String()
 }
 
 // defaultGraphURL is the local stack's fake Graph API.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenantcalls"
 	"github.com/wapipe/wapipe/internal/worker"
 )
 
@@ -26,6 +27,13 @@ func realMain(ctx context.Context, cfg *worker.Config) error {
 	}
 	// Out-of-band payloads are in the webhook's database.
 	deps.Payloads = store.NewPayloads(c.InboundDB, 0)
+	// The tenant routes, mounted behind the worker's admission, on its tenant and token caches.
+	calls, err := tenantcalls.NewDeps(tenantcalls.Config{GraphAPIBaseURL: cfg.GraphAPIBaseURL, MediaMaxBytes: cfg.MediaMaxBytes, Dev: cfg.IsDev()},
+		c.DB, deps.Tenants, deps.Tokens, deps.Sends)
+	if err != nil {
+		return err
+	}
+	deps.TenantRoutes = tenantcalls.New(calls).Routes()
 	srv := worker.NewServer(cfg, deps)
 	// Serve answers the startup probe once the clients are warm, returns once ctx has ended and
 	// in-flight requests have drained; cleanup then closes the clients and flushes the traces.

@@ -8,6 +8,7 @@ import (
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/signup"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -127,7 +128,13 @@ func (c *Config) Validate() error {
 }
 
 // SignupEnabled reports whether Embedded Signup is configured.
-func (c *Config) SignupEnabled() bool { return c.MetaAppID != "" }
+func (c *Config) SignupEnabled() bool { return c.Signup().Enabled() }
+
+// Signup is the configuration of Embedded Signup (internal/signup).
+func (c *Config) Signup() signup.Config {
+	return signup.Config{AppID: c.MetaAppID, ConfigID: c.MetaConfigID, AppSecret: c.AppSecret,
+		PublicBaseURL: c.PublicBaseURL, DialogURL: c.FacebookDialogURL}
+}
 
 // Secrets is the configuration of the keeper that seals the tokens Embedded Signup brings.
 func (c *Config) Secrets() secrets.Config {

@@ -44,11 +44,12 @@ const (
 	codeMediaTypeRefused = "media_type_refused"
 )
 
-// Codes of the Embedded Signup pages' refusals, which a person reads on the page (page).
+// Codes of refusals that are neither the caller's request nor a dependency that is down. The
+// Embedded Signup pages (internal/signup) answer with the same statuses.
 const (
-	// codeForbidden: the request did not come from the connection page in this browser.
+	// codeForbidden: the tenant may not do this (delete a template another tenant created).
 	codeForbidden = "forbidden"
-	// codeBadGateway: Meta's side of the connection failed.
+	// codeBadGateway: Meta's side failed.
 	codeBadGateway = "bad_gateway"
 )
 

@@ -2,13 +2,13 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/wapipe/wapipe/internal/graph"
@@ -16,7 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/workerclient"
+	"github.com/wapipe/wapipe/tenantroutes"
 )
 
 // Uploads pass through the worker: Graph's upload takes the tenant's access token, which only the
@@ -24,9 +24,13 @@ import (
 // part to the worker's tenant route, which streams it into Graph's multipart upload: no whole
 // file is held anywhere, so memory stays bounded whatever the number of uploads in flight.
 
-// WorkerCaller calls the worker's tenant routes; *workerclient.Client implements it.
+// WorkerCaller calls the worker's tenant routes (package tenantroutes); *workerclient.Client
+// implements it. A refusal is a *tenantroutes.Error.
 type WorkerCaller interface {
-	Do(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error)
+	ListTemplates(ctx context.Context, tenantID string) ([]tenantroutes.Template, error)
+	CreateTemplate(ctx context.Context, tenantID string, body json.RawMessage) (tenantroutes.CreatedTemplate, error)
+	DeleteTemplate(ctx context.Context, tenantID, name, wabaID string) error
+	Upload(ctx context.Context, tenantID string, u tenantroutes.UploadRequest, file io.Reader) (tenantroutes.Uploaded, error)
 }
 
 // maxFormOverhead is what a media form may add to its file: the boundaries, the part headers and
@@ -133,41 +137,32 @@ func (s *Server) streamFile(r *http.Request, tenantID, number string, mr *multip
 		return MediaUpload{}, err
 	}
 
-	// The file's name is message content: it goes in a header, never in the worker's URL, which
-	// Cloud Run's request logs keep.
-	q := url.Values{"phone_number_id": {number}, "mime_type": {mimeType}}
-	header := http.Header{"Content-Type": {"application/octet-stream"}}
-	if d := workerclient.UploadDisposition(p.FileName()); d != "" {
-		header.Set("Content-Disposition", d)
-	}
+	// The file's name is message content: the client names it in a header, never in the
+	// worker's URL, which Cloud Run's request logs keep.
+	u := tenantroutes.UploadRequest{PhoneNumberID: number, MIMEType: mimeType, Filename: p.FileName()}
 	pr, pw := io.Pipe()
 	type answer struct {
-		resp *http.Response
-		err  error
+		up  tenantroutes.Uploaded
+		err error
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		resp, err := s.deps.Worker.Do(ctx, http.MethodPost, workerclient.Path(tenantID, "media")+"?"+q.Encode(), pr, header)
+		up, err := s.deps.Worker.Upload(ctx, tenantID, u, pr)
 		// The worker has answered: the copy below stops at its next write.
 		pr.CloseWithError(errWorkerAnswered)
-		answered <- answer{resp, err}
+		answered <- answer{up, err}
 	}()
 	// The request's body is read here, in the handler's goroutine, as its pace limits expect.
 	werr := copyFile(pw, p, mr, ut.MaxBytes)
 	pw.CloseWithError(werr)
 	a := <-answered
-	if a.resp != nil {
-		defer a.resp.Body.Close()
-	}
 	switch {
 	case werr == errFileTooLarge:
 		return MediaUpload{}, refuse(CodeMediaTooLarge, fmt.Sprintf("file: a %s file may have at most %d bytes", ut.Kind, ut.MaxBytes))
 	case werr != nil && !errors.Is(werr, io.ErrClosedPipe) && !errors.Is(werr, errWorkerAnswered):
 		return MediaUpload{}, werr
-	case a.err != nil:
-		return MediaUpload{}, fmt.Errorf("upload through the worker: %w", a.err)
 	}
-	return workerAnswer(a.resp)
+	return workerAnswer(a.up, a.err)
 }
 
 var (
@@ -233,29 +228,27 @@ func bodyError(err error) error {
 
 // workerAnswers maps the upload route's refusals to the api's codes.
 var workerAnswers = map[string]string{
-	"invalid_request":          CodeInvalidRequest,
-	"media_too_large":          CodeMediaTooLarge,
-	"unsupported_media_type":   codeMediaTypeRefused,
-	"no_token":                 CodeReauthRequired,
-	"WHATSAPP_REAUTH_REQUIRED": CodeReauthRequired,
-	"not_found":                outbox.CodeTenantNotFound,
-	"whatsapp_refused":         CodeMediaRefused,
+	tenantroutes.CodeInvalidRequest:       CodeInvalidRequest,
+	tenantroutes.CodeMediaTooLarge:        CodeMediaTooLarge,
+	tenantroutes.CodeUnsupportedMediaType: codeMediaTypeRefused,
+	tenantroutes.CodeNoToken:              CodeReauthRequired,
+	tenantroutes.CodeReauthRequired:       CodeReauthRequired,
+	tenantroutes.CodeNotFound:             outbox.CodeTenantNotFound,
+	tenantroutes.CodeRefused:              CodeMediaRefused,
 }
 
-// workerAnswer reads the worker's answer: the upload, or its refusal as the api's.
-func workerAnswer(resp *http.Response) (MediaUpload, error) {
-	var up MediaUpload
-	code, message, ok, err := readWorkerAnswer(resp, http.StatusCreated, &up)
+// workerAnswer is the api's answer of the worker's: the upload, or its refusal as the api's; an
+// error that is no refusal (no answer) is the worker failing.
+func workerAnswer(up tenantroutes.Uploaded, err error) (MediaUpload, error) {
+	var ce *tenantroutes.Error
 	switch {
+	case errors.As(err, &ce):
+		if mapped, known := workerAnswers[ce.Code]; known {
+			return MediaUpload{}, refuse(mapped, ce.Message)
+		}
+		return MediaUpload{}, fmt.Errorf("the worker refused the upload: status %d, code %q", ce.Status, ce.Code)
 	case err != nil:
-		return MediaUpload{}, err
-	case ok && up.ID == "":
-		return MediaUpload{}, errors.New("the worker's upload answer has no media id")
-	case ok:
-		return up, nil
+		return MediaUpload{}, fmt.Errorf("upload through the worker: %w", err)
 	}
-	if mapped, known := workerAnswers[code]; known {
-		return MediaUpload{}, refuse(mapped, message)
-	}
-	return MediaUpload{}, fmt.Errorf("the worker refused the upload: status %d, code %q", resp.StatusCode, code)
+	return MediaUpload{ID: up.ID, MIMEType: up.MIMEType, FileSize: up.FileSize, SHA256: up.SHA256}, nil
 }

@@ -16,7 +16,16 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/workerclient"
+	"github.com/wapipe/wapipe/tenantroutes"
 )
+
+// fakeWorker is a client of a worker whose every answer is h's.
+func fakeWorker(t *testing.T, h http.HandlerFunc) *workerclient.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return workerclient.NewWithHTTPClient(srv.URL, "internal-token", srv.Client())
+}
 
 // TestWorkerAnswer: each answer of the worker's upload route becomes the api's: the upload, or
 // the refusal under the api's code and status; anything else is a failed dependency (503).
@@ -44,7 +53,12 @@ func TestWorkerAnswer(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			up, err := workerAnswer(&http.Response{StatusCode: tc.status, Body: io.NopCloser(strings.NewReader(tc.body))})
+			wk := fakeWorker(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			})
+			up, err := workerAnswer(wk.Upload(context.Background(), "t1", tenantroutes.UploadRequest{PhoneNumberID: "100", MIMEType: "image/jpeg"}, strings.NewReader("jpg")))
 			w := httptest.NewRecorder()
 			if err != nil {
 				fail(w, httptest.NewRequest(http.MethodPost, "/v1/media", nil), err)
@@ -121,10 +135,11 @@ type recordingWorker struct {
 	header http.Header
 }
 
-func (w *recordingWorker) Do(_ context.Context, _, path string, body io.Reader, header http.Header) (*http.Response, error) {
-	w.path, w.header = path, header
-	_, _ = io.Copy(io.Discard, body)
-	return &http.Response{StatusCode: http.StatusCreated, Body: io.NopCloser(strings.NewReader(`{"id":"m1","mime_type":"image/jpeg","file_size":3}`))}, nil
+func (wk *recordingWorker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	wk.path, wk.header = r.URL.RequestURI(), r.Header
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, `{"id":"m1","mime_type":"image/jpeg","file_size":3}`)
 }
 
 // TestUploadKeepsTheFileNameOutOfTheWorkersURL: the file's name is message content; Cloud Run
@@ -144,14 +159,14 @@ func TestUploadKeepsTheFileNameOutOfTheWorkersURL(t *testing.T) {
 	r.Header.Set("Content-Type", mw.FormDataContentType())
 
 	wk := &recordingWorker{}
-	s := &Server{deps: Deps{Tenants: uploadTenants{}, Worker: wk}}
+	s := &Server{deps: Deps{Tenants: uploadTenants{}, Worker: fakeWorker(t, wk.ServeHTTP)}}
 	if _, err := s.upload(httptest.NewRecorder(), r, "t1"); err != nil {
 		t.Fatalf("upload: %v", err)
 	}
 	if u, err := url.Parse(wk.path); err != nil || u.Query().Has("filename") || strings.Contains(wk.path, "payslip") {
 		t.Errorf("the worker's URL %q names the file", wk.path)
 	}
-	if got := workerclient.UploadFilename(wk.header); got != name {
+	if got := tenantroutes.UploadFilename(wk.header); got != name {
 		t.Errorf("the worker's headers name the file %q, want %q", got, name)
 	}
 }

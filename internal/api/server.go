@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,9 +20,9 @@ import (
 	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/service"
+	"github.com/wapipe/wapipe/internal/signup"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
-	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/tenantcache"
 )
 
@@ -34,17 +32,9 @@ type KeyReader interface {
 	TouchAPIKey(ctx context.Context, rec store.APIKeyRecord) error
 }
 
-// TenantStore reads tenants and, for Embedded Signup, registers their numbers and token;
-// *store.Tenants implements it.
-type TenantStore interface {
-	Get(ctx context.Context, id string) (store.TenantRecord, error)
-	AddPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) ([]string, error)
-	SetAccessToken(ctx context.Context, id string, ciphertext []byte) (store.TenantRecord, error)
-	UseConnectState(ctx context.Context, nonce, tenantID string, expireAt time.Time) error
-	ConnectStateUsed(ctx context.Context, nonce string) (bool, error)
-	CheckPhoneNumbers(ctx context.Context, id string, nums []tenant.PhoneNumber) error
-	RecordWABAGrants(ctx context.Context, id string, wabas []string) error
-}
+// TenantStore reads tenants and, for Embedded Signup (internal/signup), registers their numbers
+// and token; *store.Tenants implements it.
+type TenantStore = signup.TenantStore
 
 // SendStore keeps the send records; *store.Sends implements it.
 type SendStore interface {
@@ -74,11 +64,8 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, t taskqueue.Task) (taskqueue.Result, error)
 }
 
-// Keeper seals and opens secrets; *secrets.Keeper implements it.
-type Keeper interface {
-	Encrypt(ctx context.Context, plaintext, ad []byte) ([]byte, error)
-	Decrypt(ctx context.Context, ciphertext, ad []byte) ([]byte, error)
-}
+// Keeper seals and opens secrets for Embedded Signup; *secrets.Keeper implements it.
+type Keeper = signup.Keeper
 
 // TenantSettings reads the tenant of every authenticated request for its settings (its API
 // keys' limit, limits.api) from a per-instance cache, so that a hit costs no Firestore read;
@@ -121,7 +108,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	if keeper == nil {
 		return Deps{}, errors.New("api.NewDeps: a secrets keeper is required")
 	}
-	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithFilter(traceableGraphCall))}
+	hc := &http.Client{Timeout: graph.DefaultTimeout, Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithFilter(signup.TraceableGraphCall))}
 	gc, err := graph.NewClient(cfg.GraphAPIBaseURL, "", hc)
 	if err != nil {
 		return Deps{}, fmt.Errorf("graph.NewClient: %w", err)
@@ -156,6 +143,8 @@ type Server struct {
 	byAddress, byKey *ratelimit.Limiter
 	// keyLimit is the configuration's limit of a key, for tenants that set none.
 	keyLimit ratelimit.Limit
+	// signup is Embedded Signup, mounted at its routes.
+	signup *signup.Server
 }
 
 // NewServer returns the api service for a validated cfg.
@@ -172,6 +161,8 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		byAddress: ratelimit.New(limits.AddressRate, limits.AddressBurst, ratelimit.Options{Now: deps.Now}),
 		byKey:     ratelimit.New(limits.KeyRate, limits.KeyBurst, ratelimit.Options{Now: deps.Now}),
 		keyLimit:  ratelimit.Limit{Rate: limits.KeyRate, Burst: limits.KeyBurst},
+		signup: signup.New(cfg.Signup(), signup.Deps{Tenants: deps.Tenants, Sends: deps.Sends, Tasks: deps.Tasks,
+			Graph: deps.Graph, Keeper: deps.Keeper, Now: deps.Now}),
 	}
 }
 
@@ -200,26 +191,19 @@ func (s *Server) Routes() http.Handler {
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.withAddressLimit)
-			r.Get(ConnectPath, s.handleConnectPage)
-			r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
-			r.Get(CallbackPath, s.handleCallback)
+			s.signup.Routes(r)
 		})
 	})
 	// The signup routes' secrets leave the URL before the span or a log line can see it.
-	return hideSignupSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request, _ any) {
+	return signup.HideSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request, _ any) {
 		writeError(w, codeInternal, "internal error")
 	}}.Wrap(r))
 }
 
-// writeJSON encodes into a buffer first, so a failure never leaves half a response.
+// internalJSON is the api's answer when a body cannot be encoded (a defect, for the logs).
+var internalJSON = []byte(`{"error":{"code":"internal","message":"encode response"}}`)
+
+// writeJSON answers v as JSON (httpserver.WriteJSONOr), in the api's error shape if it fails.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"code":"internal","message":"encode response"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	httpserver.WriteJSONOr(w, status, v, internalJSON)
 }

@@ -1,14 +1,11 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 
 	"github.com/go-chi/chi/v5"
@@ -17,7 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/workerclient"
+	"github.com/wapipe/wapipe/tenantroutes"
 )
 
 // The /v1/templates routes manage the tenant's message templates at Meta. The api holds no
@@ -32,9 +29,6 @@ const CodeTemplateNotApproved = "template_not_approved"
 type TemplateReader interface {
 	Get(ctx context.Context, tenantID, name, language string) (store.Template, error)
 }
-
-// maxWorkerAnswer caps what is read of a worker's answer: a listing of Meta's largest accounts.
-const maxWorkerAnswer = 8 << 20
 
 // templateCategories are Meta's template categories.
 var templateCategories = map[string]bool{"MARKETING": true, "UTILITY": true, "AUTHENTICATION": true}
@@ -114,21 +108,19 @@ func (s *Server) handleTemplatesList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	var got struct {
-		Data []TemplateInfo `json:"data"`
-	}
-	if err := s.askWorker(ctx, http.MethodGet, workerclient.Path(tenantID, "templates"), nil, http.StatusOK, &got); err != nil {
-		fail(w, r, err)
+	listed, err := s.deps.Worker.ListTemplates(r.Context(), tenantID)
+	if err != nil {
+		fail(w, r, workerRefusal(err))
 		return
 	}
-	for i := range got.Data {
-		if len(got.Data[i].Components) == 0 {
+	got := struct {
+		Data []TemplateInfo `json:"data"`
+	}{Data: make([]TemplateInfo, len(listed))}
+	for i, t := range listed {
+		got.Data[i] = TemplateInfo{Name: t.Name, Language: t.Language, Status: t.Status, Category: t.Category, Components: t.Components}
+		if len(t.Components) == 0 {
 			got.Data[i].Components = json.RawMessage("[]")
 		}
-	}
-	if got.Data == nil {
-		got.Data = []TemplateInfo{}
 	}
 	writeJSON(w, http.StatusOK, got)
 }
@@ -156,17 +148,17 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, fmt.Errorf("encode the template: %w", err))
 		return
 	}
-	var got struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-	}
-	if err := s.askWorker(ctx, http.MethodPost, workerclient.Path(tenantID, "templates"), body, http.StatusCreated, &got); err != nil {
-		fail(w, r, err)
+	created, err := s.deps.Worker.CreateTemplate(ctx, tenantID, body)
+	if err != nil {
+		fail(w, r, workerRefusal(err))
 		return
 	}
 	logging.FromContext(ctx).InfoContext(ctx, "template created", "event", "api_template_created", "template", req.Name,
-		"language", req.Language, "status", got.Status)
-	writeJSON(w, http.StatusCreated, got)
+		"language", req.Language, "status", created.Status)
+	writeJSON(w, http.StatusCreated, struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}{created.ID, created.Status})
 }
 
 // handleTemplateDelete answers DELETE /v1/templates/{name}[?waba_id=…]: 200 {"success":true},
@@ -182,81 +174,34 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, refuse(CodeInvalidRequest, "name: lowercase letters, digits and underscores, at most 512"))
 		return
 	}
-	path := workerclient.Path(tenantID, "templates", name)
-	if waba := r.URL.Query().Get("waba_id"); waba != "" {
-		path += "?" + url.Values{"waba_id": {waba}}.Encode()
-	}
-	var got struct {
-		Success bool `json:"success"`
-	}
-	if err := s.askWorker(ctx, http.MethodDelete, path, nil, http.StatusOK, &got); err != nil {
-		fail(w, r, err)
+	if err := s.deps.Worker.DeleteTemplate(ctx, tenantID, name, r.URL.Query().Get("waba_id")); err != nil {
+		fail(w, r, workerRefusal(err))
 		return
 	}
 	logging.FromContext(ctx).InfoContext(ctx, "template deleted", "event", "api_template_deleted", "template", name)
 	writeJSON(w, http.StatusOK, map[string]bool{"success": true})
 }
 
-// askWorker calls a tenant route and decodes its answer into out when its status is want; a
-// refusal becomes the api's (workerRefusal), anything else an unavailable dependency.
-func (s *Server) askWorker(ctx context.Context, method, path string, body []byte, want int, out any) error {
-	var rd io.Reader
-	h := http.Header{}
-	if body != nil {
-		rd = bytes.NewReader(body)
-		h.Set("Content-Type", "application/json")
-	}
-	resp, err := s.deps.Worker.Do(ctx, method, path, rd, h)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	code, message, ok, err := readWorkerAnswer(resp, want, out)
-	if err != nil || ok {
-		return err
-	}
-	return workerRefusal(resp.StatusCode, code, message)
-}
-
-// readWorkerAnswer reads a tenant route's answer, at most maxWorkerAnswer bytes: decoded into out
-// when its status is want (ok), else the code and message of its refusal
-// ({"error":{"code","message"}}; empty when the body is not one).
-func readWorkerAnswer(resp *http.Response, want int, out any) (code, message string, ok bool, err error) {
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWorkerAnswer))
-	if err != nil {
-		return "", "", false, fmt.Errorf("read the worker's answer: %w", err)
-	}
-	if resp.StatusCode == want {
-		if err := json.Unmarshal(data, out); err != nil {
-			return "", "", false, fmt.Errorf("decode the worker's answer: %w", err)
-		}
-		return "", "", true, nil
-	}
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(data, &e)
-	return e.Error.Code, e.Error.Message, false, nil
-}
-
-// workerRefusal maps a tenant route's refusal to the api's answer: Meta's or the worker's
+// workerRefusal maps a template route's refusal to the api's answer: Meta's or the worker's
 // refusal of the request (400 invalid_request, Meta's words), a token to renew (409
-// WHATSAPP_REAUTH_REQUIRED), a tenant gone (401); anything else is the worker failing (503).
-func workerRefusal(status int, code, message string) error {
-	switch {
-	case status == http.StatusBadRequest && code == "invalid_request":
-		return refuse(CodeInvalidRequest, message)
-	case status == http.StatusConflict:
-		return refuse(CodeReauthRequired, message)
-	case status == http.StatusNotFound && code == CodeNotFound:
-		return refuse(outbox.CodeTenantNotFound, message)
-	case status == http.StatusForbidden && code == codeForbidden:
-		return refuse(codeForbidden, message)
+// WHATSAPP_REAUTH_REQUIRED), a tenant gone (401); any other refusal is the worker failing (503),
+// and an error that is no refusal (no answer) is returned as it is.
+func workerRefusal(err error) error {
+	var ce *tenantroutes.Error
+	if !errors.As(err, &ce) {
+		return err
 	}
-	return fmt.Errorf("the worker answered %d %s", status, code)
+	switch {
+	case ce.Status == http.StatusBadRequest && ce.Code == tenantroutes.CodeInvalidRequest:
+		return refuse(CodeInvalidRequest, ce.Message)
+	case ce.Status == http.StatusConflict:
+		return refuse(CodeReauthRequired, ce.Message)
+	case ce.Status == http.StatusNotFound && ce.Code == tenantroutes.CodeNotFound:
+		return refuse(outbox.CodeTenantNotFound, ce.Message)
+	case ce.Status == http.StatusForbidden && ce.Code == tenantroutes.CodeForbidden:
+		return refuse(codeForbidden, ce.Message)
+	}
+	return fmt.Errorf("the worker answered %d %s", ce.Status, ce.Code)
 }
 
 // phoneRequired refuses an authentication template with a one-tap, zero-tap or copy-code button

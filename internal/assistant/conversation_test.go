@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -26,7 +27,7 @@ type conversation struct {
 	e     *assistant.Engine
 	tn    *tenant.Tenant
 	id    string
-	state assistant.State
+	state turnstate.State
 }
 
 func (c *conversation) send(m whatsapp.Message, now time.Time) assistant.Outcome {
@@ -122,7 +123,7 @@ func TestQuotaBlockIsCachedUntilRaised(t *testing.T) {
 	x.Default = always(generalResult("Halo!"))
 	g := assistanttest.NewGuard()
 	c := &conversation{t: t, e: assistant.New(x, g), tn: newTenant(t, quota(2)), id: convID}
-	period := assistant.Period(t0)
+	period := turnstate.Period(t0)
 
 	type step struct {
 		Event       string
@@ -178,7 +179,7 @@ func TestConcurrentTurnsMakeExactlyTheQuotasCalls(t *testing.T) {
 	blocked := make([]bool, 100)
 	for i := range 100 {
 		wg.Go(func() {
-			in := input(tn, textMsg(fmt.Sprintf("m-%d", i), ownerID, "halo"), t0, assistant.State{})
+			in := input(tn, textMsg(fmt.Sprintf("m-%d", i), ownerID, "halo"), t0, turnstate.State{})
 			in.ConversationID = fmt.Sprintf("conv-%d", i)
 			in.Message.From = fmt.Sprintf("62800000%03d", i) // 100 contacts: no sender limit
 			in.ContactID, in.Person = contactOf(in.Message.From), in.Message.Identity()
@@ -197,8 +198,8 @@ func TestConcurrentTurnsMakeExactlyTheQuotasCalls(t *testing.T) {
 			nBlocked++
 		}
 	}
-	if calls != 50 || nBlocked != 50 || g.Usage(tenantID, assistant.Period(t0)) != 50 {
-		t.Errorf("LLM calls %d, blocked turns %d, usage %d; want 50 each", calls, nBlocked, g.Usage(tenantID, assistant.Period(t0)))
+	if calls != 50 || nBlocked != 50 || g.Usage(tenantID, turnstate.Period(t0)) != 50 {
+		t.Errorf("LLM calls %d, blocked turns %d, usage %d; want 50 each", calls, nBlocked, g.Usage(tenantID, turnstate.Period(t0)))
 	}
 }
 
@@ -208,11 +209,11 @@ func TestRedoneTurnsGiveTheSameOutcome(t *testing.T) {
 	tests := []struct {
 		name  string
 		msg   whatsapp.Message
-		state assistant.State
+		state turnstate.State
 	}{
-		{"booking", textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"), assistant.State{}},
-		{"confirmation", buttonMsg("m-yes", ownerID, assistant.ButtonYes, "Ya, konfirmasi"), assistant.State{Pending: pendingBooking()}},
-		{"correction", textMsg("m-fix", ownerID, "tanggal 12"), assistant.State{Pending: pendingBooking()}},
+		{"booking", textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"), turnstate.State{}},
+		{"confirmation", buttonMsg("m-yes", ownerID, assistant.ButtonYes, "Ya, konfirmasi"), turnstate.State{Pending: pendingBooking()}},
+		{"correction", textMsg("m-fix", ownerID, "tanggal 12"), turnstate.State{Pending: pendingBooking()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,7 +233,7 @@ func TestRedoneTurnsGiveTheSameOutcome(t *testing.T) {
 			if diff := cmp.Diff(tt.state, in.State); diff != "" {
 				t.Errorf("Turn changed its input state (-before, +after):\n%s", diff)
 			}
-			if u := g.Usage(tenantID, assistant.Period(t0)); u > 1 {
+			if u := g.Usage(tenantID, turnstate.Period(t0)); u > 1 {
 				t.Errorf("usage = %d; a redone turn paid twice", u)
 			}
 		})
@@ -246,7 +247,7 @@ func TestRedoneTurnsNumberRepliesTheSame(t *testing.T) {
 	x := assistanttest.NewExtractor()
 	x.Default = always(long)
 	e := assistant.New(x, assistanttest.NewGuard())
-	in := input(newTenant(t), textMsg("m-book", ownerID, "book"), t0, assistant.State{})
+	in := input(newTenant(t), textMsg("m-book", ownerID, "book"), t0, turnstate.State{})
 	for range 2 {
 		out := run(t, e, in)
 		var idx []int
@@ -271,8 +272,8 @@ func TestHistoryKeepsTheLastTenTurns(t *testing.T) {
 	for i := range 13 {
 		c.send(textMsg(fmt.Sprintf("m-%d", i), ownerID, fmt.Sprintf("pesan %d", i)), t0.Add(time.Duration(i)*time.Minute))
 	}
-	if n := len(c.state.Turns); n != assistant.MaxTurns {
-		t.Fatalf("state keeps %d turns; want %d", n, assistant.MaxTurns)
+	if n := len(c.state.Turns); n != turnstate.MaxTurns {
+		t.Fatalf("state keeps %d turns; want %d", n, turnstate.MaxTurns)
 	}
 	if first := c.state.Turns[0]; first.MessageID != "m-3" || first.User != "pesan 3" || first.Reply != "re: pesan 3" {
 		t.Errorf("oldest kept turn = %+v; want m-3", first)
@@ -297,7 +298,7 @@ func TestLLMRequest(t *testing.T) {
 	t.Parallel()
 	x := assistanttest.NewExtractor(ok(generalResult("Halo!")))
 	tn := newTenant(t)
-	st := assistant.State{Turns: []assistant.Turn{
+	st := turnstate.State{Turns: []turnstate.Turn{
 		{MessageID: "m-0", User: "halo", Reply: "Halo!", Event: "general_query"},
 		{MessageID: "m-0b", User: "", Reply: "", Event: "unsupported_message"},
 		{MessageID: "m-0c", User: "ya", Reply: "", Event: "confirmed"},
@@ -320,70 +321,6 @@ func TestLLMRequest(t *testing.T) {
 	}
 	if diff := cmp.Diff([]llm.Request{want}, x.Requests()); diff != "" {
 		t.Errorf("requests (-want, +got):\n%s", diff)
-	}
-}
-
-func TestWindowHit(t *testing.T) {
-	t.Parallel()
-	l := tenant.Limit{Max: 2, Per: 30 * time.Second}
-	type hit struct {
-		id string
-		at time.Duration
-	}
-	tests := []struct {
-		name string
-		hits []hit
-		want []assistant.RateDecision
-	}{
-		{"under, first over, silent over",
-			[]hit{{"a", 0}, {"b", time.Second}, {"c", 2 * time.Second}, {"d", 3 * time.Second}},
-			[]assistant.RateDecision{{}, {}, {Limited: true, First: true}, {Limited: true}}},
-		{"a new window opens after Per",
-			[]hit{{"a", 0}, {"b", 0}, {"c", 0}, {"d", 30 * time.Second}, {"e", 31 * time.Second}, {"f", 31 * time.Second}},
-			[]assistant.RateDecision{{}, {}, {Limited: true, First: true}, {}, {}, {Limited: true, First: true}}},
-		{"the window starts at its first message, not on the clock",
-			[]hit{{"a", 29 * time.Second}, {"b", 31 * time.Second}, {"c", 58 * time.Second}},
-			[]assistant.RateDecision{{}, {}, {Limited: true, First: true}}},
-		{"a message counted again gets its first answer",
-			[]hit{{"a", 0}, {"b", 0}, {"c", 0}, {"d", 0}, {"c", time.Second}, {"a", time.Second}, {"e", time.Second}},
-			[]assistant.RateDecision{{}, {}, {Limited: true, First: true}, {Limited: true}, {Limited: true, First: true}, {}, {Limited: true}}},
-		{"a message dated before the window counts in it",
-			[]hit{{"a", 10 * time.Second}, {"b", 0}, {"c", 5 * time.Second}},
-			[]assistant.RateDecision{{}, {}, {Limited: true, First: true}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var w assistant.Window
-			var got []assistant.RateDecision
-			for _, h := range tt.hits {
-				var d assistant.RateDecision
-				w, d = w.Hit(h.id, t0.Add(h.at), l)
-				got = append(got, d)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("decisions (-want, +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestWindowRemembersABoundedNumberOfMessages(t *testing.T) {
-	t.Parallel()
-	l := tenant.Limit{Max: 1000, Per: time.Hour}
-	var w assistant.Window
-	for i := range 500 {
-		w, _ = w.Hit(fmt.Sprintf("m-%d", i), t0, l)
-	}
-	if w.Count != 500 || len(w.Recent) > 32 {
-		t.Errorf("count %d, recent %d; want 500 and at most 32", w.Count, len(w.Recent))
-	}
-	again, _ := w.Hit("m-499", t0, l)
-	if diff := cmp.Diff(w, again); diff != "" {
-		t.Errorf("a recent message counted twice (-before, +after):\n%s", diff)
-	}
-	if w2, d := (assistant.Window{}).Hit("a", t0, tenant.Limit{}); d.Limited || w2.Count != 0 {
-		t.Errorf("a zero limit limited or counted: %+v %+v", w2, d)
 	}
 }
 
@@ -446,13 +383,13 @@ func TestSystemRepliesExistInEveryLanguage(t *testing.T) {
 		e := assistant.New(x, assistanttest.NewGuard())
 		for _, tc := range []struct {
 			msg   whatsapp.Message
-			state assistant.State
+			state turnstate.State
 			key   i18n.Key
 		}{
-			{mediaMsg("m-1", strangerID, "audio"), assistant.State{}, i18n.UnsupportedMessage},
-			{textMsg("m-1", strangerID, "book"), assistant.State{}, i18n.NotAllowed},
-			{buttonMsg("m-1", strangerID, assistant.ButtonNo, "x"), assistant.State{Pending: pendingBooking()}, i18n.Cancelled},
-			{buttonMsg("m-1", strangerID, assistant.ButtonNo, "x"), assistant.State{}, i18n.NothingToConfirm},
+			{mediaMsg("m-1", strangerID, "audio"), turnstate.State{}, i18n.UnsupportedMessage},
+			{textMsg("m-1", strangerID, "book"), turnstate.State{}, i18n.NotAllowed},
+			{buttonMsg("m-1", strangerID, assistant.ButtonNo, "x"), turnstate.State{Pending: pendingBooking()}, i18n.Cancelled},
+			{buttonMsg("m-1", strangerID, assistant.ButtonNo, "x"), turnstate.State{}, i18n.NothingToConfirm},
 		} {
 			out := run(t, e, input(tn, tc.msg, t0, tc.state))
 			if len(out.Replies) != 1 || out.Replies[0].Text != i18n.Text(lang, tc.key) || out.Language != lang {
@@ -462,7 +399,7 @@ func TestSystemRepliesExistInEveryLanguage(t *testing.T) {
 		// The buttons fit Meta's limits in every language.
 		x.Default = always(bookingResult())
 		tn.Audience, tn.Members = tenant.AudienceMembers, []tenant.Member{{WaID: ownerID, Role: tenant.RoleOwner}}
-		out := run(t, e, input(tn, textMsg("m-b", ownerID, "book"), t0, assistant.State{}))
+		out := run(t, e, input(tn, textMsg("m-b", ownerID, "book"), t0, turnstate.State{}))
 		if diff := cmp.Diff([]replyView{{Text: confirmBody(bookingResult()), Buttons: confirmButtons(lang)}}, views(out.Replies)); diff != "" {
 			t.Errorf("%s: confirmation (-want, +got):\n%s", lang, diff)
 		}

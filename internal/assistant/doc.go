@@ -19,9 +19,9 @@
 //     LLM and are not rate limited: each answers one earlier LLM turn, and dropping it would lose
 //     the user's decision.
 //   - reactions, stickers, system notices, request_welcome and blank texts: ignored, nothing sent.
-//   - the rate limits: per conversation (counted in the State, exact because the turns of one
-//     conversation are serialised) then per sender across the tenant's numbers (counted by the
-//     Guard). Over a limit: no LLM call, one localized notice for the first message over the
+//   - the rate limits: per conversation (counted in the turnstate.State, exact because the turns
+//     of one conversation are serialised) then per sender across the tenant's numbers (counted by
+//     the Guard). Over a limit: no LLM call, one localized notice for the first message over the
 //     limit in its window, silence for the others.
 //   - a confirm_yes / confirm_no tap with nothing pending → "nothing to confirm"; a message it
 //     cannot read (unsupported, or a media message when Input.Media is nil) → "send it another
@@ -37,11 +37,11 @@
 //     attempt.
 //   - the quota gate, the only caller of Guard.ReserveCall, before every LLM call: it reserves
 //     against the tenant's monthly quota and the contact's share of it (tenant.Quota.SenderShare)
-//     at once. A conversation that met either caches QuotaBlock and skips the check until the
-//     period rolls over or the limit is raised; a refusal sends the quota notice (again once per
-//     conversation window for the tenant's quota, never again in the period for the contact's
-//     share); an error while checking blocks the call (fail safe) and sends the "unavailable"
-//     fallback.
+//     at once. A conversation that met either caches a turnstate.QuotaBlock and skips the check
+//     until the period rolls over or the limit is raised; a refusal sends the quota notice (again
+//     once per conversation window for the tenant's quota, never again in the period for the
+//     contact's share); an error while checking blocks the call (fail safe) and sends the
+//     "unavailable" fallback.
 //   - the LLM: any pending action is dropped (a correction is a fresh turn). An intent whose roles
 //     exclude the sender → "not allowed"; low confidence or missing required fields → the model's
 //     reply as a clarification; confirm: true → the reply, then the data lines wapipe renders
@@ -64,5 +64,5 @@
 // model's text can differ between two LLM calls.
 //
 // Onboarding of non-members (audience members, invite codes) happens before Turn, in the worker,
-// which counts their replies with State.HitOnboarding (5 an hour, then silence).
+// which counts their replies with turnstate.State.HitOnboarding (5 an hour, then silence).
 package assistant

@@ -14,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // TestConversationThroughTheRealClient plays a conversation with the llm package's client
@@ -98,7 +99,7 @@ func TestConversationThroughTheRealClient(t *testing.T) {
 		t.Errorf("contents = %+v; want the conversation from the booking on", last.Contents)
 	}
 	// Calls: booking, schedule, 2 garbled, the failed one and its redo; its reservation was reused.
-	if got := g.Usage(tenantID, assistant.Period(t0)); got != 5 {
+	if got := g.Usage(tenantID, turnstate.Period(t0)); got != 5 {
 		t.Errorf("usage = %d; want 5 (the redone call counted once)", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -90,7 +91,7 @@ func mediaMsg(id, from, typ string) whatsapp.Message {
 }
 
 // input is a turn of the owner (or of the member known as from) at now.
-func input(tn *tenant.Tenant, m whatsapp.Message, now time.Time, st assistant.State) assistant.Input {
+func input(tn *tenant.Tenant, m whatsapp.Message, now time.Time, st turnstate.State) assistant.Input {
 	mem, ok := tn.MemberOf(m.Identity())
 	return assistant.Input{Tenant: tn, Member: mem, IsMember: ok, ConversationID: convID, ContactID: contactOf(m.From),
 		Person: m.Identity(), Message: m, Now: now, State: st}
@@ -144,11 +145,11 @@ func dataBlock(data map[string]any) string {
 func confirmBody(r llm.Result) string { return r.Reply + "\n\n" + dataBlock(r.Data) }
 
 // pendingBooking is the pending action a booking message "m-book" left at t0.
-func pendingBooking() *assistant.PendingAction {
+func pendingBooking() *turnstate.PendingAction {
 	r := bookingResult()
-	return &assistant.PendingAction{
+	return &turnstate.PendingAction{
 		ActionID: assistant.ActionID(tenantID, convID, "m-book"), Intent: "create_booking", Data: r.Data,
-		Summary: r.Reply, MessageID: "m-book", CreatedAt: t0, ExpiresAt: t0.Add(assistant.PendingTTL),
+		Summary: r.Reply, MessageID: "m-book", CreatedAt: t0, ExpiresAt: t0.Add(turnstate.PendingTTL),
 	}
 }
 

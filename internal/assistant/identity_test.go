@@ -13,6 +13,7 @@ import (
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/assistant/assistanttest"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -38,7 +39,7 @@ func TestActionFromAPersonWithoutPhone(t *testing.T) {
 	t.Parallel()
 	tn := newTenant(t, withBSUIDOwner)
 	in := input(tn, byUserID(buttonMsg("m-yes", "", "confirm_yes", "Ya, konfirmasi")), t0.Add(time.Minute),
-		assistant.State{Pending: pendingBooking()})
+		turnstate.State{Pending: pendingBooking()})
 	in.ContactID = "ct_wayan"
 	if !in.IsMember || in.Member.Role != tenant.RoleOwner {
 		t.Fatalf("the member by BSUID is not found: %+v", in.Member)
@@ -70,7 +71,7 @@ func TestSenderLimitIsTheContacts(t *testing.T) {
 	g := &recordingGuard{Guard: assistanttest.NewGuard()}
 	e := assistant.New(assistanttest.NewExtractor(), g)
 	turn := func(i int, m whatsapp.Message, contactID string) assistant.Outcome {
-		in := input(tn, m, t0.Add(time.Duration(i)*time.Second), assistant.State{})
+		in := input(tn, m, t0.Add(time.Duration(i)*time.Second), turnstate.State{})
 		in.ContactID, in.ConversationID = contactID, fmt.Sprintf("conv-%d", i) // no conversation limit
 		return run(t, e, in)
 	}
@@ -86,12 +87,12 @@ func TestSenderLimitIsTheContacts(t *testing.T) {
 	if diff := cmp.Diff([]string{"ack", "ack", "rate_limited", "ack"}, events); diff != "" {
 		t.Errorf("events (-want, +got):\n%s", diff)
 	}
-	want := []assistant.SenderHit{
+	want := []turnstate.SenderHit{
 		{Sender: "ct_wayan", LegacySender: "6281200000009"}, {Sender: "ct_wayan"}, {Sender: "ct_wayan"}, {Sender: "ct_other"},
 	}
-	var got []assistant.SenderHit
+	var got []turnstate.SenderHit
 	for _, h := range g.hits {
-		got = append(got, assistant.SenderHit{Sender: h.Sender, LegacySender: h.LegacySender})
+		got = append(got, turnstate.SenderHit{Sender: h.Sender, LegacySender: h.LegacySender})
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sender hits (-want, +got):\n%s", diff)
@@ -101,10 +102,10 @@ func TestSenderLimitIsTheContacts(t *testing.T) {
 // recordingGuard records the sender hits.
 type recordingGuard struct {
 	*assistanttest.Guard
-	hits []assistant.SenderHit
+	hits []turnstate.SenderHit
 }
 
-func (g *recordingGuard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant.RateDecision, error) {
+func (g *recordingGuard) HitSender(ctx context.Context, h turnstate.SenderHit) (turnstate.RateDecision, error) {
 	g.hits = append(g.hits, h)
 	return g.Guard.HitSender(ctx, h)
 }

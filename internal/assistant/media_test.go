@@ -18,6 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -67,7 +68,7 @@ func TestMediaReachesTheModel(t *testing.T) {
 	g := assistanttest.NewGuard()
 	e := assistant.New(x, g)
 	l := photoLoader()
-	in := input(newTenant(t), photoMsg("m-1", "Bus 03 AC mati"), t0, assistant.State{})
+	in := input(newTenant(t), photoMsg("m-1", "Bus 03 AC mati"), t0, turnstate.State{})
 	in.Media = l
 	out := run(t, e, in)
 	if out.Event != assistant.EventGeneralQuery || l.Calls() != 1 || x.Calls() != 1 {
@@ -131,7 +132,7 @@ func TestMediaRefusals(t *testing.T) {
 			x.Default = always(generalResult("?"))
 			e := assistant.New(x, assistanttest.NewGuard())
 			l := &loader{err: tc.err}
-			in := input(newTenant(t), tc.msg, t0, assistant.State{Pending: pendingBooking()})
+			in := input(newTenant(t), tc.msg, t0, turnstate.State{Pending: pendingBooking()})
 			in.Media, in.LastAttempt = l, tc.last
 			out, err := e.Turn(context.Background(), in)
 			if tc.wantRetry {
@@ -187,9 +188,9 @@ func TestGuardrailsComeBeforeTheDownload(t *testing.T) {
 		g := assistanttest.NewGuard()
 		e := assistant.New(x, g)
 		tn := newTenant(t, quota(10))
-		g.SetUsage(tenantID, assistant.Period(t0), 10)
+		g.SetUsage(tenantID, turnstate.Period(t0), 10)
 		l := photoLoader()
-		in := input(tn, photoMsg("m-photo", "x"), t0, assistant.State{})
+		in := input(tn, photoMsg("m-photo", "x"), t0, turnstate.State{})
 		in.Media = l
 		out := run(t, e, in)
 		if out.Event != assistant.EventQuotaBlocked || l.Calls() != 0 || x.Calls() != 0 {
@@ -200,7 +201,7 @@ func TestGuardrailsComeBeforeTheDownload(t *testing.T) {
 		t.Parallel()
 		e := assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard())
 		l := photoLoader()
-		in := input(newTenant(t, ackMode("Thanks!")), photoMsg("m-photo", "x"), t0, assistant.State{})
+		in := input(newTenant(t, ackMode("Thanks!")), photoMsg("m-photo", "x"), t0, turnstate.State{})
 		in.Media = l
 		out := run(t, e, in)
 		if out.Event != assistant.EventAck || l.Calls() != 0 || len(out.Replies) != 1 || out.Replies[0].Text != "Thanks!" {
@@ -263,7 +264,7 @@ func TestTextForms(t *testing.T) {
 			x := assistanttest.NewExtractor()
 			x.Default = always(generalResult("ok"))
 			e := assistant.New(x, assistanttest.NewGuard())
-			in := input(newTenant(t), tc.msg, t0, assistant.State{})
+			in := input(newTenant(t), tc.msg, t0, turnstate.State{})
 			in.Media = photoLoader()
 			out := run(t, e, in)
 			if tc.want == "" {
@@ -324,7 +325,7 @@ func TestMediaWithoutALoaderIsUnsupported(t *testing.T) {
 	t.Parallel()
 	x := assistanttest.NewExtractor()
 	e := assistant.New(x, assistanttest.NewGuard())
-	out := run(t, e, input(newTenant(t, func(*tenant.Tenant) {}), photoMsg("m-1", "x"), t0, assistant.State{}))
+	out := run(t, e, input(newTenant(t, func(*tenant.Tenant) {}), photoMsg("m-1", "x"), t0, turnstate.State{}))
 	if out.Event != assistant.EventUnsupported || x.Calls() != 0 {
 		t.Errorf("event %q calls %d", out.Event, x.Calls())
 	}

@@ -3,7 +3,6 @@ package assistant
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -18,20 +17,6 @@ const (
 // ReasonPendingRevoked refines EventRevoked: the deleted message was the one the pending action
 // came from, and the action was dropped.
 const ReasonPendingRevoked = "pending_revoked"
-
-// Revised returns the state after the contact deleted (revoke) or edited message id: the
-// history's text of that message becomes text (empty for a revoke), so the model never sees
-// deleted words again. It reports whether the pending action came from that message; the
-// caller decides what that means (Turn drops it).
-func (s State) Revised(id, text string) (State, bool) {
-	out := s.clone()
-	for i := range out.Turns {
-		if out.Turns[i].MessageID == id {
-			out.Turns[i].User = text
-		}
-	}
-	return out, id != "" && out.Pending != nil && out.Pending.MessageID == id
-}
 
 // revise handles a revoke or an edit before anything else. A revoke, and an edit of a message no
 // pending action came from (or in mode ack), end the turn with nothing sent. An edit of the
@@ -85,21 +70,4 @@ func orOne(q string) string {
 		return "1"
 	}
 	return q
-}
-
-// EventBusinessApp is the Event of a history turn that holds what the business sent from the
-// WhatsApp Business app (smb_message_echoes): the model sees it as the business's own reply.
-const EventBusinessApp = "business_app"
-
-// WithBusinessMessage returns s with what the business sent from the WhatsApp Business app
-// (message id, text, at) in the history, as a turn with no user text; once only per id.
-func (s State) WithBusinessMessage(id, text string, at time.Time) State {
-	out := s.clone()
-	for _, t := range out.Turns {
-		if t.MessageID == id {
-			return out
-		}
-	}
-	out.addTurn(Turn{MessageID: id, At: at, Reply: text, Event: EventBusinessApp})
-	return out
 }

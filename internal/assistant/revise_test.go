@@ -8,6 +8,7 @@ import (
 	"github.com/wapipe/wapipe/internal/assistant/assistanttest"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -22,15 +23,15 @@ func otherMsg(id, typ string, f func(*whatsapp.Message)) whatsapp.Message {
 // (a fresh turn with the new content); an edit of another message changes only the history.
 func TestRevokeAndEdit(t *testing.T) {
 	t.Parallel()
-	history := []assistant.Turn{{MessageID: "m-book", User: "book bus 01 on 1 March"}, {MessageID: "m-old", User: "hello"}}
-	withPending := assistant.State{Turns: history, Pending: pendingBooking()}
+	history := []turnstate.Turn{{MessageID: "m-book", User: "book bus 01 on 1 March"}, {MessageID: "m-old", User: "hello"}}
+	withPending := turnstate.State{Turns: history, Pending: pendingBooking()}
 	corrected := bookingResult()
 	corrected.Data["bus"] = "02"
 	tests := []struct {
 		name       string
 		ack        bool
 		msg        whatsapp.Message
-		state      assistant.State
+		state      turnstate.State
 		script     []assistanttest.Step
 		wantEvent  string
 		wantLLM    int
@@ -122,7 +123,7 @@ func TestOtherKindsReachTheModelOrNothing(t *testing.T) {
 			{ProductRetailerID: "fries", Quantity: "2", ItemPrice: "12000", Currency: "IDR"}}}
 	})
 	x := assistanttest.NewExtractor(ok(generalResult("Pesanan diterima")))
-	out := run(t, assistant.New(x, assistanttest.NewGuard()), input(newTenant(t), order, t0, assistant.State{}))
+	out := run(t, assistant.New(x, assistanttest.NewGuard()), input(newTenant(t), order, t0, turnstate.State{}))
 	if x.Calls() != 1 {
 		t.Fatalf("order: %d LLM calls, want 1 (event %q)", x.Calls(), out.Event)
 	}
@@ -132,12 +133,12 @@ func TestOtherKindsReachTheModelOrNothing(t *testing.T) {
 			t.Errorf("the model's text %q lacks %q", got, want)
 		}
 	}
-	ack := run(t, assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard()), input(newTenant(t, ackMode("")), order, t0, assistant.State{}))
+	ack := run(t, assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard()), input(newTenant(t, ackMode("")), order, t0, turnstate.State{}))
 	if ack.Event != assistant.EventAck {
 		t.Errorf("order in mode ack: event %q, want %q", ack.Event, assistant.EventAck)
 	}
 	unsupported := otherMsg("m-uns-ack", "unsupported", func(*whatsapp.Message) {})
-	if out := run(t, assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard()), input(newTenant(t, ackMode("")), unsupported, t0, assistant.State{})); out.Event != assistant.EventUnsupported {
+	if out := run(t, assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard()), input(newTenant(t, ackMode("")), unsupported, t0, turnstate.State{})); out.Event != assistant.EventUnsupported {
 		t.Errorf("unsupported in mode ack: event %q, want %q", out.Event, assistant.EventUnsupported)
 	}
 	for _, tc := range []struct {
@@ -155,7 +156,7 @@ func TestOtherKindsReachTheModelOrNothing(t *testing.T) {
 		{otherMsg("m-uns", "unsupported", func(*whatsapp.Message) {}), assistant.EventUnsupported, i18n.UnsupportedMessage},
 	} {
 		x := assistanttest.NewExtractor()
-		out := run(t, assistant.New(x, assistanttest.NewGuard()), input(newTenant(t), tc.msg, t0, assistant.State{}))
+		out := run(t, assistant.New(x, assistanttest.NewGuard()), input(newTenant(t), tc.msg, t0, turnstate.State{}))
 		if out.Event != tc.want || x.Calls() != 0 {
 			t.Errorf("%s: event %q, %d LLM calls; want %q, none", tc.msg.ID, out.Event, x.Calls(), tc.want)
 		}

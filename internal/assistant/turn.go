@@ -13,6 +13,7 @@ import (
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -56,15 +57,15 @@ type Input struct {
 	// value that a redone turn sees again, such as the inbound task's received_at.
 	Now time.Time
 	// State is what the previous turn left; Turn does not modify it.
-	State State
+	State turnstate.State
 	// LastAttempt says the worker will not redo this turn: when Vertex AI is unavailable the
 	// user gets the localized "unavailable" message instead of an ErrRetry.
 	LastAttempt bool
 	// StaleButton says a confirm_yes or confirm_no tap was made on another confirmation than
 	// the pending action's: the button ids are fixed, so only the worker can tell, by comparing
 	// Message.ContextID with the Graph id of the pending action's prompt (the reply PromptIndex
-	// of the turn of PendingAction.MessageID). Such a tap is answered "expired" and the pending
-	// action stays, so a user scrolling up cannot confirm what they did not see.
+	// of the turn of turnstate.PendingAction.MessageID). Such a tap is answered "expired" and the
+	// pending action stays, so a user scrolling up cannot confirm what they did not see.
 	StaleButton bool
 	// Media fetches the file of an image, audio, video or document message, only after the
 	// guardrails let the message through to the LLM (a limited or over-quota message downloads
@@ -81,7 +82,7 @@ type Outcome struct {
 	// user's one message for it (see ActionReply, ActionRefusal, ActionFailed).
 	Action *ActionRequest
 	// State is the state to save for the next turn.
-	State State
+	State turnstate.State
 	// Event names what happened, for the log (the Event constants).
 	Event string
 	// Reason refines Event (the Reason constants), empty when Event says it all.
@@ -338,7 +339,7 @@ type turn struct {
 	in        Input
 	lang      string
 	role      tenant.Role
-	state     State
+	state     turnstate.State
 	user      string
 	replies   replies
 	action    *ActionRequest
@@ -349,14 +350,14 @@ type turn struct {
 	corrected bool
 	// dropped is the pending action a correction dropped, kept back if the file of a media
 	// message is refused (the model never saw the correction).
-	dropped  *PendingAction
+	dropped  *turnstate.PendingAction
 	media    *Attachment
 	llmCalls int
 	usage    llm.Usage
 }
 
 func newTurn(in Input) *turn {
-	t := &turn{in: in, state: in.State.clone()}
+	t := &turn{in: in, state: in.State.Clone()}
 	var m tenant.Member
 	if in.IsMember {
 		m, t.role = in.Member, in.Member.Role
@@ -367,7 +368,7 @@ func newTurn(in Input) *turn {
 
 func (t *turn) outcome() Outcome {
 	if t.event != EventIgnored && t.event != EventRevoked && t.event != EventEdited {
-		t.state.addTurn(Turn{MessageID: t.in.Message.ID, At: t.in.Now, User: t.user, Reply: t.replies.transcript(),
+		t.state.AddTurn(turnstate.Turn{MessageID: t.in.Message.ID, At: t.in.Now, User: t.user, Reply: t.replies.transcript(),
 			Intent: t.intent, Event: t.event})
 	}
 	return Outcome{
@@ -442,7 +443,7 @@ func (t *turn) actionRequest(id, intent string, data map[string]any) *ActionRequ
 // means the turn ends here (limited, or failed safe on the last attempt).
 func (e *Engine) rateLimit(ctx context.Context, t *turn) (done bool, err error) {
 	limits, id, now := t.in.Tenant.Limits, t.in.Message.ID, t.in.Now
-	var w Window
+	var w turnstate.Window
 	if t.state.RateWindow != nil {
 		w = *t.state.RateWindow
 	}
@@ -452,7 +453,7 @@ func (e *Engine) rateLimit(ctx context.Context, t *turn) (done bool, err error) 
 		t.rateLimited(ReasonConversationLimit, d.First)
 		return true, nil
 	}
-	d, err = e.guard.HitSender(ctx, SenderHit{TenantID: t.in.Tenant.ID, Sender: t.in.ContactID, LegacySender: t.in.Person.WaID,
+	d, err = e.guard.HitSender(ctx, turnstate.SenderHit{TenantID: t.in.Tenant.ID, Sender: t.in.ContactID, LegacySender: t.in.Person.WaID,
 		MessageID: id, At: now, Limit: limits.Sender})
 	if err != nil {
 		if t.in.LastAttempt && ctx.Err() == nil {
@@ -557,11 +558,11 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 		return false, fmt.Errorf("%w: %w", ErrRetry, err)
 	}
 	now := t.in.Now
-	period := Period(now)
+	period := turnstate.Period(now)
 	limit, limited := t.in.Tenant.Quota.MonthlyLLMCalls()
 	share, shareLimited := t.in.Tenant.Quota.SenderShare()
 	if b := t.state.QuotaBlocked; b != nil {
-		if b.holds(period, limit, limited, share, shareLimited) {
+		if b.Holds(period, limit, limited, share, shareLimited) {
 			t.event, t.reason = EventQuotaBlockedCached, ReasonQuotaExceeded
 			if b.Sender {
 				// The contact's own share: it got its one notice.
@@ -579,7 +580,7 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 		// A new period, or the quota or share was raised or removed: check again.
 		t.state.QuotaBlocked = nil
 	}
-	dec, err := e.guard.ReserveCall(ctx, CallReservation{
+	dec, err := e.guard.ReserveCall(ctx, turnstate.CallReservation{
 		TenantID: t.in.Tenant.ID, Period: period, CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
 		Limit: limit, Limited: limited, Sender: t.in.ContactID, LegacySender: t.in.Person.WaID, SenderLimit: share,
 		SenderLimited: shareLimited,
@@ -594,12 +595,12 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 		return false, nil
 	case !dec.Granted && dec.SenderShare:
 		// This contact used its share of the month; the others are still served.
-		t.state.QuotaBlocked = &QuotaBlock{Period: period, Limit: share, NotifiedAt: now, Sender: true}
+		t.state.QuotaBlocked = &turnstate.QuotaBlock{Period: period, Limit: share, NotifiedAt: now, Sender: true}
 		t.event, t.reason = EventQuotaBlocked, ReasonSenderShare
 		t.replies.system(t.lang, i18n.QuotaExceeded)
 		return false, nil
 	case !dec.Granted:
-		t.state.QuotaBlocked = &QuotaBlock{Period: period, Limit: limit, NotifiedAt: now}
+		t.state.QuotaBlocked = &turnstate.QuotaBlock{Period: period, Limit: limit, NotifiedAt: now}
 		t.event, t.reason = EventQuotaBlocked, ReasonQuotaExceeded
 		t.replies.system(t.lang, i18n.QuotaExceeded)
 		return false, nil
@@ -613,7 +614,7 @@ func (e *Engine) recordTokens(ctx context.Context, t *turn, attempt int, u llm.U
 	if u.PromptTokens == 0 && u.OutputTokens == 0 && u.ThoughtsTokens == 0 {
 		return
 	}
-	err := e.guard.RecordTokens(ctx, TokenUse{TenantID: t.in.Tenant.ID, Period: Period(t.in.Now),
+	err := e.guard.RecordTokens(ctx, turnstate.TokenUse{TenantID: t.in.Tenant.ID, Period: turnstate.Period(t.in.Now),
 		CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
 		Prompt: u.PromptTokens, Output: u.OutputTokens + u.ThoughtsTokens})
 	if err != nil {
@@ -664,9 +665,9 @@ func (t *turn) decide(res llm.Result) {
 			return
 		}
 		t.event = EventPending
-		t.state.Pending = &PendingAction{
+		t.state.Pending = &turnstate.PendingAction{
 			ActionID: id, Intent: in.Name, Data: data, Summary: t.replies.transcript(),
-			MessageID: t.in.Message.ID, PromptIndex: len(t.replies) - 1, CreatedAt: t.in.Now, ExpiresAt: t.in.Now.Add(PendingTTL),
+			MessageID: t.in.Message.ID, PromptIndex: len(t.replies) - 1, CreatedAt: t.in.Now, ExpiresAt: t.in.Now.Add(turnstate.PendingTTL),
 		}
 		return
 	}
@@ -709,7 +710,7 @@ func (t *turn) request(text string) llm.Request {
 }
 
 // history is the stored turns as the model's conversation, oldest first.
-func history(turns []Turn) []llm.Turn {
+func history(turns []turnstate.Turn) []llm.Turn {
 	var h []llm.Turn
 	for _, tr := range turns {
 		if tr.User != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -25,8 +26,8 @@ type view struct {
 	Corrected     bool
 	Replies       []replyView
 	Action        *assistant.ActionRequest
-	Pending       *assistant.PendingAction
-	QuotaBlocked  *assistant.QuotaBlock
+	Pending       *turnstate.PendingAction
+	QuotaBlocked  *turnstate.QuotaBlock
 	LLMCalls      int // the Extractor's count
 	QuotaChecks   int // the Guard's count
 	HasCause      bool
@@ -36,14 +37,14 @@ func TestTurn(t *testing.T) {
 	t.Parallel()
 	booking := bookingResult()
 	ownerFrom := assistant.ActionFrom{WaID: ownerID, Name: "Pak Agus", Role: "owner"}
-	withPending := assistant.State{Pending: pendingBooking()}
+	withPending := turnstate.State{Pending: pendingBooking()}
 	confirmedAt := t0.Add(time.Minute)
 	confirmed := &assistant.ActionRequest{
 		ActionID: assistant.ActionID(tenantID, convID, "m-book"), TenantID: tenantID, Intent: "create_booking",
 		Data: booking.Data, From: ownerFrom, ConversationID: convID, RequestedAt: confirmedAt,
 	}
-	newPending := func(msgID string, r llm.Result, at time.Time) *assistant.PendingAction {
-		return &assistant.PendingAction{ActionID: assistant.ActionID(tenantID, convID, msgID), Intent: r.Intent, Data: r.Data,
+	newPending := func(msgID string, r llm.Result, at time.Time) *turnstate.PendingAction {
+		return &turnstate.PendingAction{ActionID: assistant.ActionID(tenantID, convID, msgID), Intent: r.Intent, Data: r.Data,
 			Summary: confirmBody(r), MessageID: msgID, CreatedAt: at, ExpiresAt: at.Add(30 * time.Minute)}
 	}
 	corrected := bookingResult()
@@ -77,14 +78,14 @@ func TestTurn(t *testing.T) {
 	emptyGeneral := generalResult("  ")
 	unknownIntent := generalResult("x")
 	unknownIntent.Intent = "fly_to_moon"
-	period := assistant.Period(t0)
+	period := turnstate.Period(t0)
 
 	tests := []struct {
 		name        string
 		edit        []func(*tenant.Tenant)
 		msg         whatsapp.Message
 		now         time.Time // zero: t0
-		state       assistant.State
+		state       turnstate.State
 		script      []assistanttest.Step
 		guard       func(*assistanttest.Guard)
 		lastAttempt bool
@@ -313,7 +314,7 @@ func TestTurn(t *testing.T) {
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
 				Replies: []replyView{{Text: longReply.Reply},
 					{Index: 1, Text: dataBlock(longReply.Data), Buttons: confirmButtons("id")}},
-				Pending: func() *assistant.PendingAction {
+				Pending: func() *turnstate.PendingAction {
 					p := newPending("m-book", longReply, t0)
 					p.PromptIndex = 1
 					return p
@@ -326,7 +327,7 @@ func TestTurn(t *testing.T) {
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
 				Replies: []replyView{{Text: longRoute.Reply}, {Index: 1, Text: dataBlock(longRoute.Data)},
 					{Index: 2, Text: i18n.Text("id", i18n.ConfirmPrompt), Buttons: confirmButtons("id")}},
-				Pending: func() *assistant.PendingAction {
+				Pending: func() *turnstate.PendingAction {
 					p := newPending("m-book", longRoute, t0)
 					p.Summary = confirmBody(longRoute) + "\n\n" + i18n.Text("id", i18n.ConfirmPrompt)
 					p.PromptIndex = 2
@@ -347,7 +348,7 @@ func TestTurn(t *testing.T) {
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
 				Replies: []replyView{{Text: steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 2027-03-09\nbus: 02\nprice: 15000000",
 					Buttons: confirmButtons("id")}},
-				Pending: func() *assistant.PendingAction {
+				Pending: func() *turnstate.PendingAction {
 					p := newPending("m-book", steered, t0)
 					p.Data = map[string]any{"client": "Pak Agus\ndate: 2027-03-01", "date": "2027-03-09", "bus": "02", "price": int64(15000000)}
 					p.Summary = steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 2027-03-09\nbus: 02\nprice: 15000000"
@@ -415,7 +416,7 @@ func TestTurn(t *testing.T) {
 			},
 			want: view{Event: "quota_blocked", Reason: "sender_share", QuotaChecks: 1,
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 3, NotifiedAt: t0, Sender: true}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 3, NotifiedAt: t0, Sender: true}},
 		},
 		{
 			name:  "the default share is a tenth of the quota, at least 10",
@@ -424,22 +425,22 @@ func TestTurn(t *testing.T) {
 			guard: func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, contactOf(ownerID), period, 10) },
 			want: view{Event: "quota_blocked", Reason: "sender_share", QuotaChecks: 1,
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
 		},
 		{
 			name:  "a contact's cached share block stays silent, even after a conversation window",
 			edit:  []func(*tenant.Tenant){quota(100)},
 			msg:   textMsg("m-12", ownerID, "halo?"),
 			now:   t0.Add(time.Hour),
-			state: assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+			state: turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
 			want: view{Event: "quota_blocked_cached", Reason: "sender_share",
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
 		},
 		{
 			name:   "a raised share lifts the contact's block",
 			edit:   []func(*tenant.Tenant){quota(200)},
 			msg:    textMsg("m-12", ownerID, "halo"),
-			state:  assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
+			state:  turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 10, NotifiedAt: t0, Sender: true}},
 			guard:  func(g *assistanttest.Guard) { g.SetSenderUsage(tenantID, contactOf(ownerID), period, 10) },
 			script: []assistanttest.Step{ok(generalResult("Halo!"))},
 			want: view{Event: "general_query", Intent: "general_query", LLMCalls: 1, QuotaChecks: 1,
@@ -449,7 +450,7 @@ func TestTurn(t *testing.T) {
 			name:  "ack mode honours the conversation limit",
 			edit:  []func(*tenant.Tenant){ackMode("Thanks, we got your message.")},
 			msg:   textMsg("m-6", memberID, "hello?"),
-			state: assistant.State{RateWindow: &assistant.Window{Start: t0, Count: 5}},
+			state: turnstate.State{RateWindow: &turnstate.Window{Start: t0, Count: 5}},
 			want:  view{Event: "rate_limited", Reason: "conversation_limit", Replies: []replyView{sys("en", i18n.RateLimited)}},
 		},
 		{
@@ -458,7 +459,7 @@ func TestTurn(t *testing.T) {
 			msg:  textMsg("m-21", memberID, "hello?"),
 			guard: func(g *assistanttest.Guard) {
 				for i := range 20 {
-					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: contactOf(memberID),
+					if _, err := g.HitSender(context.Background(), turnstate.SenderHit{TenantID: tenantID, Sender: contactOf(memberID),
 						MessageID: fmt.Sprint("other-", i), At: t0, Limit: tenant.Limit{Max: 20, Per: 5 * time.Minute}}); err != nil {
 						panic(err)
 					}
@@ -473,7 +474,7 @@ func TestTurn(t *testing.T) {
 			guard: func(g *assistanttest.Guard) { g.SetUsage(tenantID, period, 2) },
 			want: view{Event: "quota_blocked", Reason: "quota_exceeded", QuotaChecks: 1,
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 		},
 		{
 			name: "quota 0 allows no call at all",
@@ -481,32 +482,32 @@ func TestTurn(t *testing.T) {
 			msg:  textMsg("m-1", ownerID, "halo"),
 			want: view{Event: "quota_blocked", Reason: "quota_exceeded", QuotaChecks: 1,
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, NotifiedAt: t0}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, NotifiedAt: t0}},
 		},
 		{
 			name:  "a cached block skips the check and stays silent within the window",
 			edit:  []func(*tenant.Tenant){quota(2)},
 			msg:   textMsg("m-4", ownerID, "halo?"),
 			now:   t0.Add(10 * time.Second),
-			state: assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+			state: turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 			want: view{Event: "quota_blocked_cached", Reason: "quota_exceeded",
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 		},
 		{
 			name:  "a cached block notifies again after a conversation window",
 			edit:  []func(*tenant.Tenant){quota(2)},
 			msg:   textMsg("m-4", ownerID, "halo?"),
 			now:   t0.Add(time.Hour),
-			state: assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+			state: turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 			want: view{Event: "quota_blocked_cached", Reason: "quota_exceeded",
 				Replies:      []replyView{sys("id", i18n.QuotaExceeded)},
-				QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0.Add(time.Hour)}},
+				QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0.Add(time.Hour)}},
 		},
 		{
 			name:   "a raised quota lifts the block",
 			edit:   []func(*tenant.Tenant){quota(3)},
 			msg:    textMsg("m-4", ownerID, "halo"),
-			state:  assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+			state:  turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 			guard:  func(g *assistanttest.Guard) { g.SetUsage(tenantID, period, 2) },
 			script: []assistanttest.Step{ok(generalResult("Halo!"))},
 			want: view{Event: "general_query", Intent: "general_query", LLMCalls: 1, QuotaChecks: 1,
@@ -515,7 +516,7 @@ func TestTurn(t *testing.T) {
 		{
 			name:   "a removed quota lifts the block",
 			msg:    textMsg("m-4", ownerID, "halo"),
-			state:  assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+			state:  turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 			script: []assistanttest.Step{ok(generalResult("Halo!"))},
 			want: view{Event: "general_query", Intent: "general_query", LLMCalls: 1, QuotaChecks: 1,
 				Replies: []replyView{{Text: "Halo!"}}},
@@ -525,7 +526,7 @@ func TestTurn(t *testing.T) {
 			edit:   []func(*tenant.Tenant){quota(2)},
 			msg:    textMsg("m-4", ownerID, "halo"),
 			now:    time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-			state:  assistant.State{QuotaBlocked: &assistant.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
+			state:  turnstate.State{QuotaBlocked: &turnstate.QuotaBlock{Period: period, Limit: 2, NotifiedAt: t0}},
 			guard:  func(g *assistanttest.Guard) { g.SetUsage(tenantID, period, 2) },
 			script: []assistanttest.Step{ok(generalResult("Halo!"))},
 			want: view{Event: "general_query", Intent: "general_query", LLMCalls: 1, QuotaChecks: 1,
@@ -573,7 +574,7 @@ func TestTurn(t *testing.T) {
 			msg:  textMsg("m-21", ownerID, "halo"),
 			guard: func(g *assistanttest.Guard) {
 				for i := range 20 {
-					if _, err := g.HitSender(context.Background(), assistant.SenderHit{TenantID: tenantID, Sender: contactOf(ownerID),
+					if _, err := g.HitSender(context.Background(), turnstate.SenderHit{TenantID: tenantID, Sender: contactOf(ownerID),
 						MessageID: "other-" + string(rune('a'+i)), At: t0, Limit: tenant.Limit{Max: 20, Per: 5 * time.Minute}}); err != nil {
 						panic(err)
 					}
@@ -638,7 +639,7 @@ func TestTurnRetriesWhenTheLLMIsUnavailable(t *testing.T) {
 	g := assistanttest.NewGuard()
 	x := assistanttest.NewExtractor(fail(llm.ErrUnavailable), ok(generalResult("Halo!")))
 	e := assistant.New(x, g)
-	in := input(tn, textMsg("m-1", ownerID, "halo"), t0, assistant.State{Pending: pendingBooking()})
+	in := input(tn, textMsg("m-1", ownerID, "halo"), t0, turnstate.State{Pending: pendingBooking()})
 
 	out, err := e.Turn(context.Background(), in)
 	if !errors.Is(err, assistant.ErrRetry) || !errors.Is(err, llm.ErrUnavailable) {
@@ -652,7 +653,7 @@ func TestTurnRetriesWhenTheLLMIsUnavailable(t *testing.T) {
 	if out.Event != assistant.EventGeneralQuery || !out.Corrected {
 		t.Errorf("redone turn: event %q corrected %v; want general_query, corrected", out.Event, out.Corrected)
 	}
-	if got := g.Usage(tenantID, assistant.Period(t0)); got != 1 {
+	if got := g.Usage(tenantID, turnstate.Period(t0)); got != 1 {
 		t.Errorf("usage = %d after one turn redone once; want 1", got)
 	}
 }
@@ -662,7 +663,7 @@ func TestTurnRetriesWhenTheSenderLimitCannotBeRead(t *testing.T) {
 	g := assistanttest.NewGuard()
 	g.FailSender(errors.New("firestore: unavailable"))
 	x := assistanttest.NewExtractor()
-	_, err := assistant.New(x, g).Turn(context.Background(), input(newTenant(t), textMsg("m-1", ownerID, "halo"), t0, assistant.State{}))
+	_, err := assistant.New(x, g).Turn(context.Background(), input(newTenant(t), textMsg("m-1", ownerID, "halo"), t0, turnstate.State{}))
 	if !errors.Is(err, assistant.ErrRetry) {
 		t.Fatalf("Turn error = %v; want ErrRetry", err)
 	}
@@ -675,7 +676,7 @@ func TestTurnRejectsAnIncompleteInput(t *testing.T) {
 	t.Parallel()
 	e := assistant.New(assistanttest.NewExtractor(), assistanttest.NewGuard())
 	tn := newTenant(t)
-	good := input(tn, textMsg("m-1", ownerID, "halo"), t0, assistant.State{})
+	good := input(tn, textMsg("m-1", ownerID, "halo"), t0, turnstate.State{})
 	for name, edit := range map[string]func(*assistant.Input){
 		"no tenant":       func(in *assistant.Input) { in.Tenant = nil },
 		"no conversation": func(in *assistant.Input) { in.ConversationID = "" },

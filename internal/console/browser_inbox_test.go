@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -180,7 +181,7 @@ func browseInbox(t *testing.T, env browserEnv) {
 	sec := now.Add(-10 * time.Second).Truncate(time.Second)
 	booked.in("book bus 3 for Friday", sec.Add(-5*time.Second), sec.Add(-5*time.Second), &store.TurnCommit{
 		Event: assistant.EventPending, Replies: []store.Reply{{IdempotencyKey: "browser-ask-3", Body: "Book bus 3 for Friday. Correct?"}},
-		State: assistant.State{Pending: &assistant.PendingAction{ActionID: "act_b3", Intent: "create_booking", ExpiresAt: now.Add(time.Hour)}}})
+		State: turnstate.State{Pending: &turnstate.PendingAction{ActionID: "act_b3", Intent: "create_booking", ExpiresAt: now.Add(time.Hour)}}})
 	booked.in("yes", sec, sec.Add(300*time.Millisecond), &store.TurnCommit{Event: assistant.EventConfirmed, ActionID: "act_b3",
 		Action: `{"action_id":"act_b3","intent":"create_booking"}`})
 	booked.out(store.Message{MessageID: tasks.ActionReplyKey(env.db.Keyer(), "act_b3"), Type: "text", Text: "Done: bus 3 booked", Timestamp: sec.Unix(),

@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/console"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"
@@ -26,6 +25,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -293,9 +293,9 @@ func TestBrowser(t *testing.T) {
 			Timestamp: time.Now().Unix()}); err != nil {
 			t.Fatal(err)
 		}
-		pending := &assistant.PendingAction{ActionID: "act_browser", Intent: "create_booking", Summary: "Book bus 7 for tomorrow?",
-			MessageID: msgID, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(assistant.PendingTTL)}
-		if _, err := convs.CommitTurn(ctx, convID, conv.Lease, msgID, store.TurnCommit{State: assistant.State{Pending: pending}}, time.Minute); err != nil {
+		pending := &turnstate.PendingAction{ActionID: "act_browser", Intent: "create_booking", Summary: "Book bus 7 for tomorrow?",
+			MessageID: msgID, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(turnstate.PendingTTL)}
+		if _, err := convs.CommitTurn(ctx, convID, conv.Lease, msgID, store.TurnCommit{State: turnstate.State{Pending: pending}}, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if err := convs.Release(ctx, convID, conv.Lease); err != nil {

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/workerclient"
 )
 
 // The people of the identity tests, on acme-01's number: Julián writes with a username and
@@ -263,27 +263,6 @@ func TestConversationShowsPeopleNotIDs(t *testing.T) {
 	}
 }
 
-// TestPersonLabels: how a contact is shown, from what is known of them.
-func TestPersonLabels(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		id   contact.Identity
-		want person
-	}{
-		{contact.Identity{WaID: "6281234567890", Name: "Pak Agus"}, person{Name: "Pak Agus", Phone: "…7890", Label: "Pak Agus (…7890)", Heading: "Pak Agus"}},
-		{contact.Identity{WaID: "6281234567890"}, person{Phone: "…7890", Label: "…7890", Heading: "…7890"}},
-		{contact.Identity{UserID: julianBSUID, Username: "julianzlc"}, person{Username: "@julianzlc", NoPhone: true, Label: "@julianzlc", Heading: "@julianzlc"}},
-		{contact.Identity{ParentUserID: julianParent}, person{NoPhone: true, Label: unnamed, Heading: unnamed}},
-		{contact.Identity{UserID: julianBSUID, WaID: "6281234567890", Name: "J", Username: "j"},
-			person{Name: "J", Username: "@j", Phone: "…7890", Label: "J @j (…7890)", Heading: "J"}},
-		{contact.Identity{}, person{Label: unnamed, Heading: unnamed}},
-	} {
-		if diff := cmp.Diff(tc.want, personOf(tc.id), cmp.AllowUnexported(person{})); diff != "" {
-			t.Errorf("%+v (-want, +got):\n%s", tc.id, diff)
-		}
-	}
-}
-
 // TestRepliesGoByRecipient: an operator's reply to a contact known by BSUID alone goes by
 // recipient (the parent BSUID of an enrolled business), to one with a phone by phone; the request
 // for a phone number goes to the BSUID-only contact only, once per request id, audited.
@@ -339,26 +318,6 @@ func TestRepliesGoByRecipient(t *testing.T) {
 	}
 }
 
-// TestContactInfoRequestIsMetasBody: the request for a phone number is Meta's
-// request_contact_info interactive message, whose button WhatsApp labels and owns.
-func TestContactInfoRequestIsMetasBody(t *testing.T) {
-	t.Parallel()
-	m, err := contactInfoRequest(DefaultPhoneRequest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := json.Marshal(DefaultPhoneRequest)
-	want := `{"messaging_product":"","type":"interactive","interactive":{"type":"request_contact_info","body":{"text":` + string(text) +
-		`},"action":{"name":"request_contact_info"}}}`
-	if string(got) != want {
-		t.Errorf("request body\n got %s\nwant %s", got, want)
-	}
-}
-
 // TestTenantPageSaysWhoIsKnownByPhoneOnly: a member the tenant file lists by phone, with no BSUID
 // known for that phone yet, is marked: should they write by BSUID alone they are a stranger, and
 // the page says how to ask for their number. A member whose BSUID is known, or listed by user id,
@@ -394,9 +353,8 @@ func TestTenantPageSaysWhoIsKnownByPhoneOnly(t *testing.T) {
 // fakeWorker answers every media request with a PNG.
 type fakeWorker struct{}
 
-func (fakeWorker) Do(context.Context, string, string, io.Reader, http.Header) (*http.Response, error) {
-	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"image/png"}},
-		Body: io.NopCloser(strings.NewReader("\x89PNG"))}, nil
+func (fakeWorker) CopyMedia(context.Context, string, string) (workerclient.Media, error) {
+	return workerclient.Media{ContentType: "image/png", ContentLength: -1, Body: io.NopCloser(strings.NewReader("\x89PNG"))}, nil
 }
 
 // urlAttr finds the URLs a page names: links, forms, images, scripts and htmx requests.

@@ -3,6 +3,9 @@ package console
 import (
 	"log/slog"
 
+	"github.com/wapipe/wapipe/internal/console/inbox"
+	"github.com/wapipe/wapipe/internal/console/page"
+	"github.com/wapipe/wapipe/internal/console/tenants"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/outbox"
@@ -12,30 +15,30 @@ import (
 )
 
 // NewDeps builds the console's dependencies on Firestore and Cloud Tasks: the health report as
-// the worker computes it, the stores, and the replay and inspect of the wapipe CLI. The Replier
-// and the LinkMaker are NotAvailable; the caller sets the real ones.
+// the worker computes it, the stores, the replay and inspect of the wapipe CLI, operators'
+// replies through the outbox and, with PUBLIC_BASE_URL and a keeper, Embedded Signup links.
 func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, keeper *secrets.Keeper, logger *slog.Logger) Deps {
 	outbound := store.NewOutbound(db, store.Options{})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	hasher := cfg.Hasher()
-	tenants := store.NewTenants(db, store.Options{})
+	tenantStore := store.NewTenants(db, store.Options{})
 	guard := store.NewGuard(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{})
-	var links LinkMaker = NotAvailable{}
+	var links tenants.LinkMaker = NotAvailable{}
 	if keeper != nil && cfg.PublicBaseURL != "" {
-		links = SignupLinks{Sealer: keeper, PublicBaseURL: cfg.PublicBaseURL}
+		links = tenants.SignupLinks{Sealer: keeper, PublicBaseURL: cfg.PublicBaseURL}
 	}
 	return Deps{
 		// The report the worker serves: queues, sends, dead letters, reauth, quota and restricted accounts.
 		Health:        health.ForStore(db, admin, []string{admin.QueuePath(cfg.InboundQueue), admin.QueuePath(cfg.OutboundQueue)}),
 		Sends:         outbound,
-		Tenants:       tenants,
+		Tenants:       tenantStore,
 		Usage:         guard,
 		Queues:        admin,
 		Conversations: conversations,
 		Actions:       store.NewActionStore(db, store.Options{}),
 		Preferences:   store.NewContactPrefs(db, store.Options{}),
-		Contacts:      StoreContacts{Contacts: store.NewContacts(db, store.Options{}), Conversations: conversations},
+		Contacts:      page.StoreContacts{Contacts: store.NewContacts(db, store.Options{}), Conversations: conversations},
 		Keyer:         db.Keyer(),
 		Templates:     store.NewTemplates(db, store.Options{}),
 		Outbound:      outbound,
@@ -57,9 +60,9 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		},
 		Audit:   store.NewAudit(db, store.Options{}),
 		APIKeys: store.NewAPIKeys(db, store.Options{}),
-		Members: tenants,
-		Replier: OutboxReplier{
-			Outbox: &outbox.Outbox{Tenants: tenants, Sends: store.NewSends(db, store.Options{}), Windows: conversations,
+		Members: tenantStore,
+		Replier: inbox.OutboxReplier{
+			Outbox: &outbox.Outbox{Tenants: tenantStore, Sends: store.NewSends(db, store.Options{}), Windows: conversations,
 				Tasks: tq, Hasher: hasher},
 			Messages: conversations,
 		},

@@ -4,6 +4,13 @@
 // wapipe inspect does — and the few actions an operator takes from them (reply, assign, close,
 // replay, reconnect).
 //
+// The package is the service's door: it checks the host and the operator, gives each browser
+// its CSRF token, and mounts the rooms that hold the pages, each a package below it that does
+// not import it: overview (the front page), tenants (the tenants, a tenant's page, its API
+// keys), inbox (conversations, replies, images) and failures (dead letters, replay, inspect).
+// What they share, the templates and page chrome, errors, audited actions and the CSRF guard,
+// is package page.
+//
 // Every request but /healthz must name one of the console's hosts (HostPolicy: against DNS
 // rebinding) and carry a verified operator: IAP's signed assertion, or the ID token Cloud Run's
 // IAM check accepted (internal/identity); in dev a loopback caller. The verified email is the
@@ -16,7 +23,7 @@
 // the order wapipe had the messages, and says who wrote each: the contact, the assistant, an
 // operator (by email) or an action's result.
 //
-// People are shown by what people read (contacts.go): the WhatsApp profile name and username,
+// People are shown by what people read (inbox/contacts.go): the WhatsApp profile name and username,
 // and the phone's last four digits where Meta shared it; never a phone number or a
 // business-scoped user id (BSUID) in clear. A contact known by BSUID alone is offered Meta's
 // REQUEST_CONTACT_INFO button, sent through the operator's reply path; the tenant page marks the

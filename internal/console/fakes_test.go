@@ -13,7 +13,6 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/identity"
@@ -23,6 +22,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // In-package fakes of the console's dependencies. err, when set, makes every call fail.
@@ -506,7 +506,7 @@ func (f *fixture) fill() {
 	f.queues.stats["wa-out-acme-01"] = taskqueue.QueueStats{Tasks: 4}
 	conv := store.Conversation{ID: "conv_abc", TenantID: "acme-01", PhoneNumberID: "106540352201", Contact: "6281234567890",
 		ContactName: "Pak Agus", Status: store.ConversationOpen, LastMessageAt: fixedNow.Add(-time.Minute),
-		State: assistant.State{Pending: &assistant.PendingAction{ActionID: "act_1", Intent: "create_booking",
+		State: turnstate.State{Pending: &turnstate.PendingAction{ActionID: "act_1", Intent: "create_booking",
 			Summary: "Book bus 7 for 2026-12-01?", Data: map[string]any{"bus": "7"}, ExpiresAt: fixedNow.Add(20 * time.Minute)}}}
 	// Pak Agus's conversation is from before contacts (no contact id): his phone finds his
 	// contact.

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // TestTenantPageRemovesInvitedMember: the tenant page lists the members who joined by invite,
@@ -135,12 +135,12 @@ func TestTenantPageShowsTokens(t *testing.T) {
 	ctx := context.Background()
 	db, _ := testenv.Store(t)
 	guard := store.NewGuard(db, store.Options{})
-	period := assistant.Period(fixedNow)
+	period := turnstate.Period(fixedNow)
 	for i, call := range []string{"c1", "c2"} {
-		if _, err := guard.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-01", Period: period, CallID: call}); err != nil {
+		if _, err := guard.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme-01", Period: period, CallID: call}); err != nil {
 			t.Fatal(err)
 		}
-		if err := guard.RecordTokens(ctx, assistant.TokenUse{TenantID: "acme-01", Period: period, CallID: call, Prompt: 1000 + i, Output: 50}); err != nil {
+		if err := guard.RecordTokens(ctx, turnstate.TokenUse{TenantID: "acme-01", Period: period, CallID: call, Prompt: 1000 + i, Output: 50}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -157,7 +158,7 @@ func newRecorder() *recorder {
 	return &recorder{count: map[string]int{}, seen: map[string]int{}, starts: map[string]time.Time{}}
 }
 
-func (r *recorder) turn(ctx context.Context, p conversation.Pending, st assistant.State) (assistant.Outcome, error) {
+func (r *recorder) turn(ctx context.Context, p conversation.Pending, st turnstate.State) (assistant.Outcome, error) {
 	r.mu.Lock()
 	r.active++
 	r.maxActive = max(r.maxActive, r.active)
@@ -179,7 +180,7 @@ func (r *recorder) turn(ctx context.Context, p conversation.Pending, st assistan
 	r.count[p.MessageID]++
 	r.seen[p.MessageID] = len(st.Turns)
 	r.mu.Unlock()
-	st.Turns = append(st.Turns, assistant.Turn{MessageID: p.MessageID, At: p.ReceivedAt, Event: assistant.EventGeneralQuery})
+	st.Turns = append(st.Turns, turnstate.Turn{MessageID: p.MessageID, At: p.ReceivedAt, Event: assistant.EventGeneralQuery})
 	out := assistant.Outcome{
 		Replies: []assistant.Reply{{Reply: responder.Reply{Text: "re " + p.MessageID}}},
 		State:   st,

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -65,7 +66,7 @@ type Pending struct {
 // send and do and the state to save (assistant.Engine.Turn, or the worker's acknowledgement).
 // Outcome.State is saved as it is. An error commits nothing: the drain stops and Handle returns
 // it, so the task is retried and the turn redone.
-type TurnFunc func(ctx context.Context, p Pending, st assistant.State) (assistant.Outcome, error)
+type TurnFunc func(ctx context.Context, p Pending, st turnstate.State) (assistant.Outcome, error)
 
 // Sender sends one reply of a turn. It must be idempotent by r.IdempotencyKey (the worker backs
 // it with its outbound records): a redone turn sends the same replies with the same keys. It
@@ -320,7 +321,7 @@ type drain struct {
 	convID string
 	holder string
 	lease  store.Lease
-	state  assistant.State
+	state  turnstate.State
 	turn   TurnFunc
 	res    *Result
 	// job is the previous turn's effects, performed while the next turn runs.
@@ -403,7 +404,7 @@ func (d *drain) run(ctx context.Context) error {
 // holdAnswer is how long p's turn should still wait (see Options.AnswerGrace): 0 but for a text
 // that is only a confirming or rejecting word, with nothing pending in a conversation that may
 // have something pending, received under the grace ago.
-func (r *Runner) holdAnswer(p Pending, st assistant.State) time.Duration {
+func (r *Runner) holdAnswer(p Pending, st turnstate.State) time.Duration {
 	m := p.Message
 	if r.grace <= 0 || !p.MayConfirm || st.Pending != nil || m.Type != "text" || !r.isAnswerWord(m.Text) {
 		return 0

@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -575,7 +576,7 @@ func TestFailedTurnIsRetriedWithItsState(t *testing.T) {
 	errLLM := errors.New("vertex unavailable")
 	fail := true
 	in := inbound("wamid.1", 1, "hi")
-	turn := func(ctx context.Context, p conversation.Pending, s assistant.State) (assistant.Outcome, error) {
+	turn := func(ctx context.Context, p conversation.Pending, s turnstate.State) (assistant.Outcome, error) {
 		if fail {
 			return assistant.Outcome{}, errLLM
 		}

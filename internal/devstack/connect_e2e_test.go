@@ -12,12 +12,12 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/signup"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -80,7 +80,7 @@ func TestConnectLinkEndToEnd(t *testing.T) {
 	connect := func(grant ...string) (int, string) {
 		t.Helper()
 		st.Graph.SetSignupGrant(grant...)
-		link, _, err := api.NewConnectLink(ctx, keeper, st.APIURL, "acme", time.Now())
+		link, _, err := signup.NewConnectLink(ctx, keeper, st.APIURL, "acme", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/telemetry"
+	"github.com/wapipe/wapipe/internal/tenantcalls"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/internal/workerclient"
@@ -381,6 +382,13 @@ func (s *Stack) serveWorker(runCtx context.Context, o Options, base config.Base,
 		ln.Close()
 		return nil
 	}
+	// The tenant routes, as cmd/worker mounts them, on the worker's caches as the tests left them.
+	calls, err := tenantcalls.NewDeps(tenantcalls.Config{GraphAPIBaseURL: wcfg.GraphAPIBaseURL, MediaMaxBytes: wcfg.MediaMaxBytes, Dev: wcfg.IsDev()},
+		c.DB, wdeps.Tenants, wdeps.Tokens, wdeps.Sends)
+	if err != nil {
+		return fmt.Errorf("tenantcalls.NewDeps: %w", err)
+	}
+	wdeps.TenantRoutes = tenantcalls.New(calls).Routes()
 	s.serve(runCtx, "worker", ln, s.startup.Handler(worker.NewServer(wcfg, wdeps).Routes()), wlog)
 	return nil
 }

@@ -158,3 +158,60 @@ func TestMetaOutageRepliesResentAutomatically(t *testing.T) {
 		t.Errorf("dead letters %+v (%v), want none", dls, err)
 	}
 }
+
+// TestHeldConfirmationStillConfirms (issue 35, item 1): a confirmation prompt whose send met a
+// gateway's 502 (Meta never took it) outlives its task, is held on its record and sent by the
+// sweep once statuses flow again: the conversation's turn recorded no Graph id for it, yet the
+// tap on the prompt the user got confirms, and the action runs once (not "expired").
+func TestHeldConfirmationStillConfirms(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, project := testenv.Firestore(t)
+	queues := testenv.FastQueues(t)
+	tpl := queues.Templates[tasks.TenantOutboundTemplate]
+	tpl.RetryConfig.MaxAttempts = 2
+	queues.Templates[tasks.TenantOutboundTemplate] = tpl
+	logs := &testenv.LogBuffer{}
+	st, err := devstack.Start(ctx, devstack.Options{
+		FirestoreHost: testenv.FirestoreHost(t), Project: project, Queues: queues, Tenants: [][]byte{tenants.Sample()},
+		Logs: func(string) io.Writer { return logs }, SweepEvery: 300 * time.Millisecond,
+		WorkerConfig: func(c *worker.Config) { c.ReconcileWindow = 5 * time.Second },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Stop)
+	go postStatuses(ctx, t, st)
+
+	const owner, other = "16505551234", "6281200000009" // the sample tenant's owner may book
+	prompts := func() []graphfake.Request {
+		var out []graphfake.Request
+		for _, s := range st.Graph.Sends() {
+			if s.Body["to"] == owner && s.Body["type"] == "interactive" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	st.Graph.FailWith(1, graphfake.Failure{Kind: graphfake.KindSend, Gateway: true})
+	post(t, st, whatsapp.SampleText(whatsapp.SampleOptions{From: owner, MessageID: whatsapp.NewMessageID()},
+		"book bus 01 for Pak Agus on 1 March, 15 million"))
+	testenv.Eventually(t, 30*time.Second, func() bool { return logs.Has("outbound_outcome_held") },
+		"the prompt's wait was never held on its record")
+	// Meta is back: another contact's reply goes out and its status flows, the evidence.
+	post(t, st, whatsapp.SampleText(whatsapp.SampleOptions{From: other, MessageID: whatsapp.NewMessageID()}, "hello"))
+	testenv.Eventually(t, 90*time.Second, func() bool { return len(prompts()) == 1 }, "the held prompt was never sent")
+
+	tap := whatsapp.SampleOptions{From: owner, MessageID: whatsapp.NewMessageID(), ContextID: prompts()[0].MessageID}
+	post(t, st, whatsapp.SampleButtonReply(tap, "confirm_yes", "Yes"))
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	calls, err := st.Action.WaitForCalls(wctx, 1)
+	if err != nil || len(calls) != 1 || calls[0].Intent != "create_booking" {
+		t.Fatalf("the tap on the resent prompt made calls %+v (%v), want one create_booking", calls, err)
+	}
+	if n := len(prompts()); n != 1 {
+		t.Errorf("%d prompts sent, want 1", n)
+	}
+}

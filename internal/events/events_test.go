@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/i18n"
@@ -19,6 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -252,7 +252,7 @@ func TestApplyOtherFields(t *testing.T) {
 		t.Errorf("echo revoked in the app = text %q deleted_at %v; want erased", m.Text, m.DeletedAt)
 	}
 	got, _ := f.convs.Get(f.ctx, conv)
-	if n := len(got.State.Turns); n != 2 || got.State.Turns[0].Reply != "We open at 9" || got.State.Turns[0].Event != assistant.EventBusinessApp {
+	if n := len(got.State.Turns); n != 2 || got.State.Turns[0].Reply != "We open at 9" || got.State.Turns[0].Event != turnstate.EventBusinessApp {
 		t.Errorf("history after the echo = %+v; want the business's message once", got.State.Turns)
 	}
 

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 )
 
@@ -19,7 +19,7 @@ type Reporter interface {
 func Handler(rep Reporter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rep == nil {
-			httpjson.Write(w, http.StatusNotFound, map[string]string{"status": "error", "error": "health not configured"})
+			httpserver.WriteJSON(w, http.StatusNotFound, map[string]string{"status": "error", "error": "health not configured"})
 			return
 		}
 		report, err := rep.Check(r.Context())
@@ -31,7 +31,7 @@ func Handler(rep Reporter) http.Handler {
 		if report.Status == Failing {
 			code = http.StatusServiceUnavailable
 		}
-		httpjson.Write(w, code, report)
+		httpserver.WriteJSON(w, code, report)
 	})
 }
 

@@ -5,4 +5,8 @@
 // arrive, so slow or oversized uploads cannot hold a service's memory or its requests hostage;
 // with NewClientBudget, one client's unverified bodies hold at most its share of the budget, so
 // no one address can fill it.
+//
+// It holds the one way the services answer JSON (WriteJSON: encoded before anything is written)
+// and the one set of security headers of what a browser renders (SetSecurityHeaders: every HTML
+// page and every contact's file).
 package httpserver

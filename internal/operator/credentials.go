@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/action"
-	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/secrets"
+	"github.com/wapipe/wapipe/internal/signup"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -112,5 +112,5 @@ func (c *Credentials) ConnectLink(ctx context.Context, id string) (string, time.
 	if _, err := c.Tenants.Show(ctx, id); err != nil {
 		return "", time.Time{}, err
 	}
-	return api.NewConnectLink(ctx, c.Tenants.Sealer, c.PublicBaseURL, id, c.now())
+	return signup.NewConnectLink(ctx, c.Tenants.Sealer, c.PublicBaseURL, id, c.now())
 }

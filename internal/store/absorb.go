@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // InviteMovedNumber is the invite field of a member document that did not come from a code: the
@@ -29,7 +27,7 @@ type AbsorbResult struct {
 // new one); from's membership by invite becomes into's unless into has its own; so does its
 // marketing preference. Running it again changes nothing more. Sender windows and quota shares
 // are not carried: the first are minutes long, and the second count at most one month twice.
-func (s *Tenants) Absorb(ctx context.Context, tenantID string, from, into Contact) (AbsorbResult, error) {
+func (s *Memberships) Absorb(ctx context.Context, tenantID string, from, into Contact) (AbsorbResult, error) {
 	var res AbsorbResult
 	if tenantID == "" || from.ID == "" || into.ID == "" || from.ID == into.ID {
 		return res, fmt.Errorf("absorb contact: %w", errNoContact)
@@ -59,7 +57,7 @@ func (s *Tenants) Absorb(ctx context.Context, tenantID string, from, into Contac
 
 // moveMember makes into a member of the tenant by from's member document, in one transaction,
 // unless into has its own. It reports whether into is a member by the moved document.
-func (s *Tenants) moveMember(ctx context.Context, tenantID string, from, into Contact) (bool, error) {
+func (s *Memberships) moveMember(ctx context.Context, tenantID string, from, into Contact) (bool, error) {
 	members := s.tenantDoc(tenantID).Collection(TenantMembers)
 	oldRef, newRef := members.Doc(from.ID), members.Doc(into.ID)
 	return runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
@@ -67,11 +65,8 @@ func (s *Tenants) moveMember(ctx context.Context, tenantID string, from, into Co
 		if err != nil {
 			return false, err
 		}
-		if !snaps[0].Exists() {
-			return false, nil
-		}
-		var doc memberDoc
-		if err := snaps[0].DataTo(&doc); err != nil {
+		doc, ok, err := firstExisting[memberDoc](snaps[:1])
+		if err != nil || !ok {
 			return false, err
 		}
 		if err := tx.Delete(oldRef); err != nil {
@@ -88,14 +83,10 @@ func (s *Tenants) moveMember(ctx context.Context, tenantID string, from, into Co
 // continueConversation copies the open conversation at ref to into's conversation on the same
 // number and closes it; it returns the new conversation's id, empty when there was nothing to
 // move.
-func (s *Tenants) continueConversation(ctx context.Context, ref *firestore.DocumentRef, into Contact) (string, error) {
+func (s *Memberships) continueConversation(ctx context.Context, ref *firestore.DocumentRef, into Contact) (string, error) {
 	return runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (string, error) {
-		snap, err := tx.Get(ref)
+		conv, err := readTx[Conversation](tx, ref)
 		if err != nil {
-			return "", err
-		}
-		var conv Conversation
-		if err := snap.DataTo(&conv); err != nil {
 			return "", err
 		}
 		if conv.Status != ConversationOpen || conv.MovedTo != "" {
@@ -106,9 +97,11 @@ func (s *Tenants) continueConversation(ctx context.Context, ref *firestore.Docum
 			return "", nil
 		}
 		newRef := s.fs.Collection(Conversations).Doc(id)
-		_, err = tx.Get(newRef)
+		exists, err := existsTx(tx, newRef)
 		switch {
-		case status.Code(err) == codes.NotFound:
+		case err != nil:
+			return "", err
+		case !exists:
 			now := s.now()
 			next := conv
 			next.ID, next.ContactID, next.MovedFrom, next.Lease = id, into.ID, conv.ID, Lease{}
@@ -117,8 +110,6 @@ func (s *Tenants) continueConversation(ctx context.Context, ref *firestore.Docum
 			if err := tx.Create(newRef, next); err != nil {
 				return "", err
 			}
-		case err != nil:
-			return "", err
 		}
 		return id, tx.Update(ref, []firestore.Update{{Path: "moved_to", Value: id}, {Path: "status", Value: ConversationClosed}})
 	})

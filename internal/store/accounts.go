@@ -9,6 +9,11 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
+// TenantAccounts keeps what Meta says of the tenants' WhatsApp Business Accounts: the account
+// status its account_update webhooks leave on each tenant, and the accounts an Embedded Signup
+// login granted beyond the tenant's (waba_grants) until an operator approves them.
+type TenantAccounts struct{ tenantBase }
+
 // AccountStatus is what Meta's account_update webhooks last said about a tenant's WhatsApp
 // Business Account (the tenant document's account_status).
 type AccountStatus struct {
@@ -55,7 +60,7 @@ func AccountEffect(event, detail string) (restricts, lifts bool) {
 
 // TenantsByWABA returns the ids of the tenants with a number of WhatsApp Business Account
 // wabaID (several when a number is shared), sorted. One query.
-func (s *Tenants) TenantsByWABA(ctx context.Context, wabaID string) ([]string, error) {
+func (s *TenantAccounts) TenantsByWABA(ctx context.Context, wabaID string) ([]string, error) {
 	if wabaID == "" {
 		return nil, nil
 	}
@@ -82,7 +87,7 @@ func (s *Tenants) TenantsByWABA(ctx context.Context, wabaID string) ([]string, e
 // RecordAccountUpdate records an account_update about wabaID on every tenant owning the WABA,
 // when it restricts or lifts (AccountEffect); another event changes nothing. It returns the
 // tenants it recorded on (none when no tenant owns the WABA). One query and a write per tenant.
-func (s *Tenants) RecordAccountUpdate(ctx context.Context, wabaID, event, detail string) ([]string, error) {
+func (s *TenantAccounts) RecordAccountUpdate(ctx context.Context, wabaID, event, detail string) ([]string, error) {
 	restricts, lifts := AccountEffect(event, detail)
 	if !restricts && !lifts {
 		return nil, nil
@@ -102,7 +107,7 @@ func (s *Tenants) RecordAccountUpdate(ctx context.Context, wabaID, event, detail
 
 // RestrictedAccounts names the tenants whose account is restricted, each as "id: status", sorted
 // by id: health reports them as degraded. One query.
-func (s *Tenants) RestrictedAccounts(ctx context.Context) ([]string, error) {
+func (s *TenantAccounts) RestrictedAccounts(ctx context.Context) ([]string, error) {
 	snaps, err := s.fs.Collection(TenantsCollection).Where("account_status.restricted", "==", true).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, fmt.Errorf("list restricted accounts: %w", err)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Actions is the collection of the action calls a tenant's assistant made (actions/{action_id}).
@@ -88,17 +86,14 @@ func (a *ActionStore) BeginCall(ctx context.Context, seed ActionRecord, hold tim
 	ref := a.doc(seed.ActionID)
 	rec, err := runTx(ctx, a.fs, a.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (beginResult, error) {
 		now := a.opts.Now()
-		snap, err := tx.Get(ref)
-		rec := seed
+		rec, ok, err := getTx[ActionRecord](tx, ref)
 		switch {
-		case status.Code(err) == codes.NotFound:
-			rec.CreatedAt = now
 		case err != nil:
 			return beginResult{}, err
+		case !ok:
+			rec = seed
+			rec.CreatedAt = now
 		default:
-			if err := snap.DataTo(&rec); err != nil {
-				return beginResult{}, err
-			}
 			if rec.Final() {
 				return beginResult{rec: rec}, nil
 			}
@@ -129,23 +124,14 @@ type beginResult struct {
 // business's status and reply, and the key of the message that tells the user. An answer already
 // recorded stays (the first one wins). One read, one write.
 func (a *ActionStore) Finish(ctx context.Context, id, state string, httpStatus int, reply, lastError, replyKey string) (ActionRecord, error) {
-	ref := a.doc(id)
-	rec, err := runTx(ctx, a.fs, a.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (ActionRecord, error) {
-		snap, err := tx.Get(ref)
-		if err != nil {
-			return ActionRecord{}, err
-		}
-		var rec ActionRecord
-		if err := snap.DataTo(&rec); err != nil {
-			return ActionRecord{}, err
-		}
+	rec, err := updateTx(ctx, a.fs, a.opts.txHooks, a.doc(id), func(rec *ActionRecord) (bool, error) {
 		if rec.Final() {
-			return rec, nil
+			return false, nil
 		}
 		now := a.opts.Now()
 		rec.State, rec.HTTPStatus, rec.Reply, rec.LastError, rec.ReplyKey = state, int64(httpStatus), reply, lastError, replyKey
 		rec.LeaseUntil, rec.UpdatedAt, rec.FinishedAt = time.Time{}, now, now
-		return rec, tx.Set(ref, rec)
+		return true, nil
 	})
 	if err != nil {
 		return ActionRecord{}, fmt.Errorf("finish action %s: %w", id, err)

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // APIKeysCollection holds the api service's keys by key id (package apikey): the hash of each
@@ -76,9 +74,7 @@ func (s *APIKeys) CreateAPIKey(ctx context.Context, rec APIKeyRecord) error {
 	}
 	tref := s.fs.Collection(TenantsCollection).Doc(rec.TenantID)
 	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if _, err := tx.Get(tref); status.Code(err) == codes.NotFound {
-			return ErrNotFound
-		} else if err != nil {
+		if err := requireTx(tx, tref); err != nil {
 			return err
 		}
 		rec.CreatedAt = s.now()
@@ -106,15 +102,8 @@ func (s *APIKeys) GetAPIKey(ctx context.Context, id string) (APIKeyRecord, error
 func (s *APIKeys) RevokeAPIKey(ctx context.Context, id string) error {
 	ref := s.doc(id)
 	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			return ErrNotFound
-		}
+		rec, err := needTx[APIKeyRecord](tx, ref)
 		if err != nil {
-			return err
-		}
-		var rec APIKeyRecord
-		if err := snap.DataTo(&rec); err != nil {
 			return err
 		}
 		if rec.Revoked() {

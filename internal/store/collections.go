@@ -16,7 +16,7 @@ const (
 	MessageStatuses  = "message_statuses"
 	DeadLetters      = "dead_letters"
 	Conversations    = "conversations"
-	// SenderWindows holds the per-contact counters: one assistant.Window per (tenant, sender),
+	// SenderWindows holds the per-contact counters: one turnstate.Window per (tenant, sender),
 	// the sender rate limit, and one count per (tenant, sender, quota period), the contact's
 	// share of the monthly LLM quota.
 	SenderWindows = "sender_windows"

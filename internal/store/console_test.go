@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 func TestAuditBeginsOnce(t *testing.T) {
@@ -127,7 +127,7 @@ func TestListConversationsPages(t *testing.T) {
 	if _, _, err := s.AddInbound(ctx, "conv_2", store.Message{MessageID: "wamid.x", Timestamp: 1}); err != nil {
 		t.Fatalf("AddInbound: %v", err)
 	}
-	if _, err := s.CommitTurn(ctx, "conv_2", conv.Lease, "wamid.x", store.TurnCommit{State: assistant.State{}}, time.Minute); err != nil {
+	if _, err := s.CommitTurn(ctx, "conv_2", conv.Lease, "wamid.x", store.TurnCommit{State: turnstate.State{}}, time.Minute); err != nil {
 		t.Fatalf("CommitTurn: %v", err)
 	}
 	if c, err := s.Get(ctx, "conv_2"); err != nil || c.AssignedTo != "alice@example.com" {

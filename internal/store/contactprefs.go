@@ -78,18 +78,12 @@ func (s *ContactPrefs) SetMarketing(ctx context.Context, tenantID string, c Cont
 		if err != nil {
 			return false, err
 		}
-		for _, snap := range snaps {
-			if !snap.Exists() {
-				continue
-			}
-			var cur ContactPreference
-			if err := snap.DataTo(&cur); err != nil {
-				return false, err
-			}
-			if cur.MetaTime > metaTime || (cur.MetaTime == metaTime && cur.MarketingStopped == stop) {
-				return false, nil
-			}
-			break
+		cur, ok, err := firstExisting[ContactPreference](snaps)
+		if err != nil {
+			return false, err
+		}
+		if ok && (cur.MetaTime > metaTime || (cur.MetaTime == metaTime && cur.MarketingStopped == stop)) {
+			return false, nil
 		}
 		return true, tx.Set(refs[0], ContactPreference{TenantID: tenantID, ContactID: c.ID, MarketingStopped: stop,
 			MetaTime: metaTime, UpdatedAt: s.now()})
@@ -110,17 +104,11 @@ func (s *ContactPrefs) Preference(ctx context.Context, tenantID string, c Contac
 	if err != nil {
 		return ContactPreference{}, fmt.Errorf("read contact preference: %w", err)
 	}
-	for _, sn := range snaps {
-		if !sn.Exists() {
-			continue
-		}
-		var p ContactPreference
-		if err := sn.DataTo(&p); err != nil {
-			return ContactPreference{}, fmt.Errorf("decode contact preference: %w", err)
-		}
-		return p, nil
+	p, _, err := firstExisting[ContactPreference](snaps)
+	if err != nil {
+		return ContactPreference{}, fmt.Errorf("decode contact preference: %w", err)
 	}
-	return ContactPreference{}, nil
+	return p, nil
 }
 
 // move copies from's preference for tenantID to into, unless into has its own.

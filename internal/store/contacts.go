@@ -369,18 +369,17 @@ func (s *Contacts) readAliases(tx *firestore.Transaction, tenantID string, keys 
 	if err != nil {
 		return nil, fmt.Errorf("read contact aliases: %w", err)
 	}
+	aliases, err := decodeAll[aliasDoc](snaps)
+	if err != nil {
+		return nil, fmt.Errorf("decode contact alias: %w", err)
+	}
 	var out []aliasHit
-	for i, sn := range snaps {
-		if !sn.Exists() {
-			continue
+	for i, a := range aliases {
+		if a != nil {
+			h := meta[i]
+			h.contactID = a.ContactID
+			out = append(out, h)
 		}
-		var a aliasDoc
-		if err := sn.DataTo(&a); err != nil {
-			return nil, fmt.Errorf("decode contact alias: %w", err)
-		}
-		h := meta[i]
-		h.contactID = a.ContactID
-		out = append(out, h)
 	}
 	return out, nil
 }
@@ -443,16 +442,15 @@ func (s *Contacts) getContacts(tx *firestore.Transaction, tenantID string, ids [
 	if err != nil {
 		return nil, fmt.Errorf("read contacts: %w", err)
 	}
+	cs, err := decodeAll[Contact](snaps)
+	if err != nil {
+		return nil, fmt.Errorf("decode contact: %w", err)
+	}
 	var out []Contact
-	for _, sn := range snaps {
-		if !sn.Exists() {
-			continue
+	for _, c := range cs {
+		if c != nil {
+			out = append(out, *c)
 		}
-		var c Contact
-		if err := sn.DataTo(&c); err != nil {
-			return nil, fmt.Errorf("decode contact: %w", err)
-		}
-		out = append(out, c)
 	}
 	return out, nil
 }
@@ -529,15 +527,15 @@ func (s *Contacts) FindIn(ctx context.Context, tenantIDs []string, id contact.Id
 	if err != nil {
 		return nil, fmt.Errorf("read contact aliases: %w", err)
 	}
+	aliases, err := decodeAll[aliasDoc](snaps)
+	if err != nil {
+		return nil, fmt.Errorf("decode contact alias: %w", err)
+	}
 	var crefs []*firestore.DocumentRef
 	seen := map[string]bool{}
-	for i, sn := range snaps {
-		if !sn.Exists() {
+	for i, a := range aliases {
+		if a == nil {
 			continue
-		}
-		var a aliasDoc
-		if err := sn.DataTo(&a); err != nil {
-			return nil, fmt.Errorf("decode contact alias: %w", err)
 		}
 		k := owners[i] + "/" + a.ContactID
 		if !seen[k] {
@@ -565,20 +563,20 @@ func (s *Contacts) readLive(ctx context.Context, refs []*firestore.DocumentRef) 
 		if err != nil {
 			return nil, fmt.Errorf("read contacts: %w", err)
 		}
+		cs, err := decodeAll[Contact](snaps)
+		if err != nil {
+			return nil, fmt.Errorf("decode contact: %w", err)
+		}
 		refs = nil
-		for _, sn := range snaps {
-			if !sn.Exists() {
+		for _, c := range cs {
+			if c == nil {
 				continue
-			}
-			var c Contact
-			if err := sn.DataTo(&c); err != nil {
-				return nil, fmt.Errorf("decode contact: %w", err)
 			}
 			if c.MergedInto != "" {
 				refs = append(refs, s.contactDoc(c.TenantID, c.MergedInto))
 				continue
 			}
-			out = append(out, c)
+			out = append(out, *c)
 		}
 	}
 	return out, nil

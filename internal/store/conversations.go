@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/keyedid"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // Conversation states.
@@ -73,7 +73,7 @@ type Conversation struct {
 	// (MoveContact); MovedFrom the one it continues.
 	MovedTo   string          `firestore:"moved_to,omitempty" json:"moved_to,omitempty"`
 	MovedFrom string          `firestore:"moved_from,omitempty" json:"moved_from,omitempty"`
-	State     assistant.State `firestore:"state" json:"state"`
+	State     turnstate.State `firestore:"state" json:"state"`
 	Lease     Lease           `firestore:"lease" json:"lease"`
 	CreatedAt time.Time       `firestore:"created_at" json:"created_at"`
 	UpdatedAt time.Time       `firestore:"updated_at" json:"updated_at"`
@@ -181,7 +181,7 @@ type TurnCommit struct {
 	// holder does it when it commits the message's turn, so the tasks that find the lease held
 	// write nothing to the conversation.
 	Touch         *Touch
-	State         assistant.State
+	State         turnstate.State
 	Event         string
 	Reason        string
 	Replies       []Reply
@@ -472,26 +472,21 @@ func (c *ConversationStore) NextInbox(ctx context.Context, conversationID, skip 
 func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID string, lease Lease, messageID string, t TurnCommit, d time.Duration) (Conversation, error) {
 	ref := c.conversationDoc(conversationID)
 	mref := c.messageDoc(conversationID, messageID)
-	var conv Conversation
-	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	conv, err := runTx(ctx, c.fs, c.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (Conversation, error) {
 		now := c.opts.Now()
-		conv = Conversation{}
-		snap, err := tx.Get(ref)
+		conv, err := readTx[Conversation](tx, ref)
 		if err != nil {
-			return err
-		}
-		if err := snap.DataTo(&conv); err != nil {
-			return err
+			return Conversation{}, err
 		}
 		if conv.Lease.Holder != lease.Holder || conv.Lease.Fence != lease.Fence {
-			return ErrLeaseLost
+			return Conversation{}, ErrLeaseLost
 		}
 		conv.State = t.State
 		conv.Lease.ExpiresAt = now.Add(d)
 		c.touch(&conv, t.Touch, now)
 		c.touched(&conv, now)
 		if err := tx.Set(ref, conv); err != nil {
-			return err
+			return Conversation{}, err
 		}
 		replies := t.Replies
 		if replies == nil {
@@ -513,7 +508,7 @@ func (c *ConversationStore) CommitTurn(ctx context.Context, conversationID strin
 			updates = append(updates, firestore.Update{Path: "media.mime_type", Value: m.MIMEType},
 				firestore.Update{Path: "media.sha256", Value: m.SHA256}, firestore.Update{Path: "media.size", Value: m.Size})
 		}
-		return tx.Update(mref, updates)
+		return conv, tx.Update(mref, updates)
 	}, firestore.MaxAttempts(maxTxAttempts))
 	if err != nil {
 		return Conversation{}, fmt.Errorf("commit turn: %w", err)
@@ -542,28 +537,30 @@ func (c *ConversationStore) MarkEffectsDone(ctx context.Context, conversationID,
 // changes nothing). The fencing number stays, so the next holder's is higher. One transaction:
 // one read, one write.
 func (c *ConversationStore) Release(ctx context.Context, conversationID string, lease Lease) error {
-	ref := c.conversationDoc(conversationID)
-	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if err != nil {
-			return err
-		}
-		var conv Conversation
-		if err := snap.DataTo(&conv); err != nil {
-			return err
-		}
-		if conv.Lease.Holder != lease.Holder || conv.Lease.Fence != lease.Fence {
-			return nil
-		}
-		return tx.Update(ref, []firestore.Update{
-			{Path: "lease.holder", Value: ""},
-			{Path: "lease.expires_at", Value: time.Time{}},
-		})
-	}, firestore.MaxAttempts(maxTxAttempts))
+	_, err := c.releaseLease(ctx, conversationID, func(cur Lease) bool {
+		return cur.Holder == lease.Holder && cur.Fence == lease.Fence
+	})
 	if err != nil {
 		return fmt.Errorf("release conversation lease: %w", err)
 	}
 	return nil
+}
+
+// releaseLease gives the conversation's lease up (holder and expiry cleared, the fencing number
+// kept, so the next holder's is higher) when may says so of the lease as the transaction reads
+// it, and reports whether it did. One transaction: one read, and one write when it releases.
+func (c *ConversationStore) releaseLease(ctx context.Context, conversationID string, may func(Lease) bool) (bool, error) {
+	ref := c.conversationDoc(conversationID)
+	return runTx(ctx, c.fs, c.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
+		conv, err := readTx[Conversation](tx, ref)
+		if err != nil || !may(conv.Lease) {
+			return false, err
+		}
+		return true, tx.Update(ref, []firestore.Update{
+			{Path: "lease.holder", Value: ""},
+			{Path: "lease.expires_at", Value: time.Time{}},
+		})
+	}, firestore.MaxAttempts(maxTxAttempts))
 }
 
 // Get reads a conversation.

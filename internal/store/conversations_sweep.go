@@ -41,28 +41,9 @@ func (c *ConversationStore) Stranded(ctx context.Context, before time.Time, limi
 // is left alone. The fencing number stays, as Release leaves it. It reports whether it released.
 // One transaction: one read, and one write when it releases.
 func (c *ConversationStore) ClearExpiredLease(ctx context.Context, conversationID string, lease Lease) (bool, error) {
-	ref := c.conversationDoc(conversationID)
-	cleared := false
-	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		cleared = false
-		snap, err := tx.Get(ref)
-		if err != nil {
-			return err
-		}
-		var conv Conversation
-		if err := snap.DataTo(&conv); err != nil {
-			return err
-		}
-		cur := conv.Lease
-		if cur.Holder != lease.Holder || cur.Fence != lease.Fence || !cur.Free(c.opts.Now()) {
-			return nil
-		}
-		cleared = true
-		return tx.Update(ref, []firestore.Update{
-			{Path: "lease.holder", Value: ""},
-			{Path: "lease.expires_at", Value: time.Time{}},
-		})
-	}, firestore.MaxAttempts(maxTxAttempts))
+	cleared, err := c.releaseLease(ctx, conversationID, func(cur Lease) bool {
+		return cur.Holder == lease.Holder && cur.Fence == lease.Fence && cur.Free(c.opts.Now())
+	})
 	if err != nil {
 		return false, fmt.Errorf("clear expired conversation lease: %w", err)
 	}

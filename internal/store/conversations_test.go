@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 func newConversations(t *testing.T) (*store.ConversationStore, *clock) {
@@ -85,7 +85,7 @@ func TestLeaseAndFencing(t *testing.T) {
 		t.Fatalf("Acquire B after A's lease = %+v, %v, %v; want taken with fence 2", b.Lease, taken, err)
 	}
 
-	commit := store.TurnCommit{Touch: touch, State: assistant.State{Turns: []assistant.Turn{{MessageID: "wamid.1"}}},
+	commit := store.TurnCommit{Touch: touch, State: turnstate.State{Turns: []turnstate.Turn{{MessageID: "wamid.1"}}},
 		Replies: []store.Reply{{Index: 0, IdempotencyKey: "reply-x", Payload: "{}"}}}
 	if _, err := s.CommitTurn(ctx, id, a.Lease, "wamid.1", commit, time.Minute); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("stale holder's CommitTurn = %v, want ErrLeaseLost", err)

@@ -6,10 +6,12 @@
 // (inbound_events, the webhook's dedupe markers, by the rules of package dedupe), Payloads
 // (payloads too large for a task), Tenants (tenants, the phone_numbers routing index with the
 // tenants of a shared number and, under it, the tenant each contact chose there by invite code,
-// and each tenant's invites and the members who joined by invite), ConversationStore (conversations,
+// and each tenant's invites and the members who joined by invite; one part per concern:
+// TenantFiles, Memberships, Invites, TenantAuth, TenantAccounts), ConversationStore (conversations,
 // their stored messages and inbox, and the lease that serialises their turns) and Guard (usage
 // and sender_windows: the assistant's shared counters). Every document of an expiring collection
 // (Collections) carries the expire_at field its TTL policy deletes on; tenants and the usage
 // counters (with their shards) do not expire (DurableCollections). Keys Firestore could not take as ids are hashed
-// (DocID).
+// (DocID). Transactions read through the helpers of tx.go (readTx, getTx, updateTx…), into new
+// values on every attempt, so nothing an aborted attempt read is written back or returned.
 package store

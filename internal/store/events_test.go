@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // eventStores are the stores Meta's other events write, on one database.
@@ -149,7 +149,7 @@ func TestAbsorbCarriesWhatTheContactHad(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldConv := store.ConversationID(keyedid.Dev(), "travel", number, from.ID)
-	pending := &assistant.PendingAction{ActionID: "act_1", Intent: "book", MessageID: "wamid.P", Summary: "bus 01"}
+	pending := &turnstate.PendingAction{ActionID: "act_1", Intent: "book", MessageID: "wamid.P", Summary: "bus 01"}
 	touch := &store.Touch{TenantID: "travel", PhoneNumberID: number, ContactID: from.ID, Contact: from.WaID, ContactName: "Agus"}
 	conv, ok, err := s.convs.Acquire(ctx, oldConv, "h1", time.Minute, touch)
 	if err != nil || !ok {
@@ -158,7 +158,7 @@ func TestAbsorbCarriesWhatTheContactHad(t *testing.T) {
 	if _, _, err := s.convs.AddInbound(ctx, oldConv, store.Message{MessageID: "wamid.P", Type: "text", Timestamp: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.convs.CommitTurn(ctx, oldConv, conv.Lease, "wamid.P", store.TurnCommit{State: assistant.State{Pending: pending}}, time.Minute); err != nil {
+	if _, err := s.convs.CommitTurn(ctx, oldConv, conv.Lease, "wamid.P", store.TurnCommit{State: turnstate.State{Pending: pending}}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 

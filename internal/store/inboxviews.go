@@ -67,16 +67,15 @@ func (c *ConversationStore) GetConversations(ctx context.Context, ids []string) 
 	if err != nil {
 		return nil, fmt.Errorf("read conversations: %w", err)
 	}
+	convs, err := decodeAll[Conversation](snaps)
+	if err != nil {
+		return nil, fmt.Errorf("decode conversation: %w", err)
+	}
 	var out []Conversation
-	for _, s := range snaps {
-		if !s.Exists() {
-			continue
+	for _, conv := range convs {
+		if conv != nil {
+			out = append(out, *conv)
 		}
-		var conv Conversation
-		if err := s.DataTo(&conv); err != nil {
-			return nil, fmt.Errorf("decode conversation: %w", err)
-		}
-		out = append(out, conv)
 	}
 	return out, nil
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // OperatorApp is the Operator of a message the business sent from the WhatsApp Business app on
@@ -77,25 +75,15 @@ func (c *ConversationStore) changeMessage(ctx context.Context, conversationID, m
 		return false, nil
 	}
 	ref := c.messageDoc(conversationID, messageID)
-	found := false
-	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		found = false
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			return nil
+	found, err := runTx(ctx, c.fs, c.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
+		m, ok, err := getTx[Message](tx, ref)
+		if err != nil || !ok {
+			return false, err
 		}
-		if err != nil {
-			return err
-		}
-		var m Message
-		if err := snap.DataTo(&m); err != nil {
-			return err
-		}
-		found = true
 		if ups := change(m, c.opts.Now()); len(ups) > 0 {
-			return tx.Update(ref, ups)
+			return true, tx.Update(ref, ups)
 		}
-		return nil
+		return true, nil
 	}, firestore.MaxAttempts(maxTxAttempts))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, err)
@@ -121,16 +109,9 @@ func (c *ConversationStore) AddBusinessMessage(ctx context.Context, conversation
 	}
 	ref := c.conversationDoc(conversationID)
 	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			return nil // no conversation yet: the message is its first, the history is empty
-		}
-		if err != nil {
-			return err
-		}
-		var conv Conversation
-		if err := snap.DataTo(&conv); err != nil {
-			return err
+		conv, ok, err := getTx[Conversation](tx, ref)
+		if err != nil || !ok {
+			return err // without a conversation yet, the message is its first: the history is empty
 		}
 		st := conv.State.WithBusinessMessage(m.MessageID, m.Text, time.Unix(m.Timestamp, 0).UTC())
 		if len(st.Turns) == len(conv.State.Turns) {

@@ -190,11 +190,7 @@ func (m *Migrator) members(ctx context.Context, tenants []tenantDoc, o MigrateOp
 // moveDoc writes doc at to unless to exists, and deletes from, in one transaction.
 func (m *Migrator) moveDoc(ctx context.Context, from, to *firestore.DocumentRef, doc any) error {
 	return m.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if _, err := tx.Get(to); status.Code(err) == codes.NotFound {
-			if err := tx.Create(to, doc); err != nil {
-				return err
-			}
-		} else if err != nil {
+		if err := createIfMissing(tx, to, doc); err != nil {
 			return err
 		}
 		return tx.Delete(from)
@@ -386,12 +382,8 @@ const migrationHolder = "wapipe-migrate"
 func (m *Migrator) moveConversation(ctx context.Context, conv Conversation, target string) error {
 	ref := m.fs.Collection(Conversations).Doc(conv.ID)
 	lease, err := runTx(ctx, m.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (Lease, error) {
-		snap, err := tx.Get(ref)
+		cur, err := readTx[Conversation](tx, ref)
 		if err != nil {
-			return Lease{}, err
-		}
-		var cur Conversation
-		if err := snap.DataTo(&cur); err != nil {
 			return Lease{}, err
 		}
 		now := m.now()
@@ -421,12 +413,8 @@ func (m *Migrator) moveConversation(ctx context.Context, conv Conversation, targ
 		}
 	}
 	return m.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
+		cur, err := readTx[Conversation](tx, ref)
 		if err != nil {
-			return err
-		}
-		var cur Conversation
-		if err := snap.DataTo(&cur); err != nil {
 			return err
 		}
 		if cur.Lease.Holder != migrationHolder || cur.Lease.Fence != lease.Fence {
@@ -437,11 +425,7 @@ func (m *Migrator) moveConversation(ctx context.Context, conv Conversation, targ
 		next.ID, next.ContactID, next.MovedFrom = target, conv.ContactID, cur.ID
 		next.Lease = Lease{Fence: cur.Lease.Fence}
 		next.UpdatedAt = now
-		if _, err := tx.Get(dst); status.Code(err) == codes.NotFound {
-			if err := tx.Create(dst, next); err != nil {
-				return err
-			}
-		} else if err != nil {
+		if err := createIfMissing(tx, dst, next); err != nil {
 			return err
 		}
 		return tx.Update(ref, []firestore.Update{

@@ -8,12 +8,12 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -51,7 +51,7 @@ func writeLegacy(t *testing.T, fs *firestore.Client, tenants *store.Tenants, now
 	w.replyKey = tasks.LegacyReplyKey("wamid.LEGACY", 0)
 	conv := store.Conversation{ID: w.conversationID, TenantID: w.tenantID, PhoneNumberID: w.number, Contact: w.phone,
 		ContactName: "Agus", Status: store.ConversationOpen, LastMessageAt: now, LastInboundAt: now.Add(-time.Hour),
-		State: assistant.State{Pending: &assistant.PendingAction{ActionID: "act_legacy", Intent: "book", MessageID: "wamid.LEGACY",
+		State: turnstate.State{Pending: &turnstate.PendingAction{ActionID: "act_legacy", Intent: "book", MessageID: "wamid.LEGACY",
 			Summary: "bus 01", ExpiresAt: now.Add(30 * time.Minute)}},
 		Lease: store.Lease{Fence: 3}, CreatedAt: now.Add(-24 * time.Hour), UpdatedAt: now, ExpireAt: now.Add(90 * 24 * time.Hour)}
 	set(t, fs.Collection(store.Conversations).Doc(w.conversationID), conv)
@@ -72,7 +72,7 @@ func writeLegacy(t *testing.T, fs *firestore.Client, tenants *store.Tenants, now
 	set(t, tenantRef.Collection(store.TenantInvites).Doc("hash1"), map[string]any{
 		"role": "admin", "created_at": now, "expire_at": now.Add(time.Hour), "used_at": now, "used_by": w.phone})
 	set(t, fs.Collection(store.SenderWindows).Doc(store.DocID("sender\x00"+w.tenantID+"\x00"+w.phone)), map[string]any{
-		"tenant_id": w.tenantID, "window": assistant.Window{Start: now.Add(-time.Minute), Count: 3, Recent: []string{"a", "b", "c"}},
+		"tenant_id": w.tenantID, "window": turnstate.Window{Start: now.Add(-time.Minute), Count: 3, Recent: []string{"a", "b", "c"}},
 		"updated_at": now, "expire_at": now.Add(time.Hour)})
 	set(t, fs.Collection(store.SenderWindows).Doc(store.DocID("share\x00"+w.tenantID+"\x00"+w.phone+"\x00"+w.period)), map[string]any{
 		"tenant_id": w.tenantID, "period": w.period, "count": 7, "limit": 10, "updated_at": now, "expire_at": now.Add(60 * 24 * time.Hour)})
@@ -187,15 +187,15 @@ func TestMigrateCarriesOverWhatTodaysCodeWrote(t *testing.T) {
 	// The window goes on from its count (3 of 4: the next is the 4th, the one after the first
 	// over), and so does the share (7 of 10).
 	limit := tenant.Limit{Max: 4, Per: time.Hour}
-	if d, err := guard.HitSender(ctx, assistant.SenderHit{TenantID: w.tenantID, Sender: c.Contact.ID, LegacySender: w.phone,
+	if d, err := guard.HitSender(ctx, turnstate.SenderHit{TenantID: w.tenantID, Sender: c.Contact.ID, LegacySender: w.phone,
 		MessageID: "d", At: now, Limit: limit}); err != nil || d.Limited {
 		t.Errorf("4th hit = %+v, %v", d, err)
 	}
-	if d, _ := guard.HitSender(ctx, assistant.SenderHit{TenantID: w.tenantID, Sender: c.Contact.ID, MessageID: "e", At: now, Limit: limit}); !d.First {
+	if d, _ := guard.HitSender(ctx, turnstate.SenderHit{TenantID: w.tenantID, Sender: c.Contact.ID, MessageID: "e", At: now, Limit: limit}); !d.First {
 		t.Errorf("5th hit = %+v; want the first over the limit: the window's count was carried over", d)
 	}
 	for i := range 4 {
-		dec, err := guard.ReserveCall(ctx, assistant.CallReservation{TenantID: w.tenantID, Period: w.period, CallID: "call" + string(rune('a'+i)),
+		dec, err := guard.ReserveCall(ctx, turnstate.CallReservation{TenantID: w.tenantID, Period: w.period, CallID: "call" + string(rune('a'+i)),
 			Sender: c.Contact.ID, SenderLimit: 10, SenderLimited: true})
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ const SourceNotification = "notification"
 
 // RuntimeMembersWithRoles returns the members of tenant id who joined by invite with one of roles,
 // with their contacts' identifiers as they are now, ordered by phone then BSUID. The file's members are on the tenant itself (tenant.Tenant.Members).
-func (s *Tenants) RuntimeMembersWithRoles(ctx context.Context, id string, roles []tenant.Role) ([]tenant.Member, error) {
+func (s *Memberships) RuntimeMembersWithRoles(ctx context.Context, id string, roles []tenant.Role) ([]tenant.Member, error) {
 	if id == "" || len(roles) == 0 {
 		return nil, nil
 	}

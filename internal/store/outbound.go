@@ -174,19 +174,15 @@ func (r *Outbound) BeginSend(ctx context.Context, seed OutboundRecord) (Decision
 	}
 	b, err := runTx(ctx, r.fs, r.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (begun, error) {
 		now := r.opts.Now()
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
+		rec, ok, err := getTx[OutboundRecord](tx, ref)
+		if err != nil {
+			return begun{}, err
+		}
+		if !ok {
 			rec := seed
 			rec.State, rec.Attempts, rec.SendingSince = OutboundSending, 1, now
 			rec.CreatedAt, rec.UpdatedAt, rec.ExpireAt = now, now, now.Add(r.opts.Retention)
 			return begun{Send, rec}, tx.Create(ref, rec)
-		}
-		if err != nil {
-			return begun{}, err
-		}
-		var rec OutboundRecord
-		if err := snap.DataTo(&rec); err != nil {
-			return begun{}, err
 		}
 		switch rec.State {
 		case OutboundSent, OutboundFailed, OutboundSkipped:
@@ -324,28 +320,17 @@ func (rec OutboundRecord) Reopenable() bool {
 // update applies f to the record in a transaction and writes it when f reports a change. f may
 // run more than once (once per transaction attempt), each time on a record read afresh.
 func (r *Outbound) update(ctx context.Context, key string, f func(*OutboundRecord, time.Time) bool) (OutboundRecord, error) {
-	ref := r.outboundDoc(key)
-	out, err := runTx(ctx, r.fs, r.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (OutboundRecord, error) {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			return OutboundRecord{}, ErrNotFound
-		}
-		if err != nil {
-			return OutboundRecord{}, err
-		}
-		// A fresh record each attempt: DataTo leaves fields the document lacks as they were, so
-		// decoding into the last attempt's record could write its stale fields back.
-		var rec OutboundRecord
-		if err := snap.DataTo(&rec); err != nil {
-			return OutboundRecord{}, err
-		}
+	out, err := updateTx(ctx, r.fs, r.opts.txHooks, r.outboundDoc(key), func(rec *OutboundRecord) (bool, error) {
 		now := r.opts.Now()
-		if !f(&rec, now) {
-			return rec, nil
+		if !f(rec, now) {
+			return false, nil
 		}
 		rec.UpdatedAt = now
-		return rec, tx.Set(ref, rec)
+		return true, nil
 	})
+	if status.Code(err) == codes.NotFound {
+		err = ErrNotFound
+	}
 	if err != nil {
 		return OutboundRecord{}, fmt.Errorf("update outbound record %s: %w", key, err)
 	}
@@ -579,15 +564,14 @@ func (r *Outbound) GetOutbounds(ctx context.Context, keys []string) (map[string]
 	if err != nil {
 		return nil, fmt.Errorf("read outbound records: %w", err)
 	}
-	for i, s := range snaps {
-		if !s.Exists() {
-			continue
+	recs, err := decodeAll[OutboundRecord](snaps)
+	if err != nil {
+		return nil, fmt.Errorf("decode outbound record: %w", err)
+	}
+	for i, rec := range recs {
+		if rec != nil {
+			out[keys[i]] = *rec
 		}
-		var rec OutboundRecord
-		if err := s.DataTo(&rec); err != nil {
-			return nil, fmt.Errorf("decode outbound record: %w", err)
-		}
-		out[keys[i]] = rec
 	}
 	return out, nil
 }

@@ -57,20 +57,16 @@ func (s *Sends) CreateSend(ctx context.Context, seed OutboundRecord) (OutboundRe
 		new bool
 	}
 	c, err := runTx(ctx, s.fs, s.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (created, error) {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
+		rec, ok, err := getTx[OutboundRecord](tx, ref)
+		if err != nil {
+			return created{}, err
+		}
+		if !ok {
 			now := s.opts.Now()
 			rec := seed
 			rec.State, rec.CreatedAt, rec.UpdatedAt, rec.ExpireAt = OutboundPending, now, now, now.Add(s.opts.Retention)
 			rec.LatencyBucket = -1
 			return created{rec, true}, tx.Create(ref, rec)
-		}
-		if err != nil {
-			return created{}, err
-		}
-		var rec OutboundRecord
-		if err := snap.DataTo(&rec); err != nil {
-			return created{}, err
 		}
 		if rec.RequestHash != seed.RequestHash || rec.TenantID != seed.TenantID {
 			return created{}, ErrIdempotencyMismatch
@@ -132,20 +128,12 @@ func (s *Sends) Park(ctx context.Context, p ParkRequest) (ParkResult, error) {
 	res, err := runTx(ctx, s.fs, s.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (ParkResult, error) {
 		var res ParkResult
 		now := s.opts.Now()
-		tsnap, err := tx.Get(tref)
-		if status.Code(err) == codes.NotFound {
-			return res, ErrNotFound
-		}
+		td, err := needTx[tenantDoc](tx, tref)
 		if err != nil {
 			return res, err
 		}
-		var td tenantDoc
-		if err := tsnap.DataTo(&td); err != nil {
-			return res, err
-		}
-		snap, err := tx.Get(ref)
-		exists := err == nil
-		if err != nil && status.Code(err) != codes.NotFound {
+		cur, exists, err := getTx[OutboundRecord](tx, ref)
+		if err != nil {
 			return res, err
 		}
 		res.AuthStatus = td.AuthStatus
@@ -162,10 +150,7 @@ func (s *Sends) Park(ctx context.Context, p ParkRequest) (ParkResult, error) {
 		}
 		rec := seed
 		if exists {
-			rec = OutboundRecord{}
-			if err := snap.DataTo(&rec); err != nil {
-				return res, err
-			}
+			rec = cur
 			switch rec.State {
 			case OutboundParked:
 				res.Parked = true
@@ -218,15 +203,8 @@ func markNeedsReauth(tx *firestore.Transaction, tref *firestore.DocumentRef, td 
 func (s *Sends) MarkNeedsReauth(ctx context.Context, tenantID, authErr string, tokenSetAt time.Time) (marked bool, err error) {
 	tref := s.fs.Collection(TenantsCollection).Doc(tenantID)
 	marked, err = runTx(ctx, s.fs, s.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
-		tsnap, err := tx.Get(tref)
-		if status.Code(err) == codes.NotFound {
-			return false, ErrNotFound
-		}
+		td, err := needTx[tenantDoc](tx, tref)
 		if err != nil {
-			return false, err
-		}
-		var td tenantDoc
-		if err := tsnap.DataTo(&td); err != nil {
 			return false, err
 		}
 		return markNeedsReauth(tx, tref, td, authErr, tokenSetAt, s.opts.Now())
@@ -257,19 +235,15 @@ func (s *Sends) ReleaseParked(ctx context.Context, tenantID string) ([]OutboundR
 	for _, p := range parked {
 		ref := s.doc(p.IdempotencyKey)
 		_, err := runTx(ctx, s.fs, s.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (struct{}, error) {
-			tsnap, err := tx.Get(tref)
+			td, err := readTx[tenantDoc](tx, tref)
 			if err != nil {
 				return struct{}{}, err
 			}
-			if st, _ := tsnap.DataAt("auth_status"); st != AuthOK {
-				return struct{}{}, fmt.Errorf("tenant %s is %v, not ok: its sends stay parked", tenantID, st)
+			if td.AuthStatus != AuthOK {
+				return struct{}{}, fmt.Errorf("tenant %s is %v, not ok: its sends stay parked", tenantID, td.AuthStatus)
 			}
-			snap, err := tx.Get(ref)
+			rec, err := readTx[OutboundRecord](tx, ref)
 			if err != nil {
-				return struct{}{}, err
-			}
-			var rec OutboundRecord
-			if err := snap.DataTo(&rec); err != nil {
 				return struct{}{}, err
 			}
 			if rec.State != OutboundParked {
@@ -305,12 +279,8 @@ func (s *Sends) ReleaseParked(ctx context.Context, tenantID string) ([]OutboundR
 func (s *Sends) ReleaseDone(ctx context.Context, key string, gen int64) error {
 	ref := s.doc(key)
 	_, err := runTx(ctx, s.fs, s.opts.txHooks, func(ctx context.Context, tx *firestore.Transaction) (struct{}, error) {
-		snap, err := tx.Get(ref)
+		rec, err := readTx[OutboundRecord](tx, ref)
 		if err != nil {
-			return struct{}{}, err
-		}
-		var rec OutboundRecord
-		if err := snap.DataTo(&rec); err != nil {
 			return struct{}{}, err
 		}
 		if !rec.ReleasePending || rec.ReleaseGen != gen {

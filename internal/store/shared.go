@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -32,131 +30,47 @@ type contactDoc struct {
 	Invite string `firestore:"invite"`
 }
 
-// tenants returns the tenants that list the number: TenantIDs of a shared number, else its one
-// owner.
-func (n numberDoc) tenants() []string {
-	if len(n.TenantIDs) > 0 {
-		return n.TenantIDs
+// Invites keeps the tenants' one-time invite codes (tenants/{id}/invites) and what their
+// redemption decides on a shared number: the tenant a contact chose there (NumberContacts), which
+// overrides the files of the number's other tenants.
+type Invites struct{ tenantBase }
+
+// CreateInvite stores a one-time invite to tenant id with role, valid until expireAt, under the
+// hash of its code (tenant.InviteCodeHash); ErrNotFound when there is no such tenant.
+func (s *Invites) CreateInvite(ctx context.Context, id, codeHash string, role tenant.Role, expireAt time.Time) error {
+	if id == "" {
+		return ErrNotFound
 	}
-	if n.TenantID != "" {
-		return []string{n.TenantID}
+	if codeHash == "" || !slices.Contains([]tenant.Role{tenant.RoleOwner, tenant.RoleAdmin, tenant.RoleMember}, role) {
+		return fmt.Errorf("create invite: bad code hash or role %q", role)
+	}
+	ref := s.tenantDoc(id)
+	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := requireTx(tx, ref); err != nil {
+			return err
+		}
+		return tx.Create(ref.Collection(TenantInvites).Doc(codeHash), inviteDoc{Role: role, CreatedAt: s.now(), ExpireAt: expireAt})
+	})
+	if errors.Is(err, ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("create invite to %s: %w", id, err)
 	}
 	return nil
 }
 
-func (n numberDoc) use() tenant.NumberUse {
-	return tenant.NumberUse{TenantIDs: n.tenants(), Shared: n.Shared, WABAID: n.WABAID}
-}
-
-// numberFor is the index document of a number listed by ids (sorted, at least one): a shared
-// number lists them all and names the first as tenant_id, so every reader of tenant_id (routing
-// by number, the number's language) sees one tenant.
-func numberFor(ids []string, wabaID string, shared bool, now time.Time) numberDoc {
-	if !shared {
-		return numberDoc{TenantID: ids[0], WABAID: wabaID, UpdatedAt: now}
-	}
-	return numberDoc{TenantID: ids[0], WABAID: wabaID, Shared: true, TenantIDs: ids, UpdatedAt: now}
-}
-
-// sameNumber reports whether two index documents say the same (updated_at aside).
-func sameNumber(a, b numberDoc) bool {
-	return a.TenantID == b.TenantID && a.WABAID == b.WABAID && a.Shared == b.Shared && slices.Equal(a.TenantIDs, b.TenantIDs)
-}
-
-// ownedNumbers reads, in tx, the index documents of the numbers tenant id lists: those it owns
-// alone (tenant_id) and the shared ones that list it (tenant_ids), once each.
-func (s *Tenants) ownedNumbers(tx *firestore.Transaction, id string) ([]*firestore.DocumentSnapshot, error) {
-	col := s.fs.Collection(PhoneNumbers)
-	alone, err := tx.Documents(col.Where("tenant_id", "==", id)).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("query phone numbers: %w", err)
-	}
-	shared, err := tx.Documents(col.Where("tenant_ids", "array-contains", id)).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("query shared phone numbers: %w", err)
-	}
-	out := alone
-	for _, sn := range shared {
-		if !slices.ContainsFunc(out, func(o *firestore.DocumentSnapshot) bool { return o.Ref.ID == sn.Ref.ID }) {
-			out = append(out, sn)
-		}
-	}
-	return out, nil
-}
-
-// numberIndexPlan is the phone_numbers index writes of an apply.
-type numberIndexPlan struct {
-	sets    []numberWrite
-	deletes []*firestore.DocumentRef
-}
-
-// numberWrite is one index document to write: its number and what it says (updated_at is set
-// when written).
-type numberWrite struct {
-	number string
-	doc    numberDoc
-}
-
-// planNumberIndex finds the index writes of applying t: a listed number whose document is
-// missing or says otherwise (t joining or leaving a shared number's tenants, sharing or
-// un-sharing it, another waba_id), and a number t no longer lists (deleted when t was its only
-// tenant, else t leaves its tenants). current has passed tenant.CheckNumbers. After a normal
-// apply there are none.
-func planNumberIndex(t *tenant.Tenant, current map[string]numberDoc, owned []*firestore.DocumentSnapshot) (numberIndexPlan, error) {
-	var plan numberIndexPlan
-	for _, p := range t.PhoneNumbers {
-		cur, ok := current[p.PhoneNumberID]
-		ids := []string{t.ID}
-		if p.Shared && ok && cur.Shared {
-			ids = append(without(cur.tenants(), t.ID), t.ID)
-			slices.Sort(ids)
-		}
-		want := numberFor(ids, p.WABAID, p.Shared, time.Time{})
-		if !ok || !sameNumber(cur, want) {
-			plan.sets = append(plan.sets, numberWrite{number: p.PhoneNumberID, doc: want})
-		}
-	}
-	for _, sn := range owned {
-		if t.OwnsNumber(sn.Ref.ID) {
-			continue
-		}
-		var n numberDoc
-		if err := sn.DataTo(&n); err != nil {
-			return numberIndexPlan{}, fmt.Errorf("decode phone number: %w", err)
-		}
-		if rest := without(n.tenants(), t.ID); len(rest) > 0 && n.Shared {
-			plan.sets = append(plan.sets, numberWrite{number: sn.Ref.ID, doc: numberFor(rest, n.WABAID, true, time.Time{})})
-			continue
-		}
-		plan.deletes = append(plan.deletes, sn.Ref)
-	}
-	return plan, nil
-}
-
-// writeNumberIndex applies plan to the phone_numbers index.
-func (s *Tenants) writeNumberIndex(tx *firestore.Transaction, plan numberIndexPlan, now time.Time) error {
-	for _, w := range plan.sets {
-		w.doc.UpdatedAt = now
-		if err := tx.Set(s.numberDoc(w.number), w.doc); err != nil {
-			return fmt.Errorf("write phone number: %w", err)
-		}
-	}
-	for _, d := range plan.deletes {
-		if err := tx.Delete(d); err != nil {
-			return fmt.Errorf("delete phone number: %w", err)
-		}
-	}
-	return nil
-}
-
-// without returns ids without id, as a new slice.
-func without(ids []string, id string) []string {
-	return slices.DeleteFunc(slices.Clone(ids), func(x string) bool { return x == id })
+// RedeemInvite uses the invite with codeHash to tenant id, in one transaction: the invite must
+// exist under this tenant, be unused and unexpired; it is marked used by contact c, and c
+// becomes a member (tenants/{id}/members/{c.ID}) with the invite's role and name.
+// ErrInviteInvalid otherwise.
+func (s *Invites) RedeemInvite(ctx context.Context, id, codeHash string, c Contact, name string) (tenant.Member, error) {
+	return s.redeemInvite(ctx, id, "", codeHash, c, name)
 }
 
 // NumberUse returns the tenants that list phoneNumberID, sorted, and whether they share it;
 // ErrNotFound when no tenant does.
-func (s *Tenants) NumberUse(ctx context.Context, phoneNumberID string) (tenant.NumberUse, error) {
+func (s *Invites) NumberUse(ctx context.Context, phoneNumberID string) (tenant.NumberUse, error) {
 	if phoneNumberID == "" || strings.Contains(phoneNumberID, "/") {
 		return tenant.NumberUse{}, ErrNotFound
 	}
@@ -181,7 +95,7 @@ type SharedContact struct {
 // choiceRefs are the documents that record person's choice on the shared number phoneNumberID:
 // one per identifier, keyed, so that either finds it; then, until the migration has run, the
 // one named after the phone before contacts.
-func (s *Tenants) choiceRefs(ctx context.Context, phoneNumberID string, person contact.Identity) []*firestore.DocumentRef {
+func (s *Invites) choiceRefs(ctx context.Context, phoneNumberID string, person contact.Identity) []*firestore.DocumentRef {
 	col := s.numberDoc(phoneNumberID).Collection(NumberContacts)
 	var refs []*firestore.DocumentRef
 	for _, k := range person.Keys() {
@@ -196,7 +110,7 @@ func (s *Tenants) choiceRefs(ctx context.Context, phoneNumberID string, person c
 // SharedContact reads person's choice on the shared number phoneNumberID and their memberships
 // by invite in tenantIDs (the number's tenants). The file members are on the tenants
 // themselves. Three reads, each of several documents at once.
-func (s *Tenants) SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, person contact.Identity) (SharedContact, error) {
+func (s *Invites) SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, person contact.Identity) (SharedContact, error) {
 	if phoneNumberID == "" || person.IsZero() || strings.Contains(phoneNumberID, "/") {
 		return SharedContact{}, nil
 	}
@@ -224,15 +138,15 @@ func (s *Tenants) SharedContact(ctx context.Context, phoneNumberID string, tenan
 	if err != nil {
 		return SharedContact{}, fmt.Errorf("read the contact on shared number %s: %w", phoneNumberID, err)
 	}
+	choices, err := decodeAll[contactDoc](snaps[:nChoice])
+	if err != nil {
+		return SharedContact{}, fmt.Errorf("decode shared number contact: %w", err)
+	}
 	sc := SharedContact{Contacts: cs}
 	var latest time.Time
-	for _, sn := range snaps[:nChoice] {
-		if !sn.Exists() {
+	for _, c := range choices {
+		if c == nil {
 			continue
-		}
-		var c contactDoc
-		if err := sn.DataTo(&c); err != nil {
-			return SharedContact{}, fmt.Errorf("decode shared number contact: %w", err)
 		}
 		if sc.Chosen == "" || c.JoinedAt.After(latest) {
 			sc.Chosen, latest = c.TenantID, c.JoinedAt
@@ -249,7 +163,7 @@ func (s *Tenants) SharedContact(ctx context.Context, phoneNumberID string, tenan
 // InviteTenant returns the tenant of tenantIDs whose invite codeHash the person may redeem
 // (unused and unexpired) or has redeemed (a retry of the turn that redeemed it must reach the
 // same tenant); "" when there is none. Two reads.
-func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash string, person contact.Identity) (string, error) {
+func (s *Invites) InviteTenant(ctx context.Context, tenantIDs []string, codeHash string, person contact.Identity) (string, error) {
 	if len(tenantIDs) == 0 || codeHash == "" || strings.Contains(codeHash, "/") {
 		return "", nil
 	}
@@ -263,12 +177,14 @@ func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash
 	}
 	now := s.now()
 	var used []int
+	// Each invite decoded once, into its own value: the used ones are looked at again below.
+	invites := make([]inviteDoc, len(snaps))
 	for i, sn := range snaps {
 		if !sn.Exists() {
 			continue
 		}
-		var d inviteDoc
-		if err := sn.DataTo(&d); err != nil {
+		d := &invites[i]
+		if err := sn.DataTo(d); err != nil {
 			return "", fmt.Errorf("decode invite: %w", err)
 		}
 		if d.UsedAt.IsZero() && now.Before(d.ExpireAt) {
@@ -291,10 +207,7 @@ func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash
 		return "", err
 	}
 	for _, i := range used {
-		var d inviteDoc
-		if err := snaps[i].DataTo(&d); err != nil {
-			return "", fmt.Errorf("decode invite: %w", err)
-		}
+		d := invites[i]
 		c, ok := cs[tenantIDs[i]]
 		if (ok && d.UsedBy == c.ID) || (person.WaID != "" && d.UsedBy == person.WaID) {
 			return tenantIDs[i], nil
@@ -307,7 +220,7 @@ func (s *Tenants) InviteTenant(ctx context.Context, tenantIDs []string, codeHash
 // shared and tenant id lists it, the person also leaves the number's other tenants in the same
 // transaction (their memberships by invite there are deleted, and the choice recorded under the
 // number overrides their files' members there).
-func (s *Tenants) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
+func (s *Invites) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
 	if strings.Contains(phoneNumberID, "/") {
 		return tenant.Member{}, ErrInviteInvalid
 	}
@@ -319,7 +232,7 @@ func (s *Tenants) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, cod
 // becomes a member (tenants/{id}/members/{c.ID}) with the invite's role and name. On a shared
 // number (phoneNumberID not "") the person leaves the number's other tenants. ErrInviteInvalid
 // otherwise.
-func (s *Tenants) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
+func (s *Invites) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
 	if id == "" || codeHash == "" || c.ID == "" || strings.Contains(codeHash, "/") || strings.Contains(c.ID, "/") {
 		return tenant.Member{}, ErrInviteInvalid
 	}
@@ -340,18 +253,11 @@ func (s *Tenants) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash 
 	choices := s.choiceRefs(ctx, phoneNumberID, c.Identity)
 	m, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (tenant.Member, error) {
 		now := s.now()
-		snap, err := tx.Get(inv)
-		if status.Code(err) == codes.NotFound {
-			return tenant.Member{}, ErrInviteInvalid
-		}
+		d, ok, err := getTx[inviteDoc](tx, inv)
 		if err != nil {
 			return tenant.Member{}, err
 		}
-		var d inviteDoc
-		if err := snap.DataTo(&d); err != nil {
-			return tenant.Member{}, err
-		}
-		if !d.UsedAt.IsZero() || !now.Before(d.ExpireAt) {
+		if !ok || !d.UsedAt.IsZero() || !now.Before(d.ExpireAt) {
 			return tenant.Member{}, ErrInviteInvalid
 		}
 		others, err := s.sharedWith(tx, phoneNumberID, id)
@@ -399,22 +305,15 @@ func (s *Tenants) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash 
 // sharedWith reads, in tx, the other tenants of phoneNumberID when it is a shared number that
 // tenant id lists (an empty, non-nil slice when id is alone on it); nil when it is not shared,
 // not id's, or phoneNumberID is "".
-func (s *Tenants) sharedWith(tx *firestore.Transaction, phoneNumberID, id string) ([]string, error) {
+func (s *Invites) sharedWith(tx *firestore.Transaction, phoneNumberID, id string) ([]string, error) {
 	if phoneNumberID == "" {
 		return nil, nil
 	}
-	snap, err := tx.Get(s.numberDoc(phoneNumberID))
-	if status.Code(err) == codes.NotFound {
-		return nil, nil
-	}
+	n, ok, err := getTx[numberDoc](tx, s.numberDoc(phoneNumberID))
 	if err != nil {
 		return nil, fmt.Errorf("read phone number: %w", err)
 	}
-	var n numberDoc
-	if err := snap.DataTo(&n); err != nil {
-		return nil, fmt.Errorf("decode phone number: %w", err)
-	}
-	if !n.Shared || !slices.Contains(n.tenants(), id) {
+	if !ok || !n.Shared || !slices.Contains(n.tenants(), id) {
 		return nil, nil
 	}
 	return append([]string{}, without(n.tenants(), id)...), nil

@@ -103,25 +103,27 @@ func (s *Templates) recordChunk(ctx context.Context, tenantID string, at time.Ti
 	for i, t := range chunk {
 		refs[i] = templateRef(s.fs, tenantID, t.Name, t.Language)
 	}
-	out := make([]Template, len(chunk))
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	out, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) ([]Template, error) {
 		snaps, err := tx.GetAll(refs)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		recorded, err := decodeAll[Template](snaps)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Template, len(chunk))
 		for i, t := range chunk {
 			var cur Template
-			if snaps[i].Exists() {
-				if err := snaps[i].DataTo(&cur); err != nil {
-					return err
-				}
+			if recorded[i] != nil {
+				cur = *recorded[i]
 			}
 			out[i] = mergeListed(tenantID, at, cur, t, s.now())
 			if err := tx.Set(refs[i], out[i]); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return out, nil
 	}, firestore.MaxAttempts(maxTxAttempts))
 	if err != nil {
 		return nil, fmt.Errorf("record template listing: %w", err)

@@ -33,7 +33,7 @@ type TenantDeleteResult struct {
 // transaction, its numbers leave the routing index and its document goes, and with it the
 // ciphertexts of its access token and action secret. Its conversations, stored messages and
 // outbound records are left to expire (expire_at). ErrNotFound when there is no such tenant.
-func (s *Tenants) DeleteTenant(ctx context.Context, id string) (TenantDeleteResult, error) {
+func (s *TenantFiles) DeleteTenant(ctx context.Context, id string) (TenantDeleteResult, error) {
 	var res TenantDeleteResult
 	if id == "" || strings.Contains(id, "/") {
 		return res, ErrNotFound
@@ -53,9 +53,7 @@ func (s *Tenants) DeleteTenant(ctx context.Context, id string) (TenantDeleteResu
 	}
 	err = s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		res.Numbers = nil
-		if _, err := tx.Get(ref); status.Code(err) == codes.NotFound {
-			return ErrNotFound
-		} else if err != nil {
+		if err := requireTx(tx, ref); err != nil {
 			return err
 		}
 		// The apply path's plan for a tenant that lists no number: a number it had alone is
@@ -87,7 +85,7 @@ func (s *Tenants) DeleteTenant(ctx context.Context, id string) (TenantDeleteResu
 }
 
 // revokeTenantKeys revokes every API key of tenant id not revoked yet and counts them.
-func (s *Tenants) revokeTenantKeys(ctx context.Context, id string) (int, error) {
+func (s *TenantFiles) revokeTenantKeys(ctx context.Context, id string) (int, error) {
 	keys, err := queryAll[APIKeyRecord](ctx, s.fs.Collection(APIKeysCollection).Where("tenant_id", "==", id), "api keys of "+id)
 	if err != nil {
 		return 0, err

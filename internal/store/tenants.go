@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -151,28 +149,48 @@ type memberDoc struct {
 	Invite string `firestore:"invite"`
 }
 
-// Tenants keeps the tenants (tenants, phone_numbers, and their members and invites).
+// Tenants is the whole tenant store (tenants, the phone_numbers index, and under each tenant its
+// members, invites and WABA grants), as one value for the callers that use several concerns.
+// Each part keeps one concern on the same database; the Firestore layout is the parts' together.
 type Tenants struct {
+	*TenantFiles
+	*Memberships
+	*Invites
+	*TenantAuth
+	*TenantAccounts
+}
+
+// NewTenants returns the tenant store. Only opts.Now is used (tenants do not expire).
+func NewTenants(db *DB, opts Options) *Tenants {
+	b := tenantBase{db: db, fs: db.fs, now: opts.withDefaults().Now}
+	return &Tenants{
+		TenantFiles: &TenantFiles{b}, Memberships: &Memberships{b}, Invites: &Invites{b},
+		TenantAuth: &TenantAuth{b}, TenantAccounts: &TenantAccounts{b},
+	}
+}
+
+// tenantBase is what the parts of the tenant store share: the database, its client and the
+// clock, and the documents every part names.
+type tenantBase struct {
 	db  *DB
 	fs  *firestore.Client
 	now func() time.Time
 }
 
-// NewTenants returns the tenant store. Only opts.Now is used (tenants do not expire).
-func NewTenants(db *DB, opts Options) *Tenants {
-	return &Tenants{db: db, fs: db.fs, now: opts.withDefaults().Now}
-}
-
 // contacts is the contact store on the same database.
-func (s *Tenants) contacts() *Contacts { return &Contacts{db: s.db, fs: s.fs, now: s.now} }
+func (s tenantBase) contacts() *Contacts { return &Contacts{db: s.db, fs: s.fs, now: s.now} }
 
-func (s *Tenants) tenantDoc(id string) *firestore.DocumentRef {
+func (s tenantBase) tenantDoc(id string) *firestore.DocumentRef {
 	return s.fs.Collection(TenantsCollection).Doc(id)
 }
 
-func (s *Tenants) numberDoc(id string) *firestore.DocumentRef {
+func (s tenantBase) numberDoc(id string) *firestore.DocumentRef {
 	return s.fs.Collection(PhoneNumbers).Doc(id)
 }
+
+// TenantFiles keeps the tenant records: the files as applied, the phone_numbers index that
+// routes each number to its tenants, and a tenant's deletion.
+type TenantFiles struct{ tenantBase }
 
 // TenantApplyResult is what Apply did (or, dry, would do).
 type TenantApplyResult struct {
@@ -194,34 +212,33 @@ type TenantApplyResult struct {
 // A number another tenant owns, or shares otherwise than the file says (tenant.CheckNumbers),
 // refuses the whole apply with tenant.Problems, one per number, and nothing is written. Applying what is stored already
 // writes nothing. With dryRun nothing is written either, and the result says what would change.
-func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (TenantApplyResult, error) {
+func (s *TenantFiles) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (TenantApplyResult, error) {
 	if t == nil || t.ID == "" {
 		return TenantApplyResult{}, errors.New("apply tenant: no tenant id")
 	}
 	ref := s.tenantDoc(t.ID)
-	var res TenantApplyResult
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	res, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (TenantApplyResult, error) {
 		now := s.now()
 		prev, err := readTenantDoc(tx, ref)
 		if err != nil {
-			return err
+			return TenantApplyResult{}, err
 		}
 		current, owned, err := s.readApplyNumbers(tx, t)
 		if err != nil {
-			return err
+			return TenantApplyResult{}, err
 		}
-		res = applyResult(prev, t)
+		res := applyResult(prev, t)
 		plan, err := planNumberIndex(t, current, owned)
 		if err != nil {
-			return err
+			return TenantApplyResult{}, err
 		}
 		if dryRun || (len(res.Changes) == 0 && len(plan.sets) == 0 && len(plan.deletes) == 0) {
-			return nil
+			return res, nil
 		}
 		if err := writeTenantDoc(tx, ref, prev, t, res, now); err != nil {
-			return err
+			return TenantApplyResult{}, err
 		}
-		return s.writeNumberIndex(tx, plan, now)
+		return res, s.writeNumberIndex(tx, plan, now)
 	})
 	if err != nil {
 		var ps tenant.Problems
@@ -235,24 +252,20 @@ func (s *Tenants) Apply(ctx context.Context, t *tenant.Tenant, dryRun bool) (Ten
 
 // readTenantDoc reads the stored tenant of ref in tx; nil when there is none.
 func readTenantDoc(tx *firestore.Transaction, ref *firestore.DocumentRef) (*tenantDoc, error) {
-	snap, err := tx.Get(ref)
+	d, ok, err := getTx[tenantDoc](tx, ref)
 	switch {
-	case status.Code(err) == codes.NotFound:
-		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read tenant: %w", err)
+	case !ok:
+		return nil, nil
 	}
-	prev := &tenantDoc{}
-	if err := snap.DataTo(prev); err != nil {
-		return nil, fmt.Errorf("decode tenant: %w", err)
-	}
-	return prev, nil
+	return &d, nil
 }
 
 // readApplyNumbers reads, in tx, the index documents of t's numbers (current, by number) and
 // those t lists now (owned). A number t may not list (another tenant's, or shared otherwise
 // than t says) refuses the apply with tenant.Problems (tenant.CheckNumbers).
-func (s *Tenants) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) (map[string]numberDoc, []*firestore.DocumentSnapshot, error) {
+func (s *TenantFiles) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) (map[string]numberDoc, []*firestore.DocumentSnapshot, error) {
 	refs := make([]*firestore.DocumentRef, 0, len(t.PhoneNumbers))
 	for _, p := range t.PhoneNumbers {
 		refs = append(refs, s.numberDoc(p.PhoneNumberID))
@@ -265,18 +278,17 @@ func (s *Tenants) readApplyNumbers(tx *firestore.Transaction, t *tenant.Tenant) 
 	if err != nil {
 		return nil, nil, err
 	}
+	nums, err := decodeAll[numberDoc](snaps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode phone number: %w", err)
+	}
 	uses := map[string]tenant.NumberUse{}
 	current := map[string]numberDoc{}
-	for _, sn := range snaps {
-		if !sn.Exists() {
-			continue
+	for i, n := range nums {
+		if n != nil {
+			uses[refs[i].ID] = n.use()
+			current[refs[i].ID] = *n
 		}
-		var n numberDoc
-		if err := sn.DataTo(&n); err != nil {
-			return nil, nil, fmt.Errorf("decode phone number: %w", err)
-		}
-		uses[sn.Ref.ID] = n.use()
-		current[sn.Ref.ID] = n
 	}
 	if err := tenant.CheckNumbers(t, uses); err != nil {
 		return nil, nil, err
@@ -353,7 +365,7 @@ func fileUpdates(t *tenant.Tenant) []firestore.Update {
 }
 
 // Get returns the tenant id; ErrNotFound when there is none.
-func (s *Tenants) Get(ctx context.Context, id string) (TenantRecord, error) {
+func (s *TenantFiles) Get(ctx context.Context, id string) (TenantRecord, error) {
 	if id == "" {
 		return TenantRecord{}, ErrNotFound
 	}
@@ -365,7 +377,7 @@ func (s *Tenants) Get(ctx context.Context, id string) (TenantRecord, error) {
 }
 
 // List returns every tenant, by id.
-func (s *Tenants) List(ctx context.Context) ([]TenantRecord, error) {
+func (s *TenantFiles) List(ctx context.Context) ([]TenantRecord, error) {
 	snaps, err := s.fs.Collection(TenantsCollection).OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
@@ -383,7 +395,7 @@ func (s *Tenants) List(ctx context.Context) ([]TenantRecord, error) {
 
 // GetByPhoneNumber returns the tenant that owns phoneNumberID (metadata.phone_number_id);
 // ErrNotFound when no tenant does.
-func (s *Tenants) GetByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
+func (s *TenantFiles) GetByPhoneNumber(ctx context.Context, phoneNumberID string) (TenantRecord, error) {
 	if phoneNumberID == "" || strings.Contains(phoneNumberID, "/") {
 		return TenantRecord{}, ErrNotFound
 	}
@@ -400,174 +412,4 @@ func (s *Tenants) GetByPhoneNumber(ctx context.Context, phoneNumberID string) (T
 		return TenantRecord{}, ErrNotFound
 	}
 	return rec, nil
-}
-
-// SetAccessToken stores the tenant's token (ciphertext from package secrets), sets its
-// auth_status to ok and clears auth_last_error. It returns the tenant as now stored;
-// ErrNotFound when there is no such tenant.
-func (s *Tenants) SetAccessToken(ctx context.Context, id string, ciphertext []byte) (TenantRecord, error) {
-	if len(ciphertext) == 0 {
-		return TenantRecord{}, errors.New("set access token: empty ciphertext")
-	}
-	if id == "" {
-		return TenantRecord{}, ErrNotFound
-	}
-	ref := s.tenantDoc(id)
-	var rec TenantRecord
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		var d tenantDoc
-		if err := snap.DataTo(&d); err != nil {
-			return err
-		}
-		now := s.now()
-		d.AccessToken, d.TokenSetAt, d.AuthStatus, d.AuthLastError, d.UpdatedAt = ciphertext, now, AuthOK, "", now
-		rec = d.record()
-		return tx.Update(ref, []firestore.Update{
-			{Path: "access_token", Value: ciphertext},
-			{Path: "token_set_at", Value: now},
-			{Path: "auth_status", Value: AuthOK},
-			{Path: "auth_last_error", Value: ""},
-			{Path: "updated_at", Value: now},
-		})
-	})
-	if errors.Is(err, ErrNotFound) {
-		return TenantRecord{}, ErrNotFound
-	}
-	if err != nil {
-		return TenantRecord{}, fmt.Errorf("set access token of %s: %w", id, err)
-	}
-	return rec, nil
-}
-
-// CreateInvite stores a one-time invite to tenant id with role, valid until expireAt, under the
-// hash of its code (tenant.InviteCodeHash); ErrNotFound when there is no such tenant.
-func (s *Tenants) CreateInvite(ctx context.Context, id, codeHash string, role tenant.Role, expireAt time.Time) error {
-	if id == "" {
-		return ErrNotFound
-	}
-	if codeHash == "" || !slices.Contains([]tenant.Role{tenant.RoleOwner, tenant.RoleAdmin, tenant.RoleMember}, role) {
-		return fmt.Errorf("create invite: bad code hash or role %q", role)
-	}
-	ref := s.tenantDoc(id)
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if _, err := tx.Get(ref); status.Code(err) == codes.NotFound {
-			return ErrNotFound
-		} else if err != nil {
-			return err
-		}
-		return tx.Create(ref.Collection(TenantInvites).Doc(codeHash), inviteDoc{Role: role, CreatedAt: s.now(), ExpireAt: expireAt})
-	})
-	if errors.Is(err, ErrNotFound) {
-		return ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("create invite to %s: %w", id, err)
-	}
-	return nil
-}
-
-// RedeemInvite uses the invite with codeHash to tenant id, in one transaction: the invite must
-// exist under this tenant, be unused and unexpired; it is marked used by contact c, and c
-// becomes a member (tenants/{id}/members/{c.ID}) with the invite's role and name.
-// ErrInviteInvalid otherwise.
-func (s *Tenants) RedeemInvite(ctx context.Context, id, codeHash string, c Contact, name string) (tenant.Member, error) {
-	return s.redeemInvite(ctx, id, "", codeHash, c, name)
-}
-
-// memberRefs are the member documents of contact c in tenant id: its own, then, until the
-// migration has run, the one named after its phone before contacts.
-func (s *Tenants) memberRefs(ctx context.Context, id string, c Contact) []*firestore.DocumentRef {
-	members := s.tenantDoc(id).Collection(TenantMembers)
-	var refs []*firestore.DocumentRef
-	if c.ID != "" && !strings.Contains(c.ID, "/") {
-		refs = append(refs, members.Doc(c.ID))
-	}
-	if c.WaID != "" && !strings.Contains(c.WaID, "/") && s.db.legacyReads(ctx) {
-		refs = append(refs, members.Doc(c.WaID))
-	}
-	return refs
-}
-
-// RuntimeMember returns contact c's membership of tenant id by invite, and whether there is
-// one. The file's members are on the tenant itself (tenant.Tenant.MemberOf); look there first.
-// One read.
-func (s *Tenants) RuntimeMember(ctx context.Context, id string, c Contact) (tenant.Member, bool, error) {
-	if id == "" || c.ID == "" || strings.Contains(c.ID, "/") {
-		return tenant.Member{}, false, nil
-	}
-	snaps, err := s.fs.GetAll(ctx, s.memberRefs(ctx, id, c))
-	if err != nil {
-		return tenant.Member{}, false, fmt.Errorf("read member: %w", err)
-	}
-	for _, sn := range snaps {
-		if !sn.Exists() {
-			continue
-		}
-		var d memberDoc
-		if err := sn.DataTo(&d); err != nil {
-			return tenant.Member{}, false, fmt.Errorf("decode member: %w", err)
-		}
-		m := d.member()
-		m.WaID, m.UserID = c.WaID, c.UserID
-		return m, true, nil
-	}
-	return tenant.Member{}, false, nil
-}
-
-// GrantMember makes contact c a member of tenant id with m's role, name and language, by a
-// member document marked invite (InviteMovedNumber: a file role kept after a change of number),
-// unless c has a membership document already. It reports whether it wrote one. One transaction.
-func (s *Tenants) GrantMember(ctx context.Context, id string, c Contact, m tenant.Member, invite string) (bool, error) {
-	if id == "" || c.ID == "" || strings.Contains(c.ID, "/") {
-		return false, fmt.Errorf("grant member: %w", errNoContact)
-	}
-	ref := s.tenantDoc(id).Collection(TenantMembers).Doc(c.ID)
-	granted, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
-		if _, err := tx.Get(ref); err == nil {
-			return false, nil
-		} else if status.Code(err) != codes.NotFound {
-			return false, err
-		}
-		return true, tx.Create(ref, memberDoc{ContactID: c.ID, WaID: c.WaID, UserID: c.UserID, Role: m.Role, Name: m.Name,
-			Language: m.Language, JoinedAt: s.now(), Invite: invite})
-	})
-	if err != nil {
-		return false, fmt.Errorf("grant member of %s: %w", id, err)
-	}
-	return granted, nil
-}
-
-// SuspendFileMember suspends the file's member listed by phone in tenant id (TenantRecord
-// Suspended): its owner changed number, and the number may be given to someone else. It
-// reports whether the file lists the phone and it was not suspended yet. The next apply that
-// no longer lists the phone lifts the suspension.
-func (s *Tenants) SuspendFileMember(ctx context.Context, id, phone string) (bool, error) {
-	if id == "" || phone == "" {
-		return false, nil
-	}
-	ref := s.tenantDoc(id)
-	suspended, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (bool, error) {
-		d, err := readTenantDoc(tx, ref)
-		if err != nil || d == nil {
-			return false, err
-		}
-		listed := slices.ContainsFunc(d.Tenant.Members, func(m tenant.Member) bool { return m.WaID == phone })
-		if !listed || slices.Contains(d.SuspendedPhones, phone) {
-			return false, nil
-		}
-		return true, tx.Update(ref, []firestore.Update{
-			{Path: "suspended_phones", Value: firestore.ArrayUnion(phone)}, {Path: "updated_at", Value: s.now()},
-		})
-	})
-	if err != nil {
-		return false, fmt.Errorf("suspend a file member of %s: %w", id, err)
-	}
-	return suspended, nil
 }

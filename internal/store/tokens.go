@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // TokenUsage is a tenant's LLM tokens in one quota period, as Vertex AI reported them.
@@ -23,7 +23,7 @@ type TokenUsage struct {
 // (usage/{tenant}_{period}/calls/{call id}) so that a call id is counted once. One transaction:
 // it reads the marker (the call's own document, so calls do not contend) and writes it and an
 // increment of one shard.
-func (g *Guard) RecordTokens(ctx context.Context, u assistant.TokenUse) error {
+func (g *Guard) RecordTokens(ctx context.Context, u turnstate.TokenUse) error {
 	if u.TenantID == "" || u.Period == "" || u.CallID == "" {
 		return errors.New("record tokens: tenant, period and call id are required")
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // TestRecordTokens: the tokens of each call are added to the tenant's period once per call id
@@ -22,14 +22,14 @@ func TestRecordTokens(t *testing.T) {
 	errs := make(chan error, 2*calls)
 	for i := range calls {
 		id := fmt.Sprintf("call-%d", i)
-		if _, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme", Period: "2026-11", CallID: id}); err != nil {
+		if _, err := g.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme", Period: "2026-11", CallID: id}); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 { // each recorded twice, concurrently: counted once
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- g.RecordTokens(ctx, assistant.TokenUse{TenantID: "acme", Period: "2026-11", CallID: id, Prompt: 100, Output: 7})
+				errs <- g.RecordTokens(ctx, turnstate.TokenUse{TenantID: "acme", Period: "2026-11", CallID: id, Prompt: 100, Output: 7})
 			}()
 		}
 	}
@@ -40,7 +40,7 @@ func TestRecordTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := g.RecordTokens(ctx, assistant.TokenUse{TenantID: "other", Period: "2026-11", CallID: "x", Prompt: 5, Output: 5}); err != nil {
+	if err := g.RecordTokens(ctx, turnstate.TokenUse{TenantID: "other", Period: "2026-11", CallID: "x", Prompt: 5, Output: 5}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -62,7 +62,7 @@ func TestRecordTokens(t *testing.T) {
 	if n, err := g.Usage(ctx, "acme", "2026-11"); err != nil || n != calls {
 		t.Errorf("Usage = %d (%v), want %d calls", n, err, calls)
 	}
-	if err := g.RecordTokens(ctx, assistant.TokenUse{TenantID: "acme", Period: "2026-11"}); err == nil {
+	if err := g.RecordTokens(ctx, turnstate.TokenUse{TenantID: "acme", Period: "2026-11"}); err == nil {
 		t.Error("RecordTokens without a call id: no error")
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // UsageCounter is a tenant's LLM calls in one quota period (usage/{tenant}_{period}), and also
@@ -21,7 +21,7 @@ import (
 // tenant's usage is the document's count plus its shards'.
 type UsageCounter struct {
 	TenantID string `firestore:"tenant_id" json:"tenant_id"`
-	// Period is assistant.Period's "2026-11".
+	// Period is turnstate.Period's "2026-11".
 	Period string `firestore:"period" json:"period"`
 	Count  int    `firestore:"count" json:"count"`
 	// Limit is the quota the last reservation that wrote this document was checked against
@@ -54,7 +54,7 @@ type senderShare struct {
 type senderWindow struct {
 	TenantID  string           `firestore:"tenant_id"`
 	ContactID string           `firestore:"contact_id,omitempty"`
-	Window    assistant.Window `firestore:"window"`
+	Window    turnstate.Window `firestore:"window"`
 	UpdatedAt time.Time        `firestore:"updated_at"`
 	ExpireAt  time.Time        `firestore:"expire_at"`
 }
@@ -71,8 +71,6 @@ type Guard struct {
 	shard *atomic.Uint64
 }
 
-var _ assistant.Guard = (*Guard)(nil)
-
 // NewGuard returns the Guard. opts.Retention is how long a call marker and an idle sender window
 // are kept (DefaultRetention when zero): longer than a turn can be redone.
 func NewGuard(db *DB, opts Options) *Guard {
@@ -88,16 +86,16 @@ func (g *Guard) usageDoc(tenantID, period string) *firestore.DocumentRef {
 	return g.fs.Collection(Usage).Doc(UsageID(tenantID, period))
 }
 
-// HitSender counts h against the sender's window with assistant.Window.Hit. It reads the window
+// HitSender counts h against the sender's window with turnstate.Window.Hit. It reads the window
 // and writes it back with the read's update time as a precondition (a compare-and-set, redone at
 // once when another hit came first), which stays quick when a burst of one sender's messages
 // counts at once. One read, one write (none for a limit that limits nothing).
-func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant.RateDecision, error) {
+func (g *Guard) HitSender(ctx context.Context, h turnstate.SenderHit) (turnstate.RateDecision, error) {
 	if h.Limit.Max <= 0 || h.Limit.Per <= 0 {
-		return assistant.RateDecision{}, nil
+		return turnstate.RateDecision{}, nil
 	}
 	if h.Sender == "" {
-		return assistant.RateDecision{}, fmt.Errorf("hit sender window: %w", errNoContact)
+		return turnstate.RateDecision{}, fmt.Errorf("hit sender window: %w", errNoContact)
 	}
 	ref := g.fs.Collection(SenderWindows).Doc(g.db.keyer.ID("sender", h.TenantID, h.Sender))
 	var legacy *firestore.DocumentRef
@@ -108,7 +106,7 @@ func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant
 		var cur senderWindow
 		snap, exists, err := g.readSeeded(ctx, ref, legacy, &cur)
 		if err != nil {
-			return assistant.RateDecision{}, fmt.Errorf("read sender window: %w", err)
+			return turnstate.RateDecision{}, fmt.Errorf("read sender window: %w", err)
 		}
 		w, dec := cur.Window.Hit(h.MessageID, h.At, h.Limit)
 		now := g.opts.Now()
@@ -128,11 +126,11 @@ func (g *Guard) HitSender(ctx context.Context, h assistant.SenderHit) (assistant
 			continue
 		}
 		if err != nil {
-			return assistant.RateDecision{}, fmt.Errorf("write sender window: %w", err)
+			return turnstate.RateDecision{}, fmt.Errorf("write sender window: %w", err)
 		}
 		return dec, nil
 	}
-	return assistant.RateDecision{}, fmt.Errorf("hit sender window: %d attempts lost to concurrent hits", maxCASAttempts)
+	return turnstate.RateDecision{}, fmt.Errorf("hit sender window: %d attempts lost to concurrent hits", maxCASAttempts)
 }
 
 // readSeeded reads the document at ref into v and reports whether it exists; when it does not
@@ -188,8 +186,8 @@ const ExactTail = 50
 // (compare-and-set). A lost compare-and-set is redone at once. Four reads (three for an
 // unlimited quota); three writes when granted, none otherwise. Without c.Sender there is no
 // contact's counter.
-func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (assistant.CallDecision, error) {
-	refused := assistant.CallDecision{}
+func (g *Guard) ReserveCall(ctx context.Context, c turnstate.CallReservation) (turnstate.CallDecision, error) {
+	refused := turnstate.CallDecision{}
 	if c.TenantID == "" || c.Period == "" || c.CallID == "" {
 		return refused, errors.New("reserve call: tenant, period and call id are required")
 	}
@@ -211,7 +209,7 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 			return refused, err
 		}
 		if snaps[1].Exists() {
-			return assistant.CallDecision{Granted: true}, nil
+			return turnstate.CallDecision{Granted: true}, nil
 		}
 		u := UsageCounter{TenantID: c.TenantID, Period: c.Period}
 		if snaps[0].Exists() {
@@ -239,7 +237,7 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		if c.SenderLimited {
 			share.Limit = c.SenderLimit
 			if share.Count >= c.SenderLimit {
-				return assistant.CallDecision{SenderShare: true}, nil
+				return turnstate.CallDecision{SenderShare: true}, nil
 			}
 		}
 		tail := c.Limited && u.Count+sharded >= c.Limit-ExactTail
@@ -257,7 +255,7 @@ func (g *Guard) ReserveCall(ctx context.Context, c assistant.CallReservation) (a
 		if err != nil {
 			return refused, fmt.Errorf("count llm call: %w", err)
 		}
-		return assistant.CallDecision{Granted: true}, nil
+		return turnstate.CallDecision{Granted: true}, nil
 	}
 	return refused, fmt.Errorf("reserve llm call: %d attempts lost to concurrent calls", maxCASAttempts)
 }
@@ -276,7 +274,7 @@ type callWrite struct {
 
 // writeCall writes a granted call atomically: its count, the contact's counter and the call's
 // marker. A transaction without reads takes no locks: it only makes the writes atomic.
-func (g *Guard) writeCall(ctx context.Context, c assistant.CallReservation, w callWrite) error {
+func (g *Guard) writeCall(ctx context.Context, c turnstate.CallReservation, w callWrite) error {
 	return g.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if w.tail {
 			if err := casWrite(tx, w.ref, w.snaps[0], w.usage, []firestore.Update{
@@ -470,5 +468,5 @@ func (q QuotaReport) TenantsOverQuota(ctx context.Context, now time.Time) ([]str
 			quotas[r.Tenant.ID] = limit
 		}
 	}
-	return q.Guard.OverQuota(ctx, assistant.Period(now), quotas)
+	return q.Guard.OverQuota(ctx, turnstate.Period(now), quotas)
 }

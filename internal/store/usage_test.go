@@ -17,7 +17,12 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
+
+// The store's Guard is the assistant's, on Firestore. The check lives in a test so that the
+// store's build does not import package assistant (and the LLM client with it).
+var _ assistant.Guard = (*store.Guard)(nil)
 
 func newGuard(t *testing.T) *store.Guard {
 	t.Helper()
@@ -41,7 +46,7 @@ func TestReserveCallIsExactUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			<-start
 			// One call of each of 100 conversations.
-			dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+			dec, err := g.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme-bus", Period: "2026-11",
 				CallID: fmt.Sprintf("call-conv-%d", i), Limit: quota, Limited: true})
 			if err != nil {
 				t.Errorf("ReserveCall %d: %v", i, err)
@@ -72,20 +77,20 @@ func TestReserveCallIsExactUnderConcurrency(t *testing.T) {
 func TestReserveCallIsIdempotentPerCallID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	res := func(id string, limit int) assistant.CallReservation {
-		return assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11", CallID: id, Limit: limit, Limited: limit > 0}
+	res := func(id string, limit int) turnstate.CallReservation {
+		return turnstate.CallReservation{TenantID: "acme-bus", Period: "2026-11", CallID: id, Limit: limit, Limited: limit > 0}
 	}
 	tests := []struct {
 		name      string
-		calls     []assistant.CallReservation
+		calls     []turnstate.CallReservation
 		want      []bool
 		wantUsage int
 	}{
-		{"a redone call is granted again without counting", []assistant.CallReservation{res("a", 2), res("a", 2), res("a", 2)}, []bool{true, true, true}, 1},
-		{"a call granted before the quota was met stays granted", []assistant.CallReservation{res("a", 1), res("b", 1), res("a", 1)}, []bool{true, false, true}, 1},
-		{"a refused call counts nothing", []assistant.CallReservation{res("a", 1), res("b", 1), res("b", 1)}, []bool{true, false, false}, 1},
-		{"unlimited counts every call once", []assistant.CallReservation{res("a", 0), res("b", 0), res("a", 0)}, []bool{true, true, true}, 2},
-		{"a raised quota grants again", []assistant.CallReservation{res("a", 1), res("b", 1), res("b", 2)}, []bool{true, false, true}, 2},
+		{"a redone call is granted again without counting", []turnstate.CallReservation{res("a", 2), res("a", 2), res("a", 2)}, []bool{true, true, true}, 1},
+		{"a call granted before the quota was met stays granted", []turnstate.CallReservation{res("a", 1), res("b", 1), res("a", 1)}, []bool{true, false, true}, 1},
+		{"a refused call counts nothing", []turnstate.CallReservation{res("a", 1), res("b", 1), res("b", 1)}, []bool{true, false, false}, 1},
+		{"unlimited counts every call once", []turnstate.CallReservation{res("a", 0), res("b", 0), res("a", 0)}, []bool{true, true, true}, 2},
+		{"a raised quota grants again", []turnstate.CallReservation{res("a", 1), res("b", 1), res("b", 2)}, []bool{true, false, true}, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,8 +120,8 @@ func TestReserveCallSenderShare(t *testing.T) {
 	ctx := context.Background()
 	g := newGuard(t)
 	const share, quota, turns = 4, 100, 20
-	res := func(sender, period, id string) assistant.CallReservation {
-		return assistant.CallReservation{TenantID: "acme-bus", Period: period, CallID: id, Limit: quota, Limited: true,
+	res := func(sender, period, id string) turnstate.CallReservation {
+		return turnstate.CallReservation{TenantID: "acme-bus", Period: period, CallID: id, Limit: quota, Limited: true,
 			Sender: sender, SenderLimit: share, SenderLimited: true}
 	}
 	var mu sync.Mutex
@@ -174,7 +179,7 @@ func TestUsageAndOverQuota(t *testing.T) {
 	g := newGuard(t)
 	reserve := func(tenantID, period string, n int) {
 		for i := range n {
-			if _, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: tenantID, Period: period, CallID: fmt.Sprint(tenantID, period, i)}); err != nil {
+			if _, err := g.ReserveCall(ctx, turnstate.CallReservation{TenantID: tenantID, Period: period, CallID: fmt.Sprint(tenantID, period, i)}); err != nil {
 				t.Fatalf("ReserveCall: %v", err)
 			}
 		}
@@ -207,7 +212,7 @@ func TestSenderWindowIsExactUnderConcurrency(t *testing.T) {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	var limited, first int
-	decisions := map[string]assistant.RateDecision{}
+	decisions := map[string]turnstate.RateDecision{}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range hits {
@@ -215,7 +220,7 @@ func TestSenderWindowIsExactUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			d, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "6281234567890",
+			d, err := g.HitSender(ctx, turnstate.SenderHit{TenantID: "acme-bus", Sender: "6281234567890",
 				MessageID: fmt.Sprintf("wamid.%d", i), At: at.Add(time.Duration(i) * time.Millisecond), Limit: limit})
 			if err != nil {
 				t.Errorf("HitSender %d: %v", i, err)
@@ -238,18 +243,18 @@ func TestSenderWindowIsExactUnderConcurrency(t *testing.T) {
 		t.Errorf("%d limited (%d first), want %d limited and exactly one first", limited, first, hits-limit.Max)
 	}
 	// A redone turn gets the answer its first attempt got, and counts nothing.
-	again, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "6281234567890", MessageID: "wamid.0", At: at, Limit: limit})
+	again, err := g.HitSender(ctx, turnstate.SenderHit{TenantID: "acme-bus", Sender: "6281234567890", MessageID: "wamid.0", At: at, Limit: limit})
 	if err != nil {
 		t.Fatalf("HitSender again: %v", err)
 	}
 	if again != decisions["wamid.0"] {
 		t.Errorf("wamid.0 counted again = %+v, want its first answer %+v", again, decisions["wamid.0"])
 	}
-	if next, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "6281234567890", MessageID: "wamid.new", At: at, Limit: limit}); err != nil || !next.Limited || next.First {
+	if next, err := g.HitSender(ctx, turnstate.SenderHit{TenantID: "acme-bus", Sender: "6281234567890", MessageID: "wamid.new", At: at, Limit: limit}); err != nil || !next.Limited || next.First {
 		t.Errorf("a 26th message = %+v, %v; want silently limited", next, err)
 	}
 	// Another sender has a window of its own.
-	if d, err := g.HitSender(ctx, assistant.SenderHit{TenantID: "acme-bus", Sender: "628999", MessageID: "wamid.x", At: at, Limit: limit}); err != nil || d.Limited {
+	if d, err := g.HitSender(ctx, turnstate.SenderHit{TenantID: "acme-bus", Sender: "628999", MessageID: "wamid.x", At: at, Limit: limit}); err != nil || d.Limited {
 		t.Errorf("another sender's first message = %+v, %v; want not limited", d, err)
 	}
 }
@@ -305,7 +310,7 @@ func TestReserveCallSpreadsOverShards(t *testing.T) {
 			// One after another: concurrent calls spread the same way, but a lost
 			// compare-and-set (which a redo follows) moves the next call one shard on.
 			for i := range calls {
-				dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+				dec, err := g.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme-bus", Period: "2026-11",
 					CallID: fmt.Sprintf("call-%d", i), Limit: tc.quota, Limited: tc.quota > 0, Sender: fmt.Sprint("62811", i)})
 				if err != nil || !dec.Granted {
 					t.Fatalf("ReserveCall %d = %+v, %v; want granted", i, dec, err)
@@ -342,7 +347,7 @@ func TestReserveCallCountsTheTailExactly(t *testing.T) {
 	}
 	granted := 0
 	for i := range quota + 10 {
-		dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+		dec, err := g.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme-bus", Period: "2026-11",
 			CallID: fmt.Sprintf("call-%d", i), Limit: quota, Limited: true})
 		if err != nil {
 			t.Fatalf("ReserveCall %d: %v", i, err)
@@ -385,7 +390,7 @@ func TestReserveCallQuotaMarginUnderConcurrency(t *testing.T) {
 	for range inFlight {
 		wg.Go(func() {
 			for i := range ids {
-				dec, err := g.ReserveCall(ctx, assistant.CallReservation{TenantID: "acme-bus", Period: "2026-11",
+				dec, err := g.ReserveCall(ctx, turnstate.CallReservation{TenantID: "acme-bus", Period: "2026-11",
 					CallID: fmt.Sprintf("call-%d", i), Limit: quota, Limited: true, Sender: fmt.Sprint("62811", i)})
 				if err != nil {
 					t.Errorf("ReserveCall %d: %v", i, err)

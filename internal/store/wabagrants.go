@@ -31,7 +31,7 @@ type WABAGrant struct {
 	ApprovedAt time.Time `firestore:"approved_at,omitempty"`
 }
 
-func (s *Tenants) grantDoc(id, waba string) *firestore.DocumentRef {
+func (s *TenantAccounts) grantDoc(id, waba string) *firestore.DocumentRef {
 	return s.tenantDoc(id).Collection(WABAGrants).Doc(waba)
 }
 
@@ -41,7 +41,7 @@ func validGrantIDs(id, waba string) bool {
 
 // RecordWABAGrants records wabas as granted to tenant id and awaiting approval; an account
 // approved already stays approved, a pending one keeps its first granted_at.
-func (s *Tenants) RecordWABAGrants(ctx context.Context, id string, wabas []string) error {
+func (s *TenantAccounts) RecordWABAGrants(ctx context.Context, id string, wabas []string) error {
 	for _, waba := range wabas {
 		if !validGrantIDs(id, waba) {
 			return fmt.Errorf("record waba grant: bad id %q / %q", id, waba)
@@ -55,7 +55,7 @@ func (s *Tenants) RecordWABAGrants(ctx context.Context, id string, wabas []strin
 }
 
 // GetWABAGrant returns tenant id's grant of waba; ErrNotFound when no login granted it.
-func (s *Tenants) GetWABAGrant(ctx context.Context, id, waba string) (WABAGrant, error) {
+func (s *TenantAccounts) GetWABAGrant(ctx context.Context, id, waba string) (WABAGrant, error) {
 	if !validGrantIDs(id, waba) {
 		return WABAGrant{}, ErrNotFound
 	}
@@ -63,7 +63,7 @@ func (s *Tenants) GetWABAGrant(ctx context.Context, id, waba string) (WABAGrant,
 }
 
 // PendingWABAGrants returns tenant id's grants awaiting approval, by account id.
-func (s *Tenants) PendingWABAGrants(ctx context.Context, id string) ([]WABAGrant, error) {
+func (s *TenantAccounts) PendingWABAGrants(ctx context.Context, id string) ([]WABAGrant, error) {
 	if id == "" || strings.Contains(id, "/") {
 		return nil, ErrNotFound
 	}
@@ -84,7 +84,7 @@ func (s *Tenants) PendingWABAGrants(ctx context.Context, id string) ([]WABAGrant
 
 // ApproveWABAGrant marks tenant id's grant of waba approved, creating it when no login granted
 // it (the operator attached the account on their own word).
-func (s *Tenants) ApproveWABAGrant(ctx context.Context, id, waba string) error {
+func (s *TenantAccounts) ApproveWABAGrant(ctx context.Context, id, waba string) error {
 	if !validGrantIDs(id, waba) {
 		return errors.New("approve waba grant: bad id")
 	}

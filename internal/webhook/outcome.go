@@ -3,7 +3,7 @@ package webhook
 import (
 	"net/http"
 
-	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/httpserver"
 )
 
 // outcome is what became of one delivery. Each step of handleEvent returns one, and respond alone
@@ -75,5 +75,5 @@ func response(o outcome) (int, statusBody) {
 
 func respond(w http.ResponseWriter, o outcome) {
 	code, body := response(o)
-	httpjson.Write(w, code, body)
+	httpserver.WriteJSON(w, code, body)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/webhook"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 	"github.com/wapipe/wapipe/tasks"
@@ -292,7 +293,7 @@ func TestAssistantExpiredConfirmation(t *testing.T) {
 	s, clk := assistantStack(t)
 	tid := s.assistantTenant("acme-expiry", numberA, "")
 	prompt := s.askToConfirm(numberA, contact)
-	clk.advance(assistant.PendingTTL + time.Minute)
+	clk.advance(turnstate.PendingTTL + time.Minute)
 	s.tap(numberA, contact, assistant.ButtonYes, prompt.MessageID)
 	if got := body(s.waitSendsTo(contact, 2)[1]); got != i18n.Text("en", i18n.Expired) {
 		t.Errorf("late confirmation answered %q, want expired", got)

@@ -14,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -117,7 +118,7 @@ func (s *Server) markReadAsync(ctx context.Context, out tasks.Outbound) <-chan s
 // turnFunc runs the turns of the conversation for the holder's task t: membership first
 // (onboarding, invite codes), then the tenant's assistant.
 func (s *Server) turnFunc(t *task) conversation.TurnFunc {
-	return func(ctx context.Context, p conversation.Pending, st assistant.State) (assistant.Outcome, error) {
+	return func(ctx context.Context, p conversation.Pending, st turnstate.State) (assistant.Outcome, error) {
 		// The stored records first (a revoke erases, an edit changes, a number change moves);
 		// the turn then decides the state and replies, as for any message.
 		if _, err := s.applyMessageEvent(ctx, p.TenantID, p.ConversationID, p.Message); err != nil {
@@ -197,7 +198,7 @@ func (s *Server) pendingContact(ctx context.Context, p conversation.Pending) (st
 // action's prompt (the button ids are the same on every confirmation): only a tap whose
 // context is the prompt's Graph message id answers it. A tap without a context, or on a prompt
 // whose id is not known (never sent), cannot be shown to answer it, so it does not.
-func (s *Server) staleButton(ctx context.Context, p conversation.Pending, st assistant.State) (bool, error) {
+func (s *Server) staleButton(ctx context.Context, p conversation.Pending, st turnstate.State) (bool, error) {
 	m := p.Message
 	if st.Pending == nil || m.Reply == nil || (m.Reply.ID != assistant.ButtonYes && m.Reply.ID != assistant.ButtonNo) {
 		return false, nil
@@ -213,11 +214,43 @@ func (s *Server) staleButton(ctx context.Context, p conversation.Pending, st ass
 		return false, fmt.Errorf("read the confirmation's message: %w", err)
 	}
 	for _, r := range prompt.Replies {
-		if r.Index == st.Pending.PromptIndex && r.GraphMessageID != "" {
-			return r.GraphMessageID != m.ContextID, nil
+		if r.Index != st.Pending.PromptIndex {
+			continue
+		}
+		id := r.GraphMessageID
+		if id == "" {
+			// The prompt went out after its turn's effects were done with it: held for an
+			// unknown outcome and sent by the sweep, or sent from its dead-lettered record. Its
+			// record knows the Graph id.
+			id, err = s.sentID(ctx, r.IdempotencyKey)
+			if err != nil {
+				return false, err
+			}
+		}
+		if id != "" {
+			return id != m.ContextID, nil
 		}
 	}
 	return true, nil
+}
+
+// sentID is the Graph message id of the send recorded under key, "" when it has none (not sent,
+// or no record).
+func (s *Server) sentID(ctx context.Context, key string) (string, error) {
+	records, ok := s.deps.Outbound.(interface {
+		GetOutbound(ctx context.Context, key string) (store.OutboundRecord, error)
+	})
+	if !ok || key == "" {
+		return "", nil
+	}
+	rec, err := records.GetOutbound(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the confirmation prompt's record: %w", err)
+	}
+	return rec.GraphMessageID, nil
 }
 
 // replySender sends the replies of committed turns (conversation.Sender), each under its own

@@ -50,6 +50,8 @@ func newModel(cfg *Config, logger *slog.Logger) (*llm.Lazy, error) {
 // NewDeps builds the worker's dependencies from its configuration and the clients its caller
 // opened (and closes): cmd/worker, the Cloud Functions entry point and the local stack. admin
 // reads the queues' stats for the health report; keeper opens the tenants' access tokens.
+// TenantRoutes is the caller's to set: the worker mounts the tenant routes without knowing them
+// (package tenantcalls, built on this Deps' Tenants, Tokens and Sends).
 func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.Admin, keeper *secrets.Keeper, logger *slog.Logger) (Deps, error) {
 	if keeper == nil {
 		return Deps{}, errors.New("worker.NewDeps: a secrets keeper is required (tenant access tokens)")
@@ -65,10 +67,6 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		return Deps{}, err
 	}
 	mf, err := newMediaFetcher(cfg, gc)
-	if err != nil {
-		return Deps{}, err
-	}
-	uploads, err := GraphUploader(cfg.GraphAPIBaseURL, otelhttp.NewTransport(http.DefaultTransport))
 	if err != nil {
 		return Deps{}, err
 	}
@@ -98,10 +96,6 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Conversations: conversations,
 		Assistant:     assistant.New(lc, guard),
 		Media:         mf,
-		MediaFiles:    mf,
-		Templates:     store.NewTemplates(db, store.Options{}),
-		TemplateAPI:   GraphTemplates{Client: gc},
-		Uploads:       uploads,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),

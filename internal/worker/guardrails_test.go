@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/worker"
 )
 
@@ -36,7 +37,7 @@ func (s *stack) countBodies(to, want string) int {
 // usage is the tenant's counted LLM calls this month.
 func (s *stack) usage(tenantID string) int {
 	s.t.Helper()
-	n, err := store.NewGuard(store.NewDB(s.fs), store.Options{}).Usage(context.Background(), tenantID, assistant.Period(time.Now()))
+	n, err := store.NewGuard(store.NewDB(s.fs), store.Options{}).Usage(context.Background(), tenantID, turnstate.Period(time.Now()))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -127,15 +128,15 @@ func TestGuardrailQuota(t *testing.T) {
 // failingGuard passes the sender limit and fails every quota check.
 type failingGuard struct{}
 
-func (failingGuard) HitSender(context.Context, assistant.SenderHit) (assistant.RateDecision, error) {
-	return assistant.RateDecision{}, nil
+func (failingGuard) HitSender(context.Context, turnstate.SenderHit) (turnstate.RateDecision, error) {
+	return turnstate.RateDecision{}, nil
 }
 
-func (failingGuard) ReserveCall(context.Context, assistant.CallReservation) (assistant.CallDecision, error) {
-	return assistant.CallDecision{}, errors.New("rpc error: code = Unavailable desc = the usage store is down")
+func (failingGuard) ReserveCall(context.Context, turnstate.CallReservation) (turnstate.CallDecision, error) {
+	return turnstate.CallDecision{}, errors.New("rpc error: code = Unavailable desc = the usage store is down")
 }
 
-func (failingGuard) RecordTokens(context.Context, assistant.TokenUse) error { return nil }
+func (failingGuard) RecordTokens(context.Context, turnstate.TokenUse) error { return nil }
 
 // lateExtractor asks the fake Gemini whose URL is known only once the stack is up.
 type lateExtractor struct {

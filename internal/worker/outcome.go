@@ -11,7 +11,7 @@ import (
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
-	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -166,7 +166,7 @@ func respond(w http.ResponseWriter, o outcome) {
 		w.Header().Set("Retry-After", strconv.Itoa(int((o.retryAfter+time.Second-1)/time.Second)))
 	}
 	code, body := response(o)
-	httpjson.Write(w, code, body)
+	httpserver.WriteJSON(w, code, body)
 }
 
 // deliveryOutcome is the outcome of a send's delivery.Result: the one place a delivery becomes

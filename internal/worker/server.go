@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,16 +86,10 @@ type Deps struct {
 	// Media fetches the files of media messages for the assistant (media.Fetcher). Nil: the
 	// assistant answers them "can't read this message", as before media were understood.
 	Media media.LoaderMaker
-	// MediaFiles streams media files to the console (GET /internal/tenants/{id}/media/{media_id});
-	// nil: that route answers 404.
-	MediaFiles MediaCopier
-	// Templates records the tenants' templates and TemplateAPI calls Graph for them (the
-	// /internal/tenants/{id}/templates routes); nil: those routes answer 404.
-	Templates   TemplateStore
-	TemplateAPI TemplateAPI
-	// Uploads streams files to Graph's upload (POST /internal/tenants/{id}/media, upload.go);
-	// nil: that route answers 404.
-	Uploads MediaUploader
+	// TenantRoutes serves the tenant routes (package tenantcalls: uploads, templates, the
+	// console's media), mounted under tasks.TenantRoutePrefix behind the worker's admission;
+	// without it every tenant route answers 404 once admitted.
+	TenantRoutes http.Handler
 	// Actions records the action calls and Caller makes them; required with Conversations.
 	Actions actions.Records
 	Caller  actions.Caller
@@ -225,6 +220,12 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	return srv
 }
 
+// isInternalCaller reports whether email is a service account allowed to call the tenant routes
+// where ROUTE_CALLERS is not set (INTERNAL_CALLERS).
+func (s *Server) isInternalCaller(email string) bool {
+	return email != "" && slices.Contains(s.cfg.InternalCallers, email)
+}
+
 // Routes returns the service's handler with its middleware.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
@@ -241,11 +242,9 @@ func (s *Server) Routes() http.Handler {
 		}
 		r.Method(http.MethodGet, "/health", health.Handler(s.deps.Health))
 		r.Method(http.MethodPost, strings.TrimPrefix(tasks.SweepPath, "/internal"), s.handleSweep())
-		r.Route("/tenants/{tenant_id}", func(r chi.Router) {
-			for _, tc := range s.tenantCalls() {
-				r.Method(tc.method, tc.pattern, tc.handler)
-			}
-		})
+		if s.deps.TenantRoutes != nil {
+			r.Mount(strings.TrimPrefix(tasks.TenantRoutePrefix, "/internal"), s.deps.TenantRoutes)
+		}
 	})
 	return httpserver.Middleware{Service: "worker", Logger: s.deps.Logger,
 		Request: s.withTask, OnPanic: s.answerPanic, PanicAttrs: panicAttrs}.Wrap(r)

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/wapipe/wapipe/internal/delivery"
-	"github.com/wapipe/wapipe/internal/httpjson"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/sweep"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -30,7 +30,7 @@ func (s *Server) handleSweep() http.Handler {
 				}
 			}
 		}
-		httpjson.Write(w, code, rep)
+		httpserver.WriteJSON(w, code, rep)
 	})
 }
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // TestAssistantRecordsTokenUsage: turns answered through the fake Vertex AI add the prompt and
@@ -16,7 +16,7 @@ func TestAssistantRecordsTokenUsage(t *testing.T) {
 	t.Parallel()
 	s, _ := assistantStack(t)
 	tid := s.assistantTenant("acme-tokens", numberA, "")
-	before := assistant.Period(time.Now())
+	before := turnstate.Period(time.Now())
 	s.text(numberA, contact, "hello there", time.Time{})
 	s.waitSendsTo(contact, 1)
 	s.text(numberA, contact, "what can you do?", time.Time{})
@@ -39,7 +39,7 @@ func TestAssistantRecordsTokenUsage(t *testing.T) {
 	var got store.TokenUsage
 	used := 0
 	// The turns' month: the one of the test's start, or the next one if it began since.
-	for _, period := range uniq(before, assistant.Period(time.Now())) {
+	for _, period := range uniq(before, turnstate.Period(time.Now())) {
 		tk, err := guard.Tokens(ctx, tid, period)
 		if err != nil {
 			t.Fatal(err)

@@ -9,15 +9,15 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // Guard is an in-memory assistant.Guard: one Window per (tenant, sender) and a usage count per
 // (tenant, period) and per (tenant, sender, period), with the idempotency the interface asks for. Safe for concurrent use.
 type Guard struct {
 	mu         sync.Mutex
-	windows    map[[2]string]assistant.Window
+	windows    map[[2]string]turnstate.Window
 	usage      map[[2]string]int
 	granted    map[string]bool
 	senderErr  error
@@ -32,17 +32,17 @@ type Guard struct {
 
 // NewGuard returns a guard with no counts.
 func NewGuard() *Guard {
-	return &Guard{windows: map[[2]string]assistant.Window{}, usage: map[[2]string]int{}, granted: map[string]bool{},
+	return &Guard{windows: map[[2]string]turnstate.Window{}, usage: map[[2]string]int{}, granted: map[string]bool{},
 		tokens: map[[2]string][2]int{}, tokensOf: map[string]bool{}}
 }
 
-// HitSender counts h with assistant.Window.Hit, or returns the error set by FailSender.
-func (g *Guard) HitSender(_ context.Context, h assistant.SenderHit) (assistant.RateDecision, error) {
+// HitSender counts h with turnstate.Window.Hit, or returns the error set by FailSender.
+func (g *Guard) HitSender(_ context.Context, h turnstate.SenderHit) (turnstate.RateDecision, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.senderHits++
 	if g.senderErr != nil {
-		return assistant.RateDecision{}, g.senderErr
+		return turnstate.RateDecision{}, g.senderErr
 	}
 	k := [2]string{h.TenantID, h.Sender}
 	w, d := g.windows[k].Hit(h.MessageID, h.At, h.Limit)
@@ -52,35 +52,35 @@ func (g *Guard) HitSender(_ context.Context, h assistant.SenderHit) (assistant.R
 
 // ReserveCall grants and counts a call while the tenant's usage is under its limit and the
 // contact's under its share, or returns the error set by FailQuota.
-func (g *Guard) ReserveCall(_ context.Context, c assistant.CallReservation) (assistant.CallDecision, error) {
+func (g *Guard) ReserveCall(_ context.Context, c turnstate.CallReservation) (turnstate.CallDecision, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.quotaCalls++
 	if g.quotaErr != nil {
-		return assistant.CallDecision{}, g.quotaErr
+		return turnstate.CallDecision{}, g.quotaErr
 	}
 	if c.CallID == "" {
-		return assistant.CallDecision{}, errors.New("assistanttest: empty call id")
+		return turnstate.CallDecision{}, errors.New("assistanttest: empty call id")
 	}
 	if g.granted[c.CallID] {
-		return assistant.CallDecision{Granted: true}, nil
+		return turnstate.CallDecision{Granted: true}, nil
 	}
 	k := [2]string{c.TenantID, c.Period}
 	if c.Limited && g.usage[k] >= c.Limit {
-		return assistant.CallDecision{}, nil
+		return turnstate.CallDecision{}, nil
 	}
 	sk := [2]string{c.TenantID + "\x00" + c.Sender, c.Period}
 	if c.SenderLimited && g.usage[sk] >= c.SenderLimit {
-		return assistant.CallDecision{SenderShare: true}, nil
+		return turnstate.CallDecision{SenderShare: true}, nil
 	}
 	g.usage[k]++
 	g.usage[sk]++
 	g.granted[c.CallID] = true
-	return assistant.CallDecision{Granted: true}, nil
+	return turnstate.CallDecision{Granted: true}, nil
 }
 
 // RecordTokens adds a call's tokens to the tenant's period, once per call id.
-func (g *Guard) RecordTokens(_ context.Context, u assistant.TokenUse) error {
+func (g *Guard) RecordTokens(_ context.Context, u turnstate.TokenUse) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.tokensOf[u.CallID] {
