@@ -47,7 +47,7 @@ func ActionReplyKey(k *keyedid.Keyer, actionID string) string {
 }
 
 // LegacyActionReplyKey is the unkeyed key ActionReplyKey replaced: an action whose answer was
-// sent under it before the upgrade is found by it (package actions).
+// sent under it before the upgrade is found by it (package actionrun).
 func LegacyActionReplyKey(actionID string) string {
 	return idempotencyKeyPrefix + hashID("action-reply", actionID)
 }

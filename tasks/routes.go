@@ -52,7 +52,8 @@ const (
 	ViaScheduler Via = "scheduler"
 )
 
-// Route is one worker route: who may call it, how, and for a task route from which queues.
+// Route is one worker route: who may call it, how, and for a task route from which queues, with
+// what body, and what its replay reopens.
 type Route struct {
 	// Methods are the HTTP methods the worker serves on Path.
 	Methods []string
@@ -62,27 +63,34 @@ type Route struct {
 	Via     Via
 	Callers []Caller
 	// Queues are the queues a task route's tasks come from; TenantQueues adds every tenant's
-	// send queue (TenantQueuePrefix + id).
+	// send queue (TenantQueuePrefix + id), and then the first of Queues, if any, is the single-
+	// tenant default's (QueueFor).
 	Queues       []string
 	TenantQueues bool
+	// Body is a task route's body type (its zero value): the task's id, its tenant and so its
+	// queue, and the record a replay of it reopens follow from a body (NewTask, QueueOf,
+	// ReplayRecord). nil on the routes no task targets.
+	Body Body
 }
 
 // routes is the table: every route the worker serves under /internal, and nothing else. The
-// worker's admission (internal/worker/auth.go) reads it, Terraform writes ROUTE_CALLERS from it
-// (terraform/iam.tf, local.route_callers; terraform/routes_test.go checks they agree), and the
-// README's "Who may call which worker route" says it in words.
+// worker's admission (internal/admission) reads it, and the worker the queue of a task from it;
+// the producers make their tasks with it (NewTask), a replay (internal/operator) and the
+// console's failures page read a dead letter's queue and record from it; Terraform writes
+// ROUTE_CALLERS from it (terraform/iam.tf, local.route_callers; terraform/routes_test.go checks
+// they agree), and the README's "Who may call which worker route" says it in words.
 var routes = []Route{
 	// Meta's deliveries, enqueued by the webhook alone.
-	{Methods: post, Path: ProcessInboundPath, Via: ViaTask, Callers: []Caller{Webhook}, Queues: []string{InboundQueueID}},
+	{Methods: post, Path: ProcessInboundPath, Via: ViaTask, Callers: []Caller{Webhook}, Queues: []string{InboundQueueID}, Body: Inbound{}},
 	// Replies, on the default's queue or the tenant's; an assistant's action calls and their
 	// answers: the worker's own follow-ups.
-	{Methods: post, Path: ProcessOutboundPath, Via: ViaTask, Callers: []Caller{Worker}, Queues: []string{OutboundQueueID}, TenantQueues: true},
-	{Methods: post, Path: ProcessActionPath, Via: ViaTask, Callers: []Caller{Worker}, TenantQueues: true},
+	{Methods: post, Path: ProcessOutboundPath, Via: ViaTask, Callers: []Caller{Worker}, Queues: []string{OutboundQueueID}, TenantQueues: true, Body: Outbound{}},
+	{Methods: post, Path: ProcessActionPath, Via: ViaTask, Callers: []Caller{Worker}, TenantQueues: true, Body: Action{}},
 	// A send from its record: /v1/messages and released parked sends (api), an operator's
 	// reply (console), an action's notice to members (worker, package notify), a record the
 	// sweep sends from itself (worker, package delivery: the single-tenant default's on the
 	// default's queue).
-	{Methods: post, Path: ProcessSendPath, Via: ViaTask, Callers: []Caller{API, Console, Worker}, Queues: []string{OutboundQueueID}, TenantQueues: true},
+	{Methods: post, Path: ProcessSendPath, Via: ViaTask, Callers: []Caller{API, Console, Worker}, Queues: []string{OutboundQueueID}, TenantQueues: true, Body: Send{}},
 	// The sweep probes health itself; the report stays for operators, through the console's
 	// account (the operators' service inside the VPC). From a laptop: wapipe health --direct.
 	{Methods: []string{http.MethodGet}, Path: HealthPath, Via: ViaDirect, Callers: []Caller{Console}},

@@ -15,7 +15,9 @@ const ProcessSendPath = "/internal/process_send"
 type Send struct {
 	IdempotencyKey string `json:"idempotency_key"`
 	CorrelationID  string `json:"correlation_id"`
-	TenantID       string `json:"tenant_id"`
+	// TenantID is always written: "" is the single-tenant default's record (which the sweep
+	// sends from itself, on the outbound queue); a body without it names nobody (Route.QueueOf).
+	TenantID string `json:"tenant_id"`
 	// ReleaseGen is the release generation of a parked send released (store.Sends.ReleaseParked);
 	// 0 for a send's first task.
 	ReleaseGen int64 `json:"release_gen,omitempty"`
@@ -42,4 +44,17 @@ func SendTaskID(key string, gen int64) string {
 // of the record; a resend, or a record held after a stranded one's task, begins a new one.
 func SweptSendTaskID(key, why string, since time.Time) string {
 	return hashID("swept", key+"\x00"+why+"\x00"+strconv.FormatInt(since.UnixNano(), 10)) + "-swept"
+}
+
+// SendTask is the process_send task of the record key of tenant tenantID ("" the single-tenant
+// default's), for its release generation gen (0 for its first task): the one place a process_send
+// body is written, whoever sends a record from itself (an api send, a console reply, a
+// notification, a released parked send, the sweep, a record's own dead letter).
+func SendTask(key, correlationID, tenantID string, gen int64) Spec {
+	task, err := NewTask(Send{IdempotencyKey: key, CorrelationID: correlationID, TenantID: tenantID, ReleaseGen: gen})
+	if err != nil {
+		// A Send is strings and an integer, and its route has a queue for every tenant.
+		panic("tasks.SendTask: " + err.Error())
+	}
+	return task
 }

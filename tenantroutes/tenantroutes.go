@@ -1,16 +1,35 @@
 // Package tenantroutes is the contract of the worker's tenant routes
 // (/internal/tenants/{tenant_id}/…), beside tasks/, the contract of its task routes: the routes'
-// paths, the query and header that name an upload, the JSON bodies, and the codes of their
-// refusals. The routes (internal/tenantcalls) answer with these types and the client
+// paths, the query and header that name an upload, the JSON bodies, and the refusals they
+// answer with. The routes (internal/tenantcalls) answer with these types and the client
 // (internal/workerclient) reads them, so neither side spells a path, a field or a code of its
 // own and the two cannot drift apart.
+//
+// A route's refusal is a *refusal.Error answered with its status, in the body refusal.Body
+// ({"error":{"code","message"}}, as the api answers), under the codes package refusal holds for
+// the api and the outbox too, so a caller can pass a refusal on as it is. The codes the routes
+// answer with, and their statuses:
+//
+//   - refusal.InvalidRequest (400): the request, or Meta's refusal of it (Meta's words).
+//   - refusal.NotFound (404): no such tenant.
+//   - refusal.Forbidden (403): a template of an account shared with other tenants that this
+//     tenant did not create.
+//   - refusal.NoToken (409): the tenant has no usable access token.
+//   - refusal.ReauthRequired (409): Meta refused the tenant's token, which must be renewed.
+//   - refusal.MediaTooLarge (413): a file over its limit.
+//   - refusal.MediaGone (404): Meta no longer has the file.
+//   - refusal.UnsupportedMediaType (415): WhatsApp takes no file of this type.
+//   - refusal.WhatsAppRefused (502): WhatsApp refused the file.
+//   - refusal.Unavailable (503): the worker failed; the caller may try again.
+//
+// A client returns a *refusal.Error carrying the answer's status for any answer other than the
+// route's success, with Code and Message empty when the body was not a refusal.
 //
 // Who may call each route is not here: that is the worker's door, tasks.Routes.
 package tenantroutes
 
 import (
 	"encoding/json"
-	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -148,46 +167,4 @@ type CreatedTemplate struct {
 // Deleted answers a deletion.
 type Deleted struct {
 	Success bool `json:"success"`
-}
-
-// Codes of the routes' refusals, the api's where they mean the same, so a caller can pass a
-// refusal on as it is.
-const (
-	// CodeInvalidRequest: the request, or Meta's refusal of it (400, Meta's words).
-	CodeInvalidRequest = "invalid_request"
-	// CodeNotFound: no such tenant (404).
-	CodeNotFound = "not_found"
-	// CodeNoToken: the tenant has no usable access token (409).
-	CodeNoToken = "no_token"
-	// CodeReauthRequired: Meta refused the tenant's token, which must be renewed (409).
-	CodeReauthRequired = "WHATSAPP_REAUTH_REQUIRED"
-	// CodeForbidden: a template of an account shared with other tenants that this tenant did
-	// not create (403).
-	CodeForbidden = "forbidden"
-	// CodeUnavailable: the worker failed; the caller may try again (503).
-	CodeUnavailable = "unavailable"
-	// CodeMediaTooLarge: a file over its limit (413).
-	CodeMediaTooLarge = "media_too_large"
-	// CodeMediaGone: Meta no longer has the file (404).
-	CodeMediaGone = "media_gone"
-	// CodeUnsupportedMediaType: WhatsApp takes no file of this type (415).
-	CodeUnsupportedMediaType = "unsupported_media_type"
-	// CodeRefused: WhatsApp refused the file (502).
-	CodeRefused = "whatsapp_refused"
-)
-
-// Error is a route's refusal: its HTTP status, and the body's code and message. A client
-// returns it for any answer other than the route's success, with Code and Message empty when
-// the body was not a refusal.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
-
-// ErrorBody is a refusal's body: {"error":{"code","message"}}, as the api answers.
-type ErrorBody struct {
-	Error *Error `json:"error"`
 }

@@ -37,7 +37,7 @@ locals {
       terms       = ["jsonPayload.event=\"status_applied\"", "jsonPayload.status=\"failed\"", "severity=\"ERROR\""]
       doc         = "Meta reported a sent message as not delivered. The log line carries Meta's code (`meta_error_code`, `meta_error_title`) and the tenant; `wapipe inspect` takes its `message_ref`."
     }
-    # internal/actions/actions.go: an action call that failed for good (after its last attempt,
+    # internal/actionrun/runner.go: an action call that failed for good (after its last attempt,
     # refused permanently, or with no action_url or secret); the user was told.
     actions_failed = {
       title       = "action failed after its last attempt"

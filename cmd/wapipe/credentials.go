@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/operator"
-	"github.com/wapipe/wapipe/internal/parked"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -38,7 +38,7 @@ func credentials(ctx context.Context, ops *operator.Tenants, db *store.DB, c con
 				return 0, fmt.Errorf("taskqueue.New: %w", err)
 			}
 			defer tq.Close()
-			return parked.Release(ctx, sends, tq, id, "wapipe-set-token")
+			return outbox.ReleaseParked(ctx, sends, tq, id, "wapipe-set-token")
 		},
 	}
 }

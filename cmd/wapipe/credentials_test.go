@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -37,7 +37,7 @@ func TestTenantsCredentialsPrintedOnce(t *testing.T) {
 
 	secret := lastLine(mustCLI(t, e.args("action-secret", "sunrise-bus")...))
 	snap, err := e.fs.Collection(store.TenantsCollection).Doc("sunrise-bus").Get(ctx)
-	if err != nil || !strings.HasPrefix(secret, action.SecretPrefix) {
+	if err != nil || !strings.HasPrefix(secret, actioncall.SecretPrefix) {
 		t.Fatalf("action-secret printed %q: %v", secret, err)
 	}
 	sealed, _ := snap.DataAt("action_secret")

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/keyedid"
@@ -248,7 +247,7 @@ func TestInspect(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCLI(t, s.conn("inspect", eventID, "--json")...)), &r); err != nil {
 		t.Fatalf("inspect --json: %v", err)
 	}
-	if r.Marker == nil || r.Marker.State != dedupe.StateReceived {
+	if r.Marker == nil || r.Marker.State != store.MarkerReceived {
 		t.Errorf("marker = %+v, want received", r.Marker)
 	}
 	if r.Trace == nil || r.Trace.State != store.TraceFinished || r.Trace.Messages != 2 {

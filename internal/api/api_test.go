@@ -16,7 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/operator"
-	"github.com/wapipe/wapipe/internal/parked"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -86,7 +86,7 @@ func newStack(t testing.TB, tenantExtra string, adjust ...func(*devstack.Options
 	creds := &operator.Credentials{Tenants: ops, Keys: store.NewAPIKeys(db, store.Options{}), Secrets: tenants,
 		PublicBaseURL: st.APIURL,
 		Release: func(ctx context.Context, id string) (int, error) {
-			return parked.Release(ctx, sends, tq, id, "test-release")
+			return outbox.ReleaseParked(ctx, sends, tq, id, "test-release")
 		}}
 	file := fmt.Sprintf("id: acme\nname: Acme\nlanguage: en\naudience: public\nphone_numbers:\n  - {phone_number_id: %q, waba_id: \"300000000000001\"}\n%s", number, tenantExtra)
 	if _, err := ops.Apply(ctx, []byte(file), false); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/ratelimit"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) refusedAt(w http.ResponseWriter, r *http.Request, d ratelimit.D
 	}
 	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	fail(w, r, refuse(CodeRateLimited, fmt.Sprintf("too many requests, retry in %d s", secs)))
+	fail(w, r, refusal.New(refusal.RateLimited, fmt.Sprintf("too many requests, retry in %d s", secs)))
 	return true
 }
 

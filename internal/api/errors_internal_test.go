@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/refusal"
 )
 
 // TestErrorAnswers: every error a handler answers, the api's own refusals, the outbox's, wrapped
@@ -23,23 +23,23 @@ func TestErrorAnswers(t *testing.T) {
 		wantMessage string // "m" when empty
 		wantHeader  string // a header the answer must carry
 	}{
-		{refuse(CodeInvalidRequest, "m"), 400, "invalid_request", "", ""},
-		{refuse(codeUnsupportedMediaType, "m"), 415, "invalid_request", "", ""},
-		{refuse(codeBodyTooLarge, "m"), 413, "invalid_request", "", ""},
-		{refuse(codeBodyTimeout, "m"), 408, "invalid_request", "", ""},
-		{refuse(CodeUnauthenticated, "m"), 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
+		{refusal.New(refusal.InvalidRequest, "m"), 400, "invalid_request", "", ""},
+		{refusal.New(codeWrongContentType, "m"), 415, "invalid_request", "", ""},
+		{refusal.New(codeBodyTooLarge, "m"), 413, "invalid_request", "", ""},
+		{refusal.New(codeBodyTimeout, "m"), 408, "invalid_request", "", ""},
+		{refusal.New(refusal.Unauthenticated, "m"), 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
 		{errUnauthenticated, 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
-		{refuse(CodeNotFound, "m"), 404, "not_found", "", ""},
-		{refuse(CodeRateLimited, "m"), 429, "rate_limited", "", ""},
-		{refuse(CodeUnavailable, "m"), 503, "unavailable", msgUnavailable, "Retry-After"},
-		{refuse(codeInternal, "m"), 500, "internal", "", ""},
-		{refuse(codeForbidden, "m"), 403, "forbidden", "", ""},
-		{refuse(codeBadGateway, "m"), 502, "bad_gateway", "", ""},
-		{&outbox.Refusal{Code: outbox.CodeInvalidRequest, Message: "m"}, 400, "invalid_request", "", ""},
-		{&outbox.Refusal{Code: outbox.CodeReauthRequired, Message: "m"}, 409, "WHATSAPP_REAUTH_REQUIRED", "", ""},
-		{&outbox.Refusal{Code: outbox.CodeOutsideWindow, Message: "m"}, 422, "outside_customer_service_window", "", ""},
-		{fmt.Errorf("send: %w", &outbox.Refusal{Code: outbox.CodeIdempotencyKeyReused, Message: "m"}), 422, "idempotency_key_reused", "", ""},
-		{&outbox.Refusal{Code: outbox.CodeTenantNotFound, Message: "m"}, 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
+		{refusal.New(refusal.NotFound, "m"), 404, "not_found", "", ""},
+		{refusal.New(refusal.RateLimited, "m"), 429, "rate_limited", "", ""},
+		{refusal.New(refusal.Unavailable, "m"), 503, "unavailable", msgUnavailable, "Retry-After"},
+		{refusal.New(refusal.Internal, "m"), 500, "internal", "", ""},
+		{refusal.New(refusal.Forbidden, "m"), 403, "forbidden", "", ""},
+		{refusal.New(refusal.BadGateway, "m"), 502, "bad_gateway", "", ""},
+		{refusal.New(refusal.InvalidRequest, "m"), 400, "invalid_request", "", ""},
+		{refusal.New(refusal.ReauthRequired, "m"), 409, "WHATSAPP_REAUTH_REQUIRED", "", ""},
+		{refusal.New(refusal.OutsideWindow, "m"), 422, "outside_customer_service_window", "", ""},
+		{fmt.Errorf("send: %w", refusal.New(refusal.IdempotencyKeyReused, "m")), 422, "idempotency_key_reused", "", ""},
+		{refusal.New(refusal.TenantNotFound, "m"), 401, "unauthenticated", msgUnauthenticated, "WWW-Authenticate"},
 		{fmt.Errorf("firestore: %w", errors.New("connection refused")), 503, "unavailable", msgUnavailable, "Retry-After"},
 	}
 	for _, tc := range tests {
@@ -62,7 +62,7 @@ func TestErrorAnswers(t *testing.T) {
 			t.Errorf("%v: no %s header", tc.err, tc.wantHeader)
 		}
 	}
-	if _, ok := refusalOf(fmt.Errorf("firestore: %w", http.ErrHandlerTimeout)); ok {
-		t.Error("refusalOf took a dependency's error for a refusal")
+	if _, ok := refusal.As(fmt.Errorf("firestore: %w", http.ErrHandlerTimeout)); ok {
+		t.Error("refusal.As took a dependency's error for a refusal")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/httpserver/httpservertest"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
@@ -87,8 +88,8 @@ func TestUnknownKeysLimitedPerAddress(t *testing.T) {
 			if secs, err := strconv.Atoi(retry); err != nil || secs < 1 {
 				t.Errorf("429 with Retry-After %q, want whole seconds", retry)
 			}
-			if errCode != api.CodeRateLimited {
-				t.Errorf("429 with error code %q, want %q", errCode, api.CodeRateLimited)
+			if errCode != refusal.RateLimited {
+				t.Errorf("429 with error code %q, want %q", errCode, refusal.RateLimited)
 			}
 		}
 	}
@@ -149,7 +150,7 @@ func TestKeyLimited(t *testing.T) {
 				mu.Unlock()
 				if code == http.StatusTooManyRequests {
 					limited.Store(true)
-					if retry == "" || errCode != api.CodeRateLimited {
+					if retry == "" || errCode != refusal.RateLimited {
 						t.Errorf("429 with Retry-After %q and code %q", retry, errCode)
 					}
 				}
@@ -352,8 +353,8 @@ func TestAddressCountsOnlyRequestsWithoutAValidKey(t *testing.T) {
 	for i := range n {
 		code, errCode := get(bad[i%len(bad)])
 		statuses[code]++
-		if code == http.StatusTooManyRequests && errCode != api.CodeRateLimited {
-			t.Errorf("429 with code %q, want %q", errCode, api.CodeRateLimited)
+		if code == http.StatusTooManyRequests && errCode != refusal.RateLimited {
+			t.Errorf("429 with code %q, want %q", errCode, refusal.RateLimited)
 		}
 	}
 	elapsed := time.Since(start)
@@ -386,8 +387,8 @@ func TestTenantKeyLimit(t *testing.T) {
 	s, _ := newCountedStack(t, "limits:\n  api: {per_second: 0.1, burst: 5}\n")
 	client := httpservertest.ClientFrom("127.0.0.43")
 	statuses, codes := postAtOnce(t, client, 12, http.MethodGet, s.APIURL+"/v1/messages/msg_unknown", s.key, "")
-	if statuses[http.StatusNotFound] != 5 || statuses[http.StatusTooManyRequests] != 7 || codes[api.CodeRateLimited] != 7 {
-		t.Errorf("12 at once with limits.api burst 5: %v %v, want 5 served (404), 7 refused 429 %s", statuses, codes, api.CodeRateLimited)
+	if statuses[http.StatusNotFound] != 5 || statuses[http.StatusTooManyRequests] != 7 || codes[refusal.RateLimited] != 7 {
+		t.Errorf("12 at once with limits.api burst 5: %v %v, want 5 served (404), 7 refused 429 %s", statuses, codes, refusal.RateLimited)
 	}
 	if !strings.Contains(s.logs.String(), `"scope":"key"`) {
 		t.Error(`no api_rate_limited line with "scope":"key"`)

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tenantroutes"
 )
@@ -25,7 +26,7 @@ import (
 // file is held anywhere, so memory stays bounded whatever the number of uploads in flight.
 
 // WorkerCaller calls the worker's tenant routes (package tenantroutes); *workerclient.Client
-// implements it. A refusal is a *tenantroutes.Error.
+// implements it. A refusal is a *refusal.Error.
 type WorkerCaller interface {
 	ListTemplates(ctx context.Context, tenantID string) ([]tenantroutes.Template, error)
 	CreateTemplate(ctx context.Context, tenantID string, body json.RawMessage) (tenantroutes.CreatedTemplate, error)
@@ -50,11 +51,11 @@ type MediaUpload struct {
 }
 
 // errEmptyFile refuses a file of no bytes, which WhatsApp would not send.
-var errEmptyFile = refuse(CodeInvalidRequest, "file: empty")
+var errEmptyFile = refusal.New(refusal.InvalidRequest, "file: empty")
 
 // errFieldAfterFile refuses a form with a part after the file: the file is streamed on as it
 // arrives, so what the upload needs must come before it.
-var errFieldAfterFile = refuse(CodeInvalidRequest, "form: the file must be the last part (put phone_number_id before file: curl -F phone_number_id=… -F file=@…)")
+var errFieldAfterFile = refusal.New(refusal.InvalidRequest, "form: the file must be the last part (put phone_number_id before file: curl -F phone_number_id=… -F file=@…)")
 
 // handleUpload answers POST /v1/media: multipart/form-data with an optional phone_number_id and
 // then file, whose part Content-Type is the file's MIME type.
@@ -67,8 +68,8 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	logger := logging.FromContext(ctx)
 	up, err := s.upload(w, r, tenantID)
 	if err != nil {
-		if refusal, ok := refusalOf(err); ok {
-			logger.InfoContext(ctx, "upload refused", "event", "api_media_refused", "code", refusal.Code)
+		if ref, ok := refusal.As(err); ok {
+			logger.InfoContext(ctx, "upload refused", "event", "api_media_refused", "code", ref.Code)
 		}
 		fail(w, r, err)
 		return
@@ -80,18 +81,18 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 // upload reads the form up to its file, then streams the file to the worker.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request, tenantID string) (MediaUpload, error) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
-		return MediaUpload{}, refuse(codeUnsupportedMediaType, "Content-Type: must be multipart/form-data (curl -F file=@photo.jpg;type=image/jpeg)")
+		return MediaUpload{}, refusal.New(codeWrongContentType, "Content-Type: must be multipart/form-data (curl -F file=@photo.jpg;type=image/jpeg)")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, graph.MaxUploadBytes+maxFormOverhead)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return MediaUpload{}, refuse(CodeInvalidRequest, "body: not a multipart form")
+		return MediaUpload{}, refusal.New(refusal.InvalidRequest, "body: not a multipart form")
 	}
 	var number string
 	for {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			return MediaUpload{}, refuse(CodeInvalidRequest, "file: required (curl -F file=@photo.jpg;type=image/jpeg)")
+			return MediaUpload{}, refusal.New(refusal.InvalidRequest, "file: required (curl -F file=@photo.jpg;type=image/jpeg)")
 		}
 		if err != nil {
 			return MediaUpload{}, bodyError(err)
@@ -103,13 +104,13 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, tenantID string)
 				return MediaUpload{}, bodyError(err)
 			}
 			if len(v) > maxFieldBytes {
-				return MediaUpload{}, refuse(CodeInvalidRequest, "phone_number_id: too long")
+				return MediaUpload{}, refusal.New(refusal.InvalidRequest, "phone_number_id: too long")
 			}
 			number = strings.TrimSpace(string(v))
 		case "file":
 			return s.streamFile(r, tenantID, number, mr, p)
 		default:
-			return MediaUpload{}, refuse(CodeInvalidRequest, fmt.Sprintf("form: unknown field %q (file and phone_number_id only)", p.FormName()))
+			return MediaUpload{}, refusal.New(refusal.InvalidRequest, fmt.Sprintf("form: unknown field %q (file and phone_number_id only)", p.FormName()))
 		}
 	}
 }
@@ -120,18 +121,18 @@ func (s *Server) streamFile(r *http.Request, tenantID, number string, mr *multip
 	ctx := r.Context()
 	mimeType, ut, ok := graph.UploadTypeOf(p.Header.Get("Content-Type"))
 	if !ok {
-		return MediaUpload{}, refuse(codeMediaTypeRefused, fmt.Sprintf("file: WhatsApp does not take %q files (the part's Content-Type is the file's type: curl -F 'file=@photo.jpg;type=image/jpeg')",
+		return MediaUpload{}, refusal.New(refusal.UnsupportedMediaType, fmt.Sprintf("file: WhatsApp does not take %q files (the part's Content-Type is the file's type: curl -F 'file=@photo.jpg;type=image/jpeg')",
 			p.Header.Get("Content-Type")))
 	}
 	tn, err := s.deps.Tenants.Get(ctx, tenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return MediaUpload{}, refuse(outbox.CodeTenantNotFound, "the tenant no longer exists")
+		return MediaUpload{}, refusal.New(refusal.TenantNotFound, "the tenant no longer exists")
 	}
 	if err != nil {
 		return MediaUpload{}, fmt.Errorf("read tenant %s: %w", tenantID, err)
 	}
 	if tn.AuthStatus == store.AuthNeedsReauth {
-		return MediaUpload{}, refuse(CodeReauthRequired, "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token")
+		return MediaUpload{}, refusal.New(refusal.ReauthRequired, "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token")
 	}
 	if number, err = outbox.SenderNumber(tn.Tenant, number); err != nil {
 		return MediaUpload{}, err
@@ -158,7 +159,7 @@ func (s *Server) streamFile(r *http.Request, tenantID, number string, mr *multip
 	a := <-answered
 	switch {
 	case werr == errFileTooLarge:
-		return MediaUpload{}, refuse(CodeMediaTooLarge, fmt.Sprintf("file: a %s file may have at most %d bytes", ut.Kind, ut.MaxBytes))
+		return MediaUpload{}, refusal.New(refusal.MediaTooLarge, fmt.Sprintf("file: a %s file may have at most %d bytes", ut.Kind, ut.MaxBytes))
 	case werr != nil && !errors.Is(werr, io.ErrClosedPipe) && !errors.Is(werr, errWorkerAnswered):
 		return MediaUpload{}, werr
 	}
@@ -219,32 +220,36 @@ func bodyError(err error) error {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return refuse(CodeMediaTooLarge, fmt.Sprintf("body: at most %d bytes", tooBig.Limit))
+		return refusal.New(refusal.MediaTooLarge, fmt.Sprintf("body: at most %d bytes", tooBig.Limit))
 	case errors.Is(err, httpserver.ErrBodyTimeout):
-		return refuse(codeBodyTimeout, "body: did not arrive in time")
+		return refusal.New(codeBodyTimeout, "body: did not arrive in time")
 	}
-	return refuse(CodeInvalidRequest, "body: not a readable multipart form")
+	return refusal.New(refusal.InvalidRequest, "body: not a readable multipart form")
 }
 
-// workerAnswers maps the upload route's refusals to the api's codes.
+// workerAnswers maps the upload route's refusals (the codes the api's caller may read) to the
+// api's: the same code where the api answers it as it is, another where the api's caller reads
+// the tenant's state differently (no usable token: reconnect; no tenant: the key opens nothing;
+// WhatsApp's refusal of a file of a type it takes: 422 media_refused). An answer the table does
+// not name is the worker failing.
 var workerAnswers = map[string]string{
-	tenantroutes.CodeInvalidRequest:       CodeInvalidRequest,
-	tenantroutes.CodeMediaTooLarge:        CodeMediaTooLarge,
-	tenantroutes.CodeUnsupportedMediaType: codeMediaTypeRefused,
-	tenantroutes.CodeNoToken:              CodeReauthRequired,
-	tenantroutes.CodeReauthRequired:       CodeReauthRequired,
-	tenantroutes.CodeNotFound:             outbox.CodeTenantNotFound,
-	tenantroutes.CodeRefused:              CodeMediaRefused,
+	refusal.InvalidRequest:       refusal.InvalidRequest,
+	refusal.MediaTooLarge:        refusal.MediaTooLarge,
+	refusal.UnsupportedMediaType: refusal.UnsupportedMediaType,
+	refusal.NoToken:              refusal.ReauthRequired,
+	refusal.ReauthRequired:       refusal.ReauthRequired,
+	refusal.NotFound:             refusal.TenantNotFound,
+	refusal.WhatsAppRefused:      refusal.MediaRefused,
 }
 
 // workerAnswer is the api's answer of the worker's: the upload, or its refusal as the api's; an
 // error that is no refusal (no answer) is the worker failing.
 func workerAnswer(up tenantroutes.Uploaded, err error) (MediaUpload, error) {
-	var ce *tenantroutes.Error
+	var ce *refusal.Error
 	switch {
 	case errors.As(err, &ce):
 		if mapped, known := workerAnswers[ce.Code]; known {
-			return MediaUpload{}, refuse(mapped, ce.Message)
+			return MediaUpload{}, refusal.New(mapped, ce.Message)
 		}
 		return MediaUpload{}, fmt.Errorf("the worker refused the upload: status %d, code %q", ce.Status, ce.Code)
 	case err != nil:

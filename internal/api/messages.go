@@ -23,6 +23,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tasks"
 )
@@ -31,9 +32,6 @@ import (
 // contact cards in one message and a template text parameter of 32768 characters (up to 128 KiB
 // of UTF-8): the cap leaves room for the largest body Meta accepts.
 const MaxBodyBytes = 512 << 10
-
-// CustomerServiceWindow is how long after a contact's last message free-form messages may go.
-const CustomerServiceWindow = outbox.CustomerServiceWindow
 
 // Meta's limits on the messages the api accepts (Cloud API reference, messages).
 const (
@@ -298,26 +296,26 @@ func decodeRequest(w http.ResponseWriter, r *http.Request) (SendRequest, error) 
 // decodeJSON reads one JSON object (a what) into v under the size cap, refusing unknown fields.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, what string) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return refuse(codeUnsupportedMediaType, "Content-Type: must be application/json")
+		return refusal.New(codeWrongContentType, "Content-Type: must be application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return refuse(codeBodyTooLarge, fmt.Sprintf("body: at most %d bytes", MaxBodyBytes))
+		return refusal.New(codeBodyTooLarge, fmt.Sprintf("body: at most %d bytes", MaxBodyBytes))
 	}
 	if errors.Is(err, httpserver.ErrBodyTimeout) {
-		return refuse(codeBodyTimeout, "body: did not arrive in time")
+		return refusal.New(codeBodyTimeout, "body: did not arrive in time")
 	}
 	if err != nil {
-		return refuse(CodeInvalidRequest, "body: could not be read")
+		return refusal.New(refusal.InvalidRequest, "body: could not be read")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return refuse(CodeInvalidRequest, fmt.Sprintf("body: not a valid %s object (%s)", what, jsonProblem(err)))
+		return refusal.New(refusal.InvalidRequest, fmt.Sprintf("body: not a valid %s object (%s)", what, jsonProblem(err)))
 	}
 	if dec.More() {
-		return refuse(CodeInvalidRequest, "body: one JSON object only")
+		return refusal.New(refusal.InvalidRequest, "body: one JSON object only")
 	}
 	return nil
 }
@@ -369,23 +367,23 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	logger := logging.FromContext(ctx)
 	idem := r.Header.Get("Idempotency-Key")
 	if len(idem) > MaxIdempotencyKeyLen || strings.ContainsFunc(idem, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		fail(w, r, refuse(CodeInvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen)))
+		fail(w, r, refusal.New(refusal.InvalidRequest, fmt.Sprintf("Idempotency-Key: 1 to %d printable ASCII characters", MaxIdempotencyKeyLen)))
 		return
 	}
 	req, err := decodeRequest(w, r)
 	if err == nil {
 		if err = req.Validate(); err != nil {
-			err = refuse(CodeInvalidRequest, err.Error())
+			err = refusal.New(refusal.InvalidRequest, err.Error())
 		}
 	}
-	if refusal, ok := refusalOf(err); ok {
-		logger.InfoContext(ctx, "send refused: invalid request", "event", "api_invalid_request", "problem", refusal.Message)
-		fail(w, r, refusal)
+	if ref, ok := refusal.As(err); ok {
+		logger.InfoContext(ctx, "send refused: invalid request", "event", "api_invalid_request", "problem", ref.Message)
+		fail(w, r, ref)
 		return
 	}
 	if err := s.phoneRequired(ctx, tenantID, req); err != nil { // templates.go
 		logger.InfoContext(ctx, "send refused: an authentication template needs a phone number", "event", "api_send_refused",
-			"code", CodePhoneNumberRequired)
+			"code", refusal.PhoneNumberRequired)
 		fail(w, r, err)
 		return
 	}
@@ -393,12 +391,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	} else if optedOut {
-		logger.InfoContext(ctx, "send refused: the contact stopped marketing messages", "event", "api_send_refused", "code", CodeContactOptedOut)
-		fail(w, r, refuse(CodeContactOptedOut, "the contact stopped marketing messages from this business: a MARKETING template is not sent (Meta would refuse it with 131050)"))
+		logger.InfoContext(ctx, "send refused: the contact stopped marketing messages", "event", "api_send_refused", "code", refusal.ContactOptedOut)
+		fail(w, r, refusal.New(refusal.ContactOptedOut, "the contact stopped marketing messages from this business: a MARKETING template is not sent (Meta would refuse it with 131050)"))
 		return
 	}
 	if err := s.templateNotApproved(ctx, tenantID, req); err != nil { // templates.go
-		logger.InfoContext(ctx, "send refused: template not approved", "event", "api_send_refused", "code", CodeTemplateNotApproved)
+		logger.InfoContext(ctx, "send refused: template not approved", "event", "api_send_refused", "code", refusal.TemplateNotApproved)
 		fail(w, r, err)
 		return
 	}
@@ -407,8 +405,8 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		IdempotencyKey: idem, Source: store.SourceAPI, CorrelationID: httpserver.CorrelationID(ctx),
 	})
 	if err != nil {
-		if refusal, ok := refusalOf(err); ok {
-			logger.InfoContext(ctx, "send refused", "event", "api_send_refused", "code", refusal.Code)
+		if ref, ok := refusal.As(err); ok {
+			logger.InfoContext(ctx, "send refused", "event", "api_send_refused", "code", ref.Code)
 		}
 		fail(w, r, err)
 		return
@@ -457,7 +455,7 @@ type MessageError struct {
 
 // errNoSuchMessage answers an id that is not one of the tenant's messages, whether it exists
 // for another tenant or not at all.
-var errNoSuchMessage = refuse(CodeNotFound, "no such message")
+var errNoSuchMessage = refusal.New(refusal.NotFound, "no such message")
 
 // handleGet answers GET /v1/messages/{id}.
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/ratelimit"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/service"
 	"github.com/wapipe/wapipe/internal/signup"
@@ -196,12 +197,12 @@ func (s *Server) Routes() http.Handler {
 	})
 	// The signup routes' secrets leave the URL before the span or a log line can see it.
 	return signup.HideSecrets(httpserver.Middleware{Service: "api", Logger: s.deps.Logger, OnPanic: func(w http.ResponseWriter, _ *http.Request, _ any) {
-		writeError(w, codeInternal, "internal error")
+		writeError(w, refusal.Internal, "internal error")
 	}}.Wrap(r))
 }
 
 // internalJSON is the api's answer when a body cannot be encoded (a defect, for the logs).
-var internalJSON = []byte(`{"error":{"code":"internal","message":"encode response"}}`)
+var internalJSON = []byte(`{"error":{"code":"` + refusal.Internal + `","message":"encode response"}}`)
 
 // writeJSON answers v as JSON (httpserver.WriteJSONOr), in the api's error shape if it fails.
 func writeJSON(w http.ResponseWriter, status int, v any) {

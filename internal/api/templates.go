@@ -12,18 +12,13 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/tenantroutes"
 )
 
 // The /v1/templates routes manage the tenant's message templates at Meta. The api holds no
 // tenant token: it asks the worker's tenant routes (/internal/tenants/{id}/templates), which
 // call Graph and record what Meta says in the templates collection.
-
-// CodeTemplateNotApproved answers 422: a template send of a template wapipe knows to be
-// PENDING, REJECTED, PAUSED or DISABLED.
-const CodeTemplateNotApproved = "template_not_approved"
 
 // TemplateReader reads what wapipe knows of a tenant's template; *store.Templates implements it.
 type TemplateReader interface {
@@ -136,7 +131,7 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 	err := decodeJSON(w, r, &req, "template")
 	if err == nil {
 		if err = req.Validate(); err != nil {
-			err = refuse(CodeInvalidRequest, err.Error())
+			err = refusal.New(refusal.InvalidRequest, err.Error())
 		}
 	}
 	if err != nil {
@@ -171,7 +166,7 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := chi.URLParam(r, "name")
 	if len(name) > MaxTemplateName || !templatePattern.MatchString(name) {
-		fail(w, r, refuse(CodeInvalidRequest, "name: lowercase letters, digits and underscores, at most 512"))
+		fail(w, r, refusal.New(refusal.InvalidRequest, "name: lowercase letters, digits and underscores, at most 512"))
 		return
 	}
 	if err := s.deps.Worker.DeleteTemplate(ctx, tenantID, name, r.URL.Query().Get("waba_id")); err != nil {
@@ -187,19 +182,19 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 // WHATSAPP_REAUTH_REQUIRED), a tenant gone (401); any other refusal is the worker failing (503),
 // and an error that is no refusal (no answer) is returned as it is.
 func workerRefusal(err error) error {
-	var ce *tenantroutes.Error
+	var ce *refusal.Error
 	if !errors.As(err, &ce) {
 		return err
 	}
 	switch {
-	case ce.Status == http.StatusBadRequest && ce.Code == tenantroutes.CodeInvalidRequest:
-		return refuse(CodeInvalidRequest, ce.Message)
+	case ce.Status == http.StatusBadRequest && ce.Code == refusal.InvalidRequest:
+		return refusal.New(refusal.InvalidRequest, ce.Message)
 	case ce.Status == http.StatusConflict:
-		return refuse(CodeReauthRequired, ce.Message)
-	case ce.Status == http.StatusNotFound && ce.Code == tenantroutes.CodeNotFound:
-		return refuse(outbox.CodeTenantNotFound, ce.Message)
-	case ce.Status == http.StatusForbidden && ce.Code == tenantroutes.CodeForbidden:
-		return refuse(codeForbidden, ce.Message)
+		return refusal.New(refusal.ReauthRequired, ce.Message)
+	case ce.Status == http.StatusNotFound && ce.Code == refusal.NotFound:
+		return refusal.New(refusal.TenantNotFound, ce.Message)
+	case ce.Status == http.StatusForbidden && ce.Code == refusal.Forbidden:
+		return refusal.New(refusal.Forbidden, ce.Message)
 	}
 	return fmt.Errorf("the worker answered %d %s", ce.Status, ce.Code)
 }
@@ -219,7 +214,7 @@ func (s *Server) phoneRequired(ctx context.Context, tenantID string, req SendReq
 	case err != nil:
 		return err
 	case graph.RequiresPhone(req.Message(), t.Category):
-		return refuse(CodePhoneNumberRequired, fmt.Sprintf(
+		return refusal.New(refusal.PhoneNumberRequired, fmt.Sprintf(
 			"template %s (%s) is an authentication template: its code button goes only to a phone number, so send it with to (Meta refuses it by recipient, 131062)",
 			t.Name, t.Language))
 	}
@@ -240,7 +235,7 @@ func (s *Server) templateNotApproved(ctx context.Context, tenantID string, req S
 	case err != nil:
 		return err
 	case store.NotApproved(t.Status):
-		return refuse(CodeTemplateNotApproved, fmt.Sprintf("template %s (%s) is %s at Meta: only an APPROVED template is sent",
+		return refusal.New(refusal.TemplateNotApproved, fmt.Sprintf("template %s (%s) is %s at Meta: only an APPROVED template is sent",
 			t.Name, t.Language, t.Status))
 	}
 	return nil

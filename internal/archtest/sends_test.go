@@ -16,7 +16,7 @@ const root = "../.."
 // sendStateMethods move an outbound record's send state: begin, settle, park, release. Only the
 // store, which implements them, and the delivery package, which owns every send, call them.
 // The other state changes have one owner each, outside this rule: a record is created pending by
-// outbox (CreateSend), released by package parked (ReleaseParked), reopened by a replay
+// outbox (CreateSend), released by the outbox too (ReleaseParked), reopened by a replay
 // (ReopenOutbound) and settled by a status webhook (ApplyStatus).
 var sendStateMethods = map[string]bool{
 	"BeginSend": true, "MarkSent": true, "MarkSkipped": true, "MarkFailed": true, "MarkRetry": true,

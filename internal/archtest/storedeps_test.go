@@ -13,7 +13,6 @@ import (
 // save goes into a leaf like these (turnstate holds the conversation state for that reason).
 var storeLeaves = []string{
 	module + "/internal/contact",
-	module + "/internal/dedupe",
 	module + "/internal/i18n",
 	module + "/internal/keyedid",
 	module + "/internal/logging",

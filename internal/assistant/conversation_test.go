@@ -254,7 +254,7 @@ func TestRedoneTurnsNumberRepliesTheSame(t *testing.T) {
 		for _, r := range out.Replies {
 			idx = append(idx, r.Index)
 		}
-		if !slices.Equal(idx, []int{0, 1}) || out.Replies[1].Message == nil {
+		if !slices.Equal(idx, []int{0, 1}) || out.Replies[1].Graph == nil {
 			t.Errorf("reply indexes %v; want [0 1] with the buttons second", idx)
 		}
 		if got, want := out.State.Pending.ActionID, assistant.ActionID(tenantID, convID, "m-book"); got != want {

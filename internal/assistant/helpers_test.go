@@ -166,7 +166,7 @@ func views(rs []assistant.Reply) []replyView {
 	var out []replyView
 	for _, r := range rs {
 		v := replyView{Index: r.Index, Text: r.Body(), Key: r.Key, Quote: r.Quote}
-		if m := r.Message; m != nil && m.Interactive != nil {
+		if m := r.Graph; m != nil && m.Interactive != nil {
 			for _, b := range m.Interactive.Action.Buttons {
 				v.Buttons = append(v.Buttons, b.Reply.ID+"="+b.Reply.Title)
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
 
@@ -29,10 +29,10 @@ const (
 	MaxButtonTitleLen = 20
 )
 
-// Reply is one message a turn sends. The worker sends it with responder.Reply's rules (Text,
+// Reply is one message a turn sends. The worker sends it with outgoing.Message's rules (Text,
 // or Message with the recipient filled in) under its own idempotency record.
 type Reply struct {
-	responder.Reply
+	outgoing.Message
 	// Index is the reply's position in the turn, from 0: the worker derives each reply's
 	// idempotency key from the inbound message id and Index, so a redone turn sends none twice.
 	Index int
@@ -43,7 +43,7 @@ type Reply struct {
 
 // Body is the reply's text: a text reply's, or an interactive message's body.
 func (r Reply) Body() string {
-	if m := r.Message; m != nil && m.Interactive != nil && m.Interactive.Body != nil {
+	if m := r.Graph; m != nil && m.Interactive != nil && m.Interactive.Body != nil {
 		return m.Interactive.Body.Text
 	}
 	return r.Text
@@ -53,7 +53,7 @@ func (r Reply) Body() string {
 type replies []Reply
 
 func (rs *replies) text(text string, key i18n.Key, quote bool) {
-	*rs = append(*rs, Reply{Reply: responder.Reply{Text: clip(text, MaxTextLen), Quote: quote}, Index: len(*rs), Key: key})
+	*rs = append(*rs, Reply{Message: outgoing.Message{Text: clip(text, MaxTextLen), Quote: quote}, Index: len(*rs), Key: key})
 }
 
 func (rs *replies) system(lang string, key i18n.Key) { rs.text(i18n.Text(lang, key), key, false) }
@@ -97,7 +97,7 @@ func (rs *replies) confirm(lang, reply, data string) bool {
 			{Type: "reply", Reply: graph.ButtonReply{ID: ButtonNo, Title: clip(i18n.Text(lang, i18n.ButtonCancel), MaxButtonTitleLen)}},
 		}},
 	}}
-	*rs = append(*rs, Reply{Reply: responder.Reply{Message: msg}, Index: len(*rs)})
+	*rs = append(*rs, Reply{Message: outgoing.Message{Graph: msg}, Index: len(*rs)})
 	return true
 }
 

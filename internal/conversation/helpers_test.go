@@ -12,7 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/keyedid"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/turnstate"
@@ -182,7 +182,7 @@ func (r *recorder) turn(ctx context.Context, p conversation.Pending, st turnstat
 	r.mu.Unlock()
 	st.Turns = append(st.Turns, turnstate.Turn{MessageID: p.MessageID, At: p.ReceivedAt, Event: assistant.EventGeneralQuery})
 	out := assistant.Outcome{
-		Replies: []assistant.Reply{{Reply: responder.Reply{Text: "re " + p.MessageID}}},
+		Replies: []assistant.Reply{{Message: outgoing.Message{Text: "re " + p.MessageID}}},
 		State:   st,
 		Event:   assistant.EventGeneralQuery,
 	}

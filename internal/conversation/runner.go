@@ -63,15 +63,15 @@ type Pending struct {
 }
 
 // TurnFunc runs the turn of p from the state st the previous turn left, and returns what to
-// send and do and the state to save (assistant.Engine.Turn, or the worker's acknowledgement).
+// send and do and the state to save (package turn: the message's steps, then the assistant).
 // Outcome.State is saved as it is. An error commits nothing: the drain stops and Handle returns
 // it, so the task is retried and the turn redone.
 type TurnFunc func(ctx context.Context, p Pending, st turnstate.State) (assistant.Outcome, error)
 
-// Sender sends one reply of a turn. It must be idempotent by r.IdempotencyKey (the worker backs
-// it with its outbound records): a redone turn sends the same replies with the same keys. It
-// returns an error only when the send should be retried; a reply that failed for good is its to
-// record, and it returns nil for it.
+// Sender sends one reply of a turn. It must be idempotent by r.IdempotencyKey
+// (delivery.ReplySender backs it with its outbound records): a redone turn sends the same
+// replies with the same keys. It returns an error only when the send should be retried; a reply
+// that failed for good is its to record, and it returns nil for it.
 type Sender interface {
 	SendReply(ctx context.Context, r Outgoing) (graphMessageID string, err error)
 }
@@ -205,6 +205,18 @@ type Result struct {
 	Queued bool
 	// Turns counts the turns this call ran and committed, its own message's and others'.
 	Turns int
+}
+
+// Status names what Handle did, for logs and the task's answer: "duplicate" (a redelivery that
+// ran no turn), "queued" (another task holds the conversation) or "handled".
+func (r Result) Status() string {
+	switch {
+	case r.Duplicate && !r.Queued && r.Turns == 0:
+		return "duplicate"
+	case r.Queued:
+		return "queued"
+	}
+	return "handled"
 }
 
 // ReplyKey is the idempotency key of reply index of the turn of inbound message messageID:

@@ -9,7 +9,7 @@ import (
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 )
@@ -38,7 +38,7 @@ type Sender interface {
 	// Send sends reply to the person at `to` (a phone, or a BSUID as recipient) from the
 	// business number, with callbackData as biz_opaque_callback_data and replyTo (when not
 	// empty) as the quoted message. It returns Meta's message id.
-	Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply responder.Reply, callbackData, replyTo string) (string, error)
+	Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply outgoing.Message, callbackData, replyTo string) (string, error)
 	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
 }
 
@@ -113,8 +113,8 @@ type Request struct {
 	ReceivedAt       time.Time
 	// Reply is the message; Compose, when set, is asked for it once the send has begun (an
 	// empty reply is skipped). An error of Compose is retried unless it is Unsendable's.
-	Reply   responder.Reply
-	Compose func(ctx context.Context) (responder.Reply, error)
+	Reply   outgoing.Message
+	Compose func(ctx context.Context) (outgoing.Message, error)
 	// Fallback replaces the message outside the contact's 24-hour window when the policy's
 	// window rule is WindowFallback (a notification's templates.notify); nil skips it there.
 	Fallback *graph.Message
@@ -189,7 +189,7 @@ func (d *Deliverer) attempt(ctx context.Context, req Request, pol Policy) (Resul
 	if !ok {
 		return res, false
 	}
-	out := outgoing{reply: reply}
+	out := wire{reply: reply}
 	if reply.Quote {
 		out.replyTo = req.InboundMessageID
 	}
@@ -203,18 +203,18 @@ func (d *Deliverer) attempt(ctx context.Context, req Request, pol Policy) (Resul
 	return d.send(ctx, req, pol, fr, out, rec)
 }
 
-// outgoing is what goes to Graph: the reply, quoting replyTo when set.
-type outgoing struct {
-	reply   responder.Reply
+// wire is what goes to Graph: the reply, quoting replyTo when set.
+type wire struct {
+	reply   outgoing.Message
 	replyTo string
 }
 
 // message is the Graph message of o, as GraphSender sends it (without the recipient and the
 // callback data, which the send adds).
-func (o outgoing) message() graph.Message {
+func (o wire) message() graph.Message {
 	var m graph.Message
-	if o.reply.Message != nil {
-		m = *o.reply.Message
+	if o.reply.Graph != nil {
+		m = *o.reply.Graph
 	} else {
 		m = graph.Message{Type: "text", Text: &graph.Text{Body: o.reply.Text}}
 	}
@@ -224,8 +224,8 @@ func (o outgoing) message() graph.Message {
 	return m
 }
 
-func (o outgoing) isTemplate() bool {
-	return o.reply.Message != nil && o.reply.Message.Type == "template"
+func (o wire) isTemplate() bool {
+	return o.reply.Graph != nil && o.reply.Graph.Type == "template"
 }
 
 // begin asks the record whether this attempt may send. When ok is false, res ends the delivery:
@@ -321,7 +321,7 @@ func (d *Deliverer) TenantToken(ctx context.Context, tenantID string) (rec store
 
 // compose is the message to send: req.Reply, or Compose's. When ok is false, res ends the
 // delivery: nothing to send (skipped), a composer that failed, or a message that cannot be built.
-func (d *Deliverer) compose(ctx context.Context, req Request, pol Policy) (responder.Reply, Result, bool) {
+func (d *Deliverer) compose(ctx context.Context, req Request, pol Policy) (outgoing.Message, Result, bool) {
 	if req.Compose == nil {
 		return req.Reply, Result{}, true
 	}

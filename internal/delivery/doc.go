@@ -6,6 +6,7 @@
 // The kinds of send differ on purpose in a few places: what an outcome still unknown, a tenant
 // with no usable token, a closed 24-hour window and an auth error do. Those differences are the
 // Policy of each Kind (policy.go), not copies of the send path. Deliver returns a typed Result;
-// the caller (the worker's adapter) turns it into a task outcome, and the record carries the
-// reason of a failure as a code in its own field (failure_reason).
+// the caller (the worker's adapter) turns it into a task outcome, or, for the replies of a
+// conversation and an action's result, ReplySender turns it into what they act on (reply.go).
+// The record carries the reason of a failure as a code in its own field (failure_reason).
 package delivery

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -123,16 +122,9 @@ func (h *HeldSweep) due(ctx context.Context, rec store.OutboundRecord, now time.
 // the single-tenant default), named from the record, why and since, so that sweeps repeated make
 // one task. It reports whether the task is new.
 func (h *HeldSweep) enqueue(ctx context.Context, rec store.OutboundRecord, why string, since time.Time) (bool, error) {
-	body, err := json.Marshal(tasks.Send{IdempotencyKey: rec.IdempotencyKey, CorrelationID: rec.CorrelationID, TenantID: rec.TenantID})
-	if err != nil {
-		return false, fmt.Errorf("encode the send of a %s record: %w", why, err)
-	}
-	queue := tasks.OutboundQueueID
-	if rec.TenantID != "" {
-		queue = tasks.TenantQueueID(rec.TenantID)
-	}
-	res, err := h.Tasks.Enqueue(ctx, taskqueue.Task{Queue: queue, ID: tasks.SweptSendTaskID(rec.IdempotencyKey, why, since),
-		Path: tasks.ProcessSendPath, Body: body, CorrelationID: rec.CorrelationID})
+	task := tasks.SendTask(rec.IdempotencyKey, rec.CorrelationID, rec.TenantID, 0)
+	task.ID = tasks.SweptSendTaskID(rec.IdempotencyKey, why, since)
+	res, err := h.Tasks.Enqueue(ctx, taskqueue.FromSpec(task))
 	if err != nil {
 		return false, fmt.Errorf("enqueue the send of a %s record: %w", why, err)
 	}

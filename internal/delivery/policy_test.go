@@ -13,7 +13,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -149,9 +149,9 @@ func (e *env) deliver(kind delivery.Kind, tenantID, key string, lastAttempt bool
 		InboundMessageID: "wamid.in-" + key, LastAttempt: lastAttempt, LastInbound: e.clk.now()}
 	if kind == delivery.DefaultReply {
 		req.TenantID, req.Token = "", token
-		req.Compose = func(context.Context) (responder.Reply, error) { return responder.Reply{Text: "hello"}, nil }
+		req.Compose = func(context.Context) (outgoing.Message, error) { return outgoing.Message{Text: "hello"}, nil }
 	} else {
-		req.Reply = responder.Reply{Text: "hello"}
+		req.Reply = outgoing.Message{Text: "hello"}
 	}
 	return e.d.Deliver(ctx, req)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -34,7 +34,7 @@ func TestReplyToAContactKnownOnlyByBSUID(t *testing.T) {
 			const key = "k-by-recipient"
 			res := e.d.Deliver(context.Background(), delivery.Request{Kind: delivery.ConversationReply, Key: key, TenantID: "acme",
 				PhoneNumberID: number, Recipient: recipient, ConversationID: conversationID, InboundMessageID: "wamid.in-1",
-				Reply: responder.Reply{Text: "hello"}})
+				Reply: outgoing.Message{Text: "hello"}})
 			if res.Status != delivery.Sent {
 				t.Fatalf("Deliver: %+v, want sent", res)
 			}
@@ -92,7 +92,7 @@ func TestWindowIsTheRequestsConversation(t *testing.T) {
 			w := &recordingWindows{windows: windows{last: e.clk.now().Add(-time.Hour)}}
 			e.d.Windows = w
 			res := e.d.Deliver(context.Background(), delivery.Request{Kind: delivery.ConversationReply, Key: "k-window", TenantID: "acme",
-				PhoneNumberID: number, Recipient: userID, ConversationID: tc.conversation, Reply: responder.Reply{Text: "hello"}})
+				PhoneNumberID: number, Recipient: userID, ConversationID: tc.conversation, Reply: outgoing.Message{Text: "hello"}})
 			if res.Status != delivery.Sent {
 				t.Fatalf("Deliver: %+v, want sent", res)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -73,7 +73,7 @@ func TestReengageFillsContactName(t *testing.T) {
 				Sender: delivery.NewGraphSender(gc), Tenants: ts, Tokens: tokens{}, Hasher: logging.DevHasher(),
 				Windows: namedWindow{name: tc.profile, last: time.Now().Add(-30 * time.Hour)}}
 			res := d.Deliver(ctx, delivery.Request{Kind: delivery.ConversationReply, Key: "k-" + tc.to, TenantID: "acme",
-				PhoneNumberID: number, To: tc.to, ConversationID: conversationID, LastInbound: time.Now().Add(-30 * time.Hour), Reply: responder.Reply{Text: "hello"}})
+				PhoneNumberID: number, To: tc.to, ConversationID: conversationID, LastInbound: time.Now().Add(-30 * time.Hour), Reply: outgoing.Message{Text: "hello"}})
 			if res.Status != delivery.Sent {
 				t.Fatalf("Deliver: %+v, want sent", res)
 			}

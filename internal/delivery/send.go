@@ -10,22 +10,18 @@ import (
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 )
-
-// CustomerServiceWindow is how long after a contact's last message free-form messages may be
-// sent to them; outside it only templates go out (Meta answers 131047 otherwise).
-const CustomerServiceWindow = 24 * time.Hour
 
 // CodeReengagement is Meta's 131047: more than 24 hours since the contact's last message.
 const CodeReengagement = 131047
 
 // fitWindow checks the message against the contact's 24-hour window, by the policy: a template
 // always goes; a free-form message goes while the window is open (the conversation's
-// last_inbound_at, or req.LastInbound when later, under 24 hours old). Outside it the tenant's
+// last_inbound_at, or req.LastInbound when later: store.WindowOpen). Outside it the tenant's
 // templates.reengage replaces it (WindowReengage), or it is refused.
-func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr from, out outgoing) (outgoing, Result, bool) {
+func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr from, out wire) (wire, Result, bool) {
 	if pol.Window == WindowUnchecked || fr.tenant == nil || out.isTemplate() || d.Windows == nil {
 		return out, Result{}, true
 	}
@@ -53,10 +49,11 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 	case conv.LastInboundAt.After(last):
 		last = conv.LastInboundAt
 	}
-	if pol.Window == WindowFallback && (last.IsZero() || d.now().Sub(last) >= CustomerServiceWindow) {
+	open := store.WindowOpen(last, d.now())
+	if pol.Window == WindowFallback && !open {
 		return d.fallback(ctx, req, out)
 	}
-	if !last.IsZero() && d.now().Sub(last) < CustomerServiceWindow {
+	if open {
 		return out, Result{}, true
 	}
 	if tpl, ok := d.reengage(ctx, req, pol, fr, conv.ContactName); ok {
@@ -97,12 +94,12 @@ func (d *Deliverer) conversationOf(ctx context.Context, req Request) (string, er
 // the request's Fallback (a notification's templates.notify), never the reengage template, or
 // with nothing: the record says skipped and the log says why, with the contact's keyed hash
 // only. When ok is false, res ends the delivery.
-func (d *Deliverer) fallback(ctx context.Context, req Request, out outgoing) (outgoing, Result, bool) {
+func (d *Deliverer) fallback(ctx context.Context, req Request, out wire) (wire, Result, bool) {
 	logger := logging.FromContext(ctx)
 	if req.Fallback != nil {
 		logger.InfoContext(ctx, "outside the customer service window: sending the fallback template",
 			"event", "send_fallback_template", "kind", req.Kind.String())
-		return outgoing{reply: responder.Reply{Message: req.Fallback}}, Result{}, true
+		return wire{reply: outgoing.Message{Graph: req.Fallback}}, Result{}, true
 	}
 	if err := d.Records.MarkSkipped(ctx, req.Key); err != nil {
 		return out, Result{Status: Retry, Err: err, Class: "temporary"}, false
@@ -114,9 +111,9 @@ func (d *Deliverer) fallback(ctx context.Context, req Request, out outgoing) (ou
 
 // reengage is the tenant's reengage template, when the policy sends it and the tenant has one;
 // name, when known, is the contact's (reengage.go).
-func (d *Deliverer) reengage(ctx context.Context, req Request, pol Policy, fr from, name string) (outgoing, bool) {
+func (d *Deliverer) reengage(ctx context.Context, req Request, pol Policy, fr from, name string) (wire, bool) {
 	if pol.Window != WindowReengage || fr.tenant == nil || fr.tenant.Tenant.Templates.Reengage == nil {
-		return outgoing{}, false
+		return wire{}, false
 	}
 	tpl := fr.tenant.Tenant.Templates.Reengage
 	logging.FromContext(ctx).InfoContext(ctx, "outside the customer service window: sending the reengage template", "event", "send_reengage")
@@ -124,7 +121,7 @@ func (d *Deliverer) reengage(ctx context.Context, req Request, pol Policy, fr fr
 		name = d.contactName(ctx, req, fr.tenant.Tenant, name)
 	}
 	m := graph.Message{Type: "template", Template: reengageTemplate(tpl, name)}
-	return outgoing{reply: responder.Reply{Message: &m}}, true
+	return wire{reply: outgoing.Message{Graph: &m}}, true
 }
 
 // refuse fails the record for good with reason and Meta's code. A deliberate refusal (outside
@@ -145,7 +142,7 @@ func (d *Deliverer) refuse(ctx context.Context, req Request, pol Policy, code in
 
 // parkIfNeedsReauth parks the send of a tenant known to need a new token. When the tenant turns
 // out to have a new one (the cache was a few seconds behind), fr takes it and the send goes on.
-func (d *Deliverer) parkIfNeedsReauth(ctx context.Context, req Request, fr *from, out outgoing) (Result, bool) {
+func (d *Deliverer) parkIfNeedsReauth(ctx context.Context, req Request, fr *from, out wire) (Result, bool) {
 	if d.Sends == nil || fr.tenant == nil || fr.tenant.AuthStatus != store.AuthNeedsReauth {
 		return Result{}, true
 	}
@@ -170,7 +167,7 @@ func (d *Deliverer) parkIfNeedsReauth(ctx context.Context, req Request, fr *from
 // at ERROR, the others park quietly. Nothing is parked when the tenant is ok after all (a new
 // token was set since tn was read): res.Tenant is the tenant as now stored. A parked send is
 // released, once, by a new token, which enqueues a process_send task for it.
-func (d *Deliverer) park(ctx context.Context, req Request, tn store.TenantRecord, out outgoing, authErr error) (store.ParkResult, error) {
+func (d *Deliverer) park(ctx context.Context, req Request, tn store.TenantRecord, out wire, authErr error) (store.ParkResult, error) {
 	logger := logging.FromContext(ctx)
 	m := out.message()
 	body, err := json.Marshal(m)
@@ -223,7 +220,7 @@ func (d *Deliverer) TokenRefused(ctx context.Context, tn store.TenantRecord, aut
 
 // send sends and settles. A reply beside which the inbound message is marked read waits for the
 // mark (bounded by its timeout), so no goroutine outlives the request.
-func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, out outgoing, rec store.OutboundRecord) (Result, bool) {
+func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, out wire, rec store.OutboundRecord) (Result, bool) {
 	start := d.now()
 	readDone := make(chan bool, 1)
 	switch {
@@ -272,7 +269,7 @@ func (d *Deliverer) send(ctx context.Context, req Request, pol Policy, fr from, 
 // settleFailure records a failed send by its classification and the policy: a token refusal
 // parks a tenant's send; a closed window or another refusal fails it for good; anything else is
 // retried (failed once the task has no attempt left).
-func (d *Deliverer) settleFailure(ctx context.Context, req Request, pol Policy, fr from, out outgoing, rec store.OutboundRecord, err error) (Result, bool) {
+func (d *Deliverer) settleFailure(ctx context.Context, req Request, pol Policy, fr from, out wire, rec store.OutboundRecord, err error) (Result, bool) {
 	f := classify(err)
 	if f.auth && fr.tenant != nil && d.Sends != nil {
 		return d.parkRefused(ctx, req, pol, fr, out, err)
@@ -310,7 +307,7 @@ func (d *Deliverer) settleFailure(ctx context.Context, req Request, pol Policy, 
 // sentUnknown records a send whose outcome is unknown (a timeout, a gateway's 5xx without
 // Meta's error body): the record stays sending, with its message kept, and the next attempt
 // waits for its status webhook (AwaitReconcile). On the last attempt the record holds the wait.
-func (d *Deliverer) sentUnknown(ctx context.Context, req Request, pol Policy, out outgoing, err error, f sendFailure, rec store.OutboundRecord) Result {
+func (d *Deliverer) sentUnknown(ctx context.Context, req Request, pol Policy, out wire, err error, f sendFailure, rec store.OutboundRecord) Result {
 	logger := logging.FromContext(ctx)
 	logger.WarnContext(ctx, "outcome unknown: waiting for its status", "event", "outbound_retry", "meta_error_code", f.code,
 		"class", f.class, "outcome_known", false, "error", err)
@@ -333,7 +330,7 @@ func (d *Deliverer) sentUnknown(ctx context.Context, req Request, pol Policy, ou
 
 // parkRefused parks a tenant's send whose token Meta refused. When the tenant has a newer token
 // already, the policy says whether to send again at once (resend) or retry the task.
-func (d *Deliverer) parkRefused(ctx context.Context, req Request, pol Policy, fr from, out outgoing, err error) (Result, bool) {
+func (d *Deliverer) parkRefused(ctx context.Context, req Request, pol Policy, fr from, out wire, err error) (Result, bool) {
 	res, perr := d.park(ctx, req, *fr.tenant, out, err)
 	switch {
 	case perr != nil:
@@ -401,8 +398,8 @@ func NewGraphSender(c *graph.Client) *GraphSender { return &GraphSender{c: c} }
 
 // Send sends reply to the person at `to` with token: by phone when to has one, else by
 // "recipient" (a BSUID) and no "to".
-func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply responder.Reply, callbackData, replyTo string) (string, error) {
-	m := outgoing{reply: reply, replyTo: replyTo}.message()
+func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply outgoing.Message, callbackData, replyTo string) (string, error) {
+	m := wire{reply: reply, replyTo: replyTo}.message()
 	m.To, m.Recipient = to.To, ""
 	if to.To == "" {
 		m.Recipient = to.Recipient

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/wapipe/wapipe/internal/graph"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 )
 
@@ -57,15 +57,15 @@ func (d *Deliverer) DeliverStored(ctx context.Context, s Stored) Result {
 		Kind: KindOf(rec), Key: s.Key, TenantID: rec.TenantID, Token: s.Token, PhoneNumberID: rec.PhoneNumberID, To: rec.To,
 		Recipient: rec.Recipient, ConversationID: rec.ConversationID,
 		CorrelationID: rec.CorrelationID, LastAttempt: s.LastAttempt, ReleaseGen: s.ReleaseGen,
-		Compose: func(context.Context) (responder.Reply, error) {
+		Compose: func(context.Context) (outgoing.Message, error) {
 			m, err := storedMessage(rec.Message)
-			return responder.Reply{Message: m}, err
+			return outgoing.Message{Graph: m}, err
 		},
 	}
 	if rec.Fallback != "" {
 		fallback, err := storedMessage(rec.Fallback)
 		if err != nil {
-			req.Compose = func(context.Context) (responder.Reply, error) { return responder.Reply{}, err }
+			req.Compose = func(context.Context) (outgoing.Message, error) { return outgoing.Message{}, err }
 		}
 		req.Fallback = fallback
 	}

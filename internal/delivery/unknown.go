@@ -161,13 +161,9 @@ func (d *Deliverer) logGivenUp(ctx context.Context, req Request, res Result, dea
 // from the record, on the queue of its tenant (the outbound queue for the single-tenant
 // default). Its id is the record's, so giving the same record up twice keeps one.
 func recordDeadLetter(req Request, code int, reason string, cause error) store.DeadLetter {
-	body, _ := json.Marshal(tasks.Send{IdempotencyKey: req.Key, CorrelationID: req.CorrelationID, TenantID: req.TenantID})
-	queue := tasks.OutboundQueueID
-	if req.TenantID != "" {
-		queue = tasks.TenantQueueID(req.TenantID)
-	}
+	task := tasks.SendTask(req.Key, req.CorrelationID, req.TenantID, 0)
 	return store.DeadLetter{
-		ID: store.DocID("record/" + req.Key), Queue: queue, Path: tasks.ProcessSendPath, Body: string(body),
+		ID: store.DocID("record/" + req.Key), Queue: task.Queue, Path: task.Path, Body: string(task.Body),
 		LastError: cause.Error(), LastErrorCode: int64(code), Reason: reason, CorrelationID: req.CorrelationID,
 		InboundEventID: req.InboundEventID, IdempotencyKey: req.Key,
 	}
@@ -176,7 +172,7 @@ func recordDeadLetter(req Request, code int, reason string, cause error) store.D
 // stashOf is what the record of req keeps to be sent from itself: out when known, else req's
 // reply (composed when it has a composer and no reply). A send from its record (a Compose of its
 // own record's message) needs none: the record has it.
-func (d *Deliverer) stashOf(ctx context.Context, req Request, out *outgoing) store.Stash {
+func (d *Deliverer) stashOf(ctx context.Context, req Request, out *wire) store.Stash {
 	if out == nil {
 		reply := req.Reply
 		if req.Compose != nil && reply.IsZero() {
@@ -188,7 +184,7 @@ func (d *Deliverer) stashOf(ctx context.Context, req Request, out *outgoing) sto
 		if reply.IsZero() {
 			return store.Stash{}
 		}
-		o := outgoing{reply: reply}
+		o := wire{reply: reply}
 		if reply.Quote {
 			o.replyTo = req.InboundMessageID
 		}

@@ -21,7 +21,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/actioncall/actionfake"
 	"github.com/wapipe/wapipe/internal/api"
 	"github.com/wapipe/wapipe/internal/cloudtasksemu"
 	"github.com/wapipe/wapipe/internal/config"

@@ -2,7 +2,6 @@ package fanout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -323,16 +322,18 @@ func (f *Fanner) messageRoute(ctx context.Context, logger *slog.Logger, m whatsa
 func (f *Fanner) enqueue(ctx context.Context, in tasks.Inbound, m whatsapp.Message, key string, r route) (store.TraceTarget, error) {
 	sender := m.Identity()
 	t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
-	body, err := json.Marshal(tasks.Outbound{
+	task, err := tasks.NewTask(tasks.Outbound{
 		IdempotencyKey: key, CorrelationID: in.CorrelationID, InboundEventID: in.InboundEventID,
 		PhoneNumberID: m.PhoneNumberID, To: sender.WaID, UserID: sender.UserID, Message: m,
 		ReceivedAt: in.ReceivedAt, TenantID: r.tenantID,
 	})
 	if err == nil {
+		if r.tenantID == "" {
+			// The single-tenant default's queue, as the worker names it (OUTBOUND_TASK_QUEUE_NAME).
+			task.Queue = f.DefaultQueue
+		}
 		var res taskqueue.Result
-		res, err = f.Tasks.Enqueue(ctx, taskqueue.Task{
-			Queue: r.queue, ID: tasks.OutboundTaskID(m.ID), Path: tasks.ProcessOutboundPath, Body: body, CorrelationID: in.CorrelationID,
-		})
+		res, err = f.Tasks.Enqueue(ctx, taskqueue.FromSpec(task))
 		t.TaskName, t.Status = res.Name, "created"
 		if res.Existed {
 			t.Status = "existed"
@@ -557,10 +558,9 @@ func recipientHash(h *logging.Hasher, st whatsapp.Status) string {
 
 // route is where the messages to one business number go.
 type route struct {
-	// tenantID owns the number; "" is the single-tenant default.
+	// tenantID owns the number; "" is the single-tenant default. It decides the queue of the
+	// outbound tasks (tasks.NewTask): the tenant's own, or DefaultQueue.
 	tenantID string
-	// queue takes the outbound tasks: the tenant's own, or OUTBOUND_TASK_QUEUE_NAME.
-	queue string
 	// unrouted: no tenant owns the number and there is no default: nothing is sent.
 	unrouted bool
 	// sharedWith are the tenants of a shared number (tenantID is the first): the contact of
@@ -607,7 +607,7 @@ func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error)
 	rec, err := f.Tenants.GetByPhoneNumber(ctx, phoneNumberID)
 	switch {
 	case err == nil:
-		r := route{tenantID: rec.Tenant.ID, queue: tasks.TenantQueueID(rec.Tenant.ID)}
+		r := route{tenantID: rec.Tenant.ID}
 		if f.Contacts != nil && rec.Tenant.SharesNumber(phoneNumberID) {
 			ids, err := f.Contacts.NumberTenants(ctx, phoneNumberID)
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -618,7 +618,7 @@ func (f *Fanner) route(ctx context.Context, phoneNumberID string) (route, error)
 		return r, nil
 	case errors.Is(err, store.ErrNotFound):
 		if f.DefaultQueue != "" {
-			return route{queue: f.DefaultQueue}, nil
+			return route{}, nil
 		}
 		return route{unrouted: true}, nil
 	default:
@@ -648,5 +648,5 @@ func (f *Fanner) contactRoute(ctx context.Context, r route, phoneNumberID string
 	case err != nil:
 		return route{}, fmt.Errorf("route the contact on shared number %s: %w", phoneNumberID, err)
 	}
-	return route{tenantID: id, queue: tasks.TenantQueueID(id), sharedWith: r.sharedWith}, nil
+	return route{tenantID: id, sharedWith: r.sharedWith}, nil
 }

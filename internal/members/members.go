@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -41,7 +42,7 @@ type Admission struct {
 	// Handled: membership answered the message (Reply, possibly none); the assistant does not
 	// see it.
 	Handled bool
-	Reply   responder.Reply
+	Reply   outgoing.Message
 	// Key is the system message Reply is; Event names what happened, for the log.
 	Key   i18n.Key
 	Event string
@@ -83,7 +84,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m w
 		if errors.Is(err, store.ErrInviteInvalid) {
 			logger.InfoContext(ctx, "invite code refused: unknown, used or expired", "event", "invite_refused")
 			adm.Handled, adm.Event, adm.Key = true, "invite_refused", i18n.InvalidCode
-			adm.Reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.InvalidCode), Quote: true}
+			adm.Reply = outgoing.Message{Text: i18n.Text(tn.Language, i18n.InvalidCode), Quote: true}
 			return adm, nil
 		}
 		if err != nil {
@@ -104,7 +105,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m w
 		}
 		logger.InfoContext(ctx, "non-member asked for an invite code", "event", "onboarding_prompt")
 		adm.Key = i18n.OnboardingPrompt
-		adm.Reply = responder.Reply{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}
+		adm.Reply = outgoing.Message{Text: i18n.Text(tn.Language, i18n.OnboardingPrompt)}
 	}
 	return adm, nil
 }
@@ -140,14 +141,14 @@ func (g Gate) Member(ctx context.Context, tn *tenant.Tenant, c store.Contact) (t
 }
 
 // welcome greets a new member in their language, by name when known.
-func welcome(tn *tenant.Tenant, member tenant.Member, m whatsapp.Message) (responder.Reply, i18n.Key) {
+func welcome(tn *tenant.Tenant, member tenant.Member, m whatsapp.Message) (outgoing.Message, i18n.Key) {
 	lang := tn.EffectiveLanguage(member)
 	name := member.Name
 	if name == "" {
 		name = m.ContactName
 	}
 	if name == "" {
-		return responder.Reply{Text: i18n.Text(lang, i18n.Welcome), Quote: true}, i18n.Welcome
+		return outgoing.Message{Text: i18n.Text(lang, i18n.Welcome), Quote: true}, i18n.Welcome
 	}
-	return responder.Reply{Text: i18n.Text(lang, i18n.WelcomeName, "name", name), Quote: true}, i18n.WelcomeName
+	return outgoing.Message{Text: i18n.Text(lang, i18n.WelcomeName, "name", name), Quote: true}, i18n.WelcomeName
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
@@ -61,7 +61,7 @@ func Template(t *tenant.Template, intent, sender, lines string) *graph.Message {
 
 // Sender names the member who asked: their name, else their username ("@…"), else the last four
 // digits of their number ("…7890"), never the whole number nor their business-scoped user id.
-func Sender(from action.From) string {
+func Sender(from actioncall.From) string {
 	if name := strings.TrimSpace(from.Name); name != "" {
 		return name
 	}

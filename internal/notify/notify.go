@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
@@ -65,7 +65,7 @@ type Notifier struct {
 // tn with one of the intent's notify roles, except the sender. Running it again for the same
 // action queues nothing new: each record's key is Key(action, member). An error leaves the
 // others queued; the caller retries and the retry queues only what is missing.
-func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action, req action.Request) error {
+func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action, req actioncall.Request) error {
 	in, ok := tn.Intent(req.Intent)
 	if !ok || len(in.Notify) == 0 {
 		return nil

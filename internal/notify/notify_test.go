@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -129,12 +129,12 @@ func (r *recorder) Enqueue(_ context.Context, t taskqueue.Task) (taskqueue.Resul
 func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.tasks) }
 
 // booked is the action task and request of the driver's booking.
-func booked(actionID string) (tasks.Action, action.Request) {
+func booked(actionID string) (tasks.Action, actioncall.Request) {
 	a := tasks.Action{ActionID: actionID, TenantID: "acme-bus", ConversationID: "c1", PhoneNumberID: "111", To: driver,
 		MessageID: "wamid.1", CorrelationID: "corr-1"}
-	req := action.Request{ActionID: actionID, TenantID: "acme-bus", Intent: "create_booking",
+	req := actioncall.Request{ActionID: actionID, TenantID: "acme-bus", Intent: "create_booking",
 		Data: map[string]any{"price": 150000.0, "bus": "01", "client": "Pak Agus", "date": "2026-03-01"},
-		From: action.From{WaID: driver, Name: "Budi", Role: "member"}}
+		From: actioncall.From{WaID: driver, Name: "Budi", Role: "member"}}
 	return a, req
 }
 
@@ -257,17 +257,17 @@ func TestCompose(t *testing.T) {
 	tests := []struct {
 		name   string
 		member tenant.Member
-		from   action.From
+		from   actioncall.From
 		want   string
 		params []string
 	}{
-		{"english, by name", tenant.Member{WaID: admin, Role: tenant.RoleAdmin}, action.From{WaID: driver, Name: "Budi"},
+		{"english, by name", tenant.Member{WaID: admin, Role: tenant.RoleAdmin}, actioncall.From{WaID: driver, Name: "Budi"},
 			"New request from Budi: create_booking\n\n" + lines,
 			[]string{"create_booking", "Budi", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
-		{"french member, no name: last four digits", tenant.Member{WaID: owner, Role: tenant.RoleOwner, Language: "fr"}, action.From{WaID: driver},
+		{"french member, no name: last four digits", tenant.Member{WaID: owner, Role: tenant.RoleOwner, Language: "fr"}, actioncall.From{WaID: driver},
 			"Nouvelle demande de …0001 : create_booking\n\n" + lines,
 			[]string{"create_booking", "…0001", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
-		{"a name with a line break stays one parameter", tenant.Member{WaID: admin}, action.From{WaID: driver, Name: "Budi\n  Santoso"},
+		{"a name with a line break stays one parameter", tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi\n  Santoso"},
 			"New request from Budi\n  Santoso: create_booking\n\n" + lines,
 			[]string{"create_booking", "Budi Santoso", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/notify"
@@ -60,8 +60,8 @@ func TestNotifyMembersKnownByBSUID(t *testing.T) {
 	// Dewi books, by BSUID alone (Meta shared no phone): she is not told of her own booking.
 	a := tasks.Action{ActionID: "act-bsuid", TenantID: tn.ID, ConversationID: "c2", PhoneNumberID: "111", UserID: bookerUserID,
 		MessageID: "wamid.2", CorrelationID: "corr-2"}
-	req := action.Request{ActionID: "act-bsuid", TenantID: tn.ID, Intent: "create_booking",
-		Data: map[string]any{"client": "Pak Agus"}, From: action.From{UserID: bookerUserID, Name: "Dewi", Role: "admin"}}
+	req := actioncall.Request{ActionID: "act-bsuid", TenantID: tn.ID, Intent: "create_booking",
+		Data: map[string]any{"client": "Pak Agus"}, From: actioncall.From{UserID: bookerUserID, Name: "Dewi", Role: "admin"}}
 
 	got, err := w.n.Recipients(ctx, tn, []tenant.Role{tenant.RoleAdmin}, contact.Identity{UserID: bookerUserID})
 	if err != nil {
@@ -166,18 +166,18 @@ func TestSenderKnownByBSUID(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		from action.From
+		from actioncall.From
 		want string
 	}{
-		{"profile name", action.From{UserID: bookerUserID, Username: "dewi_s", Name: "Dewi"}, "Dewi"},
-		{"username", action.From{UserID: bookerUserID, Username: "dewi_s"}, "@dewi_s"},
-		{"username with its @", action.From{UserID: bookerUserID, Username: "@dewi_s"}, "@dewi_s"},
+		{"profile name", actioncall.From{UserID: bookerUserID, Username: "dewi_s", Name: "Dewi"}, "Dewi"},
+		{"username", actioncall.From{UserID: bookerUserID, Username: "dewi_s"}, "@dewi_s"},
+		{"username with its @", actioncall.From{UserID: bookerUserID, Username: "@dewi_s"}, "@dewi_s"},
 	} {
 		if got := notify.Sender(tc.from); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := notify.Sender(action.From{UserID: bookerUserID}); got == "" || strings.Contains(got, bookerUserID) || strings.Contains(got, bookerUserID[3:]) {
+	if got := notify.Sender(actioncall.From{UserID: bookerUserID}); got == "" || strings.Contains(got, bookerUserID) || strings.Contains(got, bookerUserID[3:]) {
 		t.Errorf("BSUID alone: %q, want a masked reference, not the id", got)
 	}
 }

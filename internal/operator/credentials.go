@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/signup"
@@ -22,7 +22,7 @@ type ActionSecretStore interface {
 	SetActionSecret(ctx context.Context, id string, ciphertext []byte) error
 }
 
-// Releaser releases a tenant's parked sends and returns how many (parked.Release bound to the
+// Releaser releases a tenant's parked sends and returns how many (outbox.ReleaseParked bound to the
 // send records and the task queue).
 type Releaser func(ctx context.Context, tenantID string) (int, error)
 
@@ -92,7 +92,7 @@ func (c *Credentials) ActionSecret(ctx context.Context, id string) (string, erro
 	if _, err := c.Tenants.Show(ctx, id); err != nil {
 		return "", err
 	}
-	secret, err := action.NewSecret()
+	secret, err := actioncall.NewSecret()
 	if err != nil {
 		return "", err
 	}

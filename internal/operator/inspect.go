@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
@@ -47,7 +46,7 @@ var ErrNothingFound = errors.New("nothing found")
 type Report struct {
 	Query          string          `json:"query"`
 	InboundEventID string          `json:"inbound_event_id"`
-	Marker         *dedupe.Marker  `json:"dedupe_marker"`
+	Marker         *store.Marker   `json:"dedupe_marker"`
 	Trace          *store.Trace    `json:"trace"`
 	InboundTask    TaskState       `json:"inbound_task"`
 	Messages       []MessageReport `json:"messages"`
@@ -445,7 +444,7 @@ func (in *Inspector) outbound(ctx context.Context, key string) (*store.OutboundR
 	return &rec, nil
 }
 
-func (in *Inspector) marker(ctx context.Context, eventID string) (*dedupe.Marker, error) {
+func (in *Inspector) marker(ctx context.Context, eventID string) (*store.Marker, error) {
 	m, err := in.Markers.Get(ctx, eventID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -130,55 +129,19 @@ type ReplayResult struct {
 	DryRun      bool   `json:"dry_run,omitempty"`
 }
 
-// Replay re-enqueues one dead letter: for an outbound one it reopens a failed record first (a
-// sent record stays sent, so the replay cannot answer twice), then creates the replay task and
-// marks the dead letter replayed. With dryRun it only says what it would do.
+// Replay re-enqueues one dead letter: for one whose task sends a record it reopens a failed
+// record first (a sent record stays sent, so the replay cannot answer twice), then creates the
+// replay task and marks the dead letter replayed. With dryRun it only says what it would do.
+// Its route's row of tasks.Routes says which queue and which record (replayQueue, ReplayRecord).
 func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) (ReplayResult, error) {
-	queue, err := replayQueue(d)
+	route, queue, err := replayQueue(d)
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("dead letter %s: %w", d.ID, err)
 	}
 	res := ReplayResult{DeadLetterID: d.ID, Queue: queue, Path: d.Path, Task: tasks.ReplayTaskID(d.ID), DryRun: dryRun}
-	if d.Path == tasks.ProcessOutboundPath || d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath {
-		key, legacy := d.IdempotencyKey, ""
-		if key == "" {
-			// tasks.Outbound and tasks.Send both name their record idempotency_key; an action's
-			// record is that of its one result message.
-			var out struct {
-				IdempotencyKey string `json:"idempotency_key"`
-				ActionID       string `json:"action_id"`
-			}
-			if json.Unmarshal([]byte(d.Body), &out) == nil {
-				key = out.IdempotencyKey
-				if d.Path == tasks.ProcessActionPath && out.ActionID != "" {
-					// An action answered before keys were keyed has its result recorded
-					// under the unkeyed key (its action record's reply_key).
-					key, legacy = tasks.ActionReplyKey(r.keyer(), out.ActionID), tasks.LegacyActionReplyKey(out.ActionID)
-				}
-			}
-		}
-		if key != "" {
-			rec, err := r.Outbound.GetOutbound(ctx, key)
-			if errors.Is(err, store.ErrNotFound) && legacy != "" {
-				if rec, err = r.Outbound.GetOutbound(ctx, legacy); err == nil {
-					key = legacy
-				}
-			}
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-			case err != nil:
-				return res, fmt.Errorf("dead letter %s: %w", d.ID, err)
-			default:
-				res.RecordState = rec.State
-			}
-			if err == nil && rec.Reopenable() {
-				res.Reopened = true
-				if !dryRun {
-					if err := r.Outbound.ReopenOutbound(ctx, key); err != nil {
-						return res, fmt.Errorf("dead letter %s: reopen outbound record: %w", d.ID, err)
-					}
-				}
-			}
+	if key, legacy := route.ReplayRecord(r.keyer(), d.IdempotencyKey, []byte(d.Body)); key != "" {
+		if err := r.reopen(ctx, &res, key, legacy, dryRun); err != nil {
+			return res, fmt.Errorf("dead letter %s: %w", d.ID, err)
 		}
 	}
 	if dryRun {
@@ -202,33 +165,49 @@ func (r *Replayer) Replay(ctx context.Context, d store.DeadLetter, dryRun bool) 
 	return res, nil
 }
 
-// replayQueue is the dead letter's queue, or the queue that feeds its route when the worker did
-// not learn it (a task dispatched without Cloud Tasks' headers).
-func replayQueue(d store.DeadLetter) (string, error) {
-	switch d.Path {
-	case tasks.ProcessInboundPath, tasks.ProcessOutboundPath, tasks.ProcessSendPath, tasks.ProcessActionPath:
-	default:
-		return "", fmt.Errorf("unknown worker route %q", d.Path)
+// reopen reads the record key (else legacy, its unkeyed key before keys were keyed) into res and
+// makes it pending when it failed, unless dryRun. No record is not an error: nothing to reopen.
+func (r *Replayer) reopen(ctx context.Context, res *ReplayResult, key, legacy string, dryRun bool) error {
+	rec, err := r.Outbound.GetOutbound(ctx, key)
+	if errors.Is(err, store.ErrNotFound) && legacy != "" {
+		if rec, err = r.Outbound.GetOutbound(ctx, legacy); err == nil {
+			key = legacy
+		}
 	}
 	switch {
-	case d.Body == "":
-		return "", errors.New("no task body to replay")
-	case d.Queue != "":
-		return tasks.QueueID(d.Queue), nil
-	case d.Path == tasks.ProcessInboundPath:
-		return tasks.InboundQueueID, nil
-	case d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath:
-		// An api send's and an action's tasks go to their tenant's send queue.
-		var body struct {
-			TenantID string `json:"tenant_id"`
-		}
-		if json.Unmarshal([]byte(d.Body), &body) != nil || body.TenantID == "" {
-			return "", errors.New("no tenant_id in the task body: cannot tell its tenant's queue")
-		}
-		return tasks.TenantQueueID(body.TenantID), nil
-	default:
-		return tasks.OutboundQueueID, nil
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
 	}
+	res.RecordState = rec.State
+	if !rec.Reopenable() {
+		return nil
+	}
+	res.Reopened = true
+	if dryRun {
+		return nil
+	}
+	if err := r.Outbound.ReopenOutbound(ctx, key); err != nil {
+		return fmt.Errorf("reopen outbound record: %w", err)
+	}
+	return nil
+}
+
+// replayQueue is d's route and queue: the queue the worker learned, or the one its route's row
+// says feeds a task of its body when it did not (a task dispatched without Cloud Tasks' headers).
+func replayQueue(d store.DeadLetter) (tasks.Route, string, error) {
+	route, ok := tasks.TaskRoute(d.Path)
+	switch {
+	case !ok:
+		return route, "", fmt.Errorf("unknown worker route %q", d.Path)
+	case d.Body == "":
+		return route, "", errors.New("no task body to replay")
+	case d.Queue != "":
+		return route, tasks.QueueID(d.Queue), nil
+	}
+	queue, err := route.QueueOf([]byte(d.Body))
+	return route, queue, err
 }
 
 func (r *Replayer) keyer() *keyedid.Keyer {

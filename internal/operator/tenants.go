@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -58,7 +58,7 @@ type Tenants struct {
 	// is not https:// to a public address, the name resolved with Resolver
 	// (net.DefaultResolver when nil).
 	Dev      bool
-	Resolver action.Resolver
+	Resolver actioncall.Resolver
 }
 
 // ApplyReport is what an apply did (or, dry, would do).
@@ -149,7 +149,7 @@ func (o *Tenants) checkActionURL(ctx context.Context, t *tenant.Tenant) error {
 	if o.Dev || u == "" {
 		return nil
 	}
-	if err := action.CheckPublicURL(ctx, u, o.Resolver); err != nil {
+	if err := actioncall.CheckPublicURL(ctx, u, o.Resolver); err != nil {
 		return tenant.Problems{{Path: "assistant.action_url",
 			Message: "must be https:// to a public address outside dev: " + err.Error()}}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/actioncall/actionfake"
 	"github.com/wapipe/wapipe/internal/operator"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"

@@ -1,6 +1,9 @@
 package outbox
 
-import "github.com/wapipe/wapipe/internal/tenant"
+import (
+	"github.com/wapipe/wapipe/internal/refusal"
+	"github.com/wapipe/wapipe/internal/tenant"
+)
 
 // SenderNumber is the tenant's number a request names, or its only number when it names none;
 // a refusal (invalid_request) when it names none and the tenant has several, or names one that
@@ -10,9 +13,9 @@ func SenderNumber(t *tenant.Tenant, requested string) (string, error) {
 	case requested == "" && len(t.PhoneNumbers) == 1:
 		return t.PhoneNumbers[0].PhoneNumberID, nil
 	case requested == "":
-		return "", &Refusal{Code: CodeInvalidRequest, Message: "phone_number_id: required, the tenant has several numbers"}
+		return "", refusal.New(refusal.InvalidRequest, "phone_number_id: required, the tenant has several numbers")
 	case !t.OwnsNumber(requested):
-		return "", &Refusal{Code: CodeInvalidRequest, Message: "phone_number_id: not one of the tenant's numbers"}
+		return "", refusal.New(refusal.InvalidRequest, "phone_number_id: not one of the tenant's numbers")
 	}
 	return requested, nil
 }

@@ -3,7 +3,10 @@
 // Both follow the same rules: the tenant must not need a new token, the number must be the
 // tenant's, free-form messages only inside the contact's 24-hour window, one record per
 // idempotency key (the same key with another body is refused). The message is stored as an
-// outbound record and sent by the worker's process_send task on the tenant's queue.
+// outbound record and sent by the worker's process_send task on the tenant's queue. A refusal
+// is a *refusal.Error (package refusal: the codes the api answers with); nothing was stored or
+// queued. The sends parked while a tenant needed a new token are queued again here too
+// (ReleaseParked).
 package outbox
 
 import (
@@ -21,35 +24,11 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/randid"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 )
-
-// CustomerServiceWindow is how long after a contact's last message free-form messages may go.
-const CustomerServiceWindow = 24 * time.Hour
-
-// The codes of the outbox's refusals (the contract's error codes).
-const (
-	CodeInvalidRequest       = "invalid_request"
-	CodeReauthRequired       = "WHATSAPP_REAUTH_REQUIRED"
-	CodeOutsideWindow        = "outside_customer_service_window"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodeTenantNotFound       = "tenant_not_found"
-)
-
-// Refusal is a send the rules refuse: nothing was stored or queued. Code says which rule (one of
-// the Code constants, or the api's own code for a request it cannot read), Message is what the
-// sender reads. The api maps the code to an HTTP status; a refusal carries none.
-type Refusal struct {
-	Code    string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
-
-// UserMessage is the text to show the person who sent it.
-func (r *Refusal) UserMessage() string { return r.Message }
 
 // Request is one message to send.
 type Request struct {
@@ -122,8 +101,9 @@ type Outbox struct {
 	Now func() time.Time
 }
 
-// Send checks r against the rules, stores its record and queues its send. A *Refusal says why
-// the rules refuse it; any other error is a dependency failing (retry with the same key).
+// Send checks r against the rules, stores its record and queues its send. A *refusal.Error says
+// why the rules refuse it (nothing was stored or queued; the api maps its code to an HTTP
+// status); any other error is a dependency failing (retry with the same key).
 func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	now := time.Now
 	if o.Now != nil {
@@ -131,29 +111,29 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	}
 	tn, err := o.Tenants.Get(ctx, r.TenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, &Refusal{Code: CodeTenantNotFound, Message: "the tenant no longer exists"}
+		return Result{}, refusal.New(refusal.TenantNotFound, "the tenant no longer exists")
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("read tenant %s: %w", r.TenantID, err)
 	}
 	if tn.AuthStatus == store.AuthNeedsReauth {
-		return Result{}, &Refusal{Code: CodeReauthRequired,
-			Message: "the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then"}
+		return Result{}, refusal.New(refusal.ReauthRequired,
+			"the tenant's WhatsApp access token was refused: reconnect (Embedded Signup) or set a new token; sends resume then")
 	}
 	number, err := SenderNumber(tn.Tenant, r.PhoneNumberID)
 	if err != nil {
 		return Result{}, err
 	}
 	if r.To == "" && r.Recipient == "" {
-		return Result{}, &Refusal{Code: CodeInvalidRequest, Message: "to or recipient: required (the contact's phone number or business-scoped user id)"}
+		return Result{}, refusal.New(refusal.InvalidRequest, "to or recipient: required (the contact's phone number or business-scoped user id)")
 	}
 	w, err := o.window(ctx, r, number)
 	if err != nil {
 		return Result{}, err
 	}
 	if r.Message.Type != "template" && !w.open(now()) {
-		return Result{}, &Refusal{Code: CodeOutsideWindow,
-			Message: "no message from this contact in the last 24 hours: only a template may be sent"}
+		return Result{}, refusal.New(refusal.OutsideWindow,
+			"no message from this contact in the last 24 hours: only a template may be sent")
 	}
 	msgJSON, err := json.Marshal(r.Message)
 	if err != nil {
@@ -181,8 +161,8 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 		Message: string(msgJSON), MessageType: r.Message.Type, CorrelationID: r.CorrelationID, ReceivedAt: now(),
 	})
 	if errors.Is(err, store.ErrIdempotencyMismatch) {
-		return Result{}, &Refusal{Code: CodeIdempotencyKeyReused,
-			Message: "Idempotency-Key: already used with another request body"}
+		return Result{}, refusal.New(refusal.IdempotencyKeyReused,
+			"Idempotency-Key: already used with another request body")
 	}
 	if err != nil {
 		return Result{}, err
@@ -203,11 +183,8 @@ func (o *Outbox) Queue(ctx context.Context, seed store.OutboundRecord) (store.Ou
 	if rec.State == store.OutboundPending && rec.ReleaseGen == 0 {
 		// A replay of a request whose task may not exist yet enqueues it again; the task's name
 		// makes that idempotent.
-		body, _ := json.Marshal(tasks.Send{IdempotencyKey: rec.IdempotencyKey, CorrelationID: rec.CorrelationID, TenantID: rec.TenantID})
-		if _, err := o.Tasks.Enqueue(ctx, taskqueue.Task{
-			Queue: tasks.TenantQueueID(rec.TenantID), ID: tasks.SendTaskID(rec.IdempotencyKey, 0), Path: tasks.ProcessSendPath,
-			Body: body, CorrelationID: rec.CorrelationID,
-		}); err != nil {
+		task := tasks.SendTask(rec.IdempotencyKey, rec.CorrelationID, rec.TenantID, 0)
+		if _, err := o.Tasks.Enqueue(ctx, taskqueue.FromSpec(task)); err != nil {
 			return rec, created, fmt.Errorf("create the send task: %w", err)
 		}
 	}
@@ -265,7 +242,7 @@ type window struct {
 
 // open reports whether the contact wrote to the number in the last 24 hours.
 func (w window) open(now time.Time) bool {
-	return w.unchecked || (!w.lastInbound.IsZero() && now.Sub(w.lastInbound) < CustomerServiceWindow)
+	return w.unchecked || store.WindowOpen(w.lastInbound, now)
 }
 
 // window finds the contact r names on the tenant's number and its window: a person who wrote by

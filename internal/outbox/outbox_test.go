@@ -12,6 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -110,8 +111,8 @@ func TestIdempotencyKeyReplayFindsARecordMadeBeforeKeying(t *testing.T) {
 	}
 	other := req
 	other.To = "33600000000"
-	if _, err := ob.Send(ctx, other); err == nil || !strings.Contains(err.Error(), outbox.CodeIdempotencyKeyReused) {
-		t.Errorf("the old key with another body: %v, want %s", err, outbox.CodeIdempotencyKeyReused)
+	if _, err := ob.Send(ctx, other); err == nil || !strings.Contains(err.Error(), refusal.IdempotencyKeyReused) {
+		t.Errorf("the old key with another body: %v, want %s", err, refusal.IdempotencyKeyReused)
 	}
 	fresh := req
 	fresh.IdempotencyKey = "new-key"

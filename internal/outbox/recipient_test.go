@@ -14,6 +14,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -187,9 +188,9 @@ func TestIdempotencyKeyReplayAcrossTheUpgrade(t *testing.T) {
 	}
 	withRecipient := req
 	withRecipient.Recipient = userID
-	var refusal *outbox.Refusal
-	if _, err := w.ob.Send(ctx, withRecipient); !errors.As(err, &refusal) || refusal.Code != outbox.CodeIdempotencyKeyReused {
-		t.Errorf("the same key with a recipient added: %v, want %s", err, outbox.CodeIdempotencyKeyReused)
+	var refused *refusal.Error
+	if _, err := w.ob.Send(ctx, withRecipient); !errors.As(err, &refused) || refused.Code != refusal.IdempotencyKeyReused {
+		t.Errorf("the same key with a recipient added: %v, want %s", err, refusal.IdempotencyKeyReused)
 	}
 }
 
@@ -226,9 +227,9 @@ func TestSendByRecipient(t *testing.T) {
 		}
 	}
 	stranger := outbox.Request{TenantID: "acme-bus", Recipient: "US.55555555555", Message: graph.Message{Type: "text", Text: &graph.Text{Body: "hi"}}}
-	var refusal *outbox.Refusal
-	if _, err := w.ob.Send(ctx, stranger); !errors.As(err, &refusal) || refusal.Code != outbox.CodeOutsideWindow {
-		t.Errorf("text to a BSUID that never wrote: %v, want %s", err, outbox.CodeOutsideWindow)
+	var refused *refusal.Error
+	if _, err := w.ob.Send(ctx, stranger); !errors.As(err, &refused) || refused.Code != refusal.OutsideWindow {
+		t.Errorf("text to a BSUID that never wrote: %v, want %s", err, refusal.OutsideWindow)
 	}
 	stranger.Message = graph.Message{Type: "template", Template: &graph.Template{Name: "hello_world", Language: graph.Language{Code: "en_US"}}}
 	if _, err := w.ob.Send(ctx, stranger); err != nil {
@@ -237,12 +238,12 @@ func TestSendByRecipient(t *testing.T) {
 	// A window 25 hours old is closed for a send by recipient as for one by phone.
 	w.wrote(t, contact.Identity{UserID: "US.66666666666"}, time.Now().Add(-25*time.Hour))
 	late := outbox.Request{TenantID: "acme-bus", Recipient: "US.66666666666", Message: graph.Message{Type: "text", Text: &graph.Text{Body: "hi"}}}
-	if _, err := w.ob.Send(ctx, late); !errors.As(err, &refusal) || refusal.Code != outbox.CodeOutsideWindow {
-		t.Errorf("text by recipient 25 h after the last message: %v, want %s", err, outbox.CodeOutsideWindow)
+	if _, err := w.ob.Send(ctx, late); !errors.As(err, &refused) || refused.Code != refusal.OutsideWindow {
+		t.Errorf("text by recipient 25 h after the last message: %v, want %s", err, refusal.OutsideWindow)
 	}
 	if _, err := w.ob.Send(ctx, outbox.Request{TenantID: "acme-bus", Message: graph.Message{Type: "template",
-		Template: &graph.Template{Name: "hello_world", Language: graph.Language{Code: "en_US"}}}}); !errors.As(err, &refusal) || refusal.Code != outbox.CodeInvalidRequest {
-		t.Errorf("a send to nobody: %v, want %s", err, outbox.CodeInvalidRequest)
+		Template: &graph.Template{Name: "hello_world", Language: graph.Language{Code: "en_US"}}}}); !errors.As(err, &refused) || refused.Code != refusal.InvalidRequest {
+		t.Errorf("a send to nobody: %v, want %s", err, refusal.InvalidRequest)
 	}
 }
 
@@ -282,12 +283,12 @@ func TestToWinsForTheWindow(t *testing.T) {
 				phoneConv = w.wrote(t, contact.Identity{WaID: phone}, at(tc.phoneWrote))
 			}
 			res, err := w.ob.Send(ctx, outbox.Request{TenantID: "acme-bus", To: phone, Recipient: userID, Message: text})
-			var refusal *outbox.Refusal
+			var refused *refusal.Error
 			switch {
 			case tc.wantAccepted && err != nil:
 				t.Fatalf("Send: %v, want accepted", err)
-			case !tc.wantAccepted && (!errors.As(err, &refusal) || refusal.Code != outbox.CodeOutsideWindow):
-				t.Fatalf("Send: %+v %v, want %s", res, err, outbox.CodeOutsideWindow)
+			case !tc.wantAccepted && (!errors.As(err, &refused) || refused.Code != refusal.OutsideWindow):
+				t.Fatalf("Send: %+v %v, want %s", res, err, refusal.OutsideWindow)
 			case !tc.wantAccepted:
 				return
 			}

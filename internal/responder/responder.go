@@ -7,35 +7,22 @@ import (
 	"context"
 	"strings"
 
-	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
-// Reply is what to send back. The zero Reply means no reply.
-type Reply struct {
-	// Text is a plain text reply.
-	Text string
-	// Message, when set, is sent instead of Text: any Graph API message (interactive buttons or
-	// lists, templates, media…). The worker fills in the recipient, the quote and the callback
-	// data.
-	Message *graph.Message
-	// Quote makes the reply quote the inbound message (Graph API context.message_id).
-	Quote bool
-}
-
-// IsZero reports whether there is nothing to send.
-func (r Reply) IsZero() bool { return r.Text == "" && r.Message == nil }
-
 // Responder turns an inbound message into the reply to send.
 type Responder interface {
-	Respond(ctx context.Context, m whatsapp.Message) (Reply, error)
+	Respond(ctx context.Context, m whatsapp.Message) (outgoing.Message, error)
 }
 
 // Func adapts a function to Responder.
-type Func func(ctx context.Context, m whatsapp.Message) (Reply, error)
+type Func func(ctx context.Context, m whatsapp.Message) (outgoing.Message, error)
 
 // Respond calls f.
-func (f Func) Respond(ctx context.Context, m whatsapp.Message) (Reply, error) { return f(ctx, m) }
+func (f Func) Respond(ctx context.Context, m whatsapp.Message) (outgoing.Message, error) {
+	return f(ctx, m)
+}
 
 // DefaultAckText is the acknowledgement Ack sends for text when none is configured.
 const DefaultAckText = "Thanks! We got your message and will get back to you shortly."
@@ -47,7 +34,7 @@ type Ack struct {
 }
 
 // Respond acknowledges m.
-func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
+func (a Ack) Respond(_ context.Context, m whatsapp.Message) (outgoing.Message, error) {
 	text := a.Text
 	if text == "" {
 		text = DefaultAckText
@@ -55,31 +42,31 @@ func (a Ack) Respond(_ context.Context, m whatsapp.Message) (Reply, error) {
 	// A notice, a deleted or edited message, a removed reaction, a call permission answer or a
 	// Flow answer asks for nothing (the same rule TenantAck and the assistant follow).
 	if Ignorable(m) {
-		return Reply{}, nil
+		return outgoing.Message{}, nil
 	}
 	switch m.Type {
 	case "text":
-		return Reply{Text: text, Quote: true}, nil
+		return outgoing.Message{Text: text, Quote: true}, nil
 	case "image", "video", "audio", "document", "sticker":
-		return Reply{Text: "Thanks, we received your " + mediaNoun(m.Type) + ".", Quote: true}, nil
+		return outgoing.Message{Text: "Thanks, we received your " + mediaNoun(m.Type) + ".", Quote: true}, nil
 	case "location":
-		return Reply{Text: "Thanks for sharing your location.", Quote: true}, nil
+		return outgoing.Message{Text: "Thanks for sharing your location.", Quote: true}, nil
 	case "contacts":
-		return Reply{Text: "Thanks, we received the contact card.", Quote: true}, nil
+		return outgoing.Message{Text: "Thanks, we received the contact card.", Quote: true}, nil
 	case "reaction":
-		return Reply{Text: "Thanks for your reaction " + m.Reaction.Emoji}, nil
+		return outgoing.Message{Text: "Thanks for your reaction " + m.Reaction.Emoji}, nil
 	case "order":
-		return Reply{Text: "Thanks, we received your order.", Quote: true}, nil
+		return outgoing.Message{Text: "Thanks, we received your order.", Quote: true}, nil
 	case "interactive", "button":
 		if m.Reply != nil && m.Reply.Title != "" {
-			return Reply{Text: "You chose: " + m.Reply.Title + ". " + text, Quote: true}, nil
+			return outgoing.Message{Text: "You chose: " + m.Reply.Title + ". " + text, Quote: true}, nil
 		}
-		return Reply{Text: text, Quote: true}, nil
+		return outgoing.Message{Text: text, Quote: true}, nil
 	case "request_welcome":
-		return Reply{Text: "Hello! How can we help you today?"}, nil
+		return outgoing.Message{Text: "Hello! How can we help you today?"}, nil
 	default:
 		// unsupported and types Meta adds later.
-		return Reply{Text: "Sorry, we can't read this kind of message yet. Could you send it as text?", Quote: true}, nil
+		return outgoing.Message{Text: "Sorry, we can't read this kind of message yet. Could you send it as text?", Quote: true}, nil
 	}
 }
 

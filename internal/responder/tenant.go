@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -25,7 +26,7 @@ func (t Turn) Language() string { return t.Tenant.EffectiveLanguage(t.Member) }
 
 // TenantResponder turns a served message of a tenant into the reply to send.
 type TenantResponder interface {
-	RespondTo(ctx context.Context, t Turn) (Reply, error)
+	RespondTo(ctx context.Context, t Turn) (outgoing.Message, error)
 }
 
 // TenantAck is the TenantResponder of assistant mode ack: every message gets the tenant's
@@ -35,15 +36,15 @@ type TenantAck struct{}
 // RespondTo acknowledges the turn: ack_text exactly when the tenant set one, else the i18n
 // acknowledgement in the member's language, else the tenant's. A system notice or a removed
 // reaction gets no reply.
-func (TenantAck) RespondTo(_ context.Context, t Turn) (Reply, error) {
+func (TenantAck) RespondTo(_ context.Context, t Turn) (outgoing.Message, error) {
 	if Ignorable(t.Message) {
-		return Reply{}, nil
+		return outgoing.Message{}, nil
 	}
 	text := t.Tenant.Assistant.AckText
 	if text == "" {
 		text = i18n.Text(t.Language(), i18n.Ack)
 	}
-	return Reply{Text: text, Quote: true}, nil
+	return outgoing.Message{Text: text, Quote: true}, nil
 }
 
 // Ignorable reports whether m asks for no answer at all: a system notice (a number change) or

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -21,15 +22,15 @@ func TestTenantAck(t *testing.T) {
 	tests := []struct {
 		name string
 		turn responder.Turn
-		want responder.Reply
+		want outgoing.Message
 	}{
-		{"tenant language", responder.Turn{Tenant: fr, Message: text}, responder.Reply{Text: i18n.Text("fr", i18n.Ack), Quote: true}},
-		{"member language wins", responder.Turn{Tenant: fr, Member: tenant.Member{Language: "es"}, Message: text}, responder.Reply{Text: i18n.Text("es", i18n.Ack), Quote: true}},
-		{"ack_text exactly", responder.Turn{Tenant: custom, Member: tenant.Member{Language: "fr"}, Message: text}, responder.Reply{Text: "Got it, Acme Bus.", Quote: true}},
-		{"llm mode gets the ack for now", responder.Turn{Tenant: llm, Message: text}, responder.Reply{Text: i18n.Text("id", i18n.Ack), Quote: true}},
-		{"media", responder.Turn{Tenant: fr, Message: whatsapp.Message{Type: "image"}}, responder.Reply{Text: i18n.Text("fr", i18n.Ack), Quote: true}},
-		{"system notice", responder.Turn{Tenant: fr, Message: whatsapp.Message{Type: "system"}}, responder.Reply{}},
-		{"reaction removed", responder.Turn{Tenant: fr, Message: whatsapp.Message{Type: "reaction", Reaction: &whatsapp.Reaction{MessageID: "m"}}}, responder.Reply{}},
+		{"tenant language", responder.Turn{Tenant: fr, Message: text}, outgoing.Message{Text: i18n.Text("fr", i18n.Ack), Quote: true}},
+		{"member language wins", responder.Turn{Tenant: fr, Member: tenant.Member{Language: "es"}, Message: text}, outgoing.Message{Text: i18n.Text("es", i18n.Ack), Quote: true}},
+		{"ack_text exactly", responder.Turn{Tenant: custom, Member: tenant.Member{Language: "fr"}, Message: text}, outgoing.Message{Text: "Got it, Acme Bus.", Quote: true}},
+		{"llm mode gets the ack for now", responder.Turn{Tenant: llm, Message: text}, outgoing.Message{Text: i18n.Text("id", i18n.Ack), Quote: true}},
+		{"media", responder.Turn{Tenant: fr, Message: whatsapp.Message{Type: "image"}}, outgoing.Message{Text: i18n.Text("fr", i18n.Ack), Quote: true}},
+		{"system notice", responder.Turn{Tenant: fr, Message: whatsapp.Message{Type: "system"}}, outgoing.Message{}},
+		{"reaction removed", responder.Turn{Tenant: fr, Message: whatsapp.Message{Type: "reaction", Reaction: &whatsapp.Reaction{MessageID: "m"}}}, outgoing.Message{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

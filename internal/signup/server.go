@@ -8,7 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/graph"
-	"github.com/wapipe/wapipe/internal/parked"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -49,8 +49,8 @@ type Keeper interface {
 type Deps struct {
 	Tenants TenantStore
 	// Sends and Tasks release the sends parked while the tenant needed a new token.
-	Sends parked.Store
-	Tasks parked.Enqueuer
+	Sends outbox.ParkedStore
+	Tasks outbox.Enqueuer
 	// Graph calls Meta: the code exchange, debug_token, the accounts' numbers, the subscription.
 	// It has no token of its own.
 	Graph  *graph.Client

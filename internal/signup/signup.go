@@ -18,7 +18,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/parked"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/randid"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -530,7 +530,7 @@ func (s *Server) connect(ctx context.Context, rec store.TenantRecord, code strin
 	if err := s.storeToken(ctx, tenantID, token); err != nil {
 		return res, err
 	}
-	res.released, res.releaseErr = parked.Release(ctx, s.deps.Sends, s.deps.Tasks, tenantID, httpserver.CorrelationID(ctx))
+	res.released, res.releaseErr = outbox.ReleaseParked(ctx, s.deps.Sends, s.deps.Tasks, tenantID, httpserver.CorrelationID(ctx))
 	if res.releaseErr != nil {
 		logging.FromContext(ctx).ErrorContext(ctx, "parked sends not all released: run wapipe tenants set-token or connect again",
 			"event", "release_failed", "error", res.releaseErr)

@@ -3,7 +3,7 @@
 // collection and purpose, each with the methods its consumers use: Outbound (outbound_messages,
 // the idempotency record of each reply, and the counts health reads), Statuses
 // (message_statuses), Traces (inbound_traces), DeadLetterStore (dead_letters), Markers
-// (inbound_events, the webhook's dedupe markers, by the rules of package dedupe), Payloads
+// (inbound_events, the webhook's dedupe markers: mark_if_new, markers.go), Payloads
 // (payloads too large for a task), Tenants (tenants, the phone_numbers routing index with the
 // tenants of a shared number and, under it, the tenant each contact chose there by invite code,
 // and each tenant's invites and the members who joined by invite; one part per concern:
@@ -14,4 +14,6 @@
 // counters (with their shards) do not expire (DurableCollections). Keys Firestore could not take as ids are hashed
 // (DocID). Transactions read through the helpers of tx.go (readTx, getTx, updateTx…), into new
 // values on every attempt, so nothing an aborted attempt read is written back or returned.
+// WindowOpen is the one test of a contact's 24-hour customer service window, on the
+// last_inbound_at a conversation keeps.
 package store

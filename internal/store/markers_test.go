@@ -10,7 +10,6 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
@@ -40,7 +39,7 @@ func TestMarkIfNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)
-	want := dedupe.Marker{EventID: "wamid.B/+=", State: dedupe.StateReceived, CorrelationID: "corr-1",
+	want := store.Marker{EventID: "wamid.B/+=", State: store.MarkerReceived, CorrelationID: "corr-1",
 		CreatedAt: created, ExpireAt: created.Add(7 * 24 * time.Hour), EventRef: "ev_/+="}
 	if diff := cmp.Diff(want, m, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("marker (-want, +got):\n%s", diff)

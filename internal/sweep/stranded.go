@@ -175,16 +175,16 @@ func drainTask(k *keyedid.Keyer, conv store.Conversation, m store.Message, now t
 	if to == "" {
 		to = in.Contact
 	}
-	body, err := json.Marshal(tasks.Outbound{
+	task, err := tasks.NewTask(tasks.Outbound{
 		IdempotencyKey: tasks.IdempotencyKey(k, in.MessageID), CorrelationID: in.CorrelationID, InboundEventID: in.InboundEventID,
 		PhoneNumberID: in.PhoneNumberID, To: to, UserID: in.Person.UserID, Message: in.Message, ReceivedAt: in.ReceivedAt,
 		TenantID: tenantID,
 	})
 	if err != nil {
-		return taskqueue.Task{}, fmt.Errorf("encode the drain task: %w", err)
+		return taskqueue.Task{}, fmt.Errorf("the drain task: %w", err)
 	}
-	return taskqueue.Task{Queue: tasks.TenantQueueID(tenantID), ID: DrainTaskID(conv.ID, now), Path: tasks.ProcessOutboundPath,
-		Body: body, CorrelationID: in.CorrelationID}, nil
+	task.ID = DrainTaskID(conv.ID, now)
+	return taskqueue.FromSpec(task), nil
 }
 
 // DrainTaskID is the id of the task that drains conversation conversationID's inbox, made by

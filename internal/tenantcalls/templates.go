@@ -17,6 +17,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tenantroutes"
 )
@@ -168,7 +169,7 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !mine {
-			writeError(ctx, w, refuse(http.StatusForbidden, tenantroutes.CodeForbidden,
+			writeError(ctx, w, refusal.WithStatus(http.StatusForbidden, refusal.Forbidden,
 				"template "+name+" is on an account shared with other businesses and was not created by this tenant through wapipe: only its creator (or the operator, in WhatsApp Manager) may delete it"))
 			return
 		}
@@ -192,15 +193,15 @@ func readTemplateBody(r *http.Request) (json.RawMessage, store.Template, error) 
 	var t store.Template
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxTemplateBody+1))
 	if err != nil || len(raw) > maxTemplateBody {
-		return nil, t, refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, fmt.Sprintf("body: unreadable or over %d bytes", maxTemplateBody))
+		return nil, t, refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, fmt.Sprintf("body: unreadable or over %d bytes", maxTemplateBody))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return nil, t, refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, "body: not a JSON object")
+		return nil, t, refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, "body: not a JSON object")
 	}
 	for key, dst := range map[string]*string{"name": &t.Name, "language": &t.Language, "category": &t.Category, "waba_id": &t.WABAID} {
 		if v, ok := fields[key]; ok && json.Unmarshal(v, dst) != nil {
-			return nil, t, refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, key+": must be a string")
+			return nil, t, refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, key+": must be a string")
 		}
 	}
 	t.Components = string(fields["components"])
@@ -220,13 +221,13 @@ func templateWABA(rec store.TenantRecord, asked string) (string, error) {
 	case asked != "" && slices.Contains(wabas, asked):
 		return asked, nil
 	case asked != "":
-		return "", refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, "waba_id: not an account of the tenant's numbers")
+		return "", refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, "waba_id: not an account of the tenant's numbers")
 	case len(wabas) == 1:
 		return wabas[0], nil
 	case len(wabas) == 0:
-		return "", refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, "the tenant has no number with a waba_id")
+		return "", refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, "the tenant has no number with a waba_id")
 	}
-	return "", refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, "waba_id: required, the tenant's numbers are in several accounts: "+strings.Join(wabas, ", "))
+	return "", refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, "waba_id: required, the tenant's numbers are in several accounts: "+strings.Join(wabas, ", "))
 }
 
 // graphCallError is the refusal a template route answers for a failed Graph call: Meta's own
@@ -239,7 +240,7 @@ func graphCallError(err error) error {
 	}
 	switch ge.Kind {
 	case graph.Auth:
-		return refuse(http.StatusConflict, tenantroutes.CodeReauthRequired, "Meta refused the tenant's access token")
+		return refusal.WithStatus(http.StatusConflict, refusal.ReauthRequired, "Meta refused the tenant's access token")
 	case graph.Permanent:
 		if ge.HTTPStatus < 400 || ge.HTTPStatus >= 500 {
 			return err
@@ -251,7 +252,7 @@ func graphCallError(err error) error {
 		if ge.Details != "" {
 			msg += " (" + ge.Details + ")"
 		}
-		return refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, msg)
+		return refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, msg)
 	}
 	return err
 }

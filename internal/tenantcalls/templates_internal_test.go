@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
-	"github.com/wapipe/wapipe/tenantroutes"
 )
 
 // TestTemplateWABA: a creation or deletion goes to the account asked for when it is the
@@ -37,11 +37,11 @@ func TestTemplateWABA(t *testing.T) {
 		{"none", rec(), "", "", "no number with a waba_id"},
 	} {
 		got, err := templateWABA(tc.rec, tc.asked)
-		var ce *tenantroutes.Error
+		var ce *refusal.Error
 		switch {
 		case tc.refuse == "" && (err != nil || got != tc.want):
 			t.Errorf("%s: %q %v, want %q", tc.name, got, err, tc.want)
-		case tc.refuse != "" && (!errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Code != tenantroutes.CodeInvalidRequest ||
+		case tc.refuse != "" && (!errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Code != refusal.InvalidRequest ||
 			!strings.Contains(ce.Message, tc.refuse)):
 			t.Errorf("%s: %q %v, want 400 invalid_request saying %q", tc.name, got, err, tc.refuse)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/media"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/tenantroutes"
 )
@@ -86,20 +87,15 @@ func (s *Server) Routes() http.Handler {
 	return r
 }
 
-// refuse is a route's refusal: status, code, message.
-func refuse(status int, code, message string) *tenantroutes.Error {
-	return &tenantroutes.Error{Status: status, Code: code, Message: message}
-}
-
-// writeError answers err: a *tenantroutes.Error as it says, anything else as 503 unavailable (the
-// caller may try again; the detail is logged, never sent).
+// writeError answers err: a route's refusal (a *refusal.Error with its status) as it says,
+// anything else as 503 unavailable (the caller may try again; the detail is logged, never sent).
 func writeError(ctx context.Context, w http.ResponseWriter, err error) {
-	var ce *tenantroutes.Error
-	if !errors.As(err, &ce) {
+	ce, ok := refusal.As(err)
+	if !ok || ce.Status == 0 {
 		logging.FromContext(ctx).ErrorContext(ctx, "tenant call failed", "event", "tenant_call_failed", "error", err)
-		ce = refuse(http.StatusServiceUnavailable, tenantroutes.CodeUnavailable, "try again later")
+		ce = refusal.WithStatus(http.StatusServiceUnavailable, refusal.Unavailable, "try again later")
 	}
-	httpserver.WriteJSON(w, ce.Status, tenantroutes.ErrorBody{Error: ce})
+	httpserver.WriteJSON(w, ce.Status, refusal.Body{Error: ce})
 }
 
 // tenantToken opens the access token of the route's tenant, or says why it cannot.
@@ -107,13 +103,13 @@ func (s *Server) tenantToken(ctx context.Context, tenantID string) (store.Tenant
 	rec, token, reason, err := s.deps.Tokens.TenantToken(ctx, tenantID)
 	switch {
 	case reason == delivery.ReasonTenantNotFound:
-		return rec, "", refuse(http.StatusNotFound, tenantroutes.CodeNotFound, "no such tenant")
+		return rec, "", refusal.WithStatus(http.StatusNotFound, refusal.NotFound, "no such tenant")
 	case reason == delivery.ReasonNoToken || reason == delivery.ReasonTokenUnreadable:
-		return rec, "", refuse(http.StatusConflict, tenantroutes.CodeNoToken, "the tenant has no usable access token")
+		return rec, "", refusal.WithStatus(http.StatusConflict, refusal.NoToken, "the tenant has no usable access token")
 	case err != nil:
 		return rec, "", err
 	case rec.AuthStatus == store.AuthNeedsReauth:
-		return rec, "", refuse(http.StatusConflict, tenantroutes.CodeReauthRequired, "the tenant's access token was refused by Meta: reconnect it")
+		return rec, "", refusal.WithStatus(http.StatusConflict, refusal.ReauthRequired, "the tenant's access token was refused by Meta: reconnect it")
 	}
 	return rec, token, nil
 }
@@ -166,12 +162,12 @@ func (s *Server) handleMediaCopy(w http.ResponseWriter, r *http.Request) {
 		// The status is out: the caller sees a short body.
 		logger.WarnContext(ctx, "media copy broke off", "event", "media_copy_failed", "size", n, "error", err)
 	case errors.Is(err, media.ErrTooLarge):
-		writeError(ctx, w, refuse(http.StatusRequestEntityTooLarge, tenantroutes.CodeMediaTooLarge, "the file is larger than MEDIA_MAX_BYTES"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusRequestEntityTooLarge, refusal.MediaTooLarge, "the file is larger than MEDIA_MAX_BYTES"))
 	case errors.Is(err, media.ErrAuth):
 		s.tokenRefused(ctx, rec, err)
-		writeError(ctx, w, refuse(http.StatusConflict, tenantroutes.CodeReauthRequired, "Meta refused the tenant's access token"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusConflict, refusal.ReauthRequired, "Meta refused the tenant's access token"))
 	case errors.Is(err, media.ErrGone):
-		writeError(ctx, w, refuse(http.StatusNotFound, tenantroutes.CodeMediaGone, "Meta no longer has this file"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusNotFound, refusal.MediaGone, "Meta no longer has this file"))
 	default:
 		writeError(ctx, w, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/tenantroutes"
 )
 
@@ -88,7 +89,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	number := up.PhoneNumberID
 	mimeType, ut, ok := graph.UploadTypeOf(up.MIMEType)
 	if !ok {
-		writeError(ctx, w, refuse(http.StatusUnsupportedMediaType, tenantroutes.CodeUnsupportedMediaType, "WhatsApp does not take files of this type"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusUnsupportedMediaType, refusal.UnsupportedMediaType, "WhatsApp does not take files of this type"))
 		return
 	}
 	rec, token, err := s.tenantToken(ctx, tenantID)
@@ -97,11 +98,11 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !rec.Tenant.OwnsNumber(number) {
-		writeError(ctx, w, refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, "phone_number_id: not one of the tenant's numbers"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, "phone_number_id: not one of the tenant's numbers"))
 		return
 	}
 	if r.ContentLength > ut.MaxBytes {
-		writeError(ctx, w, refuse(http.StatusRequestEntityTooLarge, tenantroutes.CodeMediaTooLarge, tooLarge(ut)))
+		writeError(ctx, w, refusal.WithStatus(http.StatusRequestEntityTooLarge, refusal.MediaTooLarge, tooLarge(ut)))
 		return
 	}
 	// The server's read timeout is a backstop for small bodies; an upload takes as long as the
@@ -112,22 +113,22 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	var ge *graph.Error
 	switch {
 	case errors.Is(err, errUploadTooLarge):
-		logger.InfoContext(ctx, "upload refused: too large", "event", "media_upload_refused", "reason", tenantroutes.CodeMediaTooLarge, "size", body.n)
-		writeError(ctx, w, refuse(http.StatusRequestEntityTooLarge, tenantroutes.CodeMediaTooLarge, tooLarge(ut)))
+		logger.InfoContext(ctx, "upload refused: too large", "event", "media_upload_refused", "reason", refusal.MediaTooLarge, "size", body.n)
+		writeError(ctx, w, refusal.WithStatus(http.StatusRequestEntityTooLarge, refusal.MediaTooLarge, tooLarge(ut)))
 		return
 	case err != nil && !errors.As(err, &ge) && body.err != nil:
 		// The api broke the body off (its client went away or sent a bad form): it answers.
 		logger.InfoContext(ctx, "upload broken off by the caller", "event", "media_upload_refused", "reason", "body", "size", body.n)
-		writeError(ctx, w, refuse(http.StatusBadRequest, tenantroutes.CodeInvalidRequest, "the file did not arrive whole"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusBadRequest, refusal.InvalidRequest, "the file did not arrive whole"))
 		return
 	case err != nil && graph.Classify(err) == graph.Auth:
 		logger.WarnContext(ctx, "upload refused: Meta refused the token", "event", "media_upload_failed", "error", err)
 		s.tokenRefused(ctx, rec, err)
-		writeError(ctx, w, refuse(http.StatusConflict, tenantroutes.CodeReauthRequired, "Meta refused the tenant's access token: reconnect it"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusConflict, refusal.ReauthRequired, "Meta refused the tenant's access token: reconnect it"))
 		return
 	case err != nil && graph.Classify(err) == graph.Permanent:
 		logger.WarnContext(ctx, "upload refused by Meta", "event", "media_upload_failed", "error", err)
-		writeError(ctx, w, refuse(http.StatusBadGateway, tenantroutes.CodeRefused, "WhatsApp refused the file"))
+		writeError(ctx, w, refusal.WithStatus(http.StatusBadGateway, refusal.WhatsAppRefused, "WhatsApp refused the file"))
 		return
 	case err != nil:
 		writeError(ctx, w, fmt.Errorf("upload media: %w", err))

@@ -2,7 +2,7 @@
 // binary (started from TestMain, or reused from FIRESTORE_EMULATOR_HOST), and a fresh, isolated
 // project id per test so tests never see each other's documents. OpCounter, a proxy in front of
 // the emulator, counts what the code under test costs in Firestore operations and finds its hot
-// documents. A QueryRecorder, another proxy, sits in front of the emulator for every test binary
+// documents; PerThousand prices such counts in dollars (cost.go). A QueryRecorder, another proxy, sits in front of the emulator for every test binary
 // and records the shape of every query, so that RunWithFirestore can check, once the tests have
 // passed, that terraform/firestore.tf declares the index each needs (the emulator ignores
 // indexes; Firestore refuses a query without its index).

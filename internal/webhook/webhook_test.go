@@ -26,7 +26,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/wapipe/wapipe/internal/config"
-	"github.com/wapipe/wapipe/internal/dedupe"
 	"github.com/wapipe/wapipe/internal/httpserver/httpservertest"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
@@ -348,7 +347,7 @@ func TestAcceptCreatesTask(t *testing.T) {
 	}
 	// The marker is the one write, made before the task.
 	m, err := store.NewMarkers(store.NewDB(e.fs), store.MarkerOptions{}).Get(context.Background(), "wamid.accept1")
-	if err != nil || m.State != dedupe.StateReceived || m.CorrelationID != "corr-abc" || m.ExpireAt.IsZero() {
+	if err != nil || m.State != store.MarkerReceived || m.CorrelationID != "corr-abc" || m.ExpireAt.IsZero() {
 		t.Errorf("marker = %+v, %v; want received with the correlation id and an expire_at", m, err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/actions"
+	"github.com/wapipe/wapipe/internal/actionrun"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/notify"
 	"github.com/wapipe/wapipe/internal/outbox"
@@ -19,9 +19,9 @@ func (s *Server) actionIDs(t *task, a *tasks.Action) {
 	t.inboundEventID, t.tenantID, t.idempotencyKey = a.InboundEventID, a.TenantID, tasks.ActionReplyKey(s.deps.Keyer, a.ActionID)
 }
 
-// validateAction checks an action task (actions.Validate).
+// validateAction checks an action task (actionrun.Validate).
 func validateAction(a tasks.Action) error {
-	_, err := actions.Validate(a)
+	_, err := actionrun.Validate(a)
 	return err
 }
 
@@ -29,7 +29,7 @@ func validateAction(a tasks.Action) error {
 // tells the user the result, exactly once (its own idempotency record).
 func (s *Server) processAction(ctx context.Context, t *task, a tasks.Action, _ time.Time) outcome {
 	// validateAction passed: the request decodes.
-	req, _ := actions.Validate(a)
+	req, _ := actionrun.Validate(a)
 	ctx, _ = logging.With(ctx, "action_id", a.ActionID, "tenant_id", a.TenantID, "conversation_id", a.ConversationID,
 		"correlation_id", a.CorrelationID, "intent", req.Intent, logging.EventID(a.InboundEventID))
 	return s.actionOutcome(ctx, t, s.actions.Run(ctx, a, req, s.isLastAttempt(t)))

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wapipe/wapipe/internal/action"
-	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/actioncall"
+	"github.com/wapipe/wapipe/internal/actioncall/actionfake"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/worker"
 	"github.com/wapipe/wapipe/tasks"
@@ -22,7 +22,7 @@ func TestActionToANonPublicAddressIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	resolver := actionfake.NewResolver().Set("ops.example.com", "127.0.0.1")
 	s := newStack(t, stackOptions{worker: []func(*worker.Deps){func(d *worker.Deps) {
-		d.Caller = action.NewClient(action.WithResolver(resolver)) // not WithDev: staging or prod
+		d.Caller = actioncall.NewClient(actioncall.WithResolver(resolver)) // not WithDev: staging or prod
 	}}})
 	u, err := url.Parse(s.ActionURL)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/actioncall/actionfake"
 	"github.com/wapipe/wapipe/internal/assistant"
 	wacontact "github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/devstack"

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/assistant"
-	"github.com/wapipe/wapipe/internal/cost"
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
 	"github.com/wapipe/wapipe/internal/taskqueue"
@@ -109,7 +108,7 @@ func (u *usageCounter) take() (calls, input, output int) {
 // in-process stack, that is webhook, worker, the Cloud Tasks emulator, the fakes, the counting
 // proxy and the benchmark's own client, so an upper bound for the services; the Firestore
 // emulator, a separate process, is excluded) and the cost of 1,000 such messages at the list
-// prices of package cost. It prints a Markdown table of both scenarios:
+// prices in testenv (cost.go). It prints a Markdown table of both scenarios:
 //
 //	go test -run '^$' -bench BenchmarkCostPerMessage -benchtime 20x ./internal/worker/
 func BenchmarkCostPerMessage(b *testing.B) {
@@ -125,7 +124,7 @@ func BenchmarkCostPerMessage(b *testing.B) {
 	// To stdout: a benchmark with sub-benchmarks reports no log of its own.
 	fmt.Printf("\nCost per message at the list prices of %s (CPU: the whole in-process stack, Firestore emulator excluded):\n\n"+
 		"| scenario | Firestore reads | writes | deletes | Cloud Tasks creates | deliveries | Cloud Run requests | CPU ms | LLM tokens in/out | USD per 1,000: Firestore | Cloud Tasks | Cloud Run | Gemini | total |\n"+
-		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s\n", cost.PricesAsOf, strings.Join(rows, ""))
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s\n", testenv.PricesAsOf, strings.Join(rows, ""))
 }
 
 // costScenario runs b.N messages of one scenario on a stack of its own and returns its row of
@@ -224,14 +223,14 @@ func costScenario(b *testing.B, name string, noTenants bool) string {
 	_, in, out := usage.take()
 
 	per := func(v int) float64 { return float64(v) / float64(n) }
-	o := cost.Ops{
+	o := testenv.MessageOps{
 		FirestoreReads: per(ops.Reads), FirestoreWrites: per(ops.Writes), FirestoreDeletes: per(ops.Deletes),
 		TasksOps:       per(creates1 - creates0 + dispatches1 - dispatches0),
 		RunRequests:    per(posts + dispatches1 - dispatches0),
 		CPUSeconds:     cpu.Seconds() / float64(n),
 		LLMInputTokens: per(in), LLMOutputTokens: per(out),
 	}
-	usd := cost.PerThousand(o)
+	usd := testenv.PerThousand(o)
 	b.ReportMetric(o.FirestoreReads, "fs_reads/msg")
 	b.ReportMetric(o.FirestoreWrites, "fs_writes/msg")
 	b.ReportMetric(o.FirestoreDeletes, "fs_deletes/msg")

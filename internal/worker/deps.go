@@ -8,13 +8,14 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
-	"github.com/wapipe/wapipe/internal/action"
+	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/media"
 	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
@@ -24,10 +25,10 @@ import (
 )
 
 // newActionClient calls the businesses' action URLs: outside dev only https:// to public
-// addresses, every connection's address checked (action.NewClient).
-func newActionClient(dev bool) *action.Client {
-	return action.NewClient(action.WithDev(dev),
-		action.WithTransportWrapper(func(rt http.RoundTripper) http.RoundTripper { return otelhttp.NewTransport(rt) }))
+// addresses, every connection's address checked (actioncall.NewClient).
+func newActionClient(dev bool) *actioncall.Client {
+	return actioncall.NewClient(actioncall.WithDev(dev),
+		actioncall.WithTransportWrapper(func(rt http.RoundTripper) http.RoundTripper { return otelhttp.NewTransport(rt) }))
 }
 
 // newModel is the assistant's model client: Vertex AI with the service's credentials, or the fake
@@ -45,6 +46,16 @@ func newModel(cfg *Config, logger *slog.Logger) (*llm.Lazy, error) {
 		return nil, fmt.Errorf("llm.NewLazy: %w", err)
 	}
 	return lc, nil
+}
+
+// newMediaFetcher fetches the assistant's media files, with each turn's tenant token (plain http
+// only to the fake Graph API in dev), charged to MEDIA_INFLIGHT_BYTES.
+func newMediaFetcher(cfg *Config, gc *graph.Client) (*media.Fetcher, error) {
+	mf, err := media.New(gc, media.Config{MaxBytes: cfg.MediaMaxBytes, AllowInsecureURL: cfg.IsDev(), InflightBytes: cfg.MediaInflightBytes})
+	if err != nil {
+		return nil, fmt.Errorf("media.New: %w", err)
+	}
+	return mf, nil
 }
 
 // NewDeps builds the worker's dependencies from its configuration and the clients its caller

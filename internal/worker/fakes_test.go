@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	wacontact "github.com/wapipe/wapipe/internal/contact"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 )
@@ -240,7 +240,7 @@ type fakeSender struct {
 	reads  []string
 }
 
-func (s *fakeSender) Send(_ context.Context, token, _ string, to wacontact.Address, r responder.Reply, callbackData, replyTo string) (string, error) {
+func (s *fakeSender) Send(_ context.Context, token, _ string, to wacontact.Address, r outgoing.Message, callbackData, replyTo string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sends = append(s.sends, addressString(to)+" "+callbackData+" "+replyTo)

@@ -21,6 +21,7 @@ import (
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -629,7 +630,7 @@ func TestOutboundAuthDeadLetterFails(t *testing.T) {
 func TestOutboundResponderSkips(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	hs.responder = responder.Func(func(context.Context, whatsapp.Message) (responder.Reply, error) { return responder.Reply{}, nil })
+	hs.responder = responder.Func(func(context.Context, whatsapp.Message) (outgoing.Message, error) { return outgoing.Message{}, nil })
 	out := outboundTask("wamid.in1")
 	hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 200, map[string]any{"status": store.OutboundSkipped}, "outbound_skipped")
 	if got := hs.records.Mark(out.IdempotencyKey); got != "skipped" {
@@ -643,8 +644,8 @@ func TestOutboundResponderSkips(t *testing.T) {
 func TestOutboundResponderFailsRetries(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	hs.responder = responder.Func(func(context.Context, whatsapp.Message) (responder.Reply, error) {
-		return responder.Reply{}, errors.New("model unavailable")
+	hs.responder = responder.Func(func(context.Context, whatsapp.Message) (outgoing.Message, error) {
+		return outgoing.Message{}, errors.New("model unavailable")
 	})
 	out := outboundTask("wamid.in1")
 	hs.want(hs.run(tasks.ProcessOutboundPath, out, attempt{}), 503, retryBody("temporary_failure"), "task_retry")

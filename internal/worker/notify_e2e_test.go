@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/action/actionfake"
+	"github.com/wapipe/wapipe/internal/actioncall/actionfake"
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/store"

@@ -9,7 +9,7 @@ import (
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -34,12 +34,12 @@ var errNoConversations = errors.New("a tenant's message, but this worker has no 
 // single-tenant default's with the Responder's reply, sent once (package delivery).
 func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
 	if out.TenantID != "" {
-		if s.runner == nil {
+		if s.turner == nil {
 			return s.deadLetter(ctx, t, permanentFailure(errNoConversations))
 		}
 		return s.converse(ctx, t, out, start)
 	}
-	ev, err := s.applyMessageEvent(ctx, "", "", out.Message)
+	ev, err := s.applyDefaultEvent(ctx, out.Message)
 	// The reply goes to the phone when it came, else to the BSUID (never a BSUID in "to").
 	addr := senderOf(out).Address()
 	if err != nil {
@@ -49,16 +49,16 @@ func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outboun
 		Kind: delivery.DefaultReply, Key: out.IdempotencyKey, Token: s.cfg.AccessToken, PhoneNumberID: out.PhoneNumberID,
 		To: addr.To, Recipient: addr.Recipient, InboundMessageID: out.Message.ID, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
 		ReceivedAt: out.ReceivedAt, MarkRead: true, LastAttempt: s.isLastAttempt(t),
-		Compose: func(ctx context.Context) (responder.Reply, error) {
+		Compose: func(ctx context.Context) (outgoing.Message, error) {
 			switch {
 			case ev.Answer:
 				return s.deps.Responder.Respond(ctx, out.Message)
 			case ev.Reply != "":
 				// The default path has no language of its own: the catalogue's default.
-				return responder.Reply{Text: i18n.Text(i18n.Default, ev.Reply), Quote: true}, nil
+				return outgoing.Message{Text: i18n.Text(i18n.Default, ev.Reply), Quote: true}, nil
 			}
 			// Recorded, not answered: the send is skipped.
-			return responder.Reply{}, nil
+			return outgoing.Message{}, nil
 		},
 	}))
 }

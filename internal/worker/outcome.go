@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/actions"
+	"github.com/wapipe/wapipe/internal/actionrun"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
@@ -49,12 +49,20 @@ func permanentFailure(err error) *failure {
 	return &failure{kind: permanent, err: err, class: "permanent"}
 }
 
-// asFailure returns the failure in err's chain; an error nobody classified (a store call, an
-// enqueue) is temporary.
+// asFailure returns the failure in err's chain, or the reply that held up the task
+// (delivery.ReplyError: a turn's reply, an action's result) as one; an error nobody classified
+// (a store call, an enqueue) is temporary.
 func asFailure(err error) *failure {
 	var f *failure
 	if errors.As(err, &f) {
 		return f
+	}
+	if re := (*delivery.ReplyError)(nil); errors.As(err, &re) {
+		kind := temporary
+		if re.Permanent {
+			kind = permanent
+		}
+		return &failure{kind: kind, err: re, code: re.Code, retryAfter: re.RetryAfter, class: re.Class}
 	}
 	return &failure{kind: temporary, err: err, class: "temporary"}
 }
@@ -206,7 +214,7 @@ func (s *Server) deliveryOutcome(ctx context.Context, t *task, r delivery.Result
 }
 
 // actionOutcome is the outcome of an action's run: its dead letters kept, then its answer.
-func (s *Server) actionOutcome(ctx context.Context, t *task, res actions.Result) outcome {
+func (s *Server) actionOutcome(ctx context.Context, t *task, res actionrun.Result) outcome {
 	for _, k := range res.Kept {
 		kind := temporary
 		if k.Permanent {
@@ -215,11 +223,11 @@ func (s *Server) actionOutcome(ctx context.Context, t *task, res actions.Result)
 		s.keepDeadLetter(ctx, t, &failure{kind: kind, err: k.Err, class: k.Class})
 	}
 	switch res.Status {
-	case actions.Done:
+	case actionrun.Done:
 		return outcome{kind: actionDone, action: res.Record}
-	case actions.Busy:
+	case actionrun.Busy:
 		return retryLater("action_in_progress", 0)
-	case actions.Gone:
+	case actionrun.Gone:
 		return s.deadLetter(ctx, t, permanentFailure(res.Err))
 	}
 	return s.fail(ctx, t, res.Err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/whatsapp"
@@ -58,7 +59,7 @@ func TestMalformedPayloadRefDeadLettered(t *testing.T) {
 }
 
 // panicking is a responder that crashes on every message.
-var panicking = responder.Func(func(context.Context, whatsapp.Message) (responder.Reply, error) {
+var panicking = responder.Func(func(context.Context, whatsapp.Message) (outgoing.Message, error) {
 	panic("responder bug")
 })
 

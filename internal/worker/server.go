@@ -2,22 +2,20 @@ package worker
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/wapipe/wapipe/internal/actions"
-	"github.com/wapipe/wapipe/internal/assistant"
-	"github.com/wapipe/wapipe/internal/conversation"
+	"github.com/wapipe/wapipe/internal/actionrun"
+	"github.com/wapipe/wapipe/internal/admission"
+	"github.com/wapipe/wapipe/internal/conversation/turn"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/health"
@@ -49,10 +47,8 @@ type OutboundStore interface {
 	fanout.DeliveryUpdater
 }
 
-// TokenVerifier checks the OIDC token Cloud Tasks attaches and returns the service account email.
-type TokenVerifier interface {
-	Verify(ctx context.Context, rawToken string) (email string, err error)
-}
+// TokenVerifier checks the OIDC token of a caller and returns its service account email.
+type TokenVerifier = admission.Verifier
 
 // Deps are the worker's dependencies.
 type Deps struct {
@@ -91,8 +87,8 @@ type Deps struct {
 	// without it every tenant route answers 404 once admitted.
 	TenantRoutes http.Handler
 	// Actions records the action calls and Caller makes them; required with Conversations.
-	Actions actions.Records
-	Caller  actions.Caller
+	Actions actionrun.Records
+	Caller  actionrun.Caller
 	// Lease is how long a conversation's holder keeps it without committing a turn;
 	// conversation.DefaultLease when zero.
 	Lease time.Duration
@@ -121,7 +117,7 @@ type Deps struct {
 
 	// Notifier tells the members an intent's notify names of its succeeded actions (package
 	// notify); none are told without it.
-	Notifier actions.Notifier
+	Notifier actionrun.Notifier
 
 	// Events applies Meta's events other than ordinary messages (revokes, edits, number
 	// changes, preferences, echoes, account updates); with none they are only answered or traced.
@@ -139,16 +135,19 @@ type Deps struct {
 type Server struct {
 	cfg  *Config
 	deps Deps
-	// runner serialises the turns of each conversation; nil without Deps.Conversations.
-	runner *conversation.Runner
+	// turner runs tenants' messages through their conversations; nil without
+	// Deps.Conversations.
+	turner *turn.Turner
 	// deliver sends every message, exactly once.
 	deliver *delivery.Deliverer
 	// fanner fans the inbound deliveries out.
 	fanner *fanout.Fanner
 	// actions runs the actions of confirmed turns.
-	actions *actions.Runner
+	actions *actionrun.Runner
 	// routes are the task routes (task.go).
 	routes []taskRoute
+	// door admits each /internal request or refuses it (package admission).
+	door *admission.Door
 }
 
 // NewServer returns the worker service for a validated cfg.
@@ -195,8 +194,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		// A nil interface stays nil: the fanner tells "no events" by it.
 		srv.fanner.Events = deps.Events
 	}
-	srv.actions = &actions.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
-		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: srv.sendReply, Notify: deps.Notifier, Keyer: deps.Keyer}
+	// A turn's replies and an action's result leave alike (delivery.ReplySender).
+	replies := delivery.ReplySender{Deliverer: srv.deliver}
+	srv.actions = &actionrun.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
+		Secrets: deps.Tokens, Messages: deps.Conversations, Tell: replies, Notify: deps.Notifier, Keyer: deps.Keyer}
 	// A nil interface stays nil: the deliverer tells "no parking" and "no window" by it.
 	if deps.Sends != nil {
 		srv.deliver.Sends = deps.Sends
@@ -213,17 +214,25 @@ func NewServer(cfg *Config, deps Deps) *Server {
 			panic("worker.NewServer: Deps.Conversations needs Assistant, Actions, Caller, Tokens and People")
 		}
 		srv.deliver.Windows = deps.Conversations
-		srv.runner = conversation.NewRunner(deps.Conversations, replySender{srv}, actions.Queue{Tasks: deps.Tasks}, conversation.Options{Lease: deps.Lease, IsConfirmTap: assistant.IsConfirmTap, IsAnswerWord: assistant.IsAnswerWord,
-			IsQuotaNotice: assistant.IsQuotaNotice, DescribeMedia: media.Describe, Keyer: deps.Keyer})
+		srv.turner = newTurner(deps, srv.deliver, replies)
 	}
-	srv.routes = srv.taskRoutes()
+	srv.routes, srv.door = srv.taskRoutes(), newDoor(cfg, deps.Verifier)
 	return srv
 }
 
-// isInternalCaller reports whether email is a service account allowed to call the tenant routes
-// where ROUTE_CALLERS is not set (INTERNAL_CALLERS).
-func (s *Server) isInternalCaller(email string) bool {
-	return email != "" && slices.Contains(s.cfg.InternalCallers, email)
+// newDoor is the worker's door as cfg says who may call it, with v verifying the callers' tokens.
+func newDoor(cfg *Config, v TokenVerifier) *admission.Door {
+	return admission.New(admission.Config{InternalToken: cfg.InternalTaskToken, RouteCallers: cfg.RouteCallers, Dev: cfg.IsDev(),
+		Invoker: cfg.TasksServiceAccountEmail, InternalCallers: cfg.InternalCallers, Verifier: v})
+}
+
+// admit is the door in front of next; a request it lets through is marked authenticated, so
+// that a panic on its last attempt is kept as a dead letter (answerPanic).
+func (s *Server) admit(next http.Handler) http.Handler {
+	return s.door.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		taskFrom(r.Context(), r.URL.Path).authenticated = true
+		next.ServeHTTP(w, r)
+	}))
 }
 
 // Routes returns the service's handler with its middleware.
@@ -235,7 +244,7 @@ func (s *Server) Routes() http.Handler {
 	})
 	r.Route("/internal", func(r chi.Router) {
 		// One door for every route below, whatever group it is in: its row of tasks.Routes
-		// says who may call it (auth.go). A route missing from that table is refused.
+		// says who may call it (package admission). A route missing from that table is refused.
 		r.Use(s.admit)
 		for _, tr := range s.routes {
 			r.Method(http.MethodPost, strings.TrimPrefix(tr.path, "/internal"), tr.handler)

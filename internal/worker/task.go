@@ -52,31 +52,21 @@ func (t *task) correlate(fromBody string) string {
 	return t.correlationID
 }
 
-// taskRoute is one of the routes Cloud Tasks calls: its handler, and the queue that feeds it. It
-// is the one place that says what a task route is: Routes serves the table, recoverPanic
-// dead-letters a panic on the last attempt of any route in it, and isLastAttempt reads the
-// feeding queue's max_attempts when Cloud Tasks' queue header is absent.
+// taskRoute is one of the routes Cloud Tasks calls, with its handler: Routes serves them, and
+// recoverPanic dead-letters a panic on the last attempt of any of them. What else a task route
+// is (its queues, its body) is its row of tasks.Routes.
 type taskRoute struct {
 	path    string
 	handler http.Handler
-	// queue is the queue that feeds the route with t.
-	queue func(t *task) string
 }
 
 // taskRoutes is the worker's table of task routes.
 func (s *Server) taskRoutes() []taskRoute {
-	tenantQueue := func(t *task) string { return tasks.TenantQueueID(t.tenantID) }
 	return []taskRoute{
-		{tasks.ProcessInboundPath, taskHandler(s, tasks.ProcessInboundPath, inboundIDs, validateInbound, s.processInbound),
-			func(*task) string { return tasks.InboundQueueID }},
-		{tasks.ProcessOutboundPath, taskHandler(s, tasks.ProcessOutboundPath, outboundIDs, validateOutbound, s.runOutbound), func(t *task) string {
-			if t.tenantID != "" {
-				return tasks.TenantQueueID(t.tenantID)
-			}
-			return tasks.QueueID(s.cfg.OutboundQueue)
-		}},
-		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, s.actionIDs, validateAction, s.processAction), tenantQueue},
-		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, validateSend, s.processSend), tenantQueue},
+		{tasks.ProcessInboundPath, taskHandler(s, tasks.ProcessInboundPath, inboundIDs, validateInbound, s.processInbound)},
+		{tasks.ProcessOutboundPath, taskHandler(s, tasks.ProcessOutboundPath, outboundIDs, validateOutbound, s.runOutbound)},
+		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, s.actionIDs, validateAction, s.processAction)},
+		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, validateSend, s.processSend)},
 	}
 }
 
@@ -90,16 +80,19 @@ func (s *Server) taskRoute(path string) (taskRoute, bool) {
 	return taskRoute{}, false
 }
 
-// queueID is the queue the task came from, falling back to the queue its route is fed by when
-// Cloud Tasks' header is absent.
+// queueID is the queue the task came from, falling back, when Cloud Tasks' header is absent, to
+// the queue its route's row says feeds it for the task's tenant ("" when that is unknown: a
+// body read for no tenant where one decides).
 func (s *Server) queueID(t *task) string {
 	if t.queue != "" {
 		return t.queue
 	}
-	if r, ok := s.taskRoute(t.path); ok {
-		return r.queue(t)
+	r, ok := tasks.TaskRoute(t.path)
+	if !ok {
+		return ""
 	}
-	return tasks.InboundQueueID
+	q, _ := r.QueueFor(t.tenantID)
+	return q
 }
 
 // isLastAttempt reports whether Cloud Tasks will not retry the task after this attempt.

@@ -3,7 +3,7 @@ package worker
 import (
 	"context"
 
-	"github.com/wapipe/wapipe/internal/actions"
+	"github.com/wapipe/wapipe/internal/actionrun"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/members"
@@ -26,7 +26,7 @@ type TenantResolver interface {
 // implements it.
 type TokenSource interface {
 	Token(ctx context.Context, rec store.TenantRecord) (string, error)
-	actions.SecretSource
+	actionrun.SecretSource
 }
 
 // ContactRouter decides the tenant of a message on a shared number by its contact, and

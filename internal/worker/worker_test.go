@@ -24,7 +24,7 @@ import (
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
 	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging/logcheck"
-	"github.com/wapipe/wapipe/internal/responder"
+	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/testenv"
@@ -338,7 +338,7 @@ type lostResponse struct {
 	sentID atomic.Value
 }
 
-func (l *lostResponse) Send(ctx context.Context, token, phoneNumberID string, to wacontact.Address, r responder.Reply, key, replyTo string) (string, error) {
+func (l *lostResponse) Send(ctx context.Context, token, phoneNumberID string, to wacontact.Address, r outgoing.Message, key, replyTo string) (string, error) {
 	id, err := l.Sender.Send(ctx, token, phoneNumberID, to, r, key, replyTo)
 	if err == nil && l.once.CompareAndSwap(false, true) {
 		l.sentID.Store(id)

@@ -5,7 +5,7 @@
 // operator service does not hand over every tenant's token.
 //
 // It is a typed client of the routes' contract, package tenantroutes: each method sends its
-// route's request and returns the route's answer, or a *tenantroutes.Error carrying the status
+// route's request and returns the route's answer, or a *refusal.Error carrying the status
 // and code of a refusal. Any other error means no usable answer.
 //
 // Each request carries X-Internal-Token and, in production, a Google ID token for the worker's
@@ -28,6 +28,7 @@ import (
 	"google.golang.org/api/idtoken"
 
 	"github.com/wapipe/wapipe/internal/config"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/tasks"
 	"github.com/wapipe/wapipe/tenantroutes"
@@ -124,14 +125,14 @@ func (c *Client) CopyMedia(ctx context.Context, tenantID, mediaID string) (Media
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		// The status is the answer: a body that breaks off only loses the refusal's words.
-		refused, _ := refusal(resp)
+		refused, _ := refusalOf(resp)
 		return Media{}, refused
 	}
 	return Media{ContentType: resp.Header.Get("Content-Type"), ContentLength: resp.ContentLength, Body: resp.Body}, nil
 }
 
 // call sends one request and decodes its answer into out when its status is want; any other
-// status is the route's refusal (*tenantroutes.Error).
+// status is the route's refusal (*refusal.Error).
 func (c *Client) call(ctx context.Context, method, path string, body io.Reader, h http.Header, want int, out any) error {
 	resp, err := c.do(ctx, method, path, body, h)
 	if err != nil {
@@ -139,7 +140,7 @@ func (c *Client) call(ctx context.Context, method, path string, body io.Reader, 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
-		refused, err := refusal(resp)
+		refused, err := refusalOf(resp)
 		if err != nil {
 			return err
 		}
@@ -155,12 +156,12 @@ func (c *Client) call(ctx context.Context, method, path string, body io.Reader, 
 	return nil
 }
 
-// refusal is the *tenantroutes.Error of an answer other than the route's success: its status, and
+// refusalOf is the *refusal.Error of an answer other than the route's success: its status, and
 // the code and message of its body (empty when the body is not a refusal); err says the body
 // could not be read.
-func refusal(resp *http.Response) (*tenantroutes.Error, error) {
+func refusalOf(resp *http.Response) (*refusal.Error, error) {
 	var body struct {
-		Error tenantroutes.Error `json:"error"`
+		Error refusal.Error `json:"error"`
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err == nil {

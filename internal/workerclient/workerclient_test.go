@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/workerclient"
 	"github.com/wapipe/wapipe/tasks"
 	"github.com/wapipe/wapipe/tenantroutes"
@@ -96,7 +97,7 @@ func TestCallsFollowTheContract(t *testing.T) {
 	}
 }
 
-// TestRefusalsCarryTheirCode: an answer other than the route's success is a *tenantroutes.Error
+// TestRefusalsCarryTheirCode: an answer other than the route's success is a *refusal.Error
 // with its status and, when the body is a refusal, its code and message; a 201 upload without
 // an id is no answer at all.
 func TestRefusalsCarryTheirCode(t *testing.T) {
@@ -106,18 +107,18 @@ func TestRefusalsCarryTheirCode(t *testing.T) {
 		name   string
 		status int
 		body   string
-		want   *tenantroutes.Error
+		want   *refusal.Error
 	}{
-		{"refusal", http.StatusConflict, `{"error":{"code":"no_token","message":"m"}}`, &tenantroutes.Error{Status: http.StatusConflict, Code: tenantroutes.CodeNoToken, Message: "m"}},
-		{"not JSON", http.StatusInternalServerError, `oops`, &tenantroutes.Error{Status: http.StatusInternalServerError}},
-		{"success of another route", http.StatusOK, `{}`, &tenantroutes.Error{Status: http.StatusOK}},
+		{"refusal", http.StatusConflict, `{"error":{"code":"no_token","message":"m"}}`, &refusal.Error{Status: http.StatusConflict, Code: refusal.NoToken, Message: "m"}},
+		{"not JSON", http.StatusInternalServerError, `oops`, &refusal.Error{Status: http.StatusInternalServerError}},
+		{"success of another route", http.StatusOK, `{}`, &refusal.Error{Status: http.StatusOK}},
 		{"created without an id", http.StatusCreated, `{}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := fakeWorker(t, tc.status, nil, tc.body)
 			_, err := c.Upload(ctx, "acme", tenantroutes.UploadRequest{PhoneNumberID: "100", MIMEType: "image/jpeg"}, strings.NewReader("jpg"))
-			var got *tenantroutes.Error
+			var got *refusal.Error
 			switch {
 			case err == nil:
 				t.Fatal("no error")
@@ -153,8 +154,8 @@ func TestCopyMediaStreamsTheFile(t *testing.T) {
 
 	c, _ = fakeWorker(t, http.StatusNotFound, nil, `{"error":{"code":"media_gone","message":"m"}}`)
 	_, err = c.CopyMedia(ctx, "acme", "1")
-	var refused *tenantroutes.Error
-	if !errors.As(err, &refused) || refused.Status != http.StatusNotFound || refused.Code != tenantroutes.CodeMediaGone {
+	var refused *refusal.Error
+	if !errors.As(err, &refused) || refused.Status != http.StatusNotFound || refused.Code != refusal.MediaGone {
 		t.Errorf("refused copy: %v, want 404 media_gone", err)
 	}
 }

@@ -79,8 +79,6 @@ type deadLetterTarget struct {
 	To             string `json:"to"`
 	UserID         string `json:"user_id"`
 	ParentUserID   string `json:"parent_user_id"`
-	IdempotencyKey string `json:"idempotency_key"`
-	ActionID       string `json:"action_id"`
 	Payload        struct {
 		Entry []struct {
 			Changes []struct {
@@ -98,15 +96,15 @@ type deadLetterTarget struct {
 	} `json:"payload"`
 }
 
-// recordKey is the outbound record a replay of d would send, as operator.Replayer finds it.
-func (t deadLetterTarget) recordKey(k *keyedid.Keyer, d store.DeadLetter) string {
-	switch {
-	case d.Path == tasks.ProcessActionPath && t.ActionID != "":
-		return tasks.ActionReplyKey(k, t.ActionID)
-	case d.IdempotencyKey != "":
-		return d.IdempotencyKey
+// recordKey is the outbound record a replay of d would send, as operator.Replayer finds it (its
+// route's row of tasks.Routes); "" for a dead letter whose task sends no record.
+func recordKey(k *keyedid.Keyer, d store.DeadLetter) string {
+	route, ok := tasks.TaskRoute(d.Path)
+	if !ok {
+		return ""
 	}
-	return t.IdempotencyKey
+	key, _ := route.ReplayRecord(k, d.IdempotencyKey, []byte(d.Body))
+	return key
 }
 
 // deadLetterRows reads what the rows need beyond the dead letters: which tenant owns which
@@ -143,7 +141,7 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 			t.ConversationID = page.ConversationOf(ctx, s.deps.Contacts, t.TenantID, t.PhoneNumberID, contact.FromWebhook(t.To, t.UserID, t.ParentUserID, "", ""))
 		}
 		targets[i] = t
-		if k := t.recordKey(s.deps.Keyer, d); k != "" && d.Path != tasks.ProcessInboundPath {
+		if k := recordKey(s.deps.Keyer, d); k != "" {
 			keys = append(keys, k)
 		}
 	}
@@ -163,8 +161,9 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 				row.ErrorLines = append(row.ErrorLines, l)
 			}
 		}
-		rec, hasRec := outs[t.recordKey(s.deps.Keyer, d)]
-		row.WhyNot = whyNotReplayable(d, t, auth[t.TenantID], rec, hasRec && d.Path != tasks.ProcessInboundPath)
+		key := recordKey(s.deps.Keyer, d)
+		rec, hasRec := outs[key]
+		row.WhyNot = whyNotReplayable(d, t, auth[t.TenantID], rec, hasRec && key != "")
 		row.Replayable = row.WhyNot == ""
 		row.Body = "" // not shown, and kept out of the page's memory
 		rows[i] = row
@@ -176,18 +175,19 @@ func (s *Server) deadLetterRows(ctx context.Context, dls []store.DeadLetter) ([]
 // task to rebuild, an error that would come back as it is, a reply sent already, or a tenant
 // whose sends park until it is reconnected.
 func whyNotReplayable(d store.DeadLetter, t deadLetterTarget, authStatus string, rec store.OutboundRecord, hasRec bool) string {
-	switch d.Path {
-	case tasks.ProcessInboundPath, tasks.ProcessOutboundPath, tasks.ProcessSendPath, tasks.ProcessActionPath:
-	default:
+	route, ok := tasks.TaskRoute(d.Path)
+	if !ok {
 		return "unknown route: nothing to replay"
 	}
+	_, queueErr := route.QueueOf([]byte(d.Body))
 	switch {
 	case d.Replayed:
 		return ""
 	case d.Body == "":
 		return "no task body kept: nothing to replay"
-	case d.Queue == "" && (d.Path == tasks.ProcessSendPath || d.Path == tasks.ProcessActionPath) && t.TenantID == "":
-		return "the body names no tenant: its queue is unknown"
+	case d.Queue == "" && queueErr != nil:
+		// A replay goes to the queue the worker learned, else to the one the body's tenant says.
+		return queueErr.Error()
 	case d.Reason == "permanent":
 		return "permanent error: a replay fails the same way until its cause is fixed (then wapipe replay " + d.ID + ")"
 	case hasRec && rec.State == store.OutboundSent:

@@ -13,9 +13,9 @@ import (
 
 	"github.com/wapipe/wapipe/internal/console/page"
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/workerclient"
-	"github.com/wapipe/wapipe/tenantroutes"
 )
 
 // The console shows a message's image without holding the tenant's token or keeping the file:
@@ -25,7 +25,7 @@ import (
 // the tenant's, before the worker is asked.
 
 // WorkerCaller calls the worker's tenant routes; *workerclient.Client implements it. A refusal
-// is a *tenantroutes.Error.
+// is a *refusal.Error.
 type WorkerCaller interface {
 	CopyMedia(ctx context.Context, tenantID, mediaID string) (workerclient.Media, error)
 }
@@ -55,7 +55,7 @@ func (s *Server) handleMedia() http.Handler {
 			return
 		}
 		file, err := s.deps.Worker.CopyMedia(ctx, tenantID, mediaID)
-		var refused *tenantroutes.Error
+		var refused *refusal.Error
 		switch {
 		case errors.As(err, &refused):
 			// The worker's refusal (the file expired at Meta, the token was refused): the page
