@@ -14,6 +14,8 @@
 //   - refusal.NotFound (404): no such tenant.
 //   - refusal.Forbidden (403): a template of an account shared with other tenants that this
 //     tenant did not create.
+//   - refusal.TemplateNameTaken (409): a template name another tenant created on the account
+//     shared with it.
 //   - refusal.NoToken (409): the tenant has no usable access token.
 //   - refusal.ReauthRequired (409): Meta refused the tenant's token, which must be renewed.
 //   - refusal.MediaTooLarge (413): a file over its limit.

@@ -37,3 +37,34 @@ func TestTenantsSharedNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantsApplyRefusesAnotherTenantsMember is the red team's capture by file: bali-tours, on
+// a number shared with acme-bus, lists acme's member in its own file. apply refuses it with one
+// line naming acme-bus and writes nothing; --allow-shared-member applies it, as an operator who
+// knows may.
+func TestTenantsApplyRefusesAnotherTenantsMember(t *testing.T) {
+	t.Parallel()
+	e := newTenantEnv(t)
+	const member = "6281111111111"
+	file := func(id, members string) string {
+		return writeFile(t, "id: "+id+"\nname: "+id+"\nlanguage: id\naudience: members\nphone_numbers:\n"+
+			"  - {phone_number_id: \"201\", waba_id: \"300\", shared: true}\n"+members)
+	}
+	mustCLI(t, e.args("apply", "-f", file("acme-bus", "members:\n  - {wa_id: \""+member+"\", role: owner}\n"))...)
+	capture := file("bali-tours", "members:\n  - {wa_id: \""+member+"\", role: member}\n")
+	_, errOut, err := cli(t, e.args("apply", "-f", capture)...)
+	want := "members[0]: …1111 is already a member of tenant acme-bus on shared number 201: list them only with --allow-shared-member"
+	if err == nil || exitCode(err) == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("apply of acme's member in bali's file: %v\nstderr:\n%s\nwant %q", err, errOut, want)
+	}
+	if strings.Contains(errOut, member) {
+		t.Errorf("the refusal shows the whole number:\n%s", errOut)
+	}
+	if _, _, err := cli(t, e.args("show", "bali-tours")...); err == nil {
+		t.Error("the refused tenant was stored")
+	}
+	mustCLI(t, e.args("apply", "-f", capture, "--allow-shared-member")...)
+	if _, _, err := cli(t, e.args("show", "bali-tours")...); err != nil {
+		t.Errorf("with --allow-shared-member the tenant was not stored: %v", err)
+	}
+}

@@ -21,7 +21,7 @@ import (
 	"github.com/wapipe/wapipe/tasks"
 )
 
-const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [flags]
+const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [--allow-shared-member] [flags]
        wapipe tenants list [flags]
        wapipe tenants show [flags] ID
        wapipe tenants set-token [--no-verify] [flags] ID   (the token on stdin)
@@ -96,6 +96,7 @@ type tenantsRun struct {
 	expires          string
 	publicURL        string
 	dryRun, noVerify bool
+	allowShared      bool
 	verb             string
 	rest             []string
 	ttl              time.Duration
@@ -170,6 +171,7 @@ func (t *tenantsRun) flags() *flagSet {
 	t.opsF.register(fs)
 	fs.StringVar(&t.file, "f", "", "apply: the tenant file (YAML)")
 	fs.BoolVar(&t.dryRun, "dry-run", false, "apply: say what would change; write nothing")
+	fs.BoolVar(&t.allowShared, "allow-shared-member", false, "apply: list members who are already another tenant's on a shared number the file lists")
 	fs.BoolVar(&t.noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
 	fs.StringVar(&t.expires, "expires", "", "api-key: the key expires after this long (90d, 720h); default never")
 	fs.StringVar(&t.role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
@@ -246,7 +248,7 @@ func runTenantsApply(ctx context.Context, t *tenantsRun) error {
 		defer queues.Close()
 		t.ops.Queues = queues
 	}
-	return tenantsApply(ctx, t.ops, t.file, t.data, t.dryRun, t.stdout, t.stderr)
+	return tenantsApply(ctx, t.ops, t.file, t.data, operator.ApplyOptions{DryRun: t.dryRun, AllowSharedMember: t.allowShared}, t.stdout, t.stderr)
 }
 
 func runTenantsList(ctx context.Context, t *tenantsRun) error {
@@ -367,8 +369,9 @@ func writeAPIKeys(w io.Writer, keys []operator.APIKeyInfo) error {
 
 // tenantsApply runs apply and prints its outcome: the changes on stdout, or every problem of
 // the file on stderr, one a line.
-func tenantsApply(ctx context.Context, ops *operator.Tenants, file string, data []byte, dryRun bool, stdout, stderr io.Writer) error {
-	rep, err := ops.Apply(ctx, data, dryRun)
+func tenantsApply(ctx context.Context, ops *operator.Tenants, file string, data []byte, opts operator.ApplyOptions, stdout, stderr io.Writer) error {
+	dryRun := opts.DryRun
+	rep, err := ops.ApplyWith(ctx, data, opts)
 	var ps tenant.Problems
 	if errors.As(err, &ps) {
 		for _, p := range ps {

@@ -52,6 +52,7 @@ var answers = map[string]answer{
 	refusal.Unavailable:          {http.StatusServiceUnavailable, refusal.Unavailable, msgUnavailable},
 	refusal.ContactOptedOut:      {http.StatusUnprocessableEntity, refusal.ContactOptedOut, ""},
 	refusal.TemplateNotApproved:  {http.StatusUnprocessableEntity, refusal.TemplateNotApproved, ""},
+	refusal.TemplateNameTaken:    {http.StatusConflict, refusal.TemplateNameTaken, ""},
 	refusal.MediaTooLarge:        {http.StatusRequestEntityTooLarge, refusal.MediaTooLarge, ""},
 	refusal.UnsupportedMediaType: {http.StatusUnsupportedMediaType, refusal.UnsupportedMediaType, ""},
 	refusal.MediaRefused:         {http.StatusUnprocessableEntity, refusal.MediaRefused, ""},

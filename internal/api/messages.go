@@ -395,6 +395,11 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, refusal.New(refusal.ContactOptedOut, "the contact stopped marketing messages from this business: a MARKETING template is not sent (Meta would refuse it with 131050)"))
 		return
 	}
+	if err := s.templateOfAnother(ctx, tenantID, req); err != nil { // templates.go
+		logger.InfoContext(ctx, "send refused: another business's template", "event", "api_send_refused", "code", refusal.Forbidden)
+		fail(w, r, err)
+		return
+	}
 	if err := s.templateNotApproved(ctx, tenantID, req); err != nil { // templates.go
 		logger.InfoContext(ctx, "send refused: template not approved", "event", "api_send_refused", "code", refusal.TemplateNotApproved)
 		fail(w, r, err)

@@ -23,6 +23,7 @@ import (
 // TemplateReader reads what wapipe knows of a tenant's template; *store.Templates implements it.
 type TemplateReader interface {
 	Get(ctx context.Context, tenantID, name, language string) (store.Template, error)
+	ForeignNames(ctx context.Context, tenantID, wabaID string) (map[string]string, error)
 }
 
 // templateCategories are Meta's template categories.
@@ -179,7 +180,8 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 
 // workerRefusal maps a template route's refusal to the api's answer: Meta's or the worker's
 // refusal of the request (400 invalid_request, Meta's words), a token to renew (409
-// WHATSAPP_REAUTH_REQUIRED), a tenant gone (401); any other refusal is the worker failing (503),
+// WHATSAPP_REAUTH_REQUIRED), a name another tenant has on a shared account (409
+// template_name_taken), a tenant gone (401); any other refusal is the worker failing (503),
 // and an error that is no refusal (no answer) is returned as it is.
 func workerRefusal(err error) error {
 	var ce *refusal.Error
@@ -189,6 +191,8 @@ func workerRefusal(err error) error {
 	switch {
 	case ce.Status == http.StatusBadRequest && ce.Code == refusal.InvalidRequest:
 		return refusal.New(refusal.InvalidRequest, ce.Message)
+	case ce.Status == http.StatusConflict && ce.Code == refusal.TemplateNameTaken:
+		return refusal.New(refusal.TemplateNameTaken, ce.Message)
 	case ce.Status == http.StatusConflict:
 		return refusal.New(refusal.ReauthRequired, ce.Message)
 	case ce.Status == http.StatusNotFound && ce.Code == refusal.NotFound:
@@ -217,6 +221,37 @@ func (s *Server) phoneRequired(ctx context.Context, tenantID string, req SendReq
 		return refusal.New(refusal.PhoneNumberRequired, fmt.Sprintf(
 			"template %s (%s) is an authentication template: its code button goes only to a phone number, so send it with to (Meta refuses it by recipient, 131062)",
 			t.Name, t.Language))
+	}
+	return nil
+}
+
+// templateOfAnother refuses, on a number whose account the tenant shares with other businesses,
+// a template another of them created there and does not share (its templates.common): Meta
+// would send it, with that business's words and name, from this tenant (403 forbidden).
+func (s *Server) templateOfAnother(ctx context.Context, tenantID string, req SendRequest) error {
+	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
+		return nil
+	}
+	rec, err := s.deps.Tenants.Get(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	waba := ""
+	for _, p := range rec.Tenant.PhoneNumbers {
+		if p.PhoneNumberID == req.PhoneNumberID || (req.PhoneNumberID == "" && len(rec.Tenant.PhoneNumbers) == 1) {
+			waba = p.WABAID
+		}
+	}
+	if waba == "" || !rec.Tenant.SharesWABA(waba) {
+		return nil
+	}
+	foreign, err := s.deps.Templates.ForeignNames(ctx, tenantID, waba)
+	if err != nil {
+		return err
+	}
+	if _, theirs := foreign[req.Template.Name]; theirs {
+		return refusal.New(refusal.Forbidden, fmt.Sprintf(
+			"template %s was created by another business on the account this number shares, which does not share it: it is not sent", req.Template.Name))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -331,17 +332,7 @@ func TestSharedAccountTemplatesDeletedOnlyByTheirCreator(t *testing.T) {
 	s := newStack(t, "  - {phone_number_id: \""+sharedNumber+"\", waba_id: \""+waba+"\", shared: true}\n")
 	ctx := context.Background()
 	bali := "id: bali\nname: Bali\nlanguage: en\naudience: public\nphone_numbers:\n  - {phone_number_id: \"" + sharedNumber + "\", waba_id: \"" + waba + "\", shared: true}\n"
-	if _, err := s.creds.Tenants.Apply(ctx, []byte(bali), false); err != nil {
-		t.Fatalf("apply bali: %v", err)
-	}
-	if _, _, err := s.creds.SetToken(ctx, "bali", baliToken, false); err != nil {
-		t.Fatal(err)
-	}
-	s.Graph.AcceptToken(baliToken)
-	baliKey, err := s.creds.APIKey(ctx, "bali")
-	if err != nil {
-		t.Fatal(err)
-	}
+	baliKey := s.addTenant(ctx, "bali", bali, baliToken)
 	del := func(key, name string) answer {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodDelete, s.APIURL+"/v1/templates/"+name, nil)
@@ -419,4 +410,152 @@ func TestRefusedTokenOnATemplateCallMarksTheTenant(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, func() bool {
 		return s.templateCall(http.MethodGet, "/v1/templates", "").Status == http.StatusOK
 	}, "template calls never worked again with the new token")
+}
+
+// TestSharedAccountTemplateAttacks is the red team's attack on templates, as tenant bali, which
+// shares a number and so its WhatsApp Business Account with acme, and has an account of its own:
+// bali cannot plant a twin of acme's template in another language (409 template_name_taken, and
+// nothing reaches Meta), nor delete acme's template by naming the shared account after creating
+// the same name in its own account (403, acme's stays at Meta and in acme's records), nor list,
+// record or send acme's template (403, nothing reaches Graph) until acme's file shares it
+// (templates.common); acme's own delete takes its own language by Meta's id and leaves a
+// language made elsewhere.
+func TestSharedAccountTemplateAttacks(t *testing.T) {
+	t.Parallel()
+	const sharedNumber, baliNumber, baliWABA, baliToken = "200000000000103", "200000000000104", "300000000000002", "EAAG-bali-token"
+	s := newStack(t, "  - {phone_number_id: \""+sharedNumber+"\", waba_id: \""+waba+"\", shared: true}\n")
+	ctx := context.Background()
+	bali := "id: bali\nname: Bali\nlanguage: en\naudience: public\nphone_numbers:\n" +
+		"  - {phone_number_id: \"" + sharedNumber + "\", waba_id: \"" + waba + "\", shared: true}\n" +
+		"  - {phone_number_id: \"" + baliNumber + "\", waba_id: \"" + baliWABA + "\"}\n"
+	baliKey := s.addTenant(ctx, "bali", bali, baliToken)
+	call := func(key, method, path, body string) answer {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.APIURL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return s.do(req)
+	}
+	atMeta := func(account, language string) int {
+		n := 0
+		for _, tpl := range s.Graph.Templates() {
+			if tpl.Name == "order_ready" && tpl.WABAID == account && (language == "" || tpl.Language == language) {
+				n++
+			}
+		}
+		return n
+	}
+	if a := s.templateCall(http.MethodPost, "/v1/templates", orderReadyBody); a.Status != http.StatusCreated {
+		t.Fatalf("acme creates order_ready: %d %v", a.Status, a.Body)
+	}
+
+	// A twin in French on the shared account.
+	twin := strings.Replace(strings.Replace(orderReadyBody, `"en_US"`, `"fr"`, 1), `"category"`, `"waba_id":"`+waba+`","category"`, 1)
+	if a := call(baliKey, http.MethodPost, "/v1/templates", twin); a.Status != http.StatusConflict || a.errorCode() != "template_name_taken" {
+		t.Errorf("bali plants order_ready/fr on the shared account: %d %v, want 409 template_name_taken", a.Status, a.Body)
+	}
+	if n := atMeta(waba, "fr"); n != 0 {
+		t.Errorf("the twin reached Meta: %d order_ready/fr on the shared account", n)
+	}
+
+	// The same name in bali's own account is bali's to make, and gives it no right over acme's.
+	own := strings.Replace(orderReadyBody, `"category"`, `"waba_id":"`+baliWABA+`","category"`, 1)
+	if a := call(baliKey, http.MethodPost, "/v1/templates", own); a.Status != http.StatusCreated {
+		t.Fatalf("bali creates order_ready in its own account: %d %v", a.Status, a.Body)
+	}
+	if a := call(baliKey, http.MethodDelete, "/v1/templates/order_ready?waba_id="+waba, ""); a.Status != http.StatusForbidden || a.errorCode() != "forbidden" {
+		t.Errorf("bali deletes order_ready on the shared account: %d %v, want 403 forbidden", a.Status, a.Body)
+	}
+	if n := atMeta(waba, "en_US"); n != 1 {
+		t.Fatalf("acme's order_ready/en_US: %d at Meta after bali's delete, want 1", n)
+	}
+	if got, err := store.NewTemplates(s.db, store.Options{}).Get(ctx, "acme", "order_ready", "en_US"); err != nil || got.ID == "" {
+		t.Errorf("acme's record of order_ready/en_US: %+v (%v), want it kept", got, err)
+	}
+
+	// bali neither lists nor sends acme's template, until acme's file shares it.
+	// bali's listing holds its own order_ready (its own account); acme's is a second one.
+	listedFor := func(key string) int {
+		t.Helper()
+		a := call(key, http.MethodGet, "/v1/templates", "")
+		if a.Status != http.StatusOK {
+			t.Fatalf("GET /v1/templates: %d %v", a.Status, a.Body)
+		}
+		data, _ := a.Body["data"].([]any)
+		n := 0
+		for _, d := range data {
+			if m, _ := d.(map[string]any); m["name"] == "order_ready" {
+				n++
+			}
+		}
+		return n
+	}
+	sendBody := `{"phone_number_id":"` + sharedNumber + `","to":"` + contact + `","type":"template","template":{"name":"order_ready","language":{"code":"en_US"},
+		"components":[{"type":"body","parameters":[{"type":"text","text":"Ana"},{"type":"text","text":"A-12"}]}]}}`
+	sendsBefore := len(s.Graph.Sends())
+	if n := listedFor(baliKey); n != 1 {
+		t.Errorf("bali lists %d order_ready, want its own only", n)
+	}
+	if a := call(baliKey, http.MethodPost, "/v1/messages", sendBody); a.Status != http.StatusForbidden || a.errorCode() != "forbidden" {
+		t.Errorf("bali sends acme's order_ready: %d %v, want 403 forbidden", a.Status, a.Body)
+	}
+	if n := len(s.Graph.Sends()) - sendsBefore; n != 0 {
+		t.Errorf("%d sends reached Graph after bali's refused send", n)
+	}
+	if got, err := store.NewTemplates(s.db, store.Options{}).Get(ctx, "bali", "order_ready", "en_US"); err == nil && got.WABAID == waba {
+		t.Errorf("acme's order_ready is recorded under bali: %+v", got)
+	}
+	acmeFile := fmt.Sprintf("id: acme\nname: Acme\nlanguage: en\naudience: public\nphone_numbers:\n  - {phone_number_id: %q, waba_id: \"300000000000001\"}\n"+
+		"  - {phone_number_id: %q, waba_id: %q, shared: true}\ntemplates:\n  common: [order_ready]\n", number, sharedNumber, waba)
+	if _, err := s.creds.Tenants.Apply(ctx, []byte(acmeFile), false); err != nil {
+		t.Fatalf("acme shares order_ready: %v", err)
+	}
+	// Meta approves both order_ready; bali's next listing records them approved.
+	for _, tpl := range s.Graph.Templates() {
+		if tpl.Name == "order_ready" {
+			tpl.Status = "APPROVED"
+			s.Graph.PutTemplate(tpl)
+		}
+	}
+	if n := listedFor(baliKey); n != 2 {
+		t.Errorf("bali lists %d order_ready once acme shares it (templates.common), want 2", n)
+	}
+	if a := call(baliKey, http.MethodPost, "/v1/messages", sendBody); a.Status != http.StatusAccepted {
+		t.Errorf("bali sends the shared order_ready: %d %v, want 202", a.Status, a.Body)
+	}
+
+	// acme deletes its own: by Meta's id, its language alone.
+	s.Graph.PutTemplate(graphfake.Template{WABAID: waba, Name: "order_ready", Language: "es", Status: "APPROVED", Category: "UTILITY"})
+	if a := s.templateCall(http.MethodDelete, "/v1/templates/order_ready", ""); a.Status != http.StatusOK {
+		t.Fatalf("acme deletes its order_ready: %d %v", a.Status, a.Body)
+	}
+	if atMeta(waba, "en_US") != 0 || atMeta(waba, "es") != 1 || atMeta(baliWABA, "") != 1 {
+		t.Errorf("after acme's delete: en_US %d, es (made elsewhere) %d, bali's own %d; want 0, 1, 1",
+			atMeta(waba, "en_US"), atMeta(waba, "es"), atMeta(baliWABA, ""))
+	}
+	for _, r := range s.Graph.Requests() {
+		if r.Kind == graphfake.KindTemplate && r.Method == http.MethodDelete && strings.Contains(r.Path, waba) && !strings.Contains(r.Query, "hsm_id=") {
+			t.Errorf("a delete on the shared account by name alone: %s?%s", r.Path, r.Query)
+		}
+	}
+}
+
+// addTenant applies the tenant file file as id, gives it token (accepted by the fake Graph API)
+// and returns an API key of it.
+func (s *stack) addTenant(ctx context.Context, id, file, token string) string {
+	s.t.Helper()
+	if _, err := s.creds.Tenants.Apply(ctx, []byte(file), false); err != nil {
+		s.t.Fatalf("apply %s: %v", id, err)
+	}
+	if _, _, err := s.creds.SetToken(ctx, id, token, false); err != nil {
+		s.t.Fatal(err)
+	}
+	s.Graph.AcceptToken(token)
+	key, err := s.creds.APIKey(ctx, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return key
 }

@@ -67,6 +67,12 @@ type Input struct {
 	// of the turn of turnstate.PendingAction.MessageID). Such a tap is answered "expired" and the
 	// pending action stays, so a user scrolling up cannot confirm what they did not see.
 	StaleButton bool
+	// UntiedWord says a typed confirming or rejecting word ("yes", "ya") on a number several
+	// businesses share does not reply (Meta's context) to the pending action's prompt: another
+	// business on the number may have asked the question it answers, so it confirms nothing; the
+	// pending action stays and the user is told to tap or reply to the prompt. Only the worker
+	// can tell, as for StaleButton.
+	UntiedWord bool
 	// Media fetches the file of an image, audio, video or document message, only after the
 	// guardrails let the message through to the LLM (a limited or over-quota message downloads
 	// nothing). Nil: such messages get the "can't read this message" reply, as before media
@@ -114,6 +120,7 @@ const (
 	EventCancelled          = "cancelled"            // the pending action was rejected
 	EventExpired            = "expired"              // an answer to a pending action past its time
 	EventNothingToConfirm   = "nothing_to_confirm"   // a confirm button with nothing pending
+	EventConfirmByReply     = "confirm_by_reply"     // a typed yes or no on a shared number, not replying to the prompt
 	EventRateLimited        = "rate_limited"         // over a rate limit: the notice or silence
 	EventQuotaBlocked       = "quota_blocked"        // the quota check refused or failed
 	EventQuotaBlockedCached = "quota_blocked_cached" // the conversation's cached block: no check
@@ -143,6 +150,7 @@ const (
 	ReasonSenderShare       = "sender_share"        // EventQuotaBlocked(Cached): the contact's monthly share
 	ReasonIntentRemoved     = "intent_removed"      // EventExpired: the tenant dropped the intent
 	ReasonStaleButton       = "stale_button"        // EventExpired: a tap on an older confirmation
+	ReasonUntiedWord        = "untied_word"         // EventConfirmByReply: a typed word not replying to the prompt
 	ReasonPendingNotAllowed = "pending_not_allowed" // EventNotAllowed at confirmation
 )
 
@@ -183,6 +191,12 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		case (kind == kindYes || kind == kindNo) && in.StaleButton:
 			t.reason = ReasonStaleButton
 			t.system(EventExpired, i18n.Expired)
+			return t.outcome(), nil
+		case kind == kindText && in.UntiedWord:
+			// Perhaps an answer to another business on the number: the action stays pending,
+			// and the user is told how to answer it.
+			t.reason = ReasonUntiedWord
+			t.system(EventConfirmByReply, i18n.ConfirmByReply)
 			return t.outcome(), nil
 		case kind == kindYes || kind == kindText && i18n.IsConfirm(text):
 			t.answerPending(true)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/wapipe/wapipe/internal/console/page"
+	"github.com/wapipe/wapipe/internal/httpserver"
 	"github.com/wapipe/wapipe/internal/identity"
 	"github.com/wapipe/wapipe/internal/logging"
 )
@@ -73,7 +74,8 @@ func (s *Server) withHost(next http.Handler) http.Handler {
 // plainError answers a refusal that comes before any page can be rendered.
 func plainError(w http.ResponseWriter, code int, line string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// A refusal is no page: nothing in it runs, and nothing keeps it.
+	httpserver.SetSecurityHeaders(w.Header(), httpserver.Browser{CSP: "default-src 'none'", Cache: "no-store"})
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, line+"\n")
 }

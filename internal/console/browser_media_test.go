@@ -51,8 +51,10 @@ func TestBrowserMessageImage(t *testing.T) {
 	stray := st.Graph.AddMedia(photo.Data, photo.MIMEType) // never sent in a message
 	// Announced as a JPEG in the webhook, but Graph serves it as a page: never passed on.
 	disguised := st.Graph.AddMedia([]byte("<script>alert(1)</script>"), "text/html")
+	// An SVG, which may carry script, with its type in capitals (types are case-insensitive).
+	svg := st.Graph.AddMedia([]byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`), "image/SVG+xml")
 	client := &http.Client{Timeout: 30 * time.Second}
-	for _, f := range []graphfake.MediaFile{shown, gone, disguised} {
+	for _, f := range []graphfake.MediaFile{shown, gone, disguised, svg} {
 		body := whatsapp.SampleMedia(whatsapp.SampleOptions{PhoneNumberID: number, From: sender},
 			"image", whatsapp.SampleMediaFile{ID: f.ID, MIMEType: "image/jpeg", SHA256: f.SHA256, Caption: "photo " + f.ID})
 		res, err := operator.Post(ctx, client, st.WebhookURL, st.AppSecret, body)
@@ -75,15 +77,15 @@ func TestBrowserMessageImage(t *testing.T) {
 		msgs, err := convs.Messages(ctx, convID, 100)
 		n := 0
 		for _, m := range msgs {
-			if err == nil && m.Media != nil && (m.Media.ID == shown.ID || m.Media.ID == gone.ID || m.Media.ID == disguised.ID) {
+			if err == nil && m.Media != nil && (m.Media.ID == shown.ID || m.Media.ID == gone.ID || m.Media.ID == disguised.ID || m.Media.ID == svg.ID) {
 				n++
 			}
 		}
 		// A message is stored before its conversation is created (AddInbound, then Acquire):
 		// the console shows both only once the conversation exists.
 		c, cerr := convs.Get(ctx, convID)
-		return n == 3 && cerr == nil && c.TenantID == tenantID
-	}, "the three photos were not stored with their media ids in the tenant's conversation")
+		return n == 4 && cerr == nil && c.TenantID == tenantID
+	}, "the four photos were not stored with their media ids in the tenant's conversation")
 	st.Graph.ExpireMedia(gone.ID)
 
 	get := func(path string) (*http.Response, []byte) {
@@ -111,6 +113,7 @@ func TestBrowserMessageImage(t *testing.T) {
 		"/media/another-tenant/" + shown.ID + "?c=" + convID,       // not the conversation's tenant
 		"/media/" + tenantID + "/" + shown.ID,                      // no conversation named
 		"/media/" + tenantID + "/" + disguised.ID + "?c=" + convID, // Graph serves it as text/html
+		"/media/" + tenantID + "/" + svg.ID + "?c=" + convID,       // Graph serves it as image/SVG+xml
 	} {
 		if resp, _ := get(path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: status %d, want 404", path, resp.StatusCode)
@@ -141,8 +144,8 @@ func TestBrowserMessageImage(t *testing.T) {
 		return err == nil && hidden
 	}, "the photo Meta no longer has was not replaced by its media line")
 	var mediaLines int
-	if err := chromedp.Run(tab, chromedp.Evaluate(`document.querySelectorAll('#messages .media-info').length`, &mediaLines)); err != nil || mediaLines != 3 {
-		t.Errorf("%d media lines (%v), want 3: the placeholder stays beside every image", mediaLines, err)
+	if err := chromedp.Run(tab, chromedp.Evaluate(`document.querySelectorAll('#messages .media-info').length`, &mediaLines)); err != nil || mediaLines != 4 {
+		t.Errorf("%d media lines (%v), want 4: the placeholder stays beside every image", mediaLines, err)
 	}
 	if err := chromedp.Run(tab, chromedp.Evaluate(img(shown.ID)+`.scrollIntoView()`, nil)); err != nil {
 		t.Fatal(err)

@@ -42,20 +42,25 @@ type eventsStack struct {
 
 func startEventsStack(t *testing.T) *eventsStack {
 	t.Helper()
-	ctx := context.Background()
-	host := testenv.FirestoreHost(t)
-	_, project := testenv.Firestore(t)
 	sample := tenants.Sample()
 	sample = bytes.Replace(sample, []byte("audience: public"), []byte("audience: members"), 1)
 	sample = bytes.Replace(sample, []byte("conversation: {max: 5, per: 30s}"), []byte("conversation: {max: 100, per: 30s}"), 1)
 	if !bytes.Contains(sample, []byte("audience: members")) || !bytes.Contains(sample, []byte("max: 100")) {
 		t.Fatal("tenants/sample.yaml changed: the test cannot adapt it")
 	}
-	queues := patientQueues(t)
+	return startEventsStackWith(t, sample)
+}
+
+// startEventsStackWith is the whole stack with the tenant files files, patient queues and its
+// logs kept, and a store on its Firestore.
+func startEventsStackWith(t *testing.T, files ...[]byte) *eventsStack {
+	t.Helper()
+	ctx := context.Background()
+	_, project := testenv.Firestore(t)
 	logs := &testenv.LogBuffer{}
 	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: host, Project: project, Queues: queues,
-		Tenants: [][]byte{sample}, Logs: func(string) io.Writer { return logs },
+		FirestoreHost: testenv.FirestoreHost(t), Project: project, Queues: patientQueues(t),
+		Tenants: files, Logs: func(string) io.Writer { return logs },
 	})
 	if err != nil {
 		t.Fatal(err)

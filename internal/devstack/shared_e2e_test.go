@@ -1,10 +1,11 @@
 package devstack_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -60,8 +61,14 @@ type sharedStack struct {
 // send that answers it (the contact's next send).
 func (s *sharedStack) replyTo(contact, text string) graphfake.Request {
 	s.t.Helper()
+	return s.replyOn(sharedNumber, sharedWABA, contact, text)
+}
+
+// replyOn is replyTo on the business number number of account waba.
+func (s *sharedStack) replyOn(number, waba, contact, text string) graphfake.Request {
+	s.t.Helper()
 	before := len(sendsTo(s.st.Graph, contact))
-	post(s.t, s.st, whatsapp.SampleText(whatsapp.SampleOptions{PhoneNumberID: sharedNumber, WABAID: sharedWABA, From: contact,
+	post(s.t, s.st, whatsapp.SampleText(whatsapp.SampleOptions{PhoneNumberID: number, WABAID: waba, From: contact,
 		ContactName: "Nyoman", MessageID: fmt.Sprintf("wamid.shared-%d", s.seq.Add(1))}, text))
 	var got []graphfake.Request
 	testenv.Eventually(s.t, eventsWait, func() bool {
@@ -99,26 +106,17 @@ func answerOf(r graphfake.Request) answer {
 
 func startSharedStack(t *testing.T) *sharedStack {
 	t.Helper()
+	return startSharedStackWith(t,
+		sharedTenantFile("acme-bus", "id", "acme heard you", acmeMember),
+		sharedTenantFile("bali-tours", "en", "bali heard you", baliMember))
+}
+
+// startSharedStackWith is the stack with the tenant files files (acme-bus and bali-tours).
+func startSharedStackWith(t *testing.T, files ...[]byte) *sharedStack {
+	t.Helper()
 	ctx := context.Background()
-	queues := patientQueues(t)
-	logs := &testenv.LogBuffer{}
-	_, project := testenv.Firestore(t)
-	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: testenv.FirestoreHost(t), Project: project, Queues: queues, Logs: func(string) io.Writer { return logs },
-		Tenants: [][]byte{
-			sharedTenantFile("acme-bus", "id", "acme heard you", acmeMember),
-			sharedTenantFile("bali-tours", "en", "bali heard you", baliMember),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Stop)
-	db, err := store.OpenEmulator(ctx, st.FirestoreHost, st.Project, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	e := startEventsStackWith(t, files...)
+	st, logs, db := e.st, e.logs, e.db
 	keeper, err := secrets.New(ctx, secrets.Config{Dev: true})
 	if err != nil {
 		t.Fatal(err)
@@ -258,6 +256,66 @@ func TestSharedNumberEndToEnd(t *testing.T) {
 		t.Errorf("%d status_mismatch lines, want 1 (the status naming acme's record with another wamid)", n)
 	}
 	checkSharedPrivacy(t, s.logs.String(), "EAAtoken-acme", "EAAtoken-bali", code, code2, acmeMember, baliMember, stranger)
+}
+
+// TestSharedNumberCodeEvictsNoOne is the red team's attack on membership by code: a person who
+// joined acme-bus by acme's code redeems bali-tours's code on the number the two share. The code
+// records the person's choice there (bali answers them on the shared number) and takes nothing
+// from acme: on acme's own number acme still answers them as its member, where before the fix
+// they got acme's onboarding prompt.
+func TestSharedNumberCodeEvictsNoOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const ownNumber, ownWABA, joiner = "310000000000002", "410000000000002", "6284444444444"
+	// acme's file with a number of its own beside the shared one.
+	acmeFile := []byte(regexp.MustCompile(`(?m)^members:`).ReplaceAllString(string(sharedTenantFile("acme-bus", "id", "acme heard you", acmeMember)),
+		fmt.Sprintf("  - {phone_number_id: %q, waba_id: %q}\nmembers:", ownNumber, ownWABA)))
+	s := startSharedStackWith(t, acmeFile, sharedTenantFile("bali-tours", "en", "bali heard you", baliMember))
+	acmeCode, _, err := s.ops.Invite(ctx, "acme-bus", tenant.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baliCode, _, err := s.ops.Invite(ctx, "bali-tours", tenant.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	welcome := func(lang string) string { return i18n.Text(lang, i18n.WelcomeName, "name", "Nyoman") }
+	check := func(what, want string, got graphfake.Request) {
+		t.Helper()
+		if sentText(got) != want {
+			t.Errorf("%s: %q, want %q", what, sentText(got), want)
+		}
+	}
+	check("acme's code on acme's own number", welcome("id"), s.replyOn(ownNumber, ownWABA, joiner, acmeCode))
+	check("bali's code on the shared number", welcome("en"), s.replyTo(joiner, baliCode))
+	check("on the shared number, the choice routes", "bali heard you", s.replyTo(joiner, "hello"))
+	check("on acme's own number, still acme's member", "acme heard you", s.replyOn(ownNumber, ownWABA, joiner, "halo"))
+	checkSharedPrivacy(t, s.logs.String(), acmeCode, baliCode, joiner)
+}
+
+// TestSharedNumberStrangersGoToThePrimary is the red team's capture of strangers: a tenant added
+// later to a shared number whose id sorts first took every stranger's first message and set the
+// number's onboarding language. The number's strangers now go to the tenant whose entry says
+// primary: true (bali-tours here, in English), whoever joins later; a second claim of primary is
+// refused by apply with one line naming the primary.
+func TestSharedNumberStrangersGoToThePrimary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := bytes.Replace(sharedTenantFile("bali-tours", "en", "bali heard you", baliMember),
+		[]byte("shared: true}"), []byte("shared: true, primary: true}"), 1)
+	s := startSharedStackWith(t, primary, sharedTenantFile("acme-bus", "id", "acme heard you", acmeMember))
+	got := s.replyTo(stranger, "hi")
+	if want := (answer{i18n.Text("en", i18n.OnboardingPrompt), "EAAtoken-bali", sharedNumber}); answerOf(got) != want {
+		t.Errorf("a stranger on the shared number: %+v, want bali's onboarding prompt in English %+v", answerOf(got), want)
+	}
+	claim := bytes.Replace(sharedTenantFile("acme-bus", "id", "acme heard you", acmeMember),
+		[]byte("shared: true}"), []byte("shared: true, primary: true}"), 1)
+	if _, err := s.ops.Apply(ctx, claim, false); err == nil || !strings.Contains(err.Error(), "tenant bali-tours is its primary already") {
+		t.Errorf("acme-bus claims primary too: %v, want a refusal naming bali-tours", err)
+	}
+	if got := s.replyTo(stranger, "hello?"); answerOf(got).Token != "EAAtoken-bali" {
+		t.Errorf("after acme's claim, a stranger is answered by %+v, want bali-tours", answerOf(got))
+	}
 }
 
 // checkSharedPrivacy fails when the logs carry any of secrets (tokens, codes, numbers in clear).

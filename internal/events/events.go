@@ -12,6 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -19,13 +20,14 @@ import (
 type conversationStore interface {
 	EraseMessage(ctx context.Context, conversationID, messageID string) (bool, error)
 	EditMessage(ctx context.Context, conversationID, messageID, text string) (bool, error)
-	AddBusinessMessage(ctx context.Context, conversationID string, m store.Message) error
+	AddBusinessMessage(ctx context.Context, conversationID string, m store.Message, history bool) error
 }
 
 // tenantStore is what the events change on the tenants.
 type tenantStore interface {
 	RecordAccountUpdate(ctx context.Context, wabaID, event, detail string) ([]string, error)
 	TenantsByWABA(ctx context.Context, wabaID string) ([]string, error)
+	NumberUse(ctx context.Context, phoneNumberID string) (tenant.NumberUse, error)
 }
 
 // preferenceStore records the contacts' preferences and the templates' categories.
@@ -228,7 +230,13 @@ func (a *Applier) echo(ctx context.Context, logger *slog.Logger, tenantID string
 	case "edit":
 		_, err = a.conversations.EditMessage(ctx, conv, e.OriginalID, e.Text)
 	default:
-		err = a.conversations.AddBusinessMessage(ctx, conv, m)
+		// On a number several businesses share, what was sent from the Business app is the
+		// number's owner's, not necessarily this tenant's: stored for the people who read the
+		// conversation, never put in this tenant's model's history as its own words.
+		var shared bool
+		if shared, err = a.sharedNumber(ctx, ev.PhoneNumberID); err == nil {
+			err = a.conversations.AddBusinessMessage(ctx, conv, m, !shared)
+		}
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -236,6 +244,18 @@ func (a *Applier) echo(ctx context.Context, logger *slog.Logger, tenantID string
 	logger.InfoContext(ctx, "business app message stored in the conversation", "event", EventEcho, "tenant_id", tenantID,
 		"conversation_id", conv, "message_type", e.Type)
 	return Outcome{Event: EventEcho}, nil
+}
+
+// sharedNumber reports whether phoneNumberID is shared by several tenants.
+func (a *Applier) sharedNumber(ctx context.Context, phoneNumberID string) (bool, error) {
+	u, err := a.tenants.NumberUse(ctx, phoneNumberID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the use of number %s: %w", phoneNumberID, err)
+	}
+	return u.Shared, nil
 }
 
 func (a *Applier) account(ctx context.Context, logger *slog.Logger, ev whatsapp.Event) (Outcome, error) {

@@ -377,8 +377,10 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				Status:         st.Status,
 				ErrorCode:      code,
 				PhoneNumberID:  st.PhoneNumberID,
-				TenantID:       routes[st.PhoneNumberID].tenantID,
-				SharedWith:     routes[st.PhoneNumberID].sharedWith,
+				RecipientPhone: st.RecipientID, RecipientUserID: st.RecipientUserID, RecipientParentUserID: st.RecipientParentUserID,
+				RecipientHashes: f.recipientHashes(st),
+				TenantID:        routes[st.PhoneNumberID].tenantID,
+				SharedWith:      routes[st.PhoneNumberID].sharedWith,
 			})
 		})
 		if err != nil {
@@ -505,6 +507,18 @@ func logStatusApplied(ctx context.Context, logger *slog.Logger, st whatsapp.Stat
 	default:
 		logger.InfoContext(ctx, "status applied", attrs...)
 	}
+}
+
+// recipientHashes are the keyed hashes of the person status st is about, as a record's to_hash
+// is made (delivery, outbox): its phone, its business-scoped user id and its parent's.
+func (f *Fanner) recipientHashes(st whatsapp.Status) []string {
+	var out []string
+	for _, h := range []string{f.Hasher.Phone(st.RecipientID), f.Hasher.User(st.RecipientUserID), f.Hasher.User(st.RecipientParentUserID)} {
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // callbackKey returns the idempotency key wapipe put in biz_opaque_callback_data, or "" when the

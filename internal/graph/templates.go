@@ -88,10 +88,21 @@ func (c *Client) CreateTemplate(ctx context.Context, wabaID string, body json.Ra
 // DeleteTemplate deletes the template name, in every language, from the WhatsApp Business
 // Account wabaID (DELETE /{waba_id}/message_templates?name=…).
 func (c *Client) DeleteTemplate(ctx context.Context, wabaID, name string) error {
+	return c.deleteTemplate(ctx, wabaID, url.Values{"name": {name}})
+}
+
+// DeleteTemplateByID deletes the one template of Meta's id id (named name: one language) from
+// wabaID (DELETE /{waba_id}/message_templates?name=…&hsm_id=…): on an account shared by several
+// businesses, where a delete by name would take every language, whoever made it.
+func (c *Client) DeleteTemplateByID(ctx context.Context, wabaID, name, id string) error {
+	return c.deleteTemplate(ctx, wabaID, url.Values{"name": {name}, "hsm_id": {id}})
+}
+
+func (c *Client) deleteTemplate(ctx context.Context, wabaID string, q url.Values) error {
 	var out struct {
 		Success bool `json:"success"`
 	}
-	if err := c.call(ctx, http.MethodDelete, "/"+segment(wabaID)+"/message_templates", url.Values{"name": {name}}, true, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodDelete, "/"+segment(wabaID)+"/message_templates", q, true, nil, &out); err != nil {
 		return err
 	}
 	if !out.Success {

@@ -37,6 +37,13 @@ const (
 	// NothingToConfirm answers confirm_yes or confirm_no when no action is pending (a second
 	// tap on an already answered button).
 	NothingToConfirm Key = "nothing_to_confirm"
+	// ConfirmByReply answers a typed yes or no on a number several businesses share that does
+	// not reply to the pending action's prompt: it may answer another business there, so it
+	// confirms nothing and the action stays pending.
+	ConfirmByReply Key = "confirm_by_reply"
+	// NotAMember stands for the role of a sender who is not a member of the tenant, in the
+	// notifications that name them.
+	NotAMember Key = "not_a_member"
 	// Done is sent after a successful action whose answer carried no reply text.
 	Done Key = "done"
 	// ActionError is sent when an action failed on its last attempt.
@@ -70,7 +77,7 @@ func Keys() []Key {
 		OnboardingPrompt, Welcome, WelcomeName, InvalidCode, RateLimited, QuotaExceeded,
 		Notification,
 		NotUnderstood, ButtonConfirm, ButtonCancel, ConfirmPrompt, Cancelled, Expired,
-		NothingToConfirm, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack, ContactFallback,
+		NothingToConfirm, ConfirmByReply, NotAMember, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack, ContactFallback,
 	}
 }
 
@@ -126,6 +133,8 @@ var catalog = map[string]map[Key]string{
 		Cancelled:          "OK, cancelled. Nothing was done.",
 		Expired:            "This request has expired. Please send it again.",
 		NothingToConfirm:   "There is nothing waiting for your confirmation.",
+		ConfirmByReply:     "To answer the request above, tap its buttons or reply to it.",
+		NotAMember:         "not a member",
 		Done:               "Done. Thank you!",
 		ActionError:        "Sorry, something went wrong and we could not complete your request. Please try again later.",
 		NotAllowed:         "Sorry, you are not allowed to make this request.",
@@ -151,6 +160,8 @@ var catalog = map[string]map[Key]string{
 		Cancelled:          "D'accord, c'est annulé. Rien n'a été fait.",
 		Expired:            "Cette demande a expiré. Merci de l'envoyer à nouveau.",
 		NothingToConfirm:   "Aucune demande n'attend votre confirmation.",
+		ConfirmByReply:     "Pour répondre à la demande ci-dessus, touchez ses boutons ou répondez-y.",
+		NotAMember:         "non membre",
 		Done:               "C'est fait. Merci !",
 		ActionError:        "Désolé, un problème est survenu et votre demande n'a pas pu aboutir. Merci de réessayer plus tard.",
 		NotAllowed:         "Désolé, vous n'êtes pas autorisé à faire cette demande.",
@@ -176,6 +187,8 @@ var catalog = map[string]map[Key]string{
 		Cancelled:          "حسنًا، تم الإلغاء. لم يُنفَّذ أي شيء.",
 		Expired:            "انتهت صلاحية هذا الطلب. يرجى إرساله مرة أخرى.",
 		NothingToConfirm:   "لا يوجد طلب بانتظار تأكيدك.",
+		ConfirmByReply:     "للرد على الطلب أعلاه، اضغط أحد أزراره أو رُدّ عليه.",
+		NotAMember:         "ليس عضوًا",
 		Done:               "تم. شكرًا لك!",
 		ActionError:        "عذرًا، حدث خطأ ولم نتمكن من إكمال طلبك. يرجى المحاولة لاحقًا.",
 		NotAllowed:         "عذرًا، ليست لديك صلاحية لتقديم هذا الطلب.",
@@ -201,6 +214,8 @@ var catalog = map[string]map[Key]string{
 		Cancelled:          "De acuerdo, cancelado. No se ha hecho nada.",
 		Expired:            "Esta solicitud ha caducado. Por favor, envíala de nuevo.",
 		NothingToConfirm:   "No hay nada pendiente de tu confirmación.",
+		ConfirmByReply:     "Para responder a la solicitud anterior, toca sus botones o respóndela.",
+		NotAMember:         "no es miembro",
 		Done:               "Hecho. ¡Gracias!",
 		ActionError:        "Lo sentimos, algo salió mal y no pudimos completar tu solicitud. Inténtalo de nuevo más tarde.",
 		NotAllowed:         "Lo sentimos, no tienes permiso para hacer esta solicitud.",
@@ -226,6 +241,8 @@ var catalog = map[string]map[Key]string{
 		Cancelled:          "Certo, cancelado. Nada foi feito.",
 		Expired:            "Este pedido expirou. Por favor, envie-o novamente.",
 		NothingToConfirm:   "Não há nada aguardando sua confirmação.",
+		ConfirmByReply:     "Para responder ao pedido acima, toque nos botões dele ou responda a ele.",
+		NotAMember:         "não é membro",
 		Done:               "Pronto. Obrigado!",
 		ActionError:        "Desculpe, algo deu errado e não conseguimos concluir seu pedido. Tente novamente mais tarde.",
 		NotAllowed:         "Desculpe, você não tem permissão para fazer este pedido.",
@@ -251,6 +268,8 @@ var catalog = map[string]map[Key]string{
 		Cancelled:          "Baik, dibatalkan. Tidak ada yang dilakukan.",
 		Expired:            "Permintaan ini sudah kedaluwarsa. Silakan kirim lagi.",
 		NothingToConfirm:   "Tidak ada permintaan yang menunggu konfirmasi Anda.",
+		ConfirmByReply:     "Untuk menjawab permintaan di atas, ketuk tombolnya atau balas pesan itu.",
+		NotAMember:         "bukan anggota",
 		Done:               "Selesai. Terima kasih!",
 		ActionError:        "Maaf, terjadi kesalahan dan permintaan Anda tidak dapat diselesaikan. Silakan coba lagi nanti.",
 		NotAllowed:         "Maaf, Anda tidak memiliki izin untuk permintaan ini.",

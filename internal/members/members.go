@@ -22,7 +22,8 @@ type Store interface {
 }
 
 // Mover redeems an invite for a contact writing on a business number: on a shared number the
-// contact also leaves the number's other tenants; tenantcache.ContactRouter implements it.
+// contact's choice of tenant is recorded there, where it routes (the contact stays the other
+// tenants' member); tenantcache.ContactRouter implements it.
 type Mover interface {
 	RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, c store.Contact, name string) (tenant.Member, error)
 }
@@ -51,8 +52,9 @@ type Admission struct {
 // Admit applies the tenant's audience to m from contact c. With audience members a non-member
 // gets the onboarding prompt and nothing else (a reaction or system notice, nothing at all); a
 // message that is exactly an invite code redeems it (welcome, or "invalid code"), from members
-// too. Before a non-member is answered (the prompt, or a code tried) allow counts the message
-// and says whether it may be (nil allows all): past the limit, silence and no code is tried.
+// too. Before a non-member is answered (the prompt, or a code tried), and before a member's code
+// is (whose welcome the assistant's rate limits never see), allow counts the message and says
+// whether it may be (nil allows all): past the limit, silence and no code is tried.
 func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m whatsapp.Message, allow func() bool) (Admission, error) {
 	logger := logging.FromContext(ctx)
 	member, isMember, err := g.Member(ctx, tn, c)
@@ -65,6 +67,8 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m w
 		code, isCode = tenant.NormalizeInviteCode(m.Text)
 	}
 	switch {
+	case isCode && isMember && allow != nil && !allow():
+		return limited(ctx, adm, "code_limited"), nil
 	case isCode && isMember:
 		// A member who sends a code: most often this very code on a retry, after the attempt
 		// that redeemed it failed to send the welcome. Welcome again, consume nothing. On a
@@ -78,7 +82,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m w
 		adm.Handled, adm.Event = true, "invite_redeemed"
 		adm.Reply, adm.Key = welcome(tn, member, m)
 	case isCode && allow != nil && !allow():
-		return limitedNonMember(ctx, adm), nil
+		return limited(ctx, adm, "onboarding_limited"), nil
 	case isCode:
 		joined, err := g.redeem(ctx, tn, c, m, tenant.InviteCodeHash(code))
 		if errors.Is(err, store.ErrInviteInvalid) {
@@ -101,7 +105,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m w
 			return adm, nil
 		}
 		if allow != nil && !allow() {
-			return limitedNonMember(ctx, adm), nil
+			return limited(ctx, adm, "onboarding_limited"), nil
 		}
 		logger.InfoContext(ctx, "non-member asked for an invite code", "event", "onboarding_prompt")
 		adm.Key = i18n.OnboardingPrompt
@@ -111,7 +115,7 @@ func (g Gate) Admit(ctx context.Context, tn *tenant.Tenant, c store.Contact, m w
 }
 
 // redeem redeems the invite codeHash for m's sender, contact c: on a shared number through
-// Moves, so the sender leaves the number's other tenants.
+// Moves, so the sender's choice routes there.
 func (g Gate) redeem(ctx context.Context, tn *tenant.Tenant, c store.Contact, m whatsapp.Message, codeHash string) (tenant.Member, error) {
 	if g.Moves != nil && tn.SharesNumber(m.PhoneNumberID) {
 		return g.Moves.RedeemSharedInvite(ctx, tn.ID, m.PhoneNumberID, codeHash, c, m.ContactName)
@@ -119,10 +123,12 @@ func (g Gate) redeem(ctx context.Context, tn *tenant.Tenant, c store.Contact, m 
 	return g.Store.RedeemInvite(ctx, tn.ID, codeHash, c, m.ContactName)
 }
 
-// limitedNonMember is the silence of a non-member past its replies of the hour.
-func limitedNonMember(ctx context.Context, adm Admission) Admission {
-	logging.FromContext(ctx).InfoContext(ctx, "non-member over its replies of the hour: no reply", "event", "onboarding_limited")
-	adm.Handled, adm.Event = true, "onboarding_limited"
+// limited is the silence of a sender past the hour's replies to codes and prompts
+// (turnstate.OnboardingMax): a non-member's (event onboarding_limited) or a member's codes
+// (code_limited).
+func limited(ctx context.Context, adm Admission, event string) Admission {
+	logging.FromContext(ctx).InfoContext(ctx, "over the hour's replies to codes and prompts: no reply", "event", event)
+	adm.Handled, adm.Event = true, event
 	return adm
 }
 

@@ -2,16 +2,20 @@ package members_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/members"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -123,5 +127,50 @@ func TestGate(t *testing.T) {
 				t.Errorf("stranger a member afterwards: %v (%v), want %v", isMember, err, tc.redeemed)
 			}
 		})
+	}
+}
+
+// TestMemberCodesCountInTheLimits is the red team's code spam: a member who sends code-shaped
+// messages over and over got a welcome for each, which the assistant's rate limits never see.
+// Each is now counted like a non-member's messages (turnstate.OnboardingMax an hour, in the
+// conversation's state): the welcomes stop there, in silence.
+func TestMemberCodesCountInTheLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	tenants := store.NewTenants(db, store.Options{})
+	tn, err := tenant.Parse([]byte("id: clinic\nname: Clinic\nlanguage: fr\naudience: members\n" +
+		"phone_numbers:\n  - {phone_number_id: \"111\", waba_id: \"900\"}\n" +
+		"members:\n  - {wa_id: \"" + owner + "\", role: owner, name: Agus, language: id}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tenants.Apply(ctx, tn, false); err != nil {
+		t.Fatal(err)
+	}
+	gate := members.Gate{Store: tenants}
+	c := phoneOf(t, db, "clinic", owner)
+	var st turnstate.State
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var events []string
+	for i := range turnstate.OnboardingMax + 2 {
+		m := whatsapp.Message{ID: fmt.Sprintf("wamid.code-%d", i), From: owner, Type: "text", Text: "WP-AAAAAAAA", PhoneNumberID: "111"}
+		allow := func() (ok bool) {
+			st, ok = st.HitOnboarding(m.ID, now.Add(time.Duration(i)*time.Minute))
+			return ok
+		}
+		adm, err := gate.Admit(ctx, tn, c, m, allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !adm.Handled || !adm.IsMember {
+			t.Fatalf("code %d: %+v, want handled, from a member", i, adm)
+		}
+		events = append(events, adm.Event)
+	}
+	want := slices.Repeat([]string{"invite_redeemed"}, turnstate.OnboardingMax)
+	want = append(want, "code_limited", "code_limited")
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (-want, +got):\n%s", diff)
 	}
 }

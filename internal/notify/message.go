@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -27,11 +28,12 @@ const (
 	maxParam = 600
 )
 
-// Compose is the notification of an action of intent in to member m, in m's language (else the
-// tenant's): the localized line naming the intent and the sender, then the confirmed data as
-// the confirmation showed them (assistant.DataLines).
-func Compose(tn *tenant.Tenant, in tenant.Intent, m tenant.Member, sender string, data map[string]any) Message {
+// Compose is the notification of an action of intent in, asked by from, to member m, in m's
+// language (else the tenant's): the localized line naming the intent and the sender (Sender),
+// then the confirmed data as the confirmation showed them (assistant.DataLines).
+func Compose(tn *tenant.Tenant, in tenant.Intent, m tenant.Member, from actioncall.From, data map[string]any) Message {
 	lang := tn.EffectiveLanguage(m)
+	sender := Sender(from, lang)
 	text := i18n.Text(lang, i18n.Notification, "intent", in.Name, "sender", sender)
 	lines := assistant.DataLines(in, data)
 	if lines != "" {
@@ -59,16 +61,26 @@ func Template(t *tenant.Template, intent, sender, lines string) *graph.Message {
 	}}
 }
 
-// Sender names the member who asked: their name, else their username ("@…"), else the last four
-// digits of their number ("…7890"), never the whole number nor their business-scoped user id.
-func Sender(from actioncall.From) string {
-	if name := strings.TrimSpace(from.Name); name != "" {
-		return name
+// Sender names the person who asked, in language lang, as a member may trust it: what wapipe
+// knows of them (their role in the tenant, or "not a member", and the last four digits of their
+// number, else their username or a masked reference) beside the name they gave. A profile name is
+// anyone's to choose ("Pak Agus (owner)"), so it is shown as data: quoted, with escapes for
+// what is not printable (a line break, a direction override). Never their whole number nor their
+// business-scoped user id.
+func Sender(from actioncall.From, lang string) string {
+	ref := tenant.MemberLabel(tenant.Member{WaID: from.WaID, UserID: from.UserID})
+	if from.WaID == "" && from.Username != "" {
+		ref = "@" + strings.TrimPrefix(from.Username, "@")
 	}
-	if from.Username != "" {
-		return "@" + strings.TrimPrefix(from.Username, "@")
+	role := from.Role
+	if role == "" {
+		role = i18n.Text(lang, i18n.NotAMember)
 	}
-	return tenant.MemberLabel(tenant.Member{WaID: from.WaID, UserID: from.UserID})
+	name := strings.TrimSpace(from.Name)
+	if name == "" {
+		return ref + " (" + role + ")"
+	}
+	return strconv.Quote(name) + " (" + role + ", " + ref + ")"
 }
 
 // param makes v a valid template parameter: Meta refuses a parameter with a line break, a tab

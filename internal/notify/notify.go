@@ -79,7 +79,6 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 	if n.Now != nil {
 		now = n.Now
 	}
-	sender := Sender(req.From)
 	var errs []error
 	for _, m := range to {
 		person := m.Identity()
@@ -99,7 +98,7 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 			errs = append(errs, err)
 			continue
 		}
-		msg := Compose(tn, in, m, sender, req.Data)
+		msg := Compose(tn, in, m, req.From, req.Data)
 		text, err := json.Marshal(msg.Text)
 		if err != nil {
 			return fmt.Errorf("encode the notification: %w", err)

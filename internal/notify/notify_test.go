@@ -261,20 +261,23 @@ func TestCompose(t *testing.T) {
 		want   string
 		params []string
 	}{
-		{"english, by name", tenant.Member{WaID: admin, Role: tenant.RoleAdmin}, actioncall.From{WaID: driver, Name: "Budi"},
-			"New request from Budi: create_booking\n\n" + lines,
-			[]string{"create_booking", "Budi", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
-		{"french member, no name: last four digits", tenant.Member{WaID: owner, Role: tenant.RoleOwner, Language: "fr"}, actioncall.From{WaID: driver},
-			"Nouvelle demande de …0001 : create_booking\n\n" + lines,
-			[]string{"create_booking", "…0001", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
-		{"a name with a line break stays one parameter", tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi\n  Santoso"},
-			"New request from Budi\n  Santoso: create_booking\n\n" + lines,
-			[]string{"create_booking", "Budi Santoso", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+		{"english, by name, with role and digits", tenant.Member{WaID: admin, Role: tenant.RoleAdmin}, actioncall.From{WaID: driver, Name: "Budi", Role: "member"},
+			`New request from "Budi" (member, …0001): create_booking` + "\n\n" + lines,
+			[]string{"create_booking", `"Budi" (member, …0001)`, "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+		{"french member, no name: role and last four digits", tenant.Member{WaID: owner, Role: tenant.RoleOwner, Language: "fr"}, actioncall.From{WaID: driver, Role: "member"},
+			"Nouvelle demande de …0001 (member) : create_booking\n\n" + lines,
+			[]string{"create_booking", "…0001 (member)", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+		{"a stranger who calls themself the owner is marked, the name quoted", tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Pak Agus (owner)"},
+			`New request from "Pak Agus (owner)" (not a member, …0001): create_booking` + "\n\n" + lines,
+			[]string{"create_booking", `"Pak Agus (owner)" (not a member, …0001)`, "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+		{"a name with a line break is escaped, one line", tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi\n  Santoso", Role: "member"},
+			`New request from "Budi\n  Santoso" (member, …0001): create_booking` + "\n\n" + lines,
+			[]string{"create_booking", `"Budi\n Santoso" (member, …0001)`, "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			msg := notify.Compose(tn, in, tt.member, notify.Sender(tt.from), data)
+			msg := notify.Compose(tn, in, tt.member, tt.from, data)
 			if msg.Text.Type != "text" || msg.Text.Text == nil || msg.Text.Text.Body != tt.want {
 				t.Errorf("text %+v, want %q", msg.Text.Text, tt.want)
 			}
@@ -296,7 +299,7 @@ func TestCompose(t *testing.T) {
 	}
 	// Without templates.notify there is no fallback: outside the window it is skipped.
 	plain := tenantFile(t, "[owner]", "")
-	if msg := notify.Compose(plain, in, tenant.Member{WaID: admin}, "Budi", data); msg.Fallback != nil {
+	if msg := notify.Compose(plain, in, tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi"}, data); msg.Fallback != nil {
 		t.Errorf("fallback %+v without templates.notify", msg.Fallback)
 	}
 }
@@ -307,11 +310,11 @@ func TestComposeFitsWhatsApp(t *testing.T) {
 	t.Parallel()
 	tn := tenantFile(t, "[owner]", "templates:\n  notify: {name: new_request, language: en_US}\n")
 	in, _ := tn.Intent("create_booking")
-	msg := notify.Compose(tn, in, tenant.Member{WaID: admin}, "Budi", map[string]any{"client": string(make([]rune, 5000))})
+	msg := notify.Compose(tn, in, tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi"}, map[string]any{"client": string(make([]rune, 5000))})
 	if n := len([]rune(msg.Text.Text.Body)); n > 4096 {
 		t.Errorf("text of %d characters, WhatsApp allows 4096", n)
 	}
-	empty := notify.Compose(tn, in, tenant.Member{WaID: admin}, "Budi", nil)
+	empty := notify.Compose(tn, in, tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi"}, nil)
 	raw, _ := json.Marshal(empty.Fallback)
 	var m graph.Message
 	_ = json.Unmarshal(raw, &m)

@@ -160,8 +160,9 @@ func TestRecipientsSenderByBSUID(t *testing.T) {
 	}
 }
 
-// TestSenderKnownByBSUID: a notification names a sender Meta shares no phone for by their name,
-// else their username, else a masked reference: never their whole BSUID.
+// TestSenderKnownByBSUID: a notification names a sender Meta shares no phone for by their
+// quoted name beside their role and their username, else by their username, else by a masked
+// reference: never their whole BSUID.
 func TestSenderKnownByBSUID(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -169,15 +170,15 @@ func TestSenderKnownByBSUID(t *testing.T) {
 		from actioncall.From
 		want string
 	}{
-		{"profile name", actioncall.From{UserID: bookerUserID, Username: "dewi_s", Name: "Dewi"}, "Dewi"},
-		{"username", actioncall.From{UserID: bookerUserID, Username: "dewi_s"}, "@dewi_s"},
-		{"username with its @", actioncall.From{UserID: bookerUserID, Username: "@dewi_s"}, "@dewi_s"},
+		{"profile name", actioncall.From{UserID: bookerUserID, Username: "dewi_s", Name: "Dewi", Role: "admin"}, `"Dewi" (admin, @dewi_s)`},
+		{"username", actioncall.From{UserID: bookerUserID, Username: "dewi_s", Role: "admin"}, "@dewi_s (admin)"},
+		{"username with its @, not a member", actioncall.From{UserID: bookerUserID, Username: "@dewi_s"}, "@dewi_s (not a member)"},
 	} {
-		if got := notify.Sender(tc.from); got != tc.want {
+		if got := notify.Sender(tc.from, "en"); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := notify.Sender(actioncall.From{UserID: bookerUserID}); got == "" || strings.Contains(got, bookerUserID) || strings.Contains(got, bookerUserID[3:]) {
+	if got := notify.Sender(actioncall.From{UserID: bookerUserID}, "en"); got == "" || strings.Contains(got, bookerUserID) || strings.Contains(got, bookerUserID[3:]) {
 		t.Errorf("BSUID alone: %q, want a masked reference, not the id", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/apikey"
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
@@ -25,6 +26,8 @@ type TenantStore interface {
 	List(ctx context.Context) ([]store.TenantRecord, error)
 	SetAccessToken(ctx context.Context, id string, ciphertext []byte) (store.TenantRecord, error)
 	CreateInvite(ctx context.Context, id, codeHash string, role tenant.Role, expireAt time.Time) error
+	NumberUse(ctx context.Context, phoneNumberID string) (tenant.NumberUse, error)
+	SharedContact(ctx context.Context, phoneNumberID string, tenantIDs []string, person contact.Identity) (store.SharedContact, error)
 }
 
 // QueueEnsurer makes a queue exist as defined (taskqueue.Admin).
@@ -113,12 +116,31 @@ func (r ApplyReport) Changed() bool { return len(r.Changes) > 0 || r.QueueCreate
 // finished by running it again (the tenant is then unchanged and the queue made). With dryRun
 // nothing is written and the queue is not touched.
 func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyReport, error) {
+	return o.ApplyWith(ctx, file, ApplyOptions{DryRun: dryRun})
+}
+
+// ApplyOptions are apply's flags: --dry-run, --allow-shared-member.
+type ApplyOptions struct {
+	DryRun bool
+	// AllowSharedMember lets the file list a member who is already a member of another tenant
+	// on a shared number the file lists (checkSharedMembers).
+	AllowSharedMember bool
+}
+
+// ApplyWith is Apply with its options.
+func (o *Tenants) ApplyWith(ctx context.Context, file []byte, opts ApplyOptions) (ApplyReport, error) {
+	dryRun := opts.DryRun
 	t, err := tenant.Parse(file)
 	if err != nil {
 		return ApplyReport{}, err
 	}
 	if err := o.checkActionURL(ctx, t); err != nil {
 		return ApplyReport{}, err
+	}
+	if !opts.AllowSharedMember {
+		if err := o.checkSharedMembers(ctx, t); err != nil {
+			return ApplyReport{}, err
+		}
 	}
 	res, err := o.Store.Apply(ctx, t, dryRun)
 	if err != nil {
@@ -138,6 +160,83 @@ func (o *Tenants) Apply(ctx context.Context, file []byte, dryRun bool) (ApplyRep
 		return rep, fmt.Errorf("tenant %s stored, but its send queue is not ready (run apply again): %w", t.ID, err)
 	}
 	return rep, nil
+}
+
+// checkSharedMembers refuses a file that adds, as its member, a person who is already a member
+// of another tenant on a shared number the file lists (by that tenant's file, or by its invite
+// code there): on a shared number a file could otherwise claim another business's people, whose
+// messages, action data and window would follow. One line per such member, naming the other
+// tenant; --allow-shared-member lets an operator who knows list them anyway (the person's choice
+// of tenant on the number, by code, still routes).
+func (o *Tenants) checkSharedMembers(ctx context.Context, t *tenant.Tenant) error {
+	// A member the tenant's stored file lists already is not being added: re-applying a file
+	// keeps it, even once the person has joined another tenant there by code.
+	prev, err := o.Store.Get(ctx, t.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("read tenant %s: %w", t.ID, err)
+	}
+	var ps tenant.Problems
+	for _, p := range t.PhoneNumbers {
+		if !p.Shared {
+			continue
+		}
+		u, err := o.Store.NumberUse(ctx, p.PhoneNumberID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read shared number %s: %w", p.PhoneNumberID, err)
+		}
+		others := slices.DeleteFunc(slices.Clone(u.TenantIDs), func(id string) bool { return id == t.ID })
+		for i, m := range t.Members {
+			if prev.Tenant != nil {
+				if _, listed := prev.Tenant.MemberOf(m.Identity()); listed {
+					continue
+				}
+			}
+			other, err := o.memberElsewhere(ctx, p.PhoneNumberID, others, m.Identity())
+			if err != nil {
+				return err
+			}
+			if other != "" {
+				ps = append(ps, tenant.Problem{Path: fmt.Sprintf("members[%d]", i), Message: fmt.Sprintf(
+					"%s is already a member of tenant %s on shared number %s: list them only with --allow-shared-member",
+					tenant.MemberLabel(m), other, p.PhoneNumberID)})
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	return nil
+}
+
+// memberElsewhere is the first of tenant ids others whose member person is on the shared number
+// phoneNumberID, by file or by invite; "" when none.
+func (o *Tenants) memberElsewhere(ctx context.Context, phoneNumberID string, others []string, person contact.Identity) (string, error) {
+	if len(others) == 0 {
+		return "", nil
+	}
+	sc, err := o.Store.SharedContact(ctx, phoneNumberID, others, person)
+	if err != nil {
+		return "", fmt.Errorf("read the members of shared number %s: %w", phoneNumberID, err)
+	}
+	if len(sc.Joined) > 0 {
+		return sc.Joined[0], nil
+	}
+	for _, id := range others {
+		rec, err := o.Store.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("read tenant %s: %w", id, err)
+		}
+		if _, ok := rec.Tenant.MemberOf(person); ok {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // checkActionURL refuses, outside dev, an action URL that is not https:// to a public address

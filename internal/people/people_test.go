@@ -134,7 +134,7 @@ func (f fixture) open(t *testing.T, s people.Sender, text string) {
 		t.Fatal(err)
 	}
 	if err := f.convs.AddBusinessMessage(f.ctx, s.ConversationID, store.Message{MessageID: "wamid.biz-" + c.ID, Type: "text", Text: text,
-		Timestamp: f.clk.Now().Unix()}); err != nil {
+		Timestamp: f.clk.Now().Unix()}, true); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -37,6 +37,9 @@ const (
 	PhoneNumberRequired = "phone_number_required"
 	// TemplateNotApproved: a template wapipe knows not to be approved at Meta (422).
 	TemplateNotApproved = "template_not_approved"
+	// TemplateNameTaken: a template name another business created on the account shared with
+	// it (409).
+	TemplateNameTaken = "template_name_taken"
 	// RateLimited: over a rate limit (429).
 	RateLimited = "rate_limited"
 	// MediaTooLarge: a file over its limit (413).

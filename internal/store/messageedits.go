@@ -96,15 +96,16 @@ func (c *ConversationStore) changeMessage(ctx context.Context, conversationID, m
 var errNoContact = errors.New("no contact")
 
 // AddBusinessMessage stores what the business sent from the WhatsApp Business app on the
-// conversation's number (an smb_message_echoes message, Operator OperatorApp), and adds it to the
-// assistant's history when the conversation exists, so the model sees what the business said.
+// conversation's number (an smb_message_echoes message, Operator OperatorApp), and, with history,
+// adds it to the assistant's history when the conversation exists, so the model sees what the
+// business said (not on a shared number, whose app is not this tenant's alone).
 // The history is written outside the conversation's lease: a turn committed at the same moment
 // writes its own state over it, which loses the echo from the history only (the stored message
 // stays). Storing it twice changes nothing. One write, then one transaction: one read, at most
 // one write.
-func (c *ConversationStore) AddBusinessMessage(ctx context.Context, conversationID string, m Message) error {
+func (c *ConversationStore) AddBusinessMessage(ctx context.Context, conversationID string, m Message, history bool) error {
 	m.Operator = OperatorApp
-	if err := c.AddOutbound(ctx, conversationID, m); err != nil {
+	if err := c.AddOutbound(ctx, conversationID, m); err != nil || !history {
 		return err
 	}
 	ref := c.conversationDoc(conversationID)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -26,22 +27,27 @@ func (n numberDoc) tenants() []string {
 }
 
 func (n numberDoc) use() tenant.NumberUse {
-	return tenant.NumberUse{TenantIDs: n.tenants(), Shared: n.Shared, WABAID: n.WABAID}
+	return tenant.NumberUse{TenantIDs: n.tenants(), Shared: n.Shared, WABAID: n.WABAID, Primary: n.Primary}
 }
 
 // numberFor is the index document of a number listed by ids (sorted, at least one): a shared
-// number lists them all and names the first as tenant_id, so every reader of tenant_id (routing
-// by number, the number's language) sees one tenant.
-func numberFor(ids []string, wabaID string, shared bool, now time.Time) numberDoc {
+// number lists them all and names its primary (one of ids, else none) as tenant_id, so every
+// reader of tenant_id (routing by number, the number's language) sees the tenant strangers go
+// to; without one (a number shared before primary existed) the first.
+func numberFor(ids []string, wabaID string, shared bool, primary string) numberDoc {
 	if !shared {
-		return numberDoc{TenantID: ids[0], WABAID: wabaID, UpdatedAt: now}
+		return numberDoc{TenantID: ids[0], WABAID: wabaID}
 	}
-	return numberDoc{TenantID: ids[0], WABAID: wabaID, Shared: true, TenantIDs: ids, UpdatedAt: now}
+	if !slices.Contains(ids, primary) {
+		primary = ""
+	}
+	return numberDoc{TenantID: cmp.Or(primary, ids[0]), WABAID: wabaID, Shared: true, TenantIDs: ids, Primary: primary}
 }
 
 // sameNumber reports whether two index documents say the same (updated_at aside).
 func sameNumber(a, b numberDoc) bool {
-	return a.TenantID == b.TenantID && a.WABAID == b.WABAID && a.Shared == b.Shared && slices.Equal(a.TenantIDs, b.TenantIDs)
+	return a.TenantID == b.TenantID && a.WABAID == b.WABAID && a.Shared == b.Shared && slices.Equal(a.TenantIDs, b.TenantIDs) &&
+		a.Primary == b.Primary
 }
 
 // ownedNumbers reads, in tx, the index documents of the numbers tenant id lists: those it owns
@@ -88,11 +94,18 @@ func planNumberIndex(t *tenant.Tenant, current map[string]numberDoc, owned []*fi
 	for _, p := range t.PhoneNumbers {
 		cur, ok := current[p.PhoneNumberID]
 		ids := []string{t.ID}
+		primary := ""
 		if p.Shared && ok && cur.Shared {
 			ids = append(without(cur.tenants(), t.ID), t.ID)
 			slices.Sort(ids)
+			if cur.Primary != t.ID {
+				primary = cur.Primary
+			}
 		}
-		want := numberFor(ids, p.WABAID, p.Shared, time.Time{})
+		if p.Primary {
+			primary = t.ID
+		}
+		want := numberFor(ids, p.WABAID, p.Shared, primary)
 		if !ok || !sameNumber(cur, want) {
 			plan.sets = append(plan.sets, numberWrite{number: p.PhoneNumberID, doc: want})
 		}
@@ -106,7 +119,7 @@ func planNumberIndex(t *tenant.Tenant, current map[string]numberDoc, owned []*fi
 			return numberIndexPlan{}, fmt.Errorf("decode phone number: %w", err)
 		}
 		if rest := without(n.tenants(), t.ID); len(rest) > 0 && n.Shared {
-			plan.sets = append(plan.sets, numberWrite{number: sn.Ref.ID, doc: numberFor(rest, n.WABAID, true, time.Time{})})
+			plan.sets = append(plan.sets, numberWrite{number: sn.Ref.ID, doc: numberFor(rest, n.WABAID, true, n.Primary)})
 			continue
 		}
 		plan.deletes = append(plan.deletes, sn.Ref)

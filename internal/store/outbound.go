@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -350,6 +351,13 @@ type StatusUpdate struct {
 	GraphMessageID string
 	Status         string
 	ErrorCode      int
+	// RecipientPhone, RecipientUserID and RecipientParentUserID are the person the status is
+	// about (recipient_id, recipient_user_id, recipient_parent_user_id), compared with the
+	// record's when it knows no wamid (MismatchRecipient).
+	RecipientPhone, RecipientUserID, RecipientParentUserID string
+	// RecipientHashes are the same, keyed as a record's to_hash is (logging.Hasher Phone and
+	// User).
+	RecipientHashes []string
 	// PhoneNumberID is the status's metadata.phone_number_id: the number Meta says sent the
 	// message. TenantID is the tenant that number routes to ("" for the single-tenant default).
 	PhoneNumberID string
@@ -370,6 +378,11 @@ const (
 	// MismatchNotSent: the record is pending (or parked, skipped): nothing was sent for it, so a
 	// status about another wamid cannot settle it.
 	MismatchNotSent = "not_sent"
+	// MismatchRecipient: the record knows no wamid of its own (its send's answer never came) and
+	// the status is about another person than the record's. On a shared number another sender
+	// may echo a record's key (biz_opaque_callback_data) in a send of its own: without its wamid
+	// the record is settled by a status only when that status names the record's own recipient.
+	MismatchRecipient = "recipient"
 )
 
 // ApplyResult says what ApplyStatus did.
@@ -405,6 +418,8 @@ func statusMismatch(rec OutboundRecord, u StatusUpdate) string {
 		return MismatchTenant
 	case rec.GraphMessageID != "" && rec.GraphMessageID != u.GraphMessageID:
 		return MismatchMessage
+	case rec.GraphMessageID == "" && !sameRecipient(rec, u):
+		return MismatchRecipient
 	}
 	switch rec.State {
 	case OutboundSent, OutboundSending, OutboundFailed:
@@ -418,6 +433,35 @@ func statusMismatch(rec OutboundRecord, u StatusUpdate) string {
 		return MismatchNotSent
 	}
 	return ""
+}
+
+// sameRecipient reports whether status u names the record's recipient: by the keyed hash every
+// record keeps (to_hash), else by its stashed phone (digits compared, as Meta writes
+// recipient_id without "+" or spaces) or business-scoped user id. A record that knows none of
+// them (made before to_hash), or a status that names nobody (Meta's always name someone), cannot
+// tell, and is settled as before.
+func sameRecipient(rec OutboundRecord, u StatusUpdate) bool {
+	switch {
+	case len(u.RecipientHashes) == 0 && u.RecipientPhone == "" && u.RecipientUserID == "" && u.RecipientParentUserID == "":
+		return true
+	case rec.ToHash != "" && len(u.RecipientHashes) > 0 && slices.Contains(u.RecipientHashes, rec.ToHash):
+		return true
+	case digitsOf(rec.To) != "" && digitsOf(rec.To) == digitsOf(u.RecipientPhone):
+		return true
+	case rec.Recipient != "" && (rec.Recipient == u.RecipientUserID || rec.Recipient == u.RecipientParentUserID):
+		return true
+	}
+	return rec.ToHash == "" && rec.To == "" && rec.Recipient == ""
+}
+
+// digitsOf is s's digits alone.
+func digitsOf(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 // ApplyStatus applies a delivery status to the record it is about, found by the echoed key or

@@ -242,3 +242,33 @@ func TestFailureReason(t *testing.T) {
 		t.Fatalf("sent record %+v (%v), want no failure left", rec, err)
 	}
 }
+
+// TestStatusEchoingAKeySettlesOnlyItsRecipient is the red team's settle attack: on a shared number
+// another sender echoes a record's key (biz_opaque_callback_data) in a send of its own, to someone
+// else, while the record's own send has no answer yet (no wamid). Such a status names another
+// recipient than the record's: it settles nothing (recipient mismatch) and the record stays
+// sending; a status about the record's own recipient reconciles it as before.
+func TestStatusEchoingAKeySettlesOnlyItsRecipient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, _ := newRecords(t)
+	if _, _, err := r.BeginSend(ctx, store.OutboundRecord{IdempotencyKey: "k", PhoneNumberID: "100", TenantID: "acme", ToHash: "ph_own"}); err != nil {
+		t.Fatal(err)
+	}
+	forged := store.StatusUpdate{Key: "k", GraphMessageID: "wamid.forged", Status: "sent", PhoneNumberID: "100", TenantID: "acme",
+		RecipientPhone: "6289999", RecipientHashes: []string{"ph_other"}}
+	if res, err := r.ApplyStatus(ctx, forged); err != nil || res.Mismatch != store.MismatchRecipient || res.Reconciled {
+		t.Fatalf("a status echoing the key for another recipient: %+v, %v; want a recipient mismatch", res, err)
+	}
+	if rec, err := r.GetOutbound(ctx, "k"); err != nil || rec.State != store.OutboundSending || rec.GraphMessageID != "" {
+		t.Fatalf("record after the forged status: %+v, %v; want still sending, no wamid", rec, err)
+	}
+	own := forged
+	own.GraphMessageID, own.RecipientHashes = "wamid.own", []string{"ph_own"}
+	if res, err := r.ApplyStatus(ctx, own); err != nil || res.Mismatch != "" || !res.Reconciled {
+		t.Fatalf("the record's own status: %+v, %v; want reconciled", res, err)
+	}
+	if rec, err := r.GetOutbound(ctx, "k"); err != nil || rec.State != store.OutboundSent || rec.GraphMessageID != "wamid.own" {
+		t.Errorf("record after its own status: %+v, %v; want sent with its wamid", rec, err)
+	}
+}

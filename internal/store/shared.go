@@ -230,26 +230,15 @@ func (s *Invites) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, cod
 // redeemInvite uses the invite with codeHash to tenant id, in one transaction: the invite must
 // exist under this tenant, be unused and unexpired; it is marked used by contact c, and c
 // becomes a member (tenants/{id}/members/{c.ID}) with the invite's role and name. On a shared
-// number (phoneNumberID not "") the person leaves the number's other tenants. ErrInviteInvalid
-// otherwise.
+// number (phoneNumberID not "") the contact's choice of tenant id is recorded under the number,
+// where it routes; the contact stays a member of the number's other tenants, which it may be on
+// their other numbers too (a code evicts no one). ErrInviteInvalid otherwise.
 func (s *Invites) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash string, c Contact, name string) (tenant.Member, error) {
 	if id == "" || codeHash == "" || c.ID == "" || strings.Contains(codeHash, "/") || strings.Contains(c.ID, "/") {
 		return tenant.Member{}, ErrInviteInvalid
 	}
 	inv := s.tenantDoc(id).Collection(TenantInvites).Doc(codeHash)
 	mem := s.tenantDoc(id).Collection(TenantMembers).Doc(c.ID)
-	// The person's contacts in the number's other tenants, read first: the transaction deletes
-	// their memberships there.
-	var elsewhere map[string]Contact
-	if phoneNumberID != "" {
-		use, err := s.NumberUse(ctx, phoneNumberID)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return tenant.Member{}, fmt.Errorf("redeem invite to %s: %w", id, err)
-		}
-		if elsewhere, err = s.contacts().FindIn(ctx, without(use.TenantIDs, id), c.Identity); err != nil {
-			return tenant.Member{}, fmt.Errorf("redeem invite to %s: %w", id, err)
-		}
-	}
 	choices := s.choiceRefs(ctx, phoneNumberID, c.Identity)
 	m, err := runTx(ctx, s.fs, nil, func(ctx context.Context, tx *firestore.Transaction) (tenant.Member, error) {
 		now := s.now()
@@ -274,17 +263,6 @@ func (s *Invites) redeemInvite(ctx context.Context, id, phoneNumberID, codeHash 
 		}
 		if others == nil {
 			return m, nil
-		}
-		for _, o := range others {
-			oc, ok := elsewhere[o]
-			if !ok {
-				oc = Contact{Identity: contact.Identity{WaID: c.WaID}}
-			}
-			for _, ref := range s.memberRefs(ctx, o, oc) {
-				if err := tx.Delete(ref); err != nil {
-					return tenant.Member{}, err
-				}
-			}
 		}
 		for _, ref := range choices {
 			if err := tx.Set(ref, contactDoc{TenantID: id, JoinedAt: now, Invite: codeHash}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -144,8 +145,9 @@ func TestConcurrentAppliesSharingOneNumber(t *testing.T) {
 }
 
 // TestSharedInvites: on a shared number an invite code finds its tenant, and redeeming it makes
-// the contact that tenant's and takes it out of the number's other tenants (by invite: deleted;
-// by file: overridden by the choice recorded under the number).
+// the contact that tenant's and records the choice under the number, which routes; the contact
+// stays a member of the number's other tenants (a code on a shared number evicts no one: the
+// red team's "redeem another tenant's code to strip a member everywhere").
 func TestSharedInvites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -197,11 +199,11 @@ func TestSharedInvites(t *testing.T) {
 	if _, err := s.RedeemSharedInvite(ctx, "beta", num, tenant.InviteCodeHash("WP-BBBBBBBB"), ct("beta", contact), ""); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(store.SharedContact{Chosen: "beta", Joined: []string{"beta"}}, sharedContact(contact)); diff != "" {
+	if diff := cmp.Diff(store.SharedContact{Chosen: "beta", Joined: []string{"alpha", "beta"}}, sharedContact(contact)); diff != "" {
 		t.Errorf("after beta's code (-want, +got):\n%s", diff)
 	}
-	if _, ok, _ := s.RuntimeMember(ctx, "alpha", ct("alpha", contact)); ok {
-		t.Error("the contact is still alpha's member by invite after moving to beta")
+	if _, ok, _ := s.RuntimeMember(ctx, "alpha", ct("alpha", contact)); !ok {
+		t.Error("beta's code on the shared number took the contact out of alpha")
 	}
 	// A used code still finds its tenant for the contact who used it (a retried turn), no one else.
 	if got := inviteTenant("WP-BBBBBBBB", contact); got != "beta" {
@@ -273,9 +275,9 @@ func TestDeleteTenantOnASharedNumber(t *testing.T) {
 }
 
 // TestConcurrentSharedRedeems: a contact who sends two tenants' codes on a shared number at once
-// ends up the member of exactly one of them, the one its choice under the number names, however
-// the two transactions interleave: each redeem writes the whole move (its membership, the other
-// tenants' removed, the choice), so the last to commit wins whole.
+// ends up the member of both (a code evicts no one) with one choice recorded under the number,
+// one of the two, however the two transactions interleave: each redeem writes its membership and
+// the choice together, so the last to commit names the choice whole.
 func TestConcurrentSharedRedeems(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -316,17 +318,16 @@ func TestConcurrentSharedRedeems(t *testing.T) {
 	}
 	wg.Wait()
 	for i, contact := range contacts {
-		if errs[2*i] != nil && errs[2*i+1] != nil {
-			t.Errorf("contact %d: both redeems failed: %v; %v", i, errs[2*i], errs[2*i+1])
+		if errs[2*i] != nil || errs[2*i+1] != nil {
+			t.Errorf("contact %d: a redeem failed: %v; %v", i, errs[2*i], errs[2*i+1])
 			continue
 		}
 		sc, err := s.SharedContact(ctx, num, tenants, personOf(contact))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(sc.Joined) != 1 || sc.Joined[0] != sc.Chosen {
-			t.Errorf("contact %d after two codes at once: %+v (errors %v, %v), want the member of exactly the tenant chosen",
-				i, sc, errs[2*i], errs[2*i+1])
+		if len(sc.Joined) != 2 || !slices.Contains(sc.Joined, sc.Chosen) {
+			t.Errorf("contact %d after two codes at once: %+v, want the member of both, one of them chosen", i, sc)
 		}
 	}
 }

@@ -37,11 +37,13 @@ const templateChunk = 200
 type Templates struct {
 	fs  *firestore.Client
 	now func() time.Time
+	// tenants reads the creators' files (ForeignNames).
+	tenants *Tenants
 }
 
 // NewTemplates returns the template store; only opts.Now is used.
 func NewTemplates(db *DB, opts Options) *Templates {
-	return &Templates{fs: db.fs, now: opts.withDefaults().Now}
+	return &Templates{fs: db.fs, now: opts.withDefaults().Now, tenants: NewTenants(db, opts)}
 }
 
 func templateRef(fs *firestore.Client, tenantID, name, language string) *firestore.DocumentRef {
@@ -194,20 +196,97 @@ func (s *Templates) RecordCreated(ctx context.Context, t Template, at time.Time)
 	return got[0], nil
 }
 
-// CreatedBy reports whether tenantID created its template name (in any language) through
-// wapipe. One query.
-func (s *Templates) CreatedBy(ctx context.Context, tenantID, name string) (bool, error) {
-	snaps, err := s.fs.Collection(TemplatesCollection).Where("tenant_id", "==", tenantID).Where("name", "==", name).Documents(ctx).GetAll()
+// CreatedIn returns the templates named name that tenantID created through wapipe in the
+// account wabaID, each language its own (Meta's id in ID). One query.
+func (s *Templates) CreatedIn(ctx context.Context, tenantID, wabaID, name string) ([]Template, error) {
+	all, err := s.named(ctx, wabaID, name)
 	if err != nil {
-		return false, fmt.Errorf("find template %s: %w", name, err)
+		return nil, err
 	}
+	return slices.DeleteFunc(all, func(t Template) bool { return t.CreatedBy != tenantID || t.TenantID != tenantID }), nil
+}
+
+// ForeignNames returns, by name, the templates of the account wabaID that a tenant other than
+// tenantID created there through wapipe and does not let its co-tenants use (its
+// templates.common), with their creator: on an account several businesses share, tenantID
+// neither lists nor sends them. A template made outside wapipe (WhatsApp Manager) has no creator
+// and is nobody's to withhold. One query, and one read per creator.
+func (s *Templates) ForeignNames(ctx context.Context, tenantID, wabaID string) (map[string]string, error) {
+	snaps, err := s.fs.Collection(TemplatesCollection).Where("waba_id", "==", wabaID).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list the templates of account %s: %w", wabaID, err)
+	}
+	creators := map[string]string{}
 	for _, sn := range snaps {
 		var t Template
-		if sn.DataTo(&t) == nil && t.CreatedBy == tenantID {
-			return true, nil
+		if err := sn.DataTo(&t); err != nil {
+			return nil, fmt.Errorf("decode template %s: %w", sn.Ref.ID, err)
+		}
+		if t.CreatedBy != "" && t.CreatedBy != tenantID && t.TenantID == t.CreatedBy {
+			creators[t.Name] = t.CreatedBy
 		}
 	}
-	return false, nil
+	common := map[string][]string{}
+	out := map[string]string{}
+	for name, c := range creators {
+		shared, ok := common[c]
+		if !ok {
+			rec, err := s.tenants.Get(ctx, c)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				// Its creator is gone: the template stays withheld, as its own was.
+			case err != nil:
+				return nil, err
+			default:
+				shared = rec.Tenant.Templates.Common
+			}
+			common[c] = shared
+		}
+		if !slices.Contains(shared, name) {
+			out[name] = c
+		}
+	}
+	return out, nil
+}
+
+// NameTakenBy returns the tenant other than tenantID that created a template named name in the
+// account wabaID through wapipe, "" when none did. One query.
+func (s *Templates) NameTakenBy(ctx context.Context, tenantID, wabaID, name string) (string, error) {
+	all, err := s.named(ctx, wabaID, name)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range all {
+		if t.CreatedBy != "" && t.CreatedBy != tenantID {
+			return t.CreatedBy, nil
+		}
+	}
+	return "", nil
+}
+
+// named returns the records of every tenant's template name in wabaID.
+func (s *Templates) named(ctx context.Context, wabaID, name string) ([]Template, error) {
+	snaps, err := s.fs.Collection(TemplatesCollection).Where("waba_id", "==", wabaID).Where("name", "==", name).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("find template %s: %w", name, err)
+	}
+	out := make([]Template, 0, len(snaps))
+	for _, sn := range snaps {
+		var t Template
+		if err := sn.DataTo(&t); err != nil {
+			return nil, fmt.Errorf("decode template %s: %w", sn.Ref.ID, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// DeleteOne removes tenantID's template name in language. One write.
+func (s *Templates) DeleteOne(ctx context.Context, tenantID, name, language string) error {
+	if _, err := templateRef(s.fs, tenantID, name, language).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("delete template %s (%s): %w", name, language, err)
+	}
+	return nil
 }
 
 // Delete removes tenantID's template name in every language. One query and a write per

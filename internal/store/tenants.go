@@ -117,10 +117,12 @@ func (d *tenantDoc) record() TenantRecord {
 // numberDoc is a phone_numbers document. A shared number (shared.go) lists its tenants in
 // TenantIDs, and TenantID is the first of them.
 type numberDoc struct {
-	TenantID  string    `firestore:"tenant_id"`
-	WABAID    string    `firestore:"waba_id"`
-	Shared    bool      `firestore:"shared,omitempty"`
-	TenantIDs []string  `firestore:"tenant_ids,omitempty"`
+	TenantID  string   `firestore:"tenant_id"`
+	WABAID    string   `firestore:"waba_id"`
+	Shared    bool     `firestore:"shared,omitempty"`
+	TenantIDs []string `firestore:"tenant_ids,omitempty"`
+	// Primary is the shared number's tenant that says primary: true ("" when none does).
+	Primary   string    `firestore:"primary,omitempty"`
 	UpdatedAt time.Time `firestore:"updated_at"`
 }
 

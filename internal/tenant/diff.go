@@ -81,6 +81,7 @@ func Diff(prev, next *Tenant) []Change {
 	d.list("assistant.intents", intentItems(pa.Intents), intentItems(na.Intents), true)
 	d.text("templates.reengage", fmtTemplate(prev.Templates.Reengage), fmtTemplate(next.Templates.Reengage))
 	d.text("templates.notify", fmtTemplate(prev.Templates.Notify), fmtTemplate(next.Templates.Notify))
+	d.text("templates.common", fmtNames(prev.Templates.Common), fmtNames(next.Templates.Common))
 	return d.out
 }
 
@@ -189,7 +190,7 @@ func (d *differ) list(path string, prev, next []item, showKeys bool) {
 func numberItems(ps []PhoneNumber) []item {
 	out := make([]item, len(ps))
 	for i, p := range ps {
-		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: []attr{{"waba_id", p.WABAID, true}, {"shared", strconv.FormatBool(p.Shared), false}}}
+		out[i] = item{key: p.PhoneNumberID, label: p.PhoneNumberID, attrs: []attr{{"waba_id", p.WABAID, true}, {"shared", strconv.FormatBool(p.Shared), false}, {"primary", strconv.FormatBool(p.Primary), false}}}
 	}
 	return out
 }
@@ -319,4 +320,12 @@ func fmtTemplate(t *Template) string {
 		return ""
 	}
 	return t.Name + " (" + t.Language + ")" + fmtComponents(t.Components)
+}
+
+// fmtNames renders a list of names for a diff line, each quoted (an empty name shows); "" for none.
+func fmtNames(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%q", names)
 }

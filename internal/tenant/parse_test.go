@@ -244,7 +244,7 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"unknown nested key", base + "sending: {per_second: 20, burst: 3}\n", []string{
 			"sending.burst: unknown key; sending takes per_second, max_concurrent (line 7)"}},
 		{"unknown key in a list item", base + "  - {phone_number_id: \"1\", waba_id: \"2\", token: x}\n", []string{
-			"phone_numbers[1].token: unknown key; phone_numbers[1] takes phone_number_id, waba_id, shared (line 7)"}},
+			"phone_numbers[1].token: unknown key; phone_numbers[1] takes phone_number_id, waba_id, shared, primary (line 7)"}},
 		{"key set twice", base + "name: Other\n", []string{"name: set twice (first on line 2) (line 7)"}},
 		{"not a number", base + "sending: {per_second: fast}\n", []string{"sending.per_second: must be a number (line 7)"}},
 		{"not a whole number", base + "limits: {sender: {max: 2.5}}\n", []string{"limits.sender.max: must be a whole number (line 7)"}},

@@ -57,6 +57,9 @@ type PhoneNumber struct {
 	// Shared: several tenants list this number, each with shared: true and the same waba_id,
 	// and the contact's membership decides which tenant a message is for.
 	Shared bool `yaml:"shared,omitempty" firestore:"shared,omitempty"`
+	// Primary marks, on a shared number, the one tenant that strangers' messages go to (and
+	// whose language the number speaks to them): exactly one tenant per shared number says it.
+	Primary bool `yaml:"primary,omitempty" firestore:"primary,omitempty"`
 }
 
 // Role is a member's role.
@@ -265,6 +268,10 @@ type Templates struct {
 	// Notify carries a notification (an intent's notify) to a member outside their 24-hour
 	// window; without it such a notification is skipped. Never replaced by Reengage.
 	Notify *Template `yaml:"notify,omitempty" firestore:"notify,omitempty"`
+	// Common names the templates this tenant created on an account it shares with other
+	// tenants that those tenants may list and send too; every other template it created there
+	// is its own.
+	Common []string `yaml:"common,omitempty" firestore:"common,omitempty"`
 }
 
 // Template names an approved template.

@@ -74,6 +74,11 @@ func (t *Tenant) validate() Problems {
 		checkTemplate(&c, "templates.reengage", r)
 		validateComponents(&c, "templates.reengage.components", r.Components)
 	}
+	for i, name := range t.Templates.Common {
+		if !templateNameRE.MatchString(name) {
+			c.add(index("templates.common", i), "%q: a template name (lower-case letters, digits and underscores)", name)
+		}
+	}
 	return c.list
 }
 
@@ -289,16 +294,26 @@ type NumberUse struct {
 	Shared bool
 	// WABAID is the WhatsApp Business Account they give for it.
 	WABAID string
+	// Primary is the tenant whose entry says primary: true, "" when none does (a number
+	// shared before primary existed).
+	Primary string
 }
 
 // CheckNumbers checks t's numbers against the tenants that list them now (uses, by
 // phone_number_id) and returns one problem per number t may not list, as Problems, or nil. A
 // number may be listed by several tenants only when every one of them says shared: true with
-// the same waba_id; t's own entry in uses is not counted, so t may share, un-share or change a
-// number no other tenant lists.
+// the same waba_id, and at most one of them says primary: true (strangers go to it, never to a
+// tenant that joined later and sorts first; a shared number without one sends them to its first
+// tenant, as before primary existed); t's own entry in uses is not counted, so t may share,
+// un-share or change a number no other tenant lists.
 func CheckNumbers(t *Tenant, uses map[string]NumberUse) error {
 	var c problems
 	for i, p := range t.PhoneNumbers {
+		path := index("phone_numbers", i)
+		if p.Primary && !p.Shared {
+			c.add(path+".primary", "%s: primary: true is for a shared number (shared: true)", p.PhoneNumberID)
+			continue
+		}
 		u, ok := uses[p.PhoneNumberID]
 		if !ok {
 			continue
@@ -307,7 +322,10 @@ func CheckNumbers(t *Tenant, uses map[string]NumberUse) error {
 		if len(others) == 0 {
 			continue
 		}
-		path := index("phone_numbers", i)
+		primary := u.Primary
+		if primary == t.ID {
+			primary = ""
+		}
 		switch {
 		case !u.Shared && p.Shared:
 			c.add(path+".shared", "%s already belongs to tenant %s, which does not list it shared: true", p.PhoneNumberID, others[0])
@@ -317,6 +335,8 @@ func CheckNumbers(t *Tenant, uses map[string]NumberUse) error {
 			c.add(path+".shared", "%s is shared with tenant %s: list it with shared: true", p.PhoneNumberID, strings.Join(others, ", "))
 		case u.WABAID != p.WABAID:
 			c.add(path+".waba_id", "%s is shared with tenant %s under waba_id %s: every tenant must give the same waba_id", p.PhoneNumberID, strings.Join(others, ", "), u.WABAID)
+		case p.Primary && primary != "":
+			c.add(path+".primary", "%s: tenant %s is its primary already (strangers go there); one tenant per shared number says primary: true", p.PhoneNumberID, primary)
 		}
 	}
 	return c.list.err()

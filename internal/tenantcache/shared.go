@@ -69,8 +69,8 @@ func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID string, per
 		return "", store.ErrNotFound
 	}
 	if person.IsZero() {
-		// Nobody to route by: the number's first tenant records it.
-		return u.TenantIDs[0], nil
+		// Nobody to route by: the number's primary tenant records it.
+		return strangersTenant(u), nil
 	}
 	if codeHash != "" {
 		id, err := c.store.InviteTenant(ctx, u.TenantIDs, codeHash, person)
@@ -82,12 +82,13 @@ func (c *ContactRouter) TenantFor(ctx context.Context, phoneNumberID string, per
 		}
 	}
 	return c.routes.getWith(ctx, routeKey(phoneNumberID, person), func(ctx context.Context, _ string) (string, error) {
-		return c.memberRoute(ctx, phoneNumberID, u.TenantIDs, person)
+		return c.memberRoute(ctx, phoneNumberID, u, person)
 	})
 }
 
 // memberRoute is the tenant of a contact on a shared number by membership (TenantFor).
-func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, ids []string, person contact.Identity) (string, error) {
+func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, u tenant.NumberUse, person contact.Identity) (string, error) {
+	ids := u.TenantIDs
 	sc, err := c.store.SharedContact(ctx, phoneNumberID, ids, person)
 	if err != nil {
 		return "", err
@@ -127,11 +128,21 @@ func (c *ContactRouter) memberRoute(ctx context.Context, phoneNumberID string, i
 			return id, err
 		}
 	}
-	return ids[0], nil
+	return strangersTenant(u), nil
 }
 
-// RedeemSharedInvite redeems an invite for a contact writing on phoneNumberID (the contact
-// leaves the number's other tenants when it is shared) and forgets the contact's cached routes.
+// strangersTenant is the tenant of a shared number that strangers' messages go to: the one whose
+// entry says primary: true. A number shared before primary existed has none until its tenants'
+// next apply, which requires one (tenant.CheckNumbers): until then its first tenant, as before.
+func strangersTenant(u tenant.NumberUse) string {
+	if u.Primary != "" && slices.Contains(u.TenantIDs, u.Primary) {
+		return u.Primary
+	}
+	return u.TenantIDs[0]
+}
+
+// RedeemSharedInvite redeems an invite for a contact writing on phoneNumberID (on a shared
+// number the choice is recorded there) and forgets the contact's cached routes.
 func (c *ContactRouter) RedeemSharedInvite(ctx context.Context, id, phoneNumberID, codeHash string, ct store.Contact, name string) (tenant.Member, error) {
 	m, err := c.store.RedeemSharedInvite(ctx, id, phoneNumberID, codeHash, ct, name)
 	if err == nil {

@@ -34,7 +34,10 @@ type TemplateStore interface {
 	RecordListing(ctx context.Context, tenantID string, at time.Time, listed []store.Template) ([]store.Template, error)
 	RecordCreated(ctx context.Context, t store.Template, at time.Time) (store.Template, error)
 	Delete(ctx context.Context, tenantID, name string) error
-	CreatedBy(ctx context.Context, tenantID, name string) (bool, error)
+	DeleteOne(ctx context.Context, tenantID, name, language string) error
+	CreatedIn(ctx context.Context, tenantID, wabaID, name string) ([]store.Template, error)
+	NameTakenBy(ctx context.Context, tenantID, wabaID, name string) (string, error)
+	ForeignNames(ctx context.Context, tenantID, wabaID string) (map[string]string, error)
 }
 
 // TemplateAPI makes Graph's template calls with a tenant's token (GraphTemplates).
@@ -42,6 +45,7 @@ type TemplateAPI interface {
 	ListTemplates(ctx context.Context, token, wabaID string) ([]graph.MessageTemplate, error)
 	CreateTemplate(ctx context.Context, token, wabaID string, body json.RawMessage) (graph.CreatedTemplate, error)
 	DeleteTemplate(ctx context.Context, token, wabaID, name string) error
+	DeleteTemplateByID(ctx context.Context, token, wabaID, name, id string) error
 }
 
 // GraphTemplates is the TemplateAPI of a Graph client with no token of its own.
@@ -60,6 +64,11 @@ func (g GraphTemplates) CreateTemplate(ctx context.Context, token, wabaID string
 // DeleteTemplate deletes template name from wabaID with token.
 func (g GraphTemplates) DeleteTemplate(ctx context.Context, token, wabaID, name string) error {
 	return g.Client.WithToken(token).DeleteTemplate(ctx, wabaID, name)
+}
+
+// DeleteTemplateByID deletes the one template of id (named name) from wabaID with token.
+func (g GraphTemplates) DeleteTemplateByID(ctx context.Context, token, wabaID, name, id string) error {
+	return g.Client.WithToken(token).DeleteTemplateByID(ctx, wabaID, name, id)
 }
 
 // templateCall is what every template route starts with: the tenant and its token; false when
@@ -90,7 +99,19 @@ func (s *Server) handleTemplatesList(w http.ResponseWriter, r *http.Request) {
 			writeError(ctx, w, s.graphFailed(ctx, rec, err))
 			return
 		}
+		// On an account shared with other businesses, what another created there and does not
+		// share (its templates.common) is neither listed nor recorded for this tenant.
+		var foreign map[string]string
+		if rec.Tenant.SharesWABA(waba) {
+			if foreign, err = s.deps.Templates.ForeignNames(ctx, rec.Tenant.ID, waba); err != nil {
+				writeError(ctx, w, err)
+				return
+			}
+		}
 		for _, t := range ts {
+			if _, theirs := foreign[t.Name]; theirs {
+				continue
+			}
 			listed = append(listed, store.Template{Name: t.Name, Language: t.Language, Status: t.Status, Category: t.Category,
 				ID: t.ID, WABAID: waba, Components: string(t.Components)})
 		}
@@ -129,6 +150,20 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(ctx, w, err)
 		return
 	}
+	if rec.Tenant.SharesWABA(waba) {
+		// On an account shared with other businesses a name is its creator's, in every
+		// language: a twin in another language would be deleted with it, and sent in its name.
+		other, err := s.deps.Templates.NameTakenBy(ctx, rec.Tenant.ID, waba, t.Name)
+		if err != nil {
+			writeError(ctx, w, err)
+			return
+		}
+		if other != "" {
+			writeError(ctx, w, refusal.WithStatus(http.StatusConflict, refusal.TemplateNameTaken,
+				"template "+t.Name+" was created by another business on the account this tenant shares: choose another name"))
+			return
+		}
+	}
 	at := s.deps.Now()
 	created, err := s.deps.TemplateAPI.CreateTemplate(ctx, token, waba, body)
 	if err != nil {
@@ -149,7 +184,8 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTemplateDelete answers DELETE /internal/tenants/{tenant_id}/templates/{name}[?waba_id=…]:
-// the template in every language, at Meta, then in the records.
+// the template in every language, at Meta, then in the records. On an account shared with other
+// businesses only the languages this tenant created there, each by Meta's id (sharedDelete).
 func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 	ctx, rec, token, ok := s.templateCall(w, r)
 	if !ok {
@@ -161,30 +197,49 @@ func (s *Server) handleTemplateDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(ctx, w, err)
 		return
 	}
+	logger := logging.FromContext(ctx)
 	if rec.Tenant.SharesWABA(waba) {
-		// The account's templates are every sharing tenant's: one may delete only what it created.
-		mine, err := s.deps.Templates.CreatedBy(ctx, rec.Tenant.ID, name)
-		if err != nil {
+		if err := s.sharedDelete(ctx, rec, token, waba, name); err != nil {
 			writeError(ctx, w, err)
 			return
 		}
-		if !mine {
-			writeError(ctx, w, refusal.WithStatus(http.StatusForbidden, refusal.Forbidden,
-				"template "+name+" is on an account shared with other businesses and was not created by this tenant through wapipe: only its creator (or the operator, in WhatsApp Manager) may delete it"))
+	} else {
+		if err := s.deps.TemplateAPI.DeleteTemplate(ctx, token, waba, name); err != nil {
+			writeError(ctx, w, s.graphFailed(ctx, rec, err))
 			return
 		}
-	}
-	if err := s.deps.TemplateAPI.DeleteTemplate(ctx, token, waba, name); err != nil {
-		writeError(ctx, w, s.graphFailed(ctx, rec, err))
-		return
-	}
-	logger := logging.FromContext(ctx)
-	if err := s.deps.Templates.Delete(ctx, rec.Tenant.ID, name); err != nil {
-		// Meta deleted it: the next listing removes the record.
-		logger.ErrorContext(ctx, "template deleted but its record stays", "event", "template_record_failed", "error", err)
+		if err := s.deps.Templates.Delete(ctx, rec.Tenant.ID, name); err != nil {
+			// Meta deleted it: the next listing removes the record.
+			logger.ErrorContext(ctx, "template deleted but its record stays", "event", "template_record_failed", "error", err)
+		}
 	}
 	logger.InfoContext(ctx, "template deleted", "event", "template_deleted", "template", name)
 	httpserver.WriteJSON(w, http.StatusOK, tenantroutes.Deleted{Success: true})
+}
+
+// sharedDelete deletes, from an account other businesses share, the languages of template name
+// that the tenant created there through wapipe, each by Meta's id: Meta's delete by name would
+// take every language, whoever made it. None: 403, and nothing is called.
+func (s *Server) sharedDelete(ctx context.Context, rec store.TenantRecord, token, waba, name string) error {
+	mine, err := s.deps.Templates.CreatedIn(ctx, rec.Tenant.ID, waba, name)
+	if err != nil {
+		return err
+	}
+	if len(mine) == 0 {
+		return refusal.WithStatus(http.StatusForbidden, refusal.Forbidden,
+			"template "+name+" is on an account shared with other businesses and was not created there by this tenant through wapipe: only its creator (or the operator, in WhatsApp Manager) may delete it")
+	}
+	for _, t := range mine {
+		// t.ID is Meta's: a creation Meta answered without one is refused (graph.CreateTemplate).
+		if err := s.deps.TemplateAPI.DeleteTemplateByID(ctx, token, waba, name, t.ID); err != nil {
+			return s.graphFailed(ctx, rec, err)
+		}
+		if err := s.deps.Templates.DeleteOne(ctx, rec.Tenant.ID, name, t.Language); err != nil {
+			// Meta deleted it: the next listing removes the record.
+			logging.FromContext(ctx).ErrorContext(ctx, "template deleted but its record stays", "event", "template_record_failed", "error", err)
+		}
+	}
+	return nil
 }
 
 // readTemplateBody reads a creation body: the body to send to Meta (without waba_id) and what

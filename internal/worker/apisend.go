@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/delivery"
@@ -28,13 +27,4 @@ func (s *Server) processSend(ctx context.Context, t *task, body tasks.Send, _ ti
 	}
 	res := s.deliver.DeliverStored(ctx, st)
 	return s.deliveryOutcome(ctx, t, res)
-}
-
-func validateSend(body tasks.Send) error {
-	// tenant_id may be empty: the single-tenant default's record (its reply held on the record
-	// or dead-lettered as the record); the record must then be the default's too (DeliverStored).
-	if !tasks.IsIdempotencyKey(body.IdempotencyKey) {
-		return errors.New("idempotency_key is missing or malformed")
-	}
-	return nil
 }

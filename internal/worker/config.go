@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/admission"
 	"github.com/wapipe/wapipe/internal/config"
 	"github.com/wapipe/wapipe/internal/conversation"
 	"github.com/wapipe/wapipe/internal/delivery"
@@ -38,10 +39,6 @@ type Config struct {
 	KMSKeyName string `env:"KMS_KEY_NAME"`
 	// AckText is the default Responder's answer to a text message.
 	AckText string `env:"REPLY_ACK_TEXT"`
-	// OIDCVerifiedByPlatform says Cloud Run (IAM required, invoker only) verifies each task's OIDC
-	// token before the request reaches the worker, and hands it on with its signature removed.
-	// Terraform sets it for the IAM-only worker; without it a token must carry its signature.
-	OIDCVerifiedByPlatform bool `env:"OIDC_VERIFIED_BY_PLATFORM, default=false"`
 	// LLMBaseURL points the assistant at a Vertex AI compatible fake, without credentials: dev
 	// only. Empty means the regional Vertex AI endpoint with the service's credentials.
 	LLMBaseURL string `env:"LLM_BASE_URL"`
@@ -70,18 +67,9 @@ type Config struct {
 	// Cloud Tasks emulator was given (its --queues): the chaos run's queues with few attempts,
 	// whose last attempts the worker must know.
 	QueuesFile string `env:"TASKS_QUEUES_FILE"`
-	// InternalCallers are the service accounts (the api's, the console's) whose ID tokens may
-	// call the worker's tenant routes (/internal/tenants/…): the Graph calls that need a
-	// tenant's access token, which only the worker can open. Read only where tokens are
-	// verified (TASKS_SERVICE_ACCOUNT_EMAIL set) and ROUTE_CALLERS is unset, which replaces it
-	// (its tenant routes' entries); setting both is refused.
-	InternalCallers []string `env:"INTERNAL_CALLERS"`
-	// RouteCallers (ROUTE_CALLERS, JSON) names, route by route of tasks.Routes, the accounts
-	// whose verified OIDC tokens the worker admits: each enqueuer's invoker on its task routes,
-	// the api's and the console's own accounts on their tenant routes, the scheduler's on the
-	// sweep. Required outside dev, for every route. Unset (dev), the internal token and, with
-	// TASKS_SERVICE_ACCOUNT_EMAIL, that one account (INTERNAL_CALLERS on tenant routes) admit.
-	RouteCallers tasks.RouteCallers `env:"ROUTE_CALLERS"`
+	// Callers are who may call the worker (package admission): OIDC_VERIFIED_BY_PLATFORM,
+	// INTERNAL_CALLERS, ROUTE_CALLERS.
+	admission.Callers
 }
 
 // SetDefaults fills the values a Config built in code (devstack, tests) leaves zero, as Load's
@@ -119,7 +107,7 @@ func (c *Config) Validate() error {
 	if err := c.CheckServiceURL("GRAPH_API_BASE_URL", c.GraphAPIBaseURL); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.validateCallers())
+	errs = append(errs, c.Callers.Validate(c.TasksServiceAccountEmail, c.AppEnv, c.IsDev()))
 	if c.LLMBaseURL != "" {
 		if err := config.CheckHTTPURL("LLM_BASE_URL", c.LLMBaseURL); err != nil {
 			errs = append(errs, err)
@@ -186,35 +174,8 @@ func (c *Config) Secrets() secrets.Config {
 	return secrets.Config{KMSKeyName: c.KMSKeyName, Dev: c.IsDev()}
 }
 
-// validateCallers checks who may call the worker: its own invoker (it creates tasks too),
-// ROUTE_CALLERS, and that INTERNAL_CALLERS is not set beside it.
-func (c *Config) validateCallers() error {
-	errs := []error{tasks.CheckInvoker(c.TasksServiceAccountEmail, c.IsDev())}
-	if c.OIDCVerifiedByPlatform && c.TasksServiceAccountEmail == "" {
-		errs = append(errs, errors.New("OIDC_VERIFIED_BY_PLATFORM: needs TASKS_SERVICE_ACCOUNT_EMAIL (the account whose tokens the platform verifies)"))
-	}
-	switch {
-	case c.RouteCallers == nil && !c.IsDev():
-		errs = append(errs, fmt.Errorf("ROUTE_CALLERS: required when APP_ENV is %s: the service accounts admitted on each worker route (Terraform writes it)", c.AppEnv))
-	case c.RouteCallers != nil:
-		errs = append(errs, c.RouteCallers.Validate(!c.IsDev()))
-		if len(c.InternalCallers) > 0 {
-			errs = append(errs, errors.New("INTERNAL_CALLERS: replaced by ROUTE_CALLERS (its tenant routes' entries); set only ROUTE_CALLERS"))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // OIDCVerifier returns the verifier of the OIDC tokens of the worker's callers, or nil when they
-// carry none (TASKS_SERVICE_ACCOUNT_EMAIL and ROUTE_CALLERS unset: dev). Tokens come from Google
-// in production and from the emulator's issuer locally; the audience is the worker's base URL.
+// carry none (admission.Callers.Verifier); the audience is the worker's base URL.
 func (c *Config) OIDCVerifier() *identity.OIDCVerifier {
-	if c.TasksServiceAccountEmail == "" && c.RouteCallers == nil {
-		return nil
-	}
-	issuer := identity.GoogleIssuer
-	if c.TasksEmulatorHost != "" {
-		issuer = "http://" + c.TasksEmulatorHost
-	}
-	return identity.NewOIDCVerifier(issuer, taskqueue.Audience(c.InternalTaskBaseURL), c.OIDCVerifiedByPlatform)
+	return c.Callers.Verifier(c.TasksServiceAccountEmail, c.TasksEmulatorHost, taskqueue.Audience(c.InternalTaskBaseURL))
 }

@@ -35,7 +35,7 @@ type ConversationStore interface {
 func (s *Server) converse(ctx context.Context, t *task, out tasks.Outbound, start time.Time) outcome {
 	last := s.isLastAttempt(t)
 	in := conversation.Inbound{
-		TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, Person: senderOf(out), MessageID: out.Message.ID,
+		TenantID: out.TenantID, PhoneNumberID: out.PhoneNumberID, Person: out.Sender(), MessageID: out.Message.ID,
 		Message: out.Message, ReceivedAt: out.ReceivedAt, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
 		LastAttempt: last,
 	}

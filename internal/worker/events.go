@@ -16,13 +16,3 @@ type EventApplier interface {
 	fanout.EventApplier
 	ApplyMessage(ctx context.Context, tenantID, conversationID string, m whatsapp.Message) (events.Outcome, error)
 }
-
-// applyDefaultEvent applies message m of the single-tenant default (no tenant, no
-// conversation) before it is answered (package events); a tenant's message has its events
-// applied in its turn (package turn). Without Deps.Events every message is answered.
-func (s *Server) applyDefaultEvent(ctx context.Context, m whatsapp.Message) (events.Outcome, error) {
-	if s.deps.Events == nil {
-		return events.Outcome{Answer: true, Event: events.EventMessage}, nil
-	}
-	return s.deps.Events.ApplyMessage(ctx, "", "", m)
-}

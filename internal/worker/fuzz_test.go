@@ -24,7 +24,7 @@ func FuzzInboundTask(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var in tasks.Inbound
-		if _, err := decodeTask(body, &in); err != nil {
+		if _, err := tasks.DecodeBody(body, &in); err != nil {
 			return
 		}
 		if err := validateInbound(in); err != nil {
@@ -66,14 +66,14 @@ func FuzzOutboundTask(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var out tasks.Outbound
-		if _, err := decodeTask(body, &out); err != nil {
+		if _, err := tasks.DecodeBody(body, &out); err != nil {
 			return
 		}
-		if err := validateOutbound(out); err != nil {
+		if err := out.Validate(); err != nil {
 			return
 		}
 		// The sender is named by a phone or a BSUID, in the task's fields or its message's.
-		if !tasks.IsIdempotencyKey(out.IdempotencyKey) || out.PhoneNumberID == "" || senderOf(out).IsZero() || out.Message.ID == "" {
+		if !tasks.IsIdempotencyKey(out.IdempotencyKey) || out.PhoneNumberID == "" || out.Sender().IsZero() || out.Message.ID == "" {
 			t.Fatalf("accepted an incomplete outbound task: %q", body)
 		}
 	})

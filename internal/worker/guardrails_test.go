@@ -96,8 +96,16 @@ func TestGuardrailQuota(t *testing.T) {
 	}
 	convID := s.mustConversationOf(tid, numberA, contact)
 	msgs, err := store.NewConversationStore(store.NewDB(s.fs), store.Options{}).Messages(context.Background(), convID, 100)
-	if err != nil || len(msgs) != 3 || !msgs[2].QuotaExceeded || msgs[0].QuotaExceeded {
-		t.Errorf("stored messages %d (%v), want 3 with only the third quota_exceeded", len(msgs), err)
+	// One of the three is over the quota: the one whose turn ran third, which under load need not
+	// be the one Meta stamped last (tasks run in no fixed order; turns run in the order they queue).
+	over := 0
+	for _, m := range msgs {
+		if m.QuotaExceeded {
+			over++
+		}
+	}
+	if err != nil || len(msgs) != 3 || over != 1 {
+		t.Errorf("stored messages %d (%v), %d quota_exceeded; want 3, one of them quota_exceeded", len(msgs), err, over)
 	}
 	// The fourth message: the conversation's cached block, no quota read, no LLM call.
 	s.text(numberA, contact, "question 3", base.Add(3*time.Second))

@@ -257,7 +257,9 @@ func TestInboundStatusesDeduplicatedAndApplied(t *testing.T) {
 		got := hs.run(tasks.ProcessInboundPath, inboundTask("evt-"+status, whatsapp.SampleStatus(o, status)), attempt{})
 		hs.want(got, 200, map[string]any{"status": "ok", "messages": 0.0, "statuses": 1.0, "tasks_created": 0.0, "tasks_existed": 0.0}, "")
 	}
-	want := []store.StatusUpdate{{Key: key, GraphMessageID: "wamid.out", Status: "delivered", PhoneNumberID: whatsapp.DefaultSampleOptions.PhoneNumberID}}
+	recipient := whatsapp.DefaultSampleOptions.From
+	want := []store.StatusUpdate{{Key: key, GraphMessageID: "wamid.out", Status: "delivered", PhoneNumberID: whatsapp.DefaultSampleOptions.PhoneNumberID,
+		RecipientPhone: recipient, RecipientHashes: []string{hs.hasher.Phone(recipient)}}}
 	if diff := cmp.Diff(want, hs.records.Applied()); diff != "" {
 		t.Errorf("applied statuses (-want, +got); the seen one must be skipped:\n%s", diff)
 	}

@@ -125,7 +125,7 @@ func TestNotifyAdminOfABooking(t *testing.T) {
 		t.Fatalf("%d notifications to the admin, want exactly 1", len(got))
 	}
 	text := body(got[0])
-	for _, want := range []string{"New request from Budi: create_booking", "client: Pak Agus", "bus: 01"} {
+	for _, want := range []string{`New request from "Budi" (member, …5678): create_booking`, "client: Pak Agus", "bus: 01"} {
 		if got[0].Body["type"] != "text" || !strings.Contains(text, want) {
 			t.Errorf("notification %q (type %v): want a text with %q", text, got[0].Body["type"], want)
 		}
@@ -188,7 +188,7 @@ func TestNotifyOutsideTheWindow(t *testing.T) {
 				t.Fatalf("template %s: want new_request (en_US) with a body of three parameters", raw)
 			}
 			ps := tpl.Components[0].Parameters
-			if ps[0].Text != "create_booking" || ps[1].Text != "Budi" || !strings.HasPrefix(ps[2].Text, "client: Pak Agus; date: ") ||
+			if ps[0].Text != "create_booking" || ps[1].Text != `"Budi" (member, …5678)` || !strings.HasPrefix(ps[2].Text, "client: Pak Agus; date: ") ||
 				!strings.HasSuffix(ps[2].Text, "; bus: 01") {
 				t.Errorf("parameters %+v: want the intent, the sender, the data on one line", ps)
 			}

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/delivery"
-	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -39,52 +36,15 @@ func (s *Server) processOutbound(ctx context.Context, t *task, out tasks.Outboun
 		}
 		return s.converse(ctx, t, out, start)
 	}
-	ev, err := s.applyDefaultEvent(ctx, out.Message)
-	// The reply goes to the phone when it came, else to the BSUID (never a BSUID in "to").
-	addr := senderOf(out).Address()
+	compose, err := s.defaultTurn.Prepare(ctx, out.Message)
 	if err != nil {
 		return s.fail(ctx, t, err)
 	}
+	// The reply goes to the phone when it came, else to the BSUID (never a BSUID in "to").
+	addr := out.Sender().Address()
 	return s.deliveryOutcome(ctx, t, s.deliver.Deliver(ctx, delivery.Request{
 		Kind: delivery.DefaultReply, Key: out.IdempotencyKey, Token: s.cfg.AccessToken, PhoneNumberID: out.PhoneNumberID,
 		To: addr.To, Recipient: addr.Recipient, InboundMessageID: out.Message.ID, InboundEventID: out.InboundEventID, CorrelationID: out.CorrelationID,
-		ReceivedAt: out.ReceivedAt, MarkRead: true, LastAttempt: s.isLastAttempt(t),
-		Compose: func(ctx context.Context) (outgoing.Message, error) {
-			switch {
-			case ev.Answer:
-				return s.deps.Responder.Respond(ctx, out.Message)
-			case ev.Reply != "":
-				// The default path has no language of its own: the catalogue's default.
-				return outgoing.Message{Text: i18n.Text(i18n.Default, ev.Reply), Quote: true}, nil
-			}
-			// Recorded, not answered: the send is skipped.
-			return outgoing.Message{}, nil
-		},
+		ReceivedAt: out.ReceivedAt, MarkRead: true, LastAttempt: s.isLastAttempt(t), Compose: compose,
 	}))
-}
-
-func validateOutbound(o tasks.Outbound) error {
-	var errs []error
-	if !tasks.IsIdempotencyKey(o.IdempotencyKey) {
-		errs = append(errs, errors.New("idempotency_key is missing or malformed"))
-	}
-	if o.PhoneNumberID == "" {
-		errs = append(errs, errors.New("phone_number_id is empty"))
-	}
-	if senderOf(o).IsZero() {
-		errs = append(errs, errors.New("to and user_id are empty: the task names nobody"))
-	}
-	if o.Message.ID == "" {
-		errs = append(errs, errors.New("message.id is empty"))
-	}
-	return errors.Join(errs...)
-}
-
-// senderOf is who sent the message of out: as the message names them, else as the task's fields
-// do (a task from before the message carried them), read as a webhook's.
-func senderOf(out tasks.Outbound) contact.Identity {
-	if id := out.Message.Identity(); !id.IsZero() {
-		return id
-	}
-	return contact.FromWebhook(out.To, out.UserID, "", out.Message.Username, out.Message.ContactName)
 }

@@ -1,10 +1,6 @@
 package worker
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,9 +26,6 @@ import (
 	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/tasks"
 )
-
-// maxTaskBody caps a task body; Cloud Tasks caps a task at 1 MB.
-const maxTaskBody = 1 << 20
 
 // Enqueuer creates tasks; *taskqueue.Client implements it.
 type Enqueuer = fanout.Enqueuer
@@ -136,8 +129,9 @@ type Server struct {
 	cfg  *Config
 	deps Deps
 	// turner runs tenants' messages through their conversations; nil without
-	// Deps.Conversations.
-	turner *turn.Turner
+	// Deps.Conversations. defaultTurn answers the single-tenant default's.
+	turner      *turn.Turner
+	defaultTurn turn.Default
 	// deliver sends every message, exactly once.
 	deliver *delivery.Deliverer
 	// fanner fans the inbound deliveries out.
@@ -191,9 +185,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		srv.fanner.Contacts = deps.Contacts
 	}
 	if deps.Events != nil {
-		// A nil interface stays nil: the fanner tells "no events" by it.
-		srv.fanner.Events = deps.Events
+		// A nil interface stays nil: the fanner and the turns tell "no events" by it.
+		srv.fanner.Events, srv.defaultTurn.Events = deps.Events, deps.Events
 	}
+	srv.defaultTurn.Responder = deps.Responder
 	// A turn's replies and an action's result leave alike (delivery.ReplySender).
 	replies := delivery.ReplySender{Deliverer: srv.deliver}
 	srv.actions = &actionrun.Runner{Tenants: deps.Tenants, Members: deps.Members, Records: deps.Actions, Caller: deps.Caller,
@@ -266,27 +261,11 @@ func (s *Server) Routes() http.Handler {
 func (s *Server) readTask(r *http.Request, path string, v any) (t *task, o outcome, ok bool, err error) {
 	ctx := r.Context()
 	t = taskFrom(ctx, path)
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxTaskBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, tasks.MaxBodyBytes+1))
 	if err != nil {
 		logging.FromContext(ctx).WarnContext(ctx, "task body not read: Cloud Tasks will retry", "event", "task_retry", "error", err)
 		return t, retryLater("body_unreadable", 0), false, nil
 	}
-	t.raw, err = decodeTask(body, v)
+	t.raw, err = tasks.DecodeBody(body, v)
 	return t, outcome{}, true, err
 }
-
-func decodeTask(body []byte, v any) ([]byte, error) {
-	if len(body) > maxTaskBody {
-		return body[:maxTaskBody], errTaskTooLarge
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		return body, fmt.Errorf("decode task body: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return body, errors.New("decode task body: data after the JSON object")
-	}
-	return body, nil
-}
-
-var errTaskTooLarge = errors.New("task body over 1 MiB")

@@ -64,9 +64,9 @@ type taskRoute struct {
 func (s *Server) taskRoutes() []taskRoute {
 	return []taskRoute{
 		{tasks.ProcessInboundPath, taskHandler(s, tasks.ProcessInboundPath, inboundIDs, validateInbound, s.processInbound)},
-		{tasks.ProcessOutboundPath, taskHandler(s, tasks.ProcessOutboundPath, outboundIDs, validateOutbound, s.runOutbound)},
+		{tasks.ProcessOutboundPath, taskHandler(s, tasks.ProcessOutboundPath, outboundIDs, tasks.Outbound.Validate, s.runOutbound)},
 		{tasks.ProcessActionPath, taskHandler(s, tasks.ProcessActionPath, s.actionIDs, validateAction, s.processAction)},
-		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, validateSend, s.processSend)},
+		{tasks.ProcessSendPath, taskHandler(s, tasks.ProcessSendPath, sendIDs, tasks.Send.Validate, s.processSend)},
 	}
 }
 

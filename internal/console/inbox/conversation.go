@@ -299,7 +299,8 @@ func humanBytes(n int64) string {
 var eventLabels = map[string]string{
 	"ack": "acknowledged", "ignored": "no reply needed", "confirmed": "confirmed the action",
 	"cancelled": "cancelled the action", "expired": "answered too late", "nothing_to_confirm": "nothing to confirm",
-	"rate_limited": "over the rate limit", "quota_blocked": "over the LLM quota", "quota_blocked_cached": "over the LLM quota",
+	"confirm_by_reply": "a typed answer not replying to the prompt (shared number)",
+	"rate_limited":     "over the rate limit", "quota_blocked": "over the LLM quota", "quota_blocked_cached": "over the LLM quota",
 	"unsupported_message": "not readable", "not_understood": "not understood", "llm_unavailable": "assistant unavailable",
 	"not_allowed": "not allowed for this member", "clarification": "asked for details", "pending": "asked to confirm",
 	"action_now": "action started", "general_query": "answered",

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,7 +35,7 @@ type WorkerCaller interface {
 // imageURL is the console's URL of the image of message m in conversation c, or "" when m shows
 // no image (no media id, not an image, or no worker to fetch it).
 func (s *Server) imageURL(c store.Conversation, m *store.Media) string {
-	if s.deps.Worker == nil || m == nil || m.ID == "" || !strings.HasPrefix(m.MIMEType, "image/") {
+	if s.deps.Worker == nil || m == nil || m.ID == "" || !isImage(m.MIMEType) {
 		return ""
 	}
 	return "/media/" + url.PathEscape(c.TenantID) + "/" + url.PathEscape(m.ID) + "?" + url.Values{"c": {c.ID}}.Encode()
@@ -73,8 +75,8 @@ func (s *Server) handleMedia() http.Handler {
 			return
 		}
 		defer file.Body.Close()
-		ct := file.ContentType
-		if !strings.HasPrefix(ct, "image/") || strings.Contains(ct, "svg") {
+		ct, ok := rasterImage(file.ContentType)
+		if !ok {
 			// Not a picture a browser only draws (an SVG may carry script): the placeholder.
 			page.Logger(ctx).WarnContext(ctx, "media is not an image", "event", "console_media_failed", "tenant_id", tenantID)
 			s.kit.RenderError(w, r, http.StatusNotFound, "The image is not available.")
@@ -109,9 +111,28 @@ func (s *Server) imageOf(ctx context.Context, tenantID, convID, mediaID string) 
 		return false, err
 	}
 	for _, m := range msgs {
-		if m.Media != nil && m.Media.ID == mediaID && strings.HasPrefix(m.Media.MIMEType, "image/") {
+		if m.Media != nil && m.Media.ID == mediaID && isImage(m.Media.MIMEType) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// rasterImages are the image types the console passes on: pictures a browser only draws. An SVG
+// may carry script, and anything else is no picture.
+var rasterImages = []string{"image/jpeg", "image/png", "image/webp", "image/gif"}
+
+// rasterImage is the media type of Content-Type ct, lower-cased without parameters, when it is
+// one of rasterImages: types are case-insensitive, so "image/SVG+xml" is an SVG too.
+func rasterImage(ct string) (string, bool) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !slices.Contains(rasterImages, mt) {
+		return "", false
+	}
+	return mt, true
+}
+
+// isImage reports whether a stored MIME type (Meta's) names an image, in any case.
+func isImage(mimeType string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(mimeType)), "image/")
 }

@@ -63,13 +63,17 @@ func (t *Turner) turnFunc(lastAttempt bool) conversation.TurnFunc {
 		if err != nil {
 			return assistant.Outcome{}, err
 		}
+		untied, err := t.untiedWord(ctx, p, st, tn.SharesNumber(p.PhoneNumberID))
+		if err != nil {
+			return assistant.Outcome{}, err
+		}
 		loader, release := t.mediaLoader(p.TenantID)
 		// The turn's file, and the request built around it, are done with once its model call is.
 		defer release()
 		return t.Assistant.Turn(ctx, assistant.Input{
 			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
 			ContactID: c.ID, Person: c.Identity,
-			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: lastAttempt, StaleButton: stale,
+			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: lastAttempt, StaleButton: stale, UntiedWord: untied,
 			Media: loader,
 		})
 	}
@@ -101,6 +105,26 @@ func (t *Turner) staleButton(ctx context.Context, p conversation.Pending, st tur
 	if st.Pending == nil || m.Reply == nil || (m.Reply.ID != assistant.ButtonYes && m.Reply.ID != assistant.ButtonNo) {
 		return false, nil
 	}
+	return t.notOnPrompt(ctx, p, st)
+}
+
+// untiedWord reports whether a typed confirming or rejecting word on a shared number does not
+// reply to the pending action's prompt (assistant.Input.UntiedWord): on a number another
+// business also writes from, "yes" may answer that business's message, so only a word whose
+// context is the prompt answers it. On a number of the tenant's own a typed word answers as it
+// always did.
+func (t *Turner) untiedWord(ctx context.Context, p conversation.Pending, st turnstate.State, shared bool) (bool, error) {
+	m := p.Message
+	if !shared || st.Pending == nil || m.Type != "text" || !assistant.IsAnswerWord(m.Text) {
+		return false, nil
+	}
+	return t.notOnPrompt(ctx, p, st)
+}
+
+// notOnPrompt reports whether p's message is not a reply (context) to the pending action's
+// prompt: it has no context, the prompt's Graph id is not known (never sent), or it is another.
+func (t *Turner) notOnPrompt(ctx context.Context, p conversation.Pending, st turnstate.State) (bool, error) {
+	m := p.Message
 	if m.ContextID == "" {
 		return true, nil
 	}

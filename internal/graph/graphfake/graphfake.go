@@ -63,8 +63,10 @@ const (
 
 // Request is one call the fake answered.
 type Request struct {
-	Method        string `json:"method"`
-	Path          string `json:"path"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Query is the raw query of a template call (a delete's name and hsm_id).
+	Query         string `json:"query,omitempty"`
 	PhoneNumberID string `json:"phone_number_id,omitempty"`
 	Kind          string `json:"kind"`
 	// Body is the decoded JSON body (numbers as json.Number); nil when it was not an object.

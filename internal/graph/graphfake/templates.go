@@ -23,7 +23,7 @@ import (
 //
 //	GET    /{version}/{waba_id}/message_templates?limit&after   {"data":[…],"paging":{…}}
 //	POST   /{version}/{waba_id}/message_templates               {"id","status":"PENDING","category"}
-//	DELETE /{version}/{waba_id}/message_templates?name=…        {"success":true}
+//	DELETE /{version}/{waba_id}/message_templates?name=…[&hsm_id=…] {"success":true}
 //	GET    /_fake/templates                                     {"templates":[…]}
 //	POST   /_fake/templates/status {"name","language","status","reason"}
 //
@@ -224,7 +224,7 @@ func (f *Fake) serveTemplates(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	waba := m[1]
-	rec := Request{Method: r.Method, Path: r.URL.Path, Kind: KindTemplate, Time: f.now()}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Kind: KindTemplate, Time: f.now()}
 	var status int
 	var resp any
 	switch r.Method {
@@ -235,7 +235,9 @@ func (f *Fake) serveTemplates(w http.ResponseWriter, r *http.Request) bool {
 		rec.RawBody = raw
 		status, resp = f.withAccount(r, waba, func(*signupState) any { return f.createTemplateLocked(raw, waba) })
 	case http.MethodDelete:
-		status, resp = f.withAccount(r, waba, func(*signupState) any { return f.deleteTemplateLocked(r.URL.Query().Get("name"), waba) })
+		status, resp = f.withAccount(r, waba, func(*signupState) any {
+			return f.deleteTemplateLocked(r.URL.Query().Get("name"), r.URL.Query().Get("hsm_id"), waba)
+		})
 	default:
 		status, resp = http.StatusBadRequest, metaError(Failure{Code: 100, Type: "GraphMethodException", Message: "Unsupported " + strings.ToLower(r.Method) + " request"}.withDefaults())
 	}
@@ -326,13 +328,17 @@ func (f *Fake) createTemplateLocked(raw []byte, waba string) any {
 	return map[string]any{"id": t.ID, "status": t.Status, "category": t.Category}
 }
 
-func (f *Fake) deleteTemplateLocked(name, waba string) any {
+// deleteTemplateLocked deletes name in every language, or with hsmID the one template of that id
+// (Meta's delete by id: the name must match it too).
+func (f *Fake) deleteTemplateLocked(name, hsmID, waba string) any {
 	if name == "" {
 		return failed{Failure{Code: 100, Message: "(#100) The parameter name is required."}.withDefaults()}
 	}
 	st := f.templatesLocked()
 	n := len(st.list)
-	st.list = slices.DeleteFunc(st.list, func(t *Template) bool { return t.WABAID == waba && t.Name == name })
+	st.list = slices.DeleteFunc(st.list, func(t *Template) bool {
+		return t.WABAID == waba && t.Name == name && (hsmID == "" || t.ID == hsmID)
+	})
 	if len(st.list) == n {
 		return failed{Failure{Code: 100, Subcode: 2593002, Message: "Message template not found",
 			Details: "No template named " + name + " in this account"}.withDefaults()}
