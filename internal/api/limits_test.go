@@ -20,6 +20,7 @@ import (
 	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/httpserver/httpservertest"
 	"github.com/wapipe/wapipe/internal/refusal"
+	"github.com/wapipe/wapipe/internal/signup"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 )
@@ -400,5 +401,30 @@ func TestTenantKeyLimit(t *testing.T) {
 	}
 	if statuses, _ := postAtOnce(t, client, 6, http.MethodGet, s.APIURL+"/v1/messages/msg_unknown", second, ""); statuses[http.StatusNotFound] != 5 {
 		t.Errorf("another key of the tenant, 6 at once: %v, want its own burst of 5 served", statuses)
+	}
+}
+
+// TestConnectRoutesLimitedPerAddress is the red team's KMS flood: every request to the connect
+// routes may open a sealed state (a Cloud KMS call) before anything is known of it. One address
+// gets ConnectBurst of them, then 429 rate_limited with Retry-After, beside the address limit of
+// the other keyless routes.
+func TestConnectRoutesLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, "")
+	codes := map[int]int{}
+	var retryAfter string
+	for range api.ConnectBurst + 5 {
+		resp, err := http.Get(s.APIURL + signup.ConnectPath + "?state=forged-state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests {
+			retryAfter = resp.Header.Get("Retry-After")
+		}
+	}
+	if codes[http.StatusTooManyRequests] != 5 || retryAfter == "" {
+		t.Errorf("answers %v (Retry-After %q), want %d served and 5 × 429 with Retry-After", codes, retryAfter, api.ConnectBurst)
 	}
 }

@@ -559,3 +559,26 @@ func (s *stack) addTenant(ctx context.Context, id, file, token string) string {
 	}
 	return key
 }
+
+// TestSharedAccountTemplateShare: on an account shared with other tenants, whose template limit
+// at Meta they share, a tenant creates at most its templates.max_created; past it, 403 and
+// nothing reaches Meta. A private account has no such cap.
+func TestSharedAccountTemplateShare(t *testing.T) {
+	t.Parallel()
+	const sharedNumber = "200000000000105"
+	s := newStack(t, "  - {phone_number_id: \""+sharedNumber+"\", waba_id: \""+waba+"\", shared: true}\ntemplates:\n  max_created: 1\n")
+	create := func(name string) answer {
+		t.Helper()
+		return s.templateCall(http.MethodPost, "/v1/templates", strings.Replace(orderReadyBody, `"order_ready"`, `"`+name+`"`, 1))
+	}
+	if a := create("first_one"); a.Status != http.StatusCreated {
+		t.Fatalf("the first template: %d %v", a.Status, a.Body)
+	}
+	before := len(s.Graph.Templates())
+	if a := create("second_one"); a.Status != http.StatusForbidden || a.errorCode() != "forbidden" {
+		t.Errorf("a second template past max_created 1: %d %v, want 403 forbidden", a.Status, a.Body)
+	}
+	if n := len(s.Graph.Templates()); n != before {
+		t.Errorf("%d templates at Meta after the refused creation, want %d", n, before)
+	}
+}

@@ -249,6 +249,17 @@ func (s *Templates) ForeignNames(ctx context.Context, tenantID, wabaID string) (
 	return out, nil
 }
 
+// CountCreatedIn counts the templates (each name in each language) tenantID created through
+// wapipe in the account wabaID. One query.
+func (s *Templates) CountCreatedIn(ctx context.Context, tenantID, wabaID string) (int, error) {
+	n, err := count(ctx, s.fs.Collection(TemplatesCollection).Where("tenant_id", "==", tenantID).
+		Where("waba_id", "==", wabaID).Where("created_by", "==", tenantID))
+	if err != nil {
+		return 0, fmt.Errorf("count the templates created in account %s: %w", wabaID, err)
+	}
+	return int(n), nil
+}
+
 // NameTakenBy returns the tenant other than tenantID that created a template named name in the
 // account wabaID through wapipe, "" when none did. One query.
 func (s *Templates) NameTakenBy(ctx context.Context, tenantID, wabaID, name string) (string, error) {

@@ -82,6 +82,7 @@ func Diff(prev, next *Tenant) []Change {
 	d.text("templates.reengage", fmtTemplate(prev.Templates.Reengage), fmtTemplate(next.Templates.Reengage))
 	d.text("templates.notify", fmtTemplate(prev.Templates.Notify), fmtTemplate(next.Templates.Notify))
 	d.text("templates.common", fmtNames(prev.Templates.Common), fmtNames(next.Templates.Common))
+	d.text("templates.max_created", fmtCap(prev.Templates.MaxCreated), fmtCap(next.Templates.MaxCreated))
 	return d.out
 }
 
@@ -328,4 +329,12 @@ func fmtNames(names []string) string {
 		return ""
 	}
 	return fmt.Sprintf("%q", names)
+}
+
+// fmtCap renders a cap that is its default when zero: "" then.
+func fmtCap(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }

@@ -272,6 +272,25 @@ type Templates struct {
 	// tenants that those tenants may list and send too; every other template it created there
 	// is its own.
 	Common []string `yaml:"common,omitempty" firestore:"common,omitempty"`
+	// MaxCreated caps the templates (each name in each language) this tenant may create
+	// through wapipe on an account it shares with other tenants, which share the account's
+	// template limit at Meta; DefaultMaxCreated when zero.
+	MaxCreated int `yaml:"max_created,omitempty" firestore:"max_created,omitempty"`
+}
+
+// DefaultMaxCreated is templates.max_created when the file says none (the contract's 50), and
+// MaxMaxCreated its highest value (Meta's limit for a verified account's templates).
+const (
+	DefaultMaxCreated = 50
+	MaxMaxCreated     = 6000
+)
+
+// CreatedCap is the templates the tenant may create on a shared account (templates.max_created).
+func (t Templates) CreatedCap() int {
+	if t.MaxCreated == 0 {
+		return DefaultMaxCreated
+	}
+	return t.MaxCreated
 }
 
 // Template names an approved template.

@@ -74,6 +74,9 @@ func (t *Tenant) validate() Problems {
 		checkTemplate(&c, "templates.reengage", r)
 		validateComponents(&c, "templates.reengage.components", r.Components)
 	}
+	if n := t.Templates.MaxCreated; n < 0 || n > MaxMaxCreated {
+		c.add("templates.max_created", "must be 1 to %d (absent: %d)", MaxMaxCreated, DefaultMaxCreated)
+	}
 	for i, name := range t.Templates.Common {
 		if !templateNameRE.MatchString(name) {
 			c.add(index("templates.common", i), "%q: a template name (lower-case letters, digits and underscores)", name)

@@ -38,6 +38,7 @@ type TemplateStore interface {
 	CreatedIn(ctx context.Context, tenantID, wabaID, name string) ([]store.Template, error)
 	NameTakenBy(ctx context.Context, tenantID, wabaID, name string) (string, error)
 	ForeignNames(ctx context.Context, tenantID, wabaID string) (map[string]string, error)
+	CountCreatedIn(ctx context.Context, tenantID, wabaID string) (int, error)
 }
 
 // TemplateAPI makes Graph's template calls with a tenant's token (GraphTemplates).
@@ -161,6 +162,17 @@ func (s *Server) handleTemplateCreate(w http.ResponseWriter, r *http.Request) {
 		if other != "" {
 			writeError(ctx, w, refusal.WithStatus(http.StatusConflict, refusal.TemplateNameTaken,
 				"template "+t.Name+" was created by another business on the account this tenant shares: choose another name"))
+			return
+		}
+		// The account's template limit at Meta is every sharing tenant's: each has its share.
+		n, err := s.deps.Templates.CountCreatedIn(ctx, rec.Tenant.ID, waba)
+		if err != nil {
+			writeError(ctx, w, err)
+			return
+		}
+		if limit := rec.Tenant.Templates.CreatedCap(); n >= limit {
+			writeError(ctx, w, refusal.WithStatus(http.StatusForbidden, refusal.Forbidden, fmt.Sprintf(
+				"this tenant created %d templates on the account it shares, its templates.max_created (%d): delete one, or raise it", n, limit)))
 			return
 		}
 	}
