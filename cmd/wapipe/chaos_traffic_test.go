@@ -176,7 +176,7 @@ func (k *booker) confirmLate(ctx context.Context) int {
 	k.b.mu.Unlock()
 	for _, i := range late {
 		if !k.confirm(ctx, i, 30*time.Second) {
-			k.b.problem("%s: no confirmation prompt, even after the replays", bookingContact(i))
+			k.b.problem("%s: no confirmation prompt, even after the replays; it got %s", bookingContact(i), sentTo(k.fake, bookingContact(i)))
 		}
 	}
 	return len(late)
@@ -211,6 +211,33 @@ func waitForPrompt(ctx context.Context, fake *graphfake.Fake, to string, wait ti
 		}
 	}
 	return ""
+}
+
+// sentTo describes what the fake took for to, for a failure's message: each send's type, its
+// text (a test's own words) cut short, and whether the fake gave it an id.
+func sentTo(fake *graphfake.Fake, to string) string {
+	var parts []string
+	for _, s := range fake.Sends() {
+		if s.Body["to"] != to {
+			continue
+		}
+		text := ""
+		if t, ok := s.Body["text"].(map[string]any); ok {
+			text, _ = t["body"].(string)
+		}
+		parts = append(parts, fmt.Sprintf("%v %q (id %v, key %v)", s.Body["type"], clipText(text, 60), s.MessageID != "", s.Body["biz_opaque_callback_data"]))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // apiSends is what the business's sends through /v1/messages did.

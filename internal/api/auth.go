@@ -99,25 +99,6 @@ func (s *Server) withAddressLimit(next http.Handler) http.Handler {
 	})
 }
 
-// ConnectRate and ConnectBurst are the connect routes' limit per client address: a person
-// connecting makes a handful of requests (the page, the button, the callback), while each request
-// may cost a Cloud KMS call to open its state, so a flood of forged states from one address is
-// cut off after ConnectBurst.
-const (
-	ConnectRate  = 1.0 / 6 // one request every 6 s, 10 a minute
-	ConnectBurst = 10
-)
-
-// withConnectLimit answers 429 to a client address over the connect routes' own limit
-// (ConnectRate), beside the address limit every keyless route has.
-func (s *Server) withConnectLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.refusedAt(w, r, s.byConnect.Allow(ratelimit.ClientAddr(r, !s.cfg.IsDev())), "connect") {
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
 // refusedAt answers d's refusal, if it is one, with 429 rate_limited and Retry-After in whole
 // seconds, and reports whether it did. One line is logged per episode (the first refusal since
 // the caller was last served), not one per refused request; scope says which limit (address or

@@ -133,7 +133,7 @@ func (c *Config) SignupEnabled() bool { return c.Signup().Enabled() }
 // Signup is the configuration of Embedded Signup (internal/signup).
 func (c *Config) Signup() signup.Config {
 	return signup.Config{AppID: c.MetaAppID, ConfigID: c.MetaConfigID, AppSecret: c.AppSecret,
-		PublicBaseURL: c.PublicBaseURL, DialogURL: c.FacebookDialogURL}
+		PublicBaseURL: c.PublicBaseURL, DialogURL: c.FacebookDialogURL, TrustProxy: !c.IsDev()}
 }
 
 // Secrets is the configuration of the keeper that seals the tokens Embedded Signup brings.

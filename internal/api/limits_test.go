@@ -406,14 +406,14 @@ func TestTenantKeyLimit(t *testing.T) {
 
 // TestConnectRoutesLimitedPerAddress is the red team's KMS flood: every request to the connect
 // routes may open a sealed state (a Cloud KMS call) before anything is known of it. One address
-// gets ConnectBurst of them, then 429 rate_limited with Retry-After, beside the address limit of
-// the other keyless routes.
+// gets signup.ConnectBurst of them, then 429 with Retry-After, beside the address limit of the
+// other keyless routes.
 func TestConnectRoutesLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, "")
 	codes := map[int]int{}
 	var retryAfter string
-	for range api.ConnectBurst + 5 {
+	for range signup.ConnectBurst + 5 {
 		resp, err := http.Get(s.APIURL + signup.ConnectPath + "?state=forged-state")
 		if err != nil {
 			t.Fatal(err)
@@ -425,6 +425,6 @@ func TestConnectRoutesLimitedPerAddress(t *testing.T) {
 		}
 	}
 	if codes[http.StatusTooManyRequests] != 5 || retryAfter == "" {
-		t.Errorf("answers %v (Retry-After %q), want %d served and 5 × 429 with Retry-After", codes, retryAfter, api.ConnectBurst)
+		t.Errorf("answers %v (Retry-After %q), want %d served and 5 × 429 with Retry-After", codes, retryAfter, signup.ConnectBurst)
 	}
 }

@@ -142,9 +142,6 @@ type Server struct {
 	// byAddress and byKey are the rate limits (API_RATE_PER_ADDRESS, API_RATE_PER_KEY; a
 	// tenant's limits.api for its keys).
 	byAddress, byKey *ratelimit.Limiter
-	// byConnect is the connect routes' own, lower limit per address (ConnectRate): each of
-	// their requests may open a sealed state, a Cloud KMS call, before anything is known of it.
-	byConnect *ratelimit.Limiter
 	// keyLimit is the configuration's limit of a key, for tenants that set none.
 	keyLimit ratelimit.Limit
 	// signup is Embedded Signup, mounted at its routes.
@@ -164,7 +161,6 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	return &Server{cfg: cfg, deps: deps, outbox: ob,
 		byAddress: ratelimit.New(limits.AddressRate, limits.AddressBurst, ratelimit.Options{Now: deps.Now}),
 		byKey:     ratelimit.New(limits.KeyRate, limits.KeyBurst, ratelimit.Options{Now: deps.Now}),
-		byConnect: ratelimit.New(ConnectRate, ConnectBurst, ratelimit.Options{Now: deps.Now}),
 		keyLimit:  ratelimit.Limit{Rate: limits.KeyRate, Burst: limits.KeyBurst},
 		signup: signup.New(cfg.Signup(), signup.Deps{Tenants: deps.Tenants, Sends: deps.Sends, Tasks: deps.Tasks,
 			Graph: deps.Graph, Keeper: deps.Keeper, Now: deps.Now}),
@@ -195,7 +191,7 @@ func (s *Server) Routes() http.Handler {
 			r.Post("/v1/media", s.handleUpload)                      // media.go
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.withAddressLimit, s.withConnectLimit)
+			r.Use(s.withAddressLimit)
 			s.signup.Routes(r)
 		})
 	})

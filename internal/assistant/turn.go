@@ -600,10 +600,12 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 		SenderLimited: shareLimited,
 	})
 	switch {
-	case err != nil && ctx.Err() != nil:
+	case err != nil && (ctx.Err() != nil || !t.in.LastAttempt):
+		// Like the sender check's: the turn is redone (its task's retry, after a last attempt the
+		// sweep), since a store that failed now (an outage of seconds) may answer then.
 		return false, fmt.Errorf("%w: quota: %w", ErrRetry, err)
 	case err != nil:
-		// Fail safe: no call without a counted reservation.
+		// Fail safe on the last attempt: no call without a counted reservation.
 		t.event, t.reason, t.cause = EventQuotaBlocked, ReasonQuotaCheckError, err
 		t.replies.system(t.lang, i18n.Unavailable)
 		return false, nil

@@ -533,10 +533,11 @@ func TestTurn(t *testing.T) {
 				Replies: []replyView{{Text: "Halo!"}}},
 		},
 		{
-			name:  "a failing quota check blocks the call and sends the fallback",
-			edit:  []func(*tenant.Tenant){quota(100)},
-			msg:   textMsg("m-1", ownerID, "halo"),
-			guard: func(g *assistanttest.Guard) { g.FailQuota(errors.New("firestore: deadline exceeded")) },
+			name:        "a failing quota check on the last attempt blocks the call and sends the fallback",
+			edit:        []func(*tenant.Tenant){quota(100)},
+			msg:         textMsg("m-1", ownerID, "halo"),
+			guard:       func(g *assistanttest.Guard) { g.FailQuota(errors.New("firestore: deadline exceeded")) },
+			lastAttempt: true,
 			want: view{Event: "quota_blocked", Reason: "quota_check_error", QuotaChecks: 1, HasCause: true,
 				Replies: []replyView{sys("id", i18n.Unavailable)}},
 		},
@@ -655,6 +656,23 @@ func TestTurnRetriesWhenTheLLMIsUnavailable(t *testing.T) {
 	}
 	if got := g.Usage(tenantID, turnstate.Period(t0)); got != 1 {
 		t.Errorf("usage = %d after one turn redone once; want 1", got)
+	}
+}
+
+// TestTurnRetriesWhenTheQuotaCannotBeChecked: a quota check that fails (a store outage of
+// seconds) before the last attempt makes no call and answers nothing: the turn is redone, as for
+// the sender check, and only the last attempt answers "unavailable".
+func TestTurnRetriesWhenTheQuotaCannotBeChecked(t *testing.T) {
+	t.Parallel()
+	g := assistanttest.NewGuard()
+	g.FailQuota(errors.New("firestore: deadline exceeded"))
+	x := assistanttest.NewExtractor()
+	_, err := assistant.New(x, g).Turn(context.Background(), input(newTenant(t, quota(100)), textMsg("m-1", ownerID, "halo"), t0, turnstate.State{}))
+	if !errors.Is(err, assistant.ErrRetry) {
+		t.Fatalf("Turn error = %v; want ErrRetry", err)
+	}
+	if x.Calls() != 0 {
+		t.Errorf("LLM calls %d; want none without a counted reservation", x.Calls())
 	}
 }
 

@@ -3,12 +3,14 @@ package signup
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/outbox"
+	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
 )
@@ -22,7 +24,19 @@ type Config struct {
 	PublicBaseURL string
 	// DialogURL is Meta's OAuth dialog (FACEBOOK_DIALOG_URL).
 	DialogURL string
+	// TrustProxy: the client's address is the last X-Forwarded-For entry (behind Google's front
+	// end, outside dev), else the connection's (ratelimit.ClientAddr).
+	TrustProxy bool
 }
+
+// ConnectRate and ConnectBurst are the flow's own limit per client address, on top of the
+// limit the api puts on every keyless route: a person connecting makes a handful of requests
+// (the page, the button, the callback), while each request may open a sealed state, a Cloud KMS
+// call, before anything is known of it.
+const (
+	ConnectRate  = 1.0 / 6 // one request every 6 s once the burst is spent
+	ConnectBurst = 10
+)
 
 // Enabled reports whether Embedded Signup is configured.
 func (c Config) Enabled() bool { return c.AppID != "" }
@@ -60,17 +74,37 @@ type Deps struct {
 
 // Server serves the flow's routes.
 type Server struct {
-	cfg  Config
-	deps Deps
+	cfg       Config
+	deps      Deps
+	byAddress *ratelimit.Limiter
 }
 
 // New returns the flow over deps.
-func New(cfg Config, deps Deps) *Server { return &Server{cfg: cfg, deps: deps} }
+func New(cfg Config, deps Deps) *Server {
+	return &Server{cfg: cfg, deps: deps, byAddress: ratelimit.New(ConnectRate, ConnectBurst, ratelimit.Options{Now: deps.Now})}
+}
 
 // Routes adds the flow's routes to r, under whatever limits the api puts on r (the caller's
 // address: the pages take no API key). The api wraps its whole handler in HideSecrets.
 func (s *Server) Routes(r chi.Router) {
-	r.Get(ConnectPath, s.handleConnectPage)
-	r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
-	r.Get(CallbackPath, s.handleCallback)
+	r.Group(func(r chi.Router) {
+		r.Use(s.limit)
+		r.Get(ConnectPath, s.handleConnectPage)
+		r.Method(http.MethodPost, ConnectPath, s.handleConnectStart())
+		r.Get(CallbackPath, s.handleCallback)
+	})
+}
+
+// limit answers 429, with Retry-After and a page saying so, to a client address over
+// ConnectRate.
+func (s *Server) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := s.byAddress.Allow(ratelimit.ClientAddr(r, s.cfg.TrustProxy))
+		if d.OK {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d.RetryAfter+time.Second-1)/time.Second))))
+		page(w, http.StatusTooManyRequests, "Too many requests", "Too many requests from your address: wait a minute, then open the link again.")
+	})
 }
