@@ -12,4 +12,7 @@
 // into its answer to Cloud Tasks; its dependencies are small interfaces declared here, and
 // nothing here calls back into the service that mounted it. Replies and actions leave through
 // the runner's Sender and Actions (delivery.ReplySender, actionrun.Queue).
+//
+// The single-tenant default's messages (a number no tenant owns) have no conversation: Default
+// applies their events and composes the Responder's reply, which the worker sends once.
 package turn
