@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -111,7 +110,7 @@ func (s *Server) refusedAt(w http.ResponseWriter, r *http.Request, d ratelimit.D
 		logging.FromContext(r.Context()).WarnContext(r.Context(), "request refused: rate limit", "event", "api_rate_limited",
 			"scope", scope, "retry_after_ms", d.RetryAfter.Milliseconds())
 	}
-	secs := max(1, int((d.RetryAfter+time.Second-1)/time.Second))
+	secs := d.RetryAfterSeconds()
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	fail(w, r, refusal.New(refusal.RateLimited, fmt.Sprintf("too many requests, retry in %d s", secs)))
 	return true

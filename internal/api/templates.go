@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // The /v1/templates routes manage the tenant's message templates at Meta. The api holds no
@@ -23,7 +26,7 @@ import (
 // TemplateReader reads what wapipe knows of a tenant's template; *store.Templates implements it.
 type TemplateReader interface {
 	Get(ctx context.Context, tenantID, name, language string) (store.Template, error)
-	ForeignNames(ctx context.Context, tenantID, wabaID string) (map[string]string, error)
+	ForeignOwner(ctx context.Context, tenantID, wabaID, name string) (string, error)
 }
 
 // templateCategories are Meta's template categories.
@@ -232,24 +235,28 @@ func (s *Server) templateOfAnother(ctx context.Context, tenantID string, req Sen
 	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
 		return nil
 	}
-	rec, err := s.deps.Tenants.Get(ctx, tenantID)
+	// The per-instance cache the key's limit was read from (keyLimitOf): no read of its own.
+	read := s.deps.Tenants.Get
+	if s.deps.Settings != nil {
+		read = s.deps.Settings.Tenant
+	}
+	rec, err := read(ctx, tenantID)
 	if err != nil {
 		return err
 	}
-	waba := ""
-	for _, p := range rec.Tenant.PhoneNumbers {
-		if p.PhoneNumberID == req.PhoneNumberID || (req.PhoneNumberID == "" && len(rec.Tenant.PhoneNumbers) == 1) {
-			waba = p.WABAID
-		}
+	number, err := outbox.SenderNumber(rec.Tenant, req.PhoneNumberID)
+	if err != nil {
+		return nil // not a number of the tenant's: the outbox refuses the send
 	}
-	if waba == "" || !rec.Tenant.SharesWABA(waba) {
+	waba := rec.Tenant.PhoneNumbers[slices.IndexFunc(rec.Tenant.PhoneNumbers, func(p tenant.PhoneNumber) bool { return p.PhoneNumberID == number })].WABAID
+	if !rec.Tenant.SharesWABA(waba) {
 		return nil
 	}
-	foreign, err := s.deps.Templates.ForeignNames(ctx, tenantID, waba)
+	owner, err := s.deps.Templates.ForeignOwner(ctx, tenantID, waba, req.Template.Name)
 	if err != nil {
 		return err
 	}
-	if _, theirs := foreign[req.Template.Name]; theirs {
+	if owner != "" {
 		return refusal.New(refusal.Forbidden, fmt.Sprintf(
 			"template %s was created by another business on the account this number shares, which does not share it: it is not sent", req.Template.Name))
 	}

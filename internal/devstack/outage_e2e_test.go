@@ -71,21 +71,7 @@ func TestMetaOutageRepliesResentAutomatically(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, project := testenv.Firestore(t)
-	queues := testenv.FastQueues(t)
-	tpl := queues.Templates[tasks.TenantOutboundTemplate]
-	tpl.RetryConfig.MaxAttempts = 2
-	queues.Templates[tasks.TenantOutboundTemplate] = tpl
-	logs := &testenv.LogBuffer{}
-	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: testenv.FirestoreHost(t), Project: project, Queues: queues, Tenants: [][]byte{tenants.Sample()},
-		Logs: func(string) io.Writer { return logs }, SweepEvery: 300 * time.Millisecond,
-		WorkerConfig: func(c *worker.Config) { c.ReconcileWindow = 5 * time.Second },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Stop)
+	st, logs := startOutageStack(ctx, t)
 	db, err := store.OpenEmulator(ctx, st.FirestoreHost, st.Project, "")
 	if err != nil {
 		t.Fatal(err)
@@ -167,21 +153,7 @@ func TestHeldConfirmationStillConfirms(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, project := testenv.Firestore(t)
-	queues := testenv.FastQueues(t)
-	tpl := queues.Templates[tasks.TenantOutboundTemplate]
-	tpl.RetryConfig.MaxAttempts = 2
-	queues.Templates[tasks.TenantOutboundTemplate] = tpl
-	logs := &testenv.LogBuffer{}
-	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: testenv.FirestoreHost(t), Project: project, Queues: queues, Tenants: [][]byte{tenants.Sample()},
-		Logs: func(string) io.Writer { return logs }, SweepEvery: 300 * time.Millisecond,
-		WorkerConfig: func(c *worker.Config) { c.ReconcileWindow = 5 * time.Second },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Stop)
+	st, logs := startOutageStack(ctx, t)
 	go postStatuses(ctx, t, st)
 
 	const owner, other = "16505551234", "6281200000009" // the sample tenant's owner may book
@@ -214,4 +186,27 @@ func TestHeldConfirmationStillConfirms(t *testing.T) {
 	if n := len(prompts()); n != 1 {
 		t.Errorf("%d prompts sent, want 1", n)
 	}
+}
+
+// startOutageStack is the whole stack with the sample tenant for the outage tests: the tenant's
+// queue has two attempts (so a wait outlives its task and is held on its record), the sweep runs
+// every 300 ms and the reconcile window is 5 s. Its logs are returned.
+func startOutageStack(ctx context.Context, t *testing.T) (*devstack.Stack, *testenv.LogBuffer) {
+	t.Helper()
+	_, project := testenv.Firestore(t)
+	queues := testenv.FastQueues(t)
+	tpl := queues.Templates[tasks.TenantOutboundTemplate]
+	tpl.RetryConfig.MaxAttempts = 2
+	queues.Templates[tasks.TenantOutboundTemplate] = tpl
+	logs := &testenv.LogBuffer{}
+	st, err := devstack.Start(ctx, devstack.Options{
+		FirestoreHost: testenv.FirestoreHost(t), Project: project, Queues: queues, Tenants: [][]byte{tenants.Sample()},
+		Logs: func(string) io.Writer { return logs }, SweepEvery: 300 * time.Millisecond,
+		WorkerConfig: func(c *worker.Config) { c.ReconcileWindow = 5 * time.Second },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Stop)
+	return st, logs
 }

@@ -187,7 +187,10 @@ func (o *Tenants) checkSharedMembers(ctx context.Context, t *tenant.Tenant) erro
 		if err != nil {
 			return fmt.Errorf("read shared number %s: %w", p.PhoneNumberID, err)
 		}
-		others := slices.DeleteFunc(slices.Clone(u.TenantIDs), func(id string) bool { return id == t.ID })
+		others, err := o.otherTenants(ctx, u.TenantIDs, t.ID)
+		if err != nil {
+			return err
+		}
 		for i, m := range t.Members {
 			if prev.Tenant != nil {
 				if _, listed := prev.Tenant.MemberOf(m.Identity()); listed {
@@ -211,29 +214,46 @@ func (o *Tenants) checkSharedMembers(ctx context.Context, t *tenant.Tenant) erro
 	return nil
 }
 
-// memberElsewhere is the first of tenant ids others whose member person is on the shared number
-// phoneNumberID, by file or by invite; "" when none.
-func (o *Tenants) memberElsewhere(ctx context.Context, phoneNumberID string, others []string, person contact.Identity) (string, error) {
+// otherTenants reads the tenants ids lists but self, once for all of a file's members; a tenant
+// gone meanwhile is left out.
+func (o *Tenants) otherTenants(ctx context.Context, ids []string, self string) ([]*tenant.Tenant, error) {
+	var out []*tenant.Tenant
+	for _, id := range ids {
+		if id == self {
+			continue
+		}
+		rec, err := o.Store.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read tenant %s: %w", id, err)
+		}
+		out = append(out, rec.Tenant)
+	}
+	return out, nil
+}
+
+// memberElsewhere is the first of the tenants others whose member person is on the shared number
+// phoneNumberID, by invite there or by file; "" when none.
+func (o *Tenants) memberElsewhere(ctx context.Context, phoneNumberID string, others []*tenant.Tenant, person contact.Identity) (string, error) {
 	if len(others) == 0 {
 		return "", nil
 	}
-	sc, err := o.Store.SharedContact(ctx, phoneNumberID, others, person)
+	ids := make([]string, len(others))
+	for i, tn := range others {
+		ids[i] = tn.ID
+	}
+	sc, err := o.Store.SharedContact(ctx, phoneNumberID, ids, person)
 	if err != nil {
 		return "", fmt.Errorf("read the members of shared number %s: %w", phoneNumberID, err)
 	}
 	if len(sc.Joined) > 0 {
 		return sc.Joined[0], nil
 	}
-	for _, id := range others {
-		rec, err := o.Store.Get(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("read tenant %s: %w", id, err)
-		}
-		if _, ok := rec.Tenant.MemberOf(person); ok {
-			return id, nil
+	for _, tn := range others {
+		if _, ok := tn.MemberOf(person); ok {
+			return tn.ID, nil
 		}
 	}
 	return "", nil

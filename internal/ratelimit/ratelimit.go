@@ -63,6 +63,12 @@ type Decision struct {
 	First bool
 }
 
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up and at least 1: the value of a
+// refusal's Retry-After header.
+func (d Decision) RetryAfterSeconds() int {
+	return max(1, int((d.RetryAfter+time.Second-1)/time.Second))
+}
+
 // Allow takes a token from key's bucket.
 func (l *Limiter) Allow(key string) Decision {
 	return l.AllowLimit(key, Limit{Rate: l.rate, Burst: int(l.burst)})

@@ -205,3 +205,16 @@ func TestClientAddr(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		after time.Duration
+		want  int
+	}{{0, 1}, {time.Millisecond, 1}, {time.Second, 1}, {1001 * time.Millisecond, 2}, {6 * time.Second, 6}}
+	for _, tc := range tests {
+		if got := (ratelimit.Decision{RetryAfter: tc.after}).RetryAfterSeconds(); got != tc.want {
+			t.Errorf("RetryAfterSeconds(%s) = %d, want %d", tc.after, got, tc.want)
+		}
+	}
+}

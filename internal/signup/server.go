@@ -104,7 +104,7 @@ func (s *Server) limit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d.RetryAfter+time.Second-1)/time.Second))))
+		w.Header().Set("Retry-After", strconv.Itoa(d.RetryAfterSeconds()))
 		page(w, http.StatusTooManyRequests, "Too many requests", "Too many requests from your address: wait a minute, then open the link again.")
 	})
 }

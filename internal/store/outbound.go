@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/wapipe/wapipe/internal/logging"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -444,24 +444,14 @@ func sameRecipient(rec OutboundRecord, u StatusUpdate) bool {
 	switch {
 	case len(u.RecipientHashes) == 0 && u.RecipientPhone == "" && u.RecipientUserID == "" && u.RecipientParentUserID == "":
 		return true
-	case rec.ToHash != "" && len(u.RecipientHashes) > 0 && slices.Contains(u.RecipientHashes, rec.ToHash):
+	case rec.ToHash != "" && slices.Contains(u.RecipientHashes, rec.ToHash):
 		return true
-	case digitsOf(rec.To) != "" && digitsOf(rec.To) == digitsOf(u.RecipientPhone):
+	case logging.NormalizePhone(rec.To) != "" && logging.NormalizePhone(rec.To) == logging.NormalizePhone(u.RecipientPhone):
 		return true
 	case rec.Recipient != "" && (rec.Recipient == u.RecipientUserID || rec.Recipient == u.RecipientParentUserID):
 		return true
 	}
 	return rec.ToHash == "" && rec.To == "" && rec.Recipient == ""
-}
-
-// digitsOf is s's digits alone.
-func digitsOf(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, s)
 }
 
 // ApplyStatus applies a delivery status to the record it is about, found by the echoed key or

@@ -199,11 +199,11 @@ func (s *Templates) RecordCreated(ctx context.Context, t Template, at time.Time)
 // CreatedIn returns the templates named name that tenantID created through wapipe in the
 // account wabaID, each language its own (Meta's id in ID). One query.
 func (s *Templates) CreatedIn(ctx context.Context, tenantID, wabaID, name string) ([]Template, error) {
-	all, err := s.named(ctx, wabaID, name)
+	all, err := s.inAccount(ctx, wabaID, name)
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(all, func(t Template) bool { return t.CreatedBy != tenantID || t.TenantID != tenantID }), nil
+	return slices.DeleteFunc(all, func(t Template) bool { return t.creator() != tenantID }), nil
 }
 
 // ForeignNames returns, by name, the templates of the account wabaID that a tenant other than
@@ -212,23 +212,34 @@ func (s *Templates) CreatedIn(ctx context.Context, tenantID, wabaID, name string
 // neither lists nor sends them. A template made outside wapipe (WhatsApp Manager) has no creator
 // and is nobody's to withhold. One query, and one read per creator.
 func (s *Templates) ForeignNames(ctx context.Context, tenantID, wabaID string) (map[string]string, error) {
-	snaps, err := s.fs.Collection(TemplatesCollection).Where("waba_id", "==", wabaID).Documents(ctx).GetAll()
+	all, err := s.inAccount(ctx, wabaID, "")
 	if err != nil {
-		return nil, fmt.Errorf("list the templates of account %s: %w", wabaID, err)
+		return nil, err
 	}
-	creators := map[string]string{}
-	for _, sn := range snaps {
-		var t Template
-		if err := sn.DataTo(&t); err != nil {
-			return nil, fmt.Errorf("decode template %s: %w", sn.Ref.ID, err)
-		}
-		if t.CreatedBy != "" && t.CreatedBy != tenantID && t.TenantID == t.CreatedBy {
-			creators[t.Name] = t.CreatedBy
-		}
+	return s.withheld(ctx, tenantID, all)
+}
+
+// ForeignOwner is ForeignNames for the one template name: its creator when it withholds it from
+// tenantID, else "". One query, and at most one read.
+func (s *Templates) ForeignOwner(ctx context.Context, tenantID, wabaID, name string) (string, error) {
+	all, err := s.inAccount(ctx, wabaID, name)
+	if err != nil {
+		return "", err
 	}
+	foreign, err := s.withheld(ctx, tenantID, all)
+	return foreign[name], err
+}
+
+// withheld is, by name, those of ts that a tenant other than tenantID created and does not list
+// in its templates.common, with their creator.
+func (s *Templates) withheld(ctx context.Context, tenantID string, ts []Template) (map[string]string, error) {
 	common := map[string][]string{}
 	out := map[string]string{}
-	for name, c := range creators {
+	for _, t := range ts {
+		c := t.creator()
+		if c == "" || c == tenantID {
+			continue
+		}
 		shared, ok := common[c]
 		if !ok {
 			rec, err := s.tenants.Get(ctx, c)
@@ -242,8 +253,8 @@ func (s *Templates) ForeignNames(ctx context.Context, tenantID, wabaID string) (
 			}
 			common[c] = shared
 		}
-		if !slices.Contains(shared, name) {
-			out[name] = c
+		if !slices.Contains(shared, t.Name) {
+			out[t.Name] = c
 		}
 	}
 	return out, nil
@@ -263,33 +274,49 @@ func (s *Templates) CountCreatedIn(ctx context.Context, tenantID, wabaID string)
 // NameTakenBy returns the tenant other than tenantID that created a template named name in the
 // account wabaID through wapipe, "" when none did. One query.
 func (s *Templates) NameTakenBy(ctx context.Context, tenantID, wabaID, name string) (string, error) {
-	all, err := s.named(ctx, wabaID, name)
+	all, err := s.inAccount(ctx, wabaID, name)
 	if err != nil {
 		return "", err
 	}
 	for _, t := range all {
-		if t.CreatedBy != "" && t.CreatedBy != tenantID {
-			return t.CreatedBy, nil
+		if c := t.creator(); c != "" && c != tenantID {
+			return c, nil
 		}
 	}
 	return "", nil
 }
 
-// named returns the records of every tenant's template name in wabaID.
-func (s *Templates) named(ctx context.Context, wabaID, name string) ([]Template, error) {
-	snaps, err := s.fs.Collection(TemplatesCollection).Where("waba_id", "==", wabaID).Where("name", "==", name).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("find template %s: %w", name, err)
+// inAccount returns every tenant's records of the templates in the account wabaID: all of them,
+// or those named name when it is not "".
+func (s *Templates) inAccount(ctx context.Context, wabaID, name string) ([]Template, error) {
+	q := s.fs.Collection(TemplatesCollection).Where("waba_id", "==", wabaID)
+	if name != "" {
+		q = q.Where("name", "==", name)
 	}
-	out := make([]Template, 0, len(snaps))
-	for _, sn := range snaps {
-		var t Template
-		if err := sn.DataTo(&t); err != nil {
-			return nil, fmt.Errorf("decode template %s: %w", sn.Ref.ID, err)
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list the templates of account %s: %w", wabaID, err)
+	}
+	ts, err := decodeAll[Template](snaps)
+	if err != nil {
+		return nil, fmt.Errorf("decode the templates of account %s: %w", wabaID, err)
+	}
+	out := make([]Template, 0, len(ts))
+	for _, t := range ts {
+		if t != nil {
+			out = append(out, *t)
 		}
-		out = append(out, t)
 	}
 	return out, nil
+}
+
+// creator is the tenant that created t through wapipe, as that tenant's own record of it says:
+// "" for a template made elsewhere, and for another tenant's record of a listing.
+func (t Template) creator() string {
+	if t.CreatedBy != "" && t.CreatedBy == t.TenantID {
+		return t.CreatedBy
+	}
+	return ""
 }
 
 // DeleteOne removes tenantID's template name in language. One write.
