@@ -80,6 +80,13 @@ func OutboundTaskID(messageID string) string {
 	return hashID("outbound", messageID) + "-out"
 }
 
+// ChosenTaskID is the task id of the outbound task of a message held until its sender chose a
+// tenant on a shared number (package choice): not OutboundTaskID, whose name its first task
+// took, and deterministic, so a retried release creates no second task.
+func ChosenTaskID(messageID string) string {
+	return hashID("chosen", messageID) + "-out"
+}
+
 // IdempotencyKey is the key of the outbound record (outbound_messages) for the reply to an
 // inbound message. It also travels to Meta as biz_opaque_callback_data, so a status webhook can
 // name the record it is about. It is keyed (keyedid.Keyer.ReplyKey): whoever else sees the

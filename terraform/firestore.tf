@@ -53,6 +53,10 @@ locals {
     "calls",
     "actions",
     "connect_states",
+    "held_messages",
+    "choice_questions",
+    "billed_messages",
+    "budget_alerts",
   ]
 }
 

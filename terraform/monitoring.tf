@@ -45,6 +45,14 @@ locals {
       terms       = ["jsonPayload.event=\"action_failed\"", "severity=\"ERROR\""]
       doc         = "A business action failed for good (`reason`: retries_exhausted, permanent or not_configured) and the user was told. Check the tenant's action endpoint; `wapipe inspect` on the `action_id` shows the attempts."
     }
+    # internal/budget: a tenant's spending reached 80 % (WARNING) or 100 % (ERROR) of its
+    # monthly budget; its alert roles were told on WhatsApp.
+    budget_threshold = {
+      title       = "tenant's spending reached its budget threshold"
+      description = "A tenant's month reached 80 % or 100 % of budget.monthly_usd (budget_threshold)."
+      terms       = ["jsonPayload.event=\"budget_threshold\""]
+      doc         = "A tenant's spending this month (Meta's messages and the model) reached 80 % or 100 % (`percent`) of its budget. Past 100 % the assistant answers with the quota notice until the month ends. `wapipe tenants usage ID` shows the month; raise `budget.monthly_usd` in the tenant file to lift it."
+    }
     # internal/health/handler.go: a queue whose oldest task waits longer than 10 minutes, logged
     # each time the worker computes its health report (GET /internal/health).
     queue_stalled = {

@@ -21,7 +21,7 @@ func credentials(ctx context.Context, ops *operator.Tenants, db *store.DB, c con
 	tenants := store.NewTenants(db, store.Options{})
 	sends := store.NewSends(db, store.Options{})
 	return &operator.Credentials{
-		Tenants: ops, Keys: store.NewAPIKeys(db, store.Options{}), Secrets: tenants,
+		Tenants: ops, Keys: store.NewAPIKeys(db, store.Options{}), Secrets: tenants, Keyer: db.Keyer(),
 		Release: func(ctx context.Context, id string) (int, error) {
 			n, err := sends.CountParked(ctx, id)
 			if err != nil || n == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,10 +15,13 @@ import (
 	"github.com/wapipe/wapipe/internal/apikey"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/operator"
+	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/turnstate"
+	"github.com/wapipe/wapipe/internal/usage"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -34,6 +38,7 @@ const tenantsUsage = `Usage: wapipe tenants apply -f FILE [--dry-run] [--allow-s
        wapipe tenants approve-waba [flags] ID WABA
        wapipe tenants remove-member [flags] ID WA_ID
        wapipe tenants delete [--yes] [flags] ID
+       wapipe tenants usage [--month YYYY-MM] [flags] ID
 
 Manages tenants (Firestore tenants, phone_numbers) and their send queues (wa-out-<id>).
 
@@ -53,6 +58,9 @@ api-key  creates a key for POST /v1/messages; printed once, alone on the last li
          days (90d, 1d12h).
 api-keys one row per key of the tenant: prefix, state (active, revoked, expired), created,
          last used (to the minute), expires. Never the key.
+usage    what the tenant's month cost (UTC; default this month), as GET /v1/usage answers it:
+         Meta's messages by category and the model's tokens, each with its exact amount in
+         USD, the total, the budget and what remains. A bad or future month exits 1.
 revoke-key revokes the tenant's key PREFIX (as api-keys lists it): the api answers 401 to it
          from the next request.
 connect-link prints a signed link (valid 1 hour, usable once) to the api service's Embedded
@@ -94,6 +102,7 @@ type tenantsRun struct {
 	file, role       string
 	kmsKey, graphURL string
 	expires          string
+	month            string
 	publicURL        string
 	dryRun, noVerify bool
 	allowShared      bool
@@ -128,6 +137,7 @@ var tenantsVerbs = map[string]tenantsVerb{
 	"revoke-key":    {checkArgs(2, "revoke-key takes a tenant id and a key prefix (see wapipe tenants api-keys ID)"), runTenantsRevokeKey},
 	"remove-member": {checkOps, runTenantsOpsVerb},
 	"delete":        {checkOps, runTenantsOpsVerb},
+	"usage":         {checkOneID, runTenantsUsage},
 }
 
 func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -138,12 +148,12 @@ func runTenants(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) == 0 {
-		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete (see wapipe tenants --help)")
+		return usageErrorf("want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member, delete or usage (see wapipe tenants --help)")
 	}
 	t.verb, t.rest = pos[0], pos[1:]
 	verb, ok := tenantsVerbs[t.verb]
 	if !ok {
-		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member or delete", t.verb)
+		return usageErrorf("unknown tenants command %q: want apply, list, show, set-token, invite, api-key, api-keys, revoke-key, connect-link, action-secret, approve-waba, remove-member, delete or usage", t.verb)
 	}
 	if err := verb.check(t); err != nil {
 		return err
@@ -173,6 +183,7 @@ func (t *tenantsRun) flags() *flagSet {
 	fs.BoolVar(&t.dryRun, "dry-run", false, "apply: say what would change; write nothing")
 	fs.BoolVar(&t.allowShared, "allow-shared-member", false, "apply: list members who are already another tenant's on a shared number the file lists")
 	fs.BoolVar(&t.noVerify, "no-verify", false, "set-token: do not check the token with Meta (you vouch for it)")
+	fs.StringVar(&t.month, "month", "", "usage: the month, YYYY-MM (UTC); default this month")
 	fs.StringVar(&t.expires, "expires", "", "api-key: the key expires after this long (90d, 720h); default never")
 	fs.StringVar(&t.role, "role", string(tenant.DefaultRole), "invite: the role the invite gives: owner, admin or member")
 	fs.StringVar(&t.kmsKey, "kms-key", os.Getenv("KMS_KEY_NAME"), "set-token: Cloud KMS key (env KMS_KEY_NAME); empty with APP_ENV=dev: the development key")
@@ -336,6 +347,20 @@ func runTenantsAPIKeys(ctx context.Context, t *tenantsRun) error {
 		return nil
 	}
 	return writeAPIKeys(t.stdout, keys)
+}
+
+func runTenantsUsage(ctx context.Context, t *tenantsRun) error {
+	r := usage.Reporter{Ledgers: store.NewGuard(t.db, store.Options{}), Tenants: tenantcache.NewTenantCache(store.NewTenants(t.db, store.Options{}), 0)}
+	rep, err := r.Report(ctx, t.rest[0], t.month)
+	if ref, ok := refusal.As(err); ok {
+		return usageErrorf("%s", ref.Message)
+	}
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(t.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
 
 func runTenantsRevokeKey(ctx context.Context, t *tenantsRun) error {

@@ -25,6 +25,7 @@ import (
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/internal/templatecheck"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -381,12 +382,6 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, ref)
 		return
 	}
-	if err := s.phoneRequired(ctx, tenantID, req); err != nil { // templates.go
-		logger.InfoContext(ctx, "send refused: an authentication template needs a phone number", "event", "api_send_refused",
-			"code", refusal.PhoneNumberRequired)
-		fail(w, r, err)
-		return
-	}
 	if optedOut, err := s.optedOut(ctx, tenantID, req); err != nil {
 		fail(w, r, err)
 		return
@@ -395,13 +390,10 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, refusal.New(refusal.ContactOptedOut, "the contact stopped marketing messages from this business: a MARKETING template is not sent (Meta would refuse it with 131050)"))
 		return
 	}
-	if err := s.templateOfAnother(ctx, tenantID, req); err != nil { // templates.go
-		logger.InfoContext(ctx, "send refused: another business's template", "event", "api_send_refused", "code", refusal.Forbidden)
-		fail(w, r, err)
-		return
-	}
-	if err := s.templateNotApproved(ctx, tenantID, req); err != nil { // templates.go
-		logger.InfoContext(ctx, "send refused: template not approved", "event", "api_send_refused", "code", refusal.TemplateNotApproved)
+	if err := (templatecheck.Checker{Templates: s.deps.Templates, Tenants: s.deps.Settings}).Check(ctx, tenantID, req.PhoneNumberID, req.To, req.Message()); err != nil {
+		if ref, ok := refusal.As(err); ok {
+			logger.InfoContext(ctx, "send refused: the template may not be sent", "event", "api_send_refused", "code", ref.Code)
+		}
 		fail(w, r, err)
 		return
 	}
@@ -512,4 +504,22 @@ func failureReason(rec store.OutboundRecord) string {
 var legacyReasons = map[string]bool{
 	delivery.ReasonOutsideWindow: true, delivery.ReasonNoToken: true, delivery.ReasonTenantNotFound: true,
 	delivery.ReasonTokenUnreadable: true, delivery.ReasonMalformedMessage: true, delivery.ReasonOutcomeUnknown: true,
+}
+
+// handleUsage answers GET /v1/usage?month=YYYY-MM: the caller's month, in the contract's shape.
+func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
+	r, tenantID, ok := s.caller(w, r)
+	if !ok {
+		return
+	}
+	if s.deps.Usage == nil {
+		fail(w, r, errors.New("no usage reporter"))
+		return
+	}
+	rep, err := s.deps.Usage.Report(r.Context(), tenantID, r.URL.Query().Get("month"))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/ratelimit"
@@ -25,6 +26,7 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenantcache"
+	"github.com/wapipe/wapipe/internal/usage"
 )
 
 // KeyReader reads API keys and records their use; *store.APIKeys implements it.
@@ -94,6 +96,10 @@ type Deps struct {
 	// Graph calls Meta for Embedded Signup; it has no token of its own.
 	Graph  *graph.Client
 	Keeper Keeper
+	// Keyer tags connect links' states (the store's: LOG_HASH_KEY's key).
+	Keyer *keyedid.Keyer
+	// Usage reports a tenant's month (GET /v1/usage); 503 without it.
+	Usage *usage.Reporter
 	// Worker calls the worker's tenant routes (media.go: uploads; templates.go); POST /v1/media
 	// and /v1/templates answer 503 without it.
 	Worker WorkerCaller
@@ -117,10 +123,11 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 	logger.Info("api configured", "event", "config_loaded", "app_env", cfg.AppEnv, "signup", cfg.SignupEnabled(),
 		"tasks_emulator", cfg.TasksEmulatorHost != "", "secrets_dev_key", keeper.Dev())
 	tenants := store.NewTenants(db, store.Options{})
+	settings := tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL)
 	return Deps{
 		Keys:      store.NewAPIKeys(db, store.Options{}),
 		Tenants:   tenants,
-		Settings:  tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
+		Settings:  settings,
 		Sends:     store.NewSends(db, store.Options{}),
 		Windows:   store.NewConversationStore(db, store.Options{}),
 		Contacts:  store.NewContacts(db, store.Options{}),
@@ -129,6 +136,8 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, keeper *secrets.Ke
 		Tasks:     tq,
 		Graph:     gc,
 		Keeper:    keeper,
+		Keyer:     db.Keyer(),
+		Usage:     &usage.Reporter{Ledgers: store.NewGuard(db, store.Options{}), Tenants: settings},
 		Hasher:    cfg.Hasher(),
 		Logger:    logger,
 	}, nil
@@ -163,7 +172,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		byKey:     ratelimit.New(limits.KeyRate, limits.KeyBurst, ratelimit.Options{Now: deps.Now}),
 		keyLimit:  ratelimit.Limit{Rate: limits.KeyRate, Burst: limits.KeyBurst},
 		signup: signup.New(cfg.Signup(), signup.Deps{Tenants: deps.Tenants, Sends: deps.Sends, Tasks: deps.Tasks,
-			Graph: deps.Graph, Keeper: deps.Keeper, Now: deps.Now}),
+			Graph: deps.Graph, Keeper: deps.Keeper, Keyer: deps.Keyer, Now: deps.Now}),
 	}
 }
 
@@ -189,6 +198,7 @@ func (s *Server) Routes() http.Handler {
 			r.Post("/v1/templates", s.handleTemplateCreate)          // templates.go
 			r.Delete("/v1/templates/{name}", s.handleTemplateDelete) // templates.go
 			r.Post("/v1/media", s.handleUpload)                      // media.go
+			r.Get("/v1/usage", s.handleUsage)                        // messages.go
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.withAddressLimit)

@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
-	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/refusal"
 	"github.com/wapipe/wapipe/internal/store"
-	"github.com/wapipe/wapipe/internal/tenant"
 )
 
 // The /v1/templates routes manage the tenant's message templates at Meta. The api holds no
@@ -204,81 +200,4 @@ func workerRefusal(err error) error {
 		return refusal.New(refusal.Forbidden, ce.Message)
 	}
 	return fmt.Errorf("the worker answered %d %s", ce.Status, ce.Code)
-}
-
-// phoneRequired refuses an authentication template with a one-tap, zero-tap or copy-code button
-// sent by recipient (a BSUID) alone, before any call to Meta, which would refuse it with 131062
-// (graph.RequiresPhone). The template's category is what wapipe recorded of it (listing or
-// webhook); a template wapipe has no category for is sent, and Meta decides.
-func (s *Server) phoneRequired(ctx context.Context, tenantID string, req SendRequest) error {
-	if req.To != "" || req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
-		return nil
-	}
-	t, err := s.deps.Templates.Get(ctx, tenantID, req.Template.Name, req.Template.Language.Code)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case graph.RequiresPhone(req.Message(), t.Category):
-		return refusal.New(refusal.PhoneNumberRequired, fmt.Sprintf(
-			"template %s (%s) is an authentication template: its code button goes only to a phone number, so send it with to (Meta refuses it by recipient, 131062)",
-			t.Name, t.Language))
-	}
-	return nil
-}
-
-// templateOfAnother refuses, on a number whose account the tenant shares with other businesses,
-// a template another of them created there and does not share (its templates.common): Meta
-// would send it, with that business's words and name, from this tenant (403 forbidden).
-func (s *Server) templateOfAnother(ctx context.Context, tenantID string, req SendRequest) error {
-	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
-		return nil
-	}
-	// The per-instance cache the key's limit was read from (keyLimitOf): no read of its own.
-	read := s.deps.Tenants.Get
-	if s.deps.Settings != nil {
-		read = s.deps.Settings.Tenant
-	}
-	rec, err := read(ctx, tenantID)
-	if err != nil {
-		return err
-	}
-	number, err := outbox.SenderNumber(rec.Tenant, req.PhoneNumberID)
-	if err != nil {
-		return nil // not a number of the tenant's: the outbox refuses the send
-	}
-	waba := rec.Tenant.PhoneNumbers[slices.IndexFunc(rec.Tenant.PhoneNumbers, func(p tenant.PhoneNumber) bool { return p.PhoneNumberID == number })].WABAID
-	if !rec.Tenant.SharesWABA(waba) {
-		return nil
-	}
-	owner, err := s.deps.Templates.ForeignOwner(ctx, tenantID, waba, req.Template.Name)
-	if err != nil {
-		return err
-	}
-	if owner != "" {
-		return refusal.New(refusal.Forbidden, fmt.Sprintf(
-			"template %s was created by another business on the account this number shares, which does not share it: it is not sent", req.Template.Name))
-	}
-	return nil
-}
-
-// templateNotApproved refuses a template send of a template wapipe knows not to be approved
-// (from a listing or a status webhook): Meta would refuse it. A template wapipe has no record
-// of is sent, and Meta decides.
-func (s *Server) templateNotApproved(ctx context.Context, tenantID string, req SendRequest) error {
-	if req.Type != "template" || req.Template == nil || s.deps.Templates == nil {
-		return nil
-	}
-	t, err := s.deps.Templates.Get(ctx, tenantID, req.Template.Name, req.Template.Language.Code)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case store.NotApproved(t.Status):
-		return refusal.New(refusal.TemplateNotApproved, fmt.Sprintf("template %s (%s) is %s at Meta: only an APPROVED template is sent",
-			t.Name, t.Language, t.Status))
-	}
-	return nil
 }

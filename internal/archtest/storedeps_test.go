@@ -19,6 +19,8 @@ var storeLeaves = []string{
 	module + "/internal/randid",
 	module + "/internal/tenant",
 	module + "/internal/turnstate",
+	// pricing holds the rate card and the exact Amount the ledger saves (standard library only).
+	module + "/pricing",
 }
 
 // storeForbiddenStd are standard packages through which the store would do I/O other than

@@ -10,6 +10,8 @@ import (
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/medialen"
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
@@ -51,6 +53,9 @@ var (
 	ErrMediaGone = errors.New("media no longer available")
 	// ErrMediaMismatch: the bytes do not match the webhook's sha256. Reply i18n.MediaResend.
 	ErrMediaMismatch = errors.New("media does not match its sha256")
+	// ErrMediaTooLong: longer (or more pages, or bigger) than the tenant's media limits
+	// (assistant.media_limits). Reply i18n.MediaTooLong.
+	ErrMediaTooLong = errors.New("media over the tenant's limits")
 )
 
 // The event and reasons of a media message that did not reach the model.
@@ -62,6 +67,7 @@ const (
 	ReasonMediaTooLarge    = "media_too_large"   // EventMediaRefused: i18n.MediaUnsupported
 	ReasonMediaGone        = "media_gone"        // EventMediaRefused: i18n.MediaResend
 	ReasonMediaMismatch    = "media_mismatch"    // EventMediaRefused: i18n.MediaResend
+	ReasonMediaTooLong     = "media_too_long"    // EventMediaRefused: i18n.MediaTooLong
 	// ReasonMediaUnavailable: EventMediaRefused on the last attempt after retryable failures:
 	// i18n.MediaResend.
 	ReasonMediaUnavailable = "media_unavailable"
@@ -81,8 +87,31 @@ func MediaRefusal(err error) (reason string, key i18n.Key, ok bool) {
 		return ReasonMediaGone, i18n.MediaResend, true
 	case errors.Is(err, ErrMediaMismatch):
 		return ReasonMediaMismatch, i18n.MediaResend, true
+	case errors.Is(err, ErrMediaTooLong):
+		return ReasonMediaTooLong, i18n.MediaTooLong, true
 	}
 	return "", "", false
+}
+
+// overLimits reports whether a file of type mt is over limits l, and what is over: the length
+// of a voice note or video, the pages of a PDF, the size of an image. A length that cannot be
+// read is not over (the size cap, MEDIA_MAX_BYTES, still bounds it).
+func overLimits(l tenant.MediaLimits, mt string, data []byte) (string, bool) {
+	switch kind, _, _ := strings.Cut(mt, "/"); {
+	case kind == "audio" || kind == "video":
+		limit := l.AudioSeconds
+		if kind == "video" {
+			limit = l.VideoSeconds
+		}
+		s, ok := medialen.Seconds(mt, data)
+		return fmt.Sprintf("%s of %.0f s, over %d s", kind, s, limit), ok && s > float64(limit)
+	case mt == "application/pdf":
+		n, ok := medialen.PDFPages(data)
+		return fmt.Sprintf("pdf of %d pages, over %d", n, l.PDFPages), ok && n > l.PDFPages
+	case kind == "image":
+		return fmt.Sprintf("image of %d bytes, over %d", len(data), l.ImageBytes), len(data) > l.ImageBytes
+	}
+	return "", false
 }
 
 // isMediaType reports whether a message of type typ carries a file the model may read.
@@ -188,6 +217,8 @@ func (e *Engine) loadMedia(ctx context.Context, t *turn) (*llm.Media, bool, erro
 		mt, ok := llm.InlineMIMEType(att.MIMEType)
 		if !ok || len(att.Data) == 0 {
 			err = fmt.Errorf("%w: %q", ErrMediaUnsupported, att.MIMEType)
+		} else if what, over := overLimits(t.in.Tenant.Assistant.MediaLimits.Effective(), mt, att.Data); over {
+			err = fmt.Errorf("%w: %s", ErrMediaTooLong, what)
 		} else {
 			desc := att
 			desc.Data = nil // the outcome outlives the turn: it must not hold the bytes

@@ -15,6 +15,7 @@ import (
 	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 // Extractor asks the model for a message's intent; *llm.Client satisfies it. Its errors are
@@ -159,6 +160,10 @@ const (
 type Engine struct {
 	extractor Extractor
 	guard     Guard
+	// prices and spending price the calls and check the budget (WithPrices); nil: not priced.
+	prices   *pricing.Card
+	spending Spending
+	watcher  Watcher
 }
 
 // New returns an engine that asks x and counts with g; both are required.
@@ -537,10 +542,13 @@ func (e *Engine) converse(ctx context.Context, t *turn, text string) error {
 			}
 			req.Media = media
 		}
+		if ok, err := e.withinBudget(ctx, t, req); err != nil || !ok {
+			return err
+		}
 		t.llmCalls++
 		res, err := e.extractor.Extract(ctx, req)
 		t.addUsage(res.Usage)
-		e.recordTokens(ctx, t, attempt, res.Usage)
+		e.recordTokens(ctx, t, attempt, req.Model, res.Usage)
 		switch {
 		case err == nil:
 			t.decide(res)
@@ -626,17 +634,21 @@ func (e *Engine) gate(ctx context.Context, t *turn, attempt int) (bool, error) {
 
 // recordTokens records the tokens of the turn's call number attempt. A failure is logged and
 // the turn goes on: the call was made and answered, and redoing the turn would pay for it again.
-func (e *Engine) recordTokens(ctx context.Context, t *turn, attempt int, u llm.Usage) {
+func (e *Engine) recordTokens(ctx context.Context, t *turn, attempt int, model string, u llm.Usage) {
 	if u.PromptTokens == 0 && u.OutputTokens == 0 && u.ThoughtsTokens == 0 {
 		return
 	}
+	out := u.OutputTokens + u.ThoughtsTokens
 	err := e.guard.RecordTokens(ctx, turnstate.TokenUse{TenantID: t.in.Tenant.ID, Period: turnstate.Period(t.in.Now),
 		CallID: callID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID, attempt),
-		Prompt: u.PromptTokens, Output: u.OutputTokens + u.ThoughtsTokens})
+		Prompt: u.PromptTokens, Output: out, Audio: u.AudioTokens, ContactID: t.in.ContactID,
+		Amount: e.price(model, t.in.Now, u.PromptTokens, u.AudioTokens, out), At: t.in.Now})
 	if err != nil {
 		logging.FromContext(ctx).WarnContext(ctx, "LLM token usage not recorded", "event", "llm_tokens_unrecorded",
 			"tenant_id", t.in.Tenant.ID, "error", err)
+		return
 	}
+	e.watch(ctx, t)
 }
 
 func (t *turn) addUsage(u llm.Usage) {

@@ -26,7 +26,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	conversations := store.NewConversationStore(db, store.Options{})
 	var links tenants.LinkMaker = NotAvailable{}
 	if keeper != nil && cfg.PublicBaseURL != "" {
-		links = tenants.SignupLinks{Sealer: keeper, PublicBaseURL: cfg.PublicBaseURL}
+		links = tenants.SignupLinks{Sealer: keeper, Keyer: db.Keyer(), PublicBaseURL: cfg.PublicBaseURL}
 	}
 	return Deps{
 		// The report the worker serves: queues, sends, dead letters, reauth, quota and restricted accounts.

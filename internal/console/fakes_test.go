@@ -75,6 +75,10 @@ func (f *fakeUsage) Tokens(context.Context, string, string) (store.TokenUsage, e
 	return store.TokenUsage{}, f.err
 }
 
+func (f *fakeUsage) Ledger(_ context.Context, _, period string) (store.Ledger, error) {
+	return store.Ledger{Period: period}, f.err
+}
+
 type fakeQueues struct {
 	stats map[string]taskqueue.QueueStats
 	err   error

@@ -152,3 +152,44 @@ func TestTenantPageShowsTokens(t *testing.T) {
 		t.Errorf("GET = %d, want %q in:\n%s", code, want, body)
 	}
 }
+
+// TestTenantPageShowsTheMonthsMoney: the tenant page shows the month's ledger, read from the
+// Firestore emulator as GET /v1/usage does: Meta's messages by category and the model's tokens
+// with their exact amounts, the total to the cent, the budget and what is left, and a chart with
+// a bar per day of the month, the day's figures on hover.
+func TestTenantPageShowsTheMonthsMoney(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	guard := store.NewGuard(db, store.Options{})
+	period := turnstate.Period(fixedNow)
+	day := fixedNow.UTC().Truncate(24 * time.Hour)
+	for i, id := range []string{"wamid.1", "wamid.2"} {
+		if _, err := guard.RecordBilled(ctx, store.BilledMessage{TenantID: "acme-01", MessageID: id, Category: "utility",
+			Market: "Indonesia", Amount: 25_000_000_000, At: day.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := guard.RecordTokens(ctx, turnstate.TokenUse{TenantID: "acme-01", Period: period, CallID: "c1", Prompt: 1000, Output: 100,
+		Amount: 550_000_000, At: day}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, false)
+	f.deps.Usage = guard
+	f.rebuild()
+	code, body := f.get(t, "/tenants/acme-01")
+	days := time.Date(day.Year(), day.Month()+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	for _, want := range []string{
+		`<tr><td>Meta: utility</td><td>2</td><td>0.0500</td></tr>`,
+		`<td>1000 prompt (0 audio), 100 output</td><td>0.00055</td>`,
+		`<td id="money-total">0.05</td>`,
+		`<title>` + day.Format("2006-01-02") + `: Meta 0.0500, model 0.00055 USD</title>`,
+	} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET = %d, want %q in the money section", code, want)
+		}
+	}
+	if n := strings.Count(body, `<g><title>`+period); n != days {
+		t.Errorf("%d days in the chart, want %d", n, days)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 // Records are the outbound records a send begins and settles; *store.Outbound implements it.
@@ -87,6 +88,14 @@ type Deliverer struct {
 	// held up behind the record to land (longer than the inbound queue's backoff);
 	// DefaultResendConfirm when zero.
 	ResendConfirm time.Duration
+	// Spending says whether a tenant's month is past its budget, when the templates wapipe
+	// sends on its own then wait; without it they are not checked.
+	Spending Spending
+}
+
+// Spending reads a tenant's month's spending; *store.Guard implements it.
+type Spending interface {
+	Spent(ctx context.Context, tenantID, period string) (pricing.Amount, error)
 }
 
 // Request is one message to send under its record Key.

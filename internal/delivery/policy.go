@@ -19,6 +19,9 @@ const (
 	ParkedRelease
 	// Notification tells a member of another member's action (package notify; process_send).
 	Notification
+	// TenantChoice asks a member of several tenants on a shared number which one a message is
+	// for (package choice; process_send).
+	TenantChoice
 )
 
 // String names the kind in logs and tests.
@@ -38,12 +41,14 @@ func (k Kind) String() string {
 		return "parked_release"
 	case Notification:
 		return "notification"
+	case TenantChoice:
+		return "tenant_choice"
 	}
 	return "unknown"
 }
 
 // Kinds lists every kind, for tests and tables.
-var Kinds = []Kind{DefaultReply, ConversationReply, ActionResult, APISend, ConsoleReply, ParkedRelease, Notification}
+var Kinds = []Kind{DefaultReply, ConversationReply, ActionResult, APISend, ConsoleReply, ParkedRelease, Notification, TenantChoice}
 
 // WindowRule says what a closed 24-hour customer service window does to a free-form message.
 type WindowRule int
@@ -104,7 +109,9 @@ type Policy struct {
 //   - a send from its record (api, console, release) is re-sent at once with a newer token;
 //     a reply's task is retried instead (its next attempt reads the tenant afresh);
 //   - a notification is not a reply: outside the window it goes as its own template or not at
-//     all, and a "resume the conversation" template would tell the member nothing.
+//     all, and a "resume the conversation" template would tell the member nothing;
+//   - a tenant choice answers the message that just arrived, inside its window by construction,
+//     and belongs to no conversation to re-engage.
 func PolicyFor(k Kind) Policy {
 	switch k {
 	case ConversationReply, ActionResult:
@@ -115,6 +122,8 @@ func PolicyFor(k Kind) Policy {
 		return Policy{Window: WindowReengage, Reauth: ReauthResend}
 	case Notification:
 		return Policy{Window: WindowFallback, Reauth: ReauthResend}
+	case TenantChoice:
+		return Policy{Window: WindowUnchecked, Reauth: ReauthResend}
 	default:
 		return Policy{Window: WindowUnchecked, Reauth: ReauthRetry}
 	}

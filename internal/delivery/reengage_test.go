@@ -49,29 +49,7 @@ func TestReengageFillsContactName(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db, _ := testenv.Store(t)
-			fake := graphfake.New(graphfake.WithToken(token))
-			fake.AddTemplate("hello_again")
-			srv := fake.NewTestServer()
-			t.Cleanup(srv.Close)
-			gc, err := graph.NewClient(srv.URL+"/"+graph.Version, "", &http.Client{Timeout: 30 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts := &tenants{Tenants: store.NewTenants(db, store.Options{})}
-			tn, err := tenant.Parse([]byte(file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ts.Apply(ctx, tn, false); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ts.SetAccessToken(ctx, "acme", []byte(token)); err != nil {
-				t.Fatal(err)
-			}
-			d := &delivery.Deliverer{Records: store.NewOutbound(db, store.Options{}), Sends: store.NewSends(db, store.Options{}),
-				Sender: delivery.NewGraphSender(gc), Tenants: ts, Tokens: tokens{}, Hasher: logging.DevHasher(),
-				Windows: namedWindow{name: tc.profile, last: time.Now().Add(-30 * time.Hour)}}
+			d, fake := templateDeliverer(t, file, namedWindow{name: tc.profile, last: time.Now().Add(-30 * time.Hour)})
 			res := d.Deliver(ctx, delivery.Request{Kind: delivery.ConversationReply, Key: "k-" + tc.to, TenantID: "acme",
 				PhoneNumberID: number, To: tc.to, ConversationID: conversationID, LastInbound: time.Now().Add(-30 * time.Hour), Reply: outgoing.Message{Text: "hello"}})
 			if res.Status != delivery.Sent {
@@ -92,4 +70,33 @@ func TestReengageFillsContactName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// templateDeliverer is a Deliverer of tenant file (applied, with a token) against the Firestore
+// emulator and a fake Graph API that knows the template hello_again, whose windows are w.
+func templateDeliverer(t *testing.T, file string, w delivery.Windows) (*delivery.Deliverer, *graphfake.Fake) {
+	t.Helper()
+	ctx := context.Background()
+	db, _ := testenv.Store(t)
+	fake := graphfake.New(graphfake.WithToken(token))
+	fake.AddTemplate("hello_again")
+	srv := fake.NewTestServer()
+	t.Cleanup(srv.Close)
+	gc, err := graph.NewClient(srv.URL+"/"+graph.Version, "", &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &tenants{Tenants: store.NewTenants(db, store.Options{})}
+	tn, err := tenant.Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Apply(ctx, tn, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.SetAccessToken(ctx, "acme", []byte(token)); err != nil {
+		t.Fatal(err)
+	}
+	return &delivery.Deliverer{Records: store.NewOutbound(db, store.Options{}), Sends: store.NewSends(db, store.Options{}),
+		Sender: delivery.NewGraphSender(gc), Tenants: ts, Tokens: tokens{}, Hasher: logging.DevHasher(), Windows: w}, fake
 }

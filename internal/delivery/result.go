@@ -53,6 +53,9 @@ const (
 	// ReasonOptedOut: Meta's 131050, the contact stopped marketing messages from the business: a
 	// deliberate refusal, not a dead letter.
 	ReasonOptedOut = "contact_opted_out"
+	// ReasonBudgetExhausted: a template wapipe would send on its own (the reengage template, a
+	// notification's) while the tenant's month is past its budget: skipped, a record state.
+	ReasonBudgetExhausted = "budget_exhausted"
 )
 
 // CodeOptedOut is Meta's 131050: the contact chose to stop receiving marketing messages.

@@ -50,11 +50,18 @@ func (d *Deliverer) fitWindow(ctx context.Context, req Request, pol Policy, fr f
 		last = conv.LastInboundAt
 	}
 	open := store.WindowOpen(last, d.now())
-	if pol.Window == WindowFallback && !open {
-		return d.fallback(ctx, req, out)
-	}
 	if open {
 		return out, Result{}, true
+	}
+	// Outside the window what goes instead is a template wapipe sends on its own, which Meta
+	// charges: not past the tenant's budget.
+	if over, err := d.overBudget(ctx, fr); err != nil {
+		return out, d.retry(ctx, req, err, 0, true), false
+	} else if over && (req.Fallback != nil || pol.Window == WindowReengage && fr.tenant.Tenant.Templates.Reengage != nil) {
+		return d.skip(ctx, req, out, ReasonBudgetExhausted, "the tenant's month is past its budget: the template is not sent")
+	}
+	if pol.Window == WindowFallback {
+		return d.fallback(ctx, req, out)
 	}
 	if tpl, ok := d.reengage(ctx, req, pol, fr, conv.ContactName); ok {
 		return tpl, Result{}, true
@@ -101,12 +108,33 @@ func (d *Deliverer) fallback(ctx context.Context, req Request, out wire) (wire, 
 			"event", "send_fallback_template", "kind", req.Kind.String())
 		return wire{reply: outgoing.Message{Graph: req.Fallback}}, Result{}, true
 	}
+	return d.skip(ctx, req, out, ReasonOutsideWindow, "outside the contact's 24-hour window and no template for it: not sent")
+}
+
+// skip ends req as skipped for reason: the record's state, and a log line saying why with the
+// contact's keyed hash only.
+func (d *Deliverer) skip(ctx context.Context, req Request, out wire, reason, why string) (wire, Result, bool) {
 	if err := d.Records.MarkSkipped(ctx, req.Key); err != nil {
 		return out, Result{Status: Retry, Err: err, Class: "temporary"}, false
 	}
-	logger.WarnContext(ctx, "outside the contact's 24-hour window and no template for it: not sent",
-		"event", req.Kind.String()+"_skipped", "reason", ReasonOutsideWindow, "to_hash", d.toHash(req))
-	return out, Result{Status: Skipped, Reason: ReasonOutsideWindow}, false
+	logging.FromContext(ctx).WarnContext(ctx, why, "event", req.Kind.String()+"_skipped", "reason", reason, "to_hash", d.toHash(req))
+	return out, Result{Status: Skipped, Reason: reason}, false
+}
+
+// overBudget reports whether fr's tenant has spent its month's budget (none: never).
+func (d *Deliverer) overBudget(ctx context.Context, fr from) (bool, error) {
+	if d.Spending == nil || fr.tenant == nil {
+		return false, nil
+	}
+	budget, ok := fr.tenant.Tenant.Budget.Monthly()
+	if !ok {
+		return false, nil
+	}
+	spent, err := d.Spending.Spent(ctx, fr.tenant.Tenant.ID, d.now().UTC().Format("2006-01"))
+	if err != nil {
+		return false, fmt.Errorf("read the tenant's spending: %w", err)
+	}
+	return spent >= budget, nil
 }
 
 // reengage is the tenant's reengage template, when the policy sends it and the tenant has one;

@@ -33,6 +33,8 @@ func KindOf(rec store.OutboundRecord) Kind {
 		return ConsoleReply
 	case store.SourceNotification:
 		return Notification
+	case store.SourceTenantChoice:
+		return TenantChoice
 	default:
 		return ParkedRelease
 	}

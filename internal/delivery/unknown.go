@@ -78,6 +78,9 @@ func (d *Deliverer) unknownOutcome(ctx context.Context, req Request, pol Policy,
 	case dec != store.Send && req.LastAttempt && now.State == store.OutboundSending:
 		// The resend is due later and no retry is left: the record holds the wait.
 		return now, d.hold(ctx, req, pol, now), false
+	case dec != store.Send && now.State == store.OutboundSent:
+		// A status settled it meanwhile.
+		return now, Result{Status: Settled, Record: now}, false
 	case dec != store.Send:
 		// The resend is due later (or another attempt resent it first, or a definite failure
 		// made it pending): try later.
@@ -108,7 +111,14 @@ func (d *Deliverer) hold(ctx context.Context, req Request, pol Policy, rec store
 		return Result{Status: Retry, Err: err, Class: "temporary"}
 	}
 	if !held {
-		// A status settled it meanwhile: a retry reads what it says.
+		// A status settled it meanwhile: a retry reads what it says; with no retry left, the
+		// record says it now (a reply's task would otherwise end as a dead letter for a reply
+		// that went out).
+		if req.LastAttempt && d.Sends != nil {
+			if now, err := d.Sends.GetSend(ctx, req.Key); err == nil && now.State == store.OutboundSent {
+				return Result{Status: Settled, Record: now}
+			}
+		}
 		return Result{Status: Retry, Reason: RetryAwaitingReconciliation}
 	}
 	logging.FromContext(ctx).WarnContext(ctx, "outcome unknown and no status flowing for this number: the wait is held on the record",

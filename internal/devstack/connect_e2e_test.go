@@ -80,7 +80,7 @@ func TestConnectLinkEndToEnd(t *testing.T) {
 	connect := func(grant ...string) (int, string) {
 		t.Helper()
 		st.Graph.SetSignupGrant(grant...)
-		link, _, err := signup.NewConnectLink(ctx, keeper, st.APIURL, "acme", time.Now())
+		link, _, err := signup.NewConnectLink(ctx, keeper, nil, st.APIURL, "acme", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -327,3 +327,108 @@ func checkSharedPrivacy(t *testing.T, logs string, secrets ...string) {
 		}
 	}
 }
+
+// TestSharedNumberMemberOfSeveralIsAsked: a person both tenants list on their shared number
+// (the operator allowed it) and who chose neither is taken by neither: their messages are held
+// and they are asked once, with a list from the primary tenant (bali-tours) naming both; their
+// tap on acme-bus sends the held messages to acme-bus, which answers each with its own token, and
+// routes their next message there. The same tap from a stranger (a forged row) makes them no
+// member: they still get bali's onboarding prompt. Tapping again changes nothing.
+func TestSharedNumberMemberOfSeveralIsAsked(t *testing.T) {
+	t.Parallel()
+	const both = "6284444444444"
+	primary := func(member string) []byte {
+		return bytes.Replace(sharedTenantFile("bali-tours", "en", "bali heard you", member),
+			[]byte("shared: true}"), []byte("shared: true, primary: true}"), 1)
+	}
+	s := startSharedStackWith(t, sharedTenantFile("acme-bus", "id", "acme heard you", both), primary(baliMember))
+	if _, err := s.ops.ApplyWith(context.Background(), primary(both), operator.ApplyOptions{AllowSharedMember: true}); err != nil {
+		t.Fatal(err)
+	}
+	e := &eventsStack{st: s.st, db: s.db}
+	var lastID string
+	opts := func(from string) whatsapp.SampleOptions {
+		lastID = fmt.Sprintf("wamid.ask-%d", s.seq.Add(1))
+		return whatsapp.SampleOptions{PhoneNumberID: sharedNumber, WABAID: sharedWABA, From: from, ContactName: "Agus", MessageID: lastID}
+	}
+	// send posts body and returns the status of its message in the inbound event's trace.
+	send := func(body []byte) string {
+		t.Helper()
+		id := lastID
+		post(t, s.st, body)
+		return e.traceTarget(t, body, id).Status
+	}
+	if st := send(whatsapp.SampleText(opts(both), "Bus 03 AC mati")); st != "held_for_choice" {
+		t.Errorf("the first message of the member of both: %s, want held_for_choice", st)
+	}
+	var list graphfake.Request
+	testenv.Eventually(t, eventsWait, func() bool {
+		got := sendsTo(s.st.Graph, both)
+		if len(got) > 0 {
+			list = got[0]
+		}
+		return len(got) > 0
+	}, "no question to the member of both tenants")
+	it, _ := list.Body["interactive"].(map[string]any)
+	if list.Token != "EAAtoken-bali" || it["type"] != "list" {
+		t.Fatalf("the question: %+v, want a list with bali-tours's token", list.Body)
+	}
+	rows := listRows(it)
+	if want := []string{"tenant:acme-bus acme-bus", "tenant:bali-tours bali-tours"}; !cmp.Equal(rows, want) {
+		t.Errorf("the list's rows: %v, want %v", rows, want)
+	}
+	if body, _ := it["body"].(map[string]any); body["text"] != i18n.Text("en", i18n.ChooseTenant) {
+		t.Errorf("the list's text: %v, want the primary's language's", body["text"])
+	}
+	// A second message before the tap is held too, and asks nothing more.
+	if st := send(whatsapp.SampleText(opts(both), "tolong cepat")); st != "held_for_choice" {
+		t.Errorf("the second message: %s, want held_for_choice", st)
+	}
+	if st := send(whatsapp.SampleListReply(opts(both), "tenant:acme-bus", "acme-bus", "")); st != "tenant_chosen" {
+		t.Errorf("the tap: %s, want tenant_chosen", st)
+	}
+	var answers []graphfake.Request
+	testenv.Eventually(t, eventsWait, func() bool {
+		answers = sendsTo(s.st.Graph, both)[1:]
+		return len(answers) >= 2
+	}, "the held messages were not answered after the tap")
+	for _, a := range answers[:2] {
+		if want := (answer{"acme heard you", "EAAtoken-acme", sharedNumber}); answerOf(a) != want {
+			t.Errorf("a held message's answer: %+v, want %+v", answerOf(a), want)
+		}
+	}
+	if got := s.replyTo(both, "lagi"); answerOf(got).Token != "EAAtoken-acme" {
+		t.Errorf("after the choice: %+v, want acme-bus", answerOf(got))
+	}
+	// The tap again (a redelivery of another tap) sends nothing more.
+	if st := send(whatsapp.SampleListReply(opts(both), "tenant:acme-bus", "acme-bus", "")); st != "tenant_chosen" {
+		t.Errorf("the tap again: %s, want tenant_chosen", st)
+	}
+	// A stranger's forged row: an ordinary message, to the primary.
+	if st := send(whatsapp.SampleListReply(opts(stranger), "tenant:acme-bus", "acme-bus", "")); st != "created" {
+		t.Errorf("a stranger's forged row: %s, want an ordinary message's task", st)
+	}
+	testenv.Eventually(t, eventsWait, func() bool { return len(sendsTo(s.st.Graph, stranger)) > 0 }, "the stranger's row was not answered")
+	if got := sendsTo(s.st.Graph, stranger)[0]; answerOf(got) != (answer{i18n.Text("en", i18n.OnboardingPrompt), "EAAtoken-bali", sharedNumber}) {
+		t.Errorf("a stranger's forged row: %+v, want bali-tours's onboarding prompt", answerOf(got))
+	}
+	if n := len(sendsTo(s.st.Graph, both)); n != 4 {
+		t.Errorf("the member of both got %d sends, want 4 (a list, two held answers, one answer)", n)
+	}
+	checkSharedPrivacy(t, s.logs.String(), both, "Bus 03 AC mati", "tolong cepat")
+}
+
+// listRows are the "id title" of an interactive list's rows.
+func listRows(it map[string]any) []string {
+	var out []string
+	action, _ := it["action"].(map[string]any)
+	sections, _ := action["sections"].([]any)
+	for _, sec := range sections {
+		rows, _ := sec.(map[string]any)["rows"].([]any)
+		for _, r := range rows {
+			row, _ := r.(map[string]any)
+			out = append(out, fmt.Sprint(row["id"], " ", row["title"]))
+		}
+	}
+	return out
+}

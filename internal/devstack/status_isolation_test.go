@@ -1,24 +1,17 @@
 package devstack_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wapipe/wapipe/internal/apikey"
-	"github.com/wapipe/wapipe/internal/devstack"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/testenv"
 	"github.com/wapipe/wapipe/internal/whatsapp"
-	"github.com/wapipe/wapipe/tasks"
 )
 
 const (
@@ -39,51 +32,12 @@ func isoTenant(id, number string) []byte {
 func TestStatusFromAnotherTenantEndToEnd(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	host := testenv.FirestoreHost(t)
-	_, project := testenv.Firestore(t)
-	logs := &testenv.LogBuffer{}
-	st, err := devstack.Start(ctx, devstack.Options{
-		FirestoreHost: host, Project: project, Queues: testenv.FastQueues(t),
-		Tenants: [][]byte{isoTenant("acme-bus", isoNumberA), isoTenant("bali-tours", isoNumberB)},
-		Logs:    func(string) io.Writer { return logs },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Stop)
-	db, err := store.OpenEmulator(ctx, st.FirestoreHost, st.Project, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	key, keyID, hash, _ := apikey.New()
-	if err := store.NewAPIKeys(db, store.Options{}).CreateAPIKey(ctx, store.APIKeyRecord{ID: keyID, TenantID: "acme-bus", Hash: hash}); err != nil {
-		t.Fatal(err)
-	}
-
+	a := startAPIStack(t, "acme-bus", isoTenant("acme-bus", isoNumberA), isoTenant("bali-tours", isoNumberB))
+	st, logs := a.st, a.logs
 	// Tenant A's message, sent and recorded.
-	body := []byte(`{"to":"447700900123","type":"template","template":{"name":"hello_world","language":{"code":"en"}}}`)
-	req, _ := http.NewRequest(http.MethodPost, st.APIURL+"/v1/messages", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "order-42")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var accepted struct{ ID string }
-	err = json.NewDecoder(resp.Body).Decode(&accepted)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/messages: %d %v", resp.StatusCode, err)
-	}
-	recordKey := tasks.SendKey(accepted.ID)
-	outbound := store.NewOutbound(db, store.Options{})
-	var before store.OutboundRecord
-	testenv.Eventually(t, 20*time.Second, func() bool {
-		before, err = outbound.GetOutbound(ctx, recordKey)
-		return err == nil && before.State == store.OutboundSent
-	}, "tenant A's message was never sent")
+	before := a.sendTemplate(t, "447700900123", "order-42")
+	recordKey := before.IdempotencyKey
+	outbound := store.NewOutbound(a.db, store.Options{})
 
 	// The attack: statuses from B's number echoing A's record key (and one naming A's wamid).
 	n := 0

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +21,9 @@ import (
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/tenantcache"
 	"github.com/wapipe/wapipe/internal/whatsapp"
+	"github.com/wapipe/wapipe/pricing"
 	"github.com/wapipe/wapipe/tasks"
 )
 
@@ -47,11 +51,46 @@ type NumberResolver interface {
 // tenantcache.ContactRouter implements it. Both answer store.ErrNotFound when no tenant lists
 // the number.
 type ContactRouter interface {
-	// TenantFor returns the tenant of a message from person; codeHash is the message's
+	// TenantFor returns the route of a message from person; codeHash is the message's
 	// tenant.InviteCodeHash when it is exactly an invite code, else "".
-	TenantFor(ctx context.Context, phoneNumberID string, person contact.Identity, codeHash string) (string, error)
+	TenantFor(ctx context.Context, phoneNumberID string, person contact.Identity, codeHash string) (tenantcache.Route, error)
+	// Choose records person's tap on a tenant's row of the list that asked them; false when
+	// they are not its member there.
+	Choose(ctx context.Context, phoneNumberID string, person contact.Identity, id string) (bool, error)
 	// NumberTenants returns the tenants that list the number.
 	NumberTenants(ctx context.Context, phoneNumberID string) ([]string, error)
+}
+
+// Money is what counts a tenant's spending on Meta's messages: the Ledger, priced by Prices
+// (the rate card); Budget is told after a priced message is counted (its thresholds), and
+// Spending says whether the tenant was past its budget (its own sends are marked so).
+type Money struct {
+	Ledger   Ledger
+	Prices   *pricing.Card
+	Budget   BudgetWatcher
+	Spending Spending
+}
+
+// Ledger counts what a tenant spends; *store.Guard implements it.
+type Ledger interface {
+	RecordBilled(ctx context.Context, b store.BilledMessage) (bool, error)
+}
+
+// Spending reads a tenant's month's spending; *store.Guard implements it.
+type Spending interface {
+	Spent(ctx context.Context, tenantID, period string) (pricing.Amount, error)
+}
+
+// BudgetWatcher checks a tenant's budget thresholds; *budget.Watcher implements it.
+type BudgetWatcher interface {
+	Check(ctx context.Context, tenantID string, at time.Time) error
+}
+
+// Chooser keeps the messages of a member of several tenants on a shared number until they
+// choose one, asking them with a list; *choice.Chooser implements it.
+type Chooser interface {
+	Hold(ctx context.Context, body tasks.Outbound, q tenantcache.Question) (bool, error)
+	Release(ctx context.Context, phoneNumberID string, person contact.Identity, id string) (int, error)
 }
 
 // Identities follows the identity changes of people (user_changed_number, user_changed_user_id,
@@ -74,9 +113,14 @@ type Fanner struct {
 	// Contacts routes the messages of shared numbers by contact; nil routes them to the
 	// number's first tenant, like any number.
 	Contacts ContactRouter
+	// Choices holds the messages of members of several tenants on a shared number who chose
+	// none; nil sends them to the number's primary tenant.
+	Choices Chooser
 	// Events applies the changes of fields other than messages (preferences, echoes, account
 	// and template updates, calls); with none they are traced only.
 	Events EventApplier
+	// Money counts the messages statuses price; its zero value counts nothing.
+	Money Money
 	// Identities follows identity changes; with none they are traced only.
 	Identities Identities
 	Hasher     *logging.Hasher
@@ -256,7 +300,7 @@ func (f *Fanner) fanOut(ctx context.Context, logger *slog.Logger, in tasks.Inbou
 	g.SetLimit(f.Limit)
 	for _, m := range msgs {
 		key := tasks.IdempotencyKey(f.Keyer, m.ID)
-		r, t, err := f.messageRoute(ctx, logger, m, routes)
+		r, t, err := f.messageRoute(ctx, logger, in, m, key, routes)
 		if t != nil {
 			// No task for this message; the enqueues already started record theirs too.
 			res.set(key, *t, err)
@@ -296,7 +340,7 @@ func (r *fanResult) set(key string, t store.TraceTarget, err error) {
 // messageRoute is where message m's task goes; when m makes no task, t is its trace target
 // instead: an identity change (followed here), a message that names nobody, a number no one
 // serves, or a route that could not be read (err).
-func (f *Fanner) messageRoute(ctx context.Context, logger *slog.Logger, m whatsapp.Message, routes map[string]route) (route, *store.TraceTarget, error) {
+func (f *Fanner) messageRoute(ctx context.Context, logger *slog.Logger, in tasks.Inbound, m whatsapp.Message, key string, routes map[string]route) (route, *store.TraceTarget, error) {
 	if ch, ok := m.IdentityChange(); ok {
 		t, err := f.followIdentity(ctx, logger, routes[m.PhoneNumberID], m, ch)
 		return route{}, &t, err
@@ -314,19 +358,34 @@ func (f *Fanner) messageRoute(ctx context.Context, logger *slog.Logger, m whatsa
 		return route{}, &store.TraceTarget{MessageID: m.ID, Status: "failed", Error: err.Error()}, err
 	case r.unrouted:
 		return route{}, &store.TraceTarget{MessageID: m.ID, Status: traceUnrouted}, nil
+	case r.chosen:
+		return route{}, &store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID, Status: traceChosen}, nil
+	case r.ask != nil:
+		asked, err := f.Choices.Hold(ctx, f.outboundBody(in, m, key, ""), *r.ask)
+		if err != nil {
+			return route{}, &store.TraceTarget{MessageID: m.ID, Status: "failed", Error: err.Error()}, err
+		}
+		logger.InfoContext(ctx, "message held until its sender chooses a tenant of the shared number", "event", "held_for_choice",
+			"phone_number_id", m.PhoneNumberID, "asked", asked, "tenants", len(r.ask.Choices), logging.MessageID(m.ID))
+		return route{}, &store.TraceTarget{MessageID: m.ID, TenantID: r.ask.Host, Status: traceHeld}, nil
 	}
 	return r, nil, nil
 }
 
-// enqueue creates the outbound task of message m on route r.
-func (f *Fanner) enqueue(ctx context.Context, in tasks.Inbound, m whatsapp.Message, key string, r route) (store.TraceTarget, error) {
+// outboundBody is the outbound task body of message m for tenantID.
+func (f *Fanner) outboundBody(in tasks.Inbound, m whatsapp.Message, key, tenantID string) tasks.Outbound {
 	sender := m.Identity()
-	t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
-	task, err := tasks.NewTask(tasks.Outbound{
+	return tasks.Outbound{
 		IdempotencyKey: key, CorrelationID: in.CorrelationID, InboundEventID: in.InboundEventID,
 		PhoneNumberID: m.PhoneNumberID, To: sender.WaID, UserID: sender.UserID, Message: m,
-		ReceivedAt: in.ReceivedAt, TenantID: r.tenantID,
-	})
+		ReceivedAt: in.ReceivedAt, TenantID: tenantID,
+	}
+}
+
+// enqueue creates the outbound task of message m on route r.
+func (f *Fanner) enqueue(ctx context.Context, in tasks.Inbound, m whatsapp.Message, key string, r route) (store.TraceTarget, error) {
+	t := store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID}
+	task, err := tasks.NewTask(f.outboundBody(in, m, key, r.tenantID))
 	if err == nil {
 		if r.tenantID == "" {
 			// The single-tenant default's queue, as the worker names it (OUTBOUND_TASK_QUEUE_NAME).
@@ -399,24 +458,13 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 				"tenant_id", routes[st.PhoneNumberID].tenantID, logging.MessageID(st.ID))
 			res.Key = ""
 		}
-		tenantID := routes[st.PhoneNumberID].tenantID
-		if len(routes[st.PhoneNumberID].sharedWith) > 0 && res.TenantID != "" {
-			// A shared number's status is recorded for the tenant whose record it settled.
-			tenantID = res.TenantID
-		}
-		rec := store.StatusRecord{
-			Key:            key,
-			GraphMessageID: st.ID,
-			Status:         st.Status,
-			Timestamp:      st.Timestamp,
-			PhoneNumberID:  st.PhoneNumberID,
-			TenantID:       tenantID,
-			RecipientHash:  recipientHash(f.Hasher, st),
-			IdempotencyKey: res.Key,
-			ErrorCode:      int64(code),
-			ErrorTitle:     title,
-			InboundEventID: in.InboundEventID,
-			CorrelationID:  in.CorrelationID,
+		rec := f.statusRecord(in, st, routes[st.PhoneNumberID], res, code, title)
+		if err := f.bill(ctx, st, res); err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, errStoreTimeout) {
+				break
+			}
+			continue
 		}
 		if _, err := storeCall(ctx, func(ctx context.Context) (bool, error) { return f.Statuses.RecordStatus(ctx, rec) }); err != nil {
 			errs = append(errs, err)
@@ -425,9 +473,104 @@ func (f *Fanner) applyStatuses(ctx context.Context, logger *slog.Logger, in task
 			}
 			continue
 		}
-		logStatusApplied(ctx, logger, st, tenantID, res, code, title)
+		logStatusApplied(ctx, logger, st, rec.TenantID, res, code, title)
 	}
 	return errors.Join(errs...)
+}
+
+// statusRecord is the record of status st applied with res, on its number's route r.
+func (f *Fanner) statusRecord(in tasks.Inbound, st whatsapp.Status, r route, res store.ApplyResult, code int, title string) store.StatusRecord {
+	tenantID := r.tenantID
+	if len(r.sharedWith) > 0 && res.TenantID != "" {
+		// A shared number's status is recorded for the tenant whose record it settled.
+		tenantID = res.TenantID
+	}
+	return store.StatusRecord{
+		Key: st.DedupeKey(), GraphMessageID: st.ID, Status: st.Status, Timestamp: st.Timestamp,
+		PhoneNumberID: st.PhoneNumberID, TenantID: tenantID, RecipientHash: recipientHash(f.Hasher, st),
+		IdempotencyKey: res.Key, ErrorCode: int64(code), ErrorTitle: title,
+		InboundEventID: in.InboundEventID, CorrelationID: in.CorrelationID,
+	}
+}
+
+// bill counts the message a status prices in its tenant's ledger, once (store.Guard.RecordBilled):
+// only a message wapipe sent (the status settled one of its records), priced by the rate card on
+// the UTC day of the status in the recipient's market (by phone, else by the BSUID's country).
+func (f *Fanner) bill(ctx context.Context, st whatsapp.Status, res store.ApplyResult) error {
+	if f.Money.Ledger == nil || f.Money.Prices == nil || st.PricingCategory == "" || res.Key == "" || res.TenantID == "" || !paid(st) {
+		// A free message (a reply in the window, an entry point's) costs nothing: its statuses,
+		// most of them, cost no ledger write either.
+		return nil
+	}
+	sec, err := strconv.ParseInt(st.Timestamp, 10, 64)
+	if err != nil || sec <= 0 {
+		return nil
+	}
+	at := time.Unix(sec, 0).UTC()
+	market := pricing.MarketOfPhone(st.RecipientID)
+	if st.RecipientID == "" {
+		country, _, _ := strings.Cut(st.RecipientUserID, ".")
+		market = pricing.MarketOfCountry(country)
+	}
+	amount, ok := f.Money.Prices.MessagePrice(market, st.PricingCategory, at)
+	if !ok {
+		amount, ok = f.Money.Prices.MessagePrice("Other", st.PricingCategory, at)
+	}
+	if !ok {
+		logging.FromContext(ctx).WarnContext(ctx, "no price for a billed message: counted at 0", "event", "price_unknown",
+			"category", st.PricingCategory, "market", market, "tenant_id", res.TenantID)
+	}
+	over, err := f.overBudget(ctx, st.PhoneNumberID, res, amount, at)
+	if err != nil {
+		return err
+	}
+	changed, err := storeCall(ctx, func(ctx context.Context) (bool, error) {
+		return f.Money.Ledger.RecordBilled(ctx, store.BilledMessage{TenantID: res.TenantID, MessageID: st.ID, Category: st.PricingCategory,
+			Market: market, Amount: amount, At: at, OverBudget: over})
+	})
+	if err == nil && changed && amount > 0 && f.Money.Budget != nil {
+		if err := f.Money.Budget.Check(ctx, res.TenantID, at); err != nil {
+			logging.FromContext(ctx).WarnContext(ctx, "budget thresholds not checked", "event", "budget_check_failed",
+				"tenant_id", res.TenantID, "error", err)
+		}
+	}
+	return err
+}
+
+// overBudget reports whether a paid message the business sent itself (/v1) went out while its
+// tenant's month was past its budget: such sends still go (the business asked), and the ledger
+// marks them (usage's over_budget).
+func (f *Fanner) overBudget(ctx context.Context, phoneNumberID string, res store.ApplyResult, amount pricing.Amount, at time.Time) (bool, error) {
+	if amount == 0 || res.Source != store.SourceAPI || f.Money.Spending == nil {
+		return false, nil
+	}
+	rec, err := storeCall(ctx, func(ctx context.Context) (store.TenantRecord, error) {
+		return f.Tenants.GetByPhoneNumber(ctx, phoneNumberID)
+	})
+	if err != nil || rec.Tenant.ID != res.TenantID {
+		// A shared number's record of another tenant: read it no further (not marked).
+		return false, err
+	}
+	budget, ok := rec.Tenant.Budget.Monthly()
+	if !ok {
+		return false, nil
+	}
+	spent, err := storeCall(ctx, func(ctx context.Context) (pricing.Amount, error) {
+		return f.Money.Spending.Spent(ctx, res.TenantID, at.UTC().Format("2006-01"))
+	})
+	return err == nil && spent >= budget, err
+}
+
+// paid reports whether Meta charges the message a status prices: pricing.type decides, and
+// only a status without it falls back to the deprecated billable.
+func paid(st whatsapp.Status) bool {
+	switch st.PricingType {
+	case "":
+		return st.Billable != nil && *st.Billable
+	case "free_customer_service", "free_entry_point":
+		return false
+	}
+	return true
 }
 
 // applyEvents applies each change of a field other than messages, for the tenant its number
@@ -537,6 +680,10 @@ const (
 	traceUnrouted       = "unrouted"
 	traceNoSender       = "no_sender"
 	traceIdentityChange = "identity_change"
+	// traceHeld: held until its sender chooses a tenant of the shared number (package choice);
+	// traceChosen: the tap that chose one, its held messages sent to it.
+	traceHeld   = "held_for_choice"
+	traceChosen = "tenant_chosen"
 )
 
 // followIdentity follows the identity change ch that message m announced, in the tenants of its
@@ -580,6 +727,11 @@ type route struct {
 	// sharedWith are the tenants of a shared number (tenantID is the first): the contact of
 	// each message decides among them, and a status may be about a record of any of them.
 	sharedWith []string
+	// ask: the contact is a member of several of the shared number's tenants and chose none:
+	// the message is held and they are asked (Fanner.Choices). chosen: the message is the tap
+	// that chose tenantID, and makes no task.
+	ask    *tenantcache.Question
+	chosen bool
 }
 
 // routeAll resolves each distinct business number of a delivery (usually one). A lookup that
@@ -652,7 +804,10 @@ func (f *Fanner) contactRoute(ctx context.Context, r route, phoneNumberID string
 			codeHash = tenant.InviteCodeHash(code)
 		}
 	}
-	id, err := storeCall(ctx, func(ctx context.Context) (string, error) {
+	if chosen, ok, err := f.choose(ctx, phoneNumberID, person, m); ok || err != nil {
+		return route{tenantID: chosen, sharedWith: r.sharedWith, chosen: true}, err
+	}
+	cr, err := storeCall(ctx, func(ctx context.Context) (tenantcache.Route, error) {
 		return f.Contacts.TenantFor(ctx, phoneNumberID, person, codeHash)
 	})
 	switch {
@@ -661,6 +816,34 @@ func (f *Fanner) contactRoute(ctx context.Context, r route, phoneNumberID string
 		return r, nil
 	case err != nil:
 		return route{}, fmt.Errorf("route the contact on shared number %s: %w", phoneNumberID, err)
+	case cr.Ask != nil && f.Choices == nil:
+		return route{tenantID: cr.Ask.Host, sharedWith: r.sharedWith}, nil
+	case cr.Ask != nil:
+		return route{sharedWith: r.sharedWith, ask: cr.Ask}, nil
 	}
-	return route{tenantID: id, sharedWith: r.sharedWith}, nil
+	return route{tenantID: cr.Tenant, sharedWith: r.sharedWith}, nil
+}
+
+// choose handles a tap on a row of the list that asks which tenant a message is for: the choice
+// is recorded and the messages held for it go to the tenant chosen; the tap itself makes no
+// task (ok). A row of a tenant the sender is not a member of there is an ordinary message.
+func (f *Fanner) choose(ctx context.Context, phoneNumberID string, person contact.Identity, m whatsapp.Message) (id string, ok bool, err error) {
+	if f.Choices == nil || m.Reply == nil || m.Reply.Kind != "list_reply" {
+		return "", false, nil
+	}
+	id, ok = tenantcache.ChosenTenant(m.Reply.ID)
+	if !ok {
+		return "", false, nil
+	}
+	ok, err = storeCall(ctx, func(ctx context.Context) (bool, error) { return f.Contacts.Choose(ctx, phoneNumberID, person, id) })
+	if err != nil || !ok {
+		return "", false, err
+	}
+	n, err := f.Choices.Release(ctx, phoneNumberID, person, id)
+	if err != nil {
+		return "", false, fmt.Errorf("release the messages held for the choice: %w", err)
+	}
+	logging.FromContext(ctx).InfoContext(ctx, "sender chose a tenant of the shared number", "event", "tenant_chosen",
+		"phone_number_id", phoneNumberID, "tenant_id", id, "released", n, logging.MessageID(m.ID))
+	return id, true, nil
 }

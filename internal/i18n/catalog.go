@@ -41,6 +41,15 @@ const (
 	// not reply to the pending action's prompt: it may answer another business there, so it
 	// confirms nothing and the action stays pending.
 	ConfirmByReply Key = "confirm_by_reply"
+	// ChooseTenant asks a member of several businesses on a number they share which one a
+	// message is for, above the list of their names; ButtonChoose opens the list (at most 20
+	// characters, as Meta caps a list's button).
+	ChooseTenant Key = "choose_tenant"
+	ButtonChoose Key = "button_choose"
+	// BudgetWarning and BudgetExhausted tell the tenant's alert roles that the month's spending
+	// reached 80 % and 100 % of its budget; placeholders {business}, {spent} and {budget} (USD).
+	BudgetWarning   Key = "budget_warning"
+	BudgetExhausted Key = "budget_exhausted"
 	// NotAMember stands for the role of a sender who is not a member of the tenant, in the
 	// notifications that name them.
 	NotAMember Key = "not_a_member"
@@ -56,6 +65,9 @@ const (
 	// MediaUnsupported answers a file the assistant cannot read: a type it does not take, or
 	// larger than MEDIA_MAX_BYTES.
 	MediaUnsupported Key = "media_unsupported"
+	// MediaTooLong answers a file longer than the tenant reads (a long voice note or video, a
+	// PDF of many pages, a big image): please send a shorter one, or write it.
+	MediaTooLong Key = "media_too_long"
 	// MediaResend asks the user to send a file again: Meta no longer has it, it did not match
 	// its checksum, or it could not be fetched.
 	MediaResend Key = "media_resend"
@@ -77,7 +89,7 @@ func Keys() []Key {
 		OnboardingPrompt, Welcome, WelcomeName, InvalidCode, RateLimited, QuotaExceeded,
 		Notification,
 		NotUnderstood, ButtonConfirm, ButtonCancel, ConfirmPrompt, Cancelled, Expired,
-		NothingToConfirm, ConfirmByReply, NotAMember, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaResend, Unavailable, Ack, ContactFallback,
+		NothingToConfirm, ConfirmByReply, ChooseTenant, ButtonChoose, BudgetWarning, BudgetExhausted, NotAMember, Done, ActionError, NotAllowed, UnsupportedMessage, MediaUnsupported, MediaTooLong, MediaResend, Unavailable, Ack, ContactFallback,
 	}
 }
 
@@ -134,6 +146,11 @@ var catalog = map[string]map[Key]string{
 		Expired:            "This request has expired. Please send it again.",
 		NothingToConfirm:   "There is nothing waiting for your confirmation.",
 		ConfirmByReply:     "To answer the request above, tap its buttons or reply to it.",
+		ChooseTenant:       "You are a member of several businesses on this number. Which one is your message for? Choose it and your message goes to it.",
+		ButtonChoose:       "Choose",
+		MediaTooLong:       "Sorry, this file is too long for me to read. Please send a shorter one, or write your request.",
+		BudgetWarning:      "{business} has used 80% of this month's budget: {spent} of {budget} USD.",
+		BudgetExhausted:    "{business} has used this month's whole budget ({spent} of {budget} USD): until next month the assistant answers with a notice only. Messages you send through the API still go.",
 		NotAMember:         "not a member",
 		Done:               "Done. Thank you!",
 		ActionError:        "Sorry, something went wrong and we could not complete your request. Please try again later.",
@@ -161,6 +178,11 @@ var catalog = map[string]map[Key]string{
 		Expired:            "Cette demande a expiré. Merci de l'envoyer à nouveau.",
 		NothingToConfirm:   "Aucune demande n'attend votre confirmation.",
 		ConfirmByReply:     "Pour répondre à la demande ci-dessus, touchez ses boutons ou répondez-y.",
+		ChooseTenant:       "Vous êtes membre de plusieurs entreprises sur ce numéro. À laquelle s’adresse votre message ? Choisissez-la : votre message lui sera transmis.",
+		ButtonChoose:       "Choisir",
+		MediaTooLong:       "Désolé, ce fichier est trop long pour que je le lise. Envoyez-en un plus court, ou écrivez votre demande.",
+		BudgetWarning:      "{business} a utilisé 80 % du budget de ce mois : {spent} sur {budget} USD.",
+		BudgetExhausted:    "{business} a utilisé tout le budget de ce mois ({spent} sur {budget} USD) : jusqu'au mois prochain, l'assistant ne répond plus que par un avis. Les messages envoyés par l'API partent toujours.",
 		NotAMember:         "non membre",
 		Done:               "C'est fait. Merci !",
 		ActionError:        "Désolé, un problème est survenu et votre demande n'a pas pu aboutir. Merci de réessayer plus tard.",
@@ -188,6 +210,11 @@ var catalog = map[string]map[Key]string{
 		Expired:            "انتهت صلاحية هذا الطلب. يرجى إرساله مرة أخرى.",
 		NothingToConfirm:   "لا يوجد طلب بانتظار تأكيدك.",
 		ConfirmByReply:     "للرد على الطلب أعلاه، اضغط أحد أزراره أو رُدّ عليه.",
+		ChooseTenant:       "أنت عضو في عدة أنشطة تجارية على هذا الرقم. لأيّها رسالتك؟ اختره وستصله رسالتك.",
+		ButtonChoose:       "اختر",
+		MediaTooLong:       "عذرًا، هذا الملف أطول من أن أقرأه. أرسل ملفًا أقصر، أو اكتب طلبك.",
+		BudgetWarning:      "استخدم {business} ‏80٪ من ميزانية هذا الشهر: {spent} من {budget} دولار أمريكي.",
+		BudgetExhausted:    "استخدم {business} ميزانية هذا الشهر كاملة ({spent} من {budget} دولار أمريكي): حتى الشهر القادم لن يرد المساعد إلا بإشعار. الرسائل التي ترسلها عبر الواجهة البرمجية ما زالت تُرسل.",
 		NotAMember:         "ليس عضوًا",
 		Done:               "تم. شكرًا لك!",
 		ActionError:        "عذرًا، حدث خطأ ولم نتمكن من إكمال طلبك. يرجى المحاولة لاحقًا.",
@@ -215,6 +242,11 @@ var catalog = map[string]map[Key]string{
 		Expired:            "Esta solicitud ha caducado. Por favor, envíala de nuevo.",
 		NothingToConfirm:   "No hay nada pendiente de tu confirmación.",
 		ConfirmByReply:     "Para responder a la solicitud anterior, toca sus botones o respóndela.",
+		ChooseTenant:       "Eres miembro de varios negocios en este número. ¿Para cuál es tu mensaje? Elígelo y tu mensaje le llegará.",
+		ButtonChoose:       "Elegir",
+		MediaTooLong:       "Lo siento, este archivo es demasiado largo para que lo lea. Envía uno más corto o escribe tu solicitud.",
+		BudgetWarning:      "{business} ha usado el 80 % del presupuesto de este mes: {spent} de {budget} USD.",
+		BudgetExhausted:    "{business} ha usado todo el presupuesto de este mes ({spent} de {budget} USD): hasta el próximo mes el asistente solo responde con un aviso. Los mensajes que envías por la API siguen saliendo.",
 		NotAMember:         "no es miembro",
 		Done:               "Hecho. ¡Gracias!",
 		ActionError:        "Lo sentimos, algo salió mal y no pudimos completar tu solicitud. Inténtalo de nuevo más tarde.",
@@ -242,6 +274,11 @@ var catalog = map[string]map[Key]string{
 		Expired:            "Este pedido expirou. Por favor, envie-o novamente.",
 		NothingToConfirm:   "Não há nada aguardando sua confirmação.",
 		ConfirmByReply:     "Para responder ao pedido acima, toque nos botões dele ou responda a ele.",
+		ChooseTenant:       "Você é membro de várias empresas neste número. Para qual delas é a sua mensagem? Escolha-a e a sua mensagem será enviada a ela.",
+		ButtonChoose:       "Escolher",
+		MediaTooLong:       "Desculpe, este arquivo é longo demais para eu ler. Envie um mais curto ou escreva o seu pedido.",
+		BudgetWarning:      "{business} usou 80% do orçamento deste mês: {spent} de {budget} USD.",
+		BudgetExhausted:    "{business} usou todo o orçamento deste mês ({spent} de {budget} USD): até o próximo mês o assistente responde apenas com um aviso. As mensagens que você envia pela API continuam saindo.",
 		NotAMember:         "não é membro",
 		Done:               "Pronto. Obrigado!",
 		ActionError:        "Desculpe, algo deu errado e não conseguimos concluir seu pedido. Tente novamente mais tarde.",
@@ -269,6 +306,11 @@ var catalog = map[string]map[Key]string{
 		Expired:            "Permintaan ini sudah kedaluwarsa. Silakan kirim lagi.",
 		NothingToConfirm:   "Tidak ada permintaan yang menunggu konfirmasi Anda.",
 		ConfirmByReply:     "Untuk menjawab permintaan di atas, ketuk tombolnya atau balas pesan itu.",
+		ChooseTenant:       "Anda anggota beberapa usaha di nomor ini. Pesan Anda untuk yang mana? Pilih salah satu dan pesan Anda akan diteruskan ke sana.",
+		ButtonChoose:       "Pilih",
+		MediaTooLong:       "Maaf, berkas ini terlalu panjang untuk saya baca. Kirim yang lebih pendek, atau tulis permintaan Anda.",
+		BudgetWarning:      "{business} telah memakai 80% anggaran bulan ini: {spent} dari {budget} USD.",
+		BudgetExhausted:    "{business} telah memakai seluruh anggaran bulan ini ({spent} dari {budget} USD): sampai bulan depan asisten hanya menjawab dengan pemberitahuan. Pesan yang Anda kirim lewat API tetap terkirim.",
 		NotAMember:         "bukan anggota",
 		Done:               "Selesai. Terima kasih!",
 		ActionError:        "Maaf, terjadi kesalahan dan permintaan Anda tidak dapat diselesaikan. Silakan coba lagi nanti.",

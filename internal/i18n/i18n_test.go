@@ -26,7 +26,7 @@ func TestEveryKeyExistsInEveryLanguage(t *testing.T) {
 			if !ok || strings.TrimSpace(s) == "" {
 				t.Errorf("%s/%s: missing", lang, key)
 			}
-			if got := Text(lang, key, "name", "Agus", "intent", "create_booking", "sender", "Agus"); got == "" || strings.Contains(got, "{") {
+			if got := Text(lang, key, "name", "Agus", "intent", "create_booking", "sender", "Agus", "business", "Acme", "spent", "8.00", "budget", "10.00"); got == "" || strings.Contains(got, "{") {
 				t.Errorf("%s/%s renders %q", lang, key, got)
 			}
 		}
@@ -57,7 +57,7 @@ func TestPlaceholdersAreIdenticalAcrossLanguages(t *testing.T) {
 func TestButtonTitlesFitMetaLimit(t *testing.T) {
 	t.Parallel()
 	for _, lang := range Languages() {
-		for _, key := range []Key{ButtonConfirm, ButtonCancel} {
+		for _, key := range []Key{ButtonConfirm, ButtonCancel, ButtonChoose} {
 			if n := utf8.RuneCountInString(Text(lang, key)); n > 20 {
 				t.Errorf("%s/%s is %d characters, Meta allows 20", lang, key, n)
 			}

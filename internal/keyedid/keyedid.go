@@ -87,6 +87,13 @@ func (k *Keyer) ActionReplyKey(actionID string) string {
 	return replyPrefix + k.ID("action-reply", actionID)
 }
 
+// ChoiceKey is the idempotency key of the list that asks the sender of message messageID which
+// tenant of a shared number it is for (package choice), of ReplyKey's form: the message's own
+// reply, once a tenant is chosen, keeps ReplyKey.
+func (k *Keyer) ChoiceKey(messageID string) string {
+	return replyPrefix + k.ID("tenant-choice", messageID)
+}
+
 // IsHexID reports whether s is an ID: 32 lowercase hex characters.
 func IsHexID(s string) bool {
 	if len(s) != 32 || strings.ToLower(s) != s {

@@ -109,12 +109,21 @@ func (c *Client) Extract(ctx context.Context, req Request) (Result, error) {
 		return Result{}, classify(err, hint.get())
 	}
 	usage := Result{ModelVersion: resp.ModelVersion}
+	if usage.ModelVersion == "" {
+		// The price of the call is the model's (pricing.Card.TokenPrice).
+		usage.ModelVersion = call.model
+	}
 	if u := resp.UsageMetadata; u != nil {
 		usage.Usage = Usage{
 			PromptTokens:   int(u.PromptTokenCount),
 			OutputTokens:   int(u.CandidatesTokenCount),
 			ThoughtsTokens: int(u.ThoughtsTokenCount),
 			TotalTokens:    int(u.TotalTokenCount),
+		}
+		for _, d := range u.PromptTokensDetails {
+			if d != nil && d.Modality == genai.MediaModalityAudio {
+				usage.Usage.AudioTokens += int(d.TokenCount)
+			}
 		}
 	}
 	text, err := answerText(resp)

@@ -50,7 +50,9 @@ type Usage struct {
 	OutputTokens int
 	// ThoughtsTokens counts a thinking model's reasoning tokens, billed as output.
 	ThoughtsTokens int
-	TotalTokens    int
+	// AudioTokens is the part of PromptTokens that is audio (promptTokensDetails), priced apart.
+	AudioTokens int
+	TotalTokens int
 }
 
 // answer is the raw shape of the model's JSON, before validation.

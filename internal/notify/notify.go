@@ -13,6 +13,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/contact"
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/tenant"
@@ -93,30 +94,13 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 				"event", "notification_skipped", "reason", "left_shared_number", "to_hash", ref, "role", m.Role)
 			continue
 		}
-		convID, err := n.conversation(ctx, tn.ID, a.PhoneNumberID, person)
+		msg := Compose(tn, in, m, req.From, req.Data)
+		seed, err := n.seed(ctx, tn.ID, a.PhoneNumberID, m, n.Key(a.ActionID, memberKey(m)), msg, now())
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		msg := Compose(tn, in, m, req.From, req.Data)
-		text, err := json.Marshal(msg.Text)
-		if err != nil {
-			return fmt.Errorf("encode the notification: %w", err)
-		}
-		addr := person.Address()
-		seed := store.OutboundRecord{
-			IdempotencyKey: n.Key(a.ActionID, memberKey(m)), Source: store.SourceNotification, TenantID: tn.ID,
-			PhoneNumberID: a.PhoneNumberID, To: addr.To, Recipient: addr.Recipient, ConversationID: convID, ToHash: ref,
-			Message: string(text), MessageType: msg.Text.Type, CorrelationID: a.CorrelationID, InboundEventID: a.InboundEventID,
-			ReceivedAt: now(),
-		}
-		if msg.Fallback != nil {
-			fallback, err := json.Marshal(msg.Fallback)
-			if err != nil {
-				return fmt.Errorf("encode the notification's template: %w", err)
-			}
-			seed.Fallback = string(fallback)
-		}
+		seed.CorrelationID, seed.InboundEventID = a.CorrelationID, a.InboundEventID
 		_, created, err := n.Outbox.Queue(ctx, seed)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("queue the notification to %s: %w", ref, err))
@@ -216,4 +200,64 @@ func (n *Notifier) Key(actionID, waID string) string {
 	m := hmac.New(sha256.New, n.Hasher.DerivedKey(IDPurpose))
 	m.Write([]byte(actionID + "\x00" + waID))
 	return tasks.SendKey("ntf_" + hex.EncodeToString(m.Sum(nil)[:16]))
+}
+
+// Tell queues text(lang) to each member of tn with one of its alert roles (tenant.AlertRoles),
+// in the member's language, from tn's first number: an owner notice (a budget threshold). Each
+// record's key is Key(noticeID, member), so telling the same notice again queues nothing new.
+// Outside a member's 24-hour window the notice is skipped (it has no template of its own); the
+// operator's alert on the same event carries it.
+func (n *Notifier) Tell(ctx context.Context, tn *tenant.Tenant, noticeID string, text func(lang string) string) error {
+	if len(tn.PhoneNumbers) == 0 {
+		return nil
+	}
+	number := tn.PhoneNumbers[0].PhoneNumberID
+	to, err := n.Recipients(ctx, tn, tn.AlertRoles(), contact.Identity{})
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if n.Now != nil {
+		now = n.Now
+	}
+	var errs []error
+	for _, m := range to {
+		msg := Message{Text: graph.Message{Type: "text", Text: &graph.Text{Body: clip(text(tn.EffectiveLanguage(m)), maxText)}}}
+		seed, err := n.seed(ctx, tn.ID, number, m, n.Key(noticeID, memberKey(m)), msg, now())
+		if err == nil {
+			_, _, err = n.Outbox.Queue(ctx, seed)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("queue the notice to %s: %w", n.ref(m.Identity()), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// seed is the send record of msg to member m of tenantID on phoneNumberID under key: in the
+// member's conversation there, when they have one (the window's check).
+func (n *Notifier) seed(ctx context.Context, tenantID, phoneNumberID string, m tenant.Member, key string, msg Message, now time.Time) (store.OutboundRecord, error) {
+	person := m.Identity()
+	convID, err := n.conversation(ctx, tenantID, phoneNumberID, person)
+	if err != nil {
+		return store.OutboundRecord{}, err
+	}
+	text, err := json.Marshal(msg.Text)
+	if err != nil {
+		return store.OutboundRecord{}, fmt.Errorf("encode the notification: %w", err)
+	}
+	addr := person.Address()
+	seed := store.OutboundRecord{
+		IdempotencyKey: key, Source: store.SourceNotification, TenantID: tenantID, PhoneNumberID: phoneNumberID,
+		To: addr.To, Recipient: addr.Recipient, ConversationID: convID, ToHash: n.ref(person),
+		Message: string(text), MessageType: msg.Text.Type, ReceivedAt: now,
+	}
+	if msg.Fallback != nil {
+		fallback, err := json.Marshal(msg.Fallback)
+		if err != nil {
+			return store.OutboundRecord{}, fmt.Errorf("encode the notification's template: %w", err)
+		}
+		seed.Fallback = string(fallback)
+	}
+	return seed, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/apikey"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/signup"
 	"github.com/wapipe/wapipe/internal/store"
@@ -37,7 +38,10 @@ type Credentials struct {
 	Release Releaser
 	// PublicBaseURL is the api service's URL (PUBLIC_BASE_URL), for connect links.
 	PublicBaseURL string
-	Now           func() time.Time
+	// Keyer tags connect links' states (LOG_HASH_KEY's key, as the api checks them); the dev
+	// key's when nil.
+	Keyer *keyedid.Keyer
+	Now   func() time.Time
 }
 
 func (c *Credentials) now() time.Time {
@@ -112,5 +116,5 @@ func (c *Credentials) ConnectLink(ctx context.Context, id string) (string, time.
 	if _, err := c.Tenants.Show(ctx, id); err != nil {
 		return "", time.Time{}, err
 	}
-	return signup.NewConnectLink(ctx, c.Tenants.Sealer, c.PublicBaseURL, id, c.now())
+	return signup.NewConnectLink(ctx, c.Tenants.Sealer, c.Keyer, c.PublicBaseURL, id, c.now())
 }

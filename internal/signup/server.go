@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wapipe/wapipe/internal/graph"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/ratelimit"
 	"github.com/wapipe/wapipe/internal/store"
@@ -69,7 +70,10 @@ type Deps struct {
 	// It has no token of its own.
 	Graph  *graph.Client
 	Keeper Keeper
-	Now    func() time.Time
+	// Keyer tags the states (LOG_HASH_KEY's key, as the CLI and the console tag theirs); the
+	// dev key's when nil.
+	Keyer *keyedid.Keyer
+	Now   func() time.Time
 }
 
 // Server serves the flow's routes.

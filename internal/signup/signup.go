@@ -17,6 +17,7 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/httpserver"
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/logging"
 	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/randid"
@@ -70,28 +71,44 @@ type Sealer interface {
 
 // NewConnectLink returns a link for tenantID's admin to run Embedded Signup, valid
 // ConnectLinkTTL from now and usable once: publicBaseURL (PUBLIC_BASE_URL) + ConnectPath with a
-// sealed state.
-func NewConnectLink(ctx context.Context, sealer Sealer, publicBaseURL, tenantID string, now time.Time) (string, time.Time, error) {
+// sealed state tagged with keyer (LOG_HASH_KEY's; the dev key's when nil).
+func NewConnectLink(ctx context.Context, sealer Sealer, keyer *keyedid.Keyer, publicBaseURL, tenantID string, now time.Time) (string, time.Time, error) {
 	if publicBaseURL == "" {
 		return "", time.Time{}, errors.New("no PUBLIC_BASE_URL: the link points at the api service")
 	}
 	exp := now.Add(ConnectLinkTTL).Truncate(time.Second)
-	raw, err := sealState(ctx, sealer, connectState{TenantID: tenantID, Expires: exp.Unix()}, stateAD)
+	raw, err := sealState(ctx, sealer, keyer, connectState{TenantID: tenantID, Expires: exp.Unix()}, stateAD)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	return strings.TrimRight(publicBaseURL, "/") + ConnectPath + "?state=" + raw, exp, nil
 }
 
-// sealState gives st a fresh nonce and seals it for ad, base64url.
-func sealState(ctx context.Context, sealer Sealer, st connectState, ad []byte) (string, error) {
+// A state is its sealed bytes, base64url, then "." and a tag: the keyed id of those bytes and
+// their purpose under LOG_HASH_KEY's key, which every service and the CLI hold. The tag is
+// checked first, so a forged or altered state costs one HMAC, never a Cloud KMS call (opening
+// a sealed state unwraps its key with KMS); the seal still gives the state its secrecy and binds
+// it to its purpose.
+const tagKind = "connect-state-tag"
+
+// stateTag is the tag of a state's encoded sealed bytes for ad.
+func stateTag(k *keyedid.Keyer, body string, ad []byte) string {
+	return k.ID(tagKind, string(ad), body)
+}
+
+// sealState gives st a fresh nonce, seals it for ad and tags it with keyer.
+func sealState(ctx context.Context, sealer Sealer, keyer *keyedid.Keyer, st connectState, ad []byte) (string, error) {
+	if keyer == nil {
+		keyer = keyedid.Dev()
+	}
 	st.Nonce = randid.Hex(16)
 	plain, _ := json.Marshal(st)
 	sealed, err := sealer.Encrypt(ctx, plain, ad)
 	if err != nil {
 		return "", fmt.Errorf("seal the connect state: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(sealed), nil
+	body := base64.RawURLEncoding.EncodeToString(sealed)
+	return body + "." + stateTag(keyer, body, ad), nil
 }
 
 // errBadState is a state that does not open (forged, altered, for another deployment).
@@ -100,11 +117,33 @@ var errBadState = errors.New("this link is not valid")
 // errExpiredState is a state past its validity.
 var errExpiredState = errors.New("this link has expired")
 
-// openState opens and checks a state sealed for ad.
+// tagged reports whether tag is body's for ad under the key in use or, during a rotation of
+// LOG_HASH_KEY, the previous one (a link outlives no more than ConnectLinkTTL).
+func (s *Server) tagged(body, tag string, ad []byte) bool {
+	for k := s.keyer(); k != nil; k = k.Previous() {
+		if subtle.ConstantTimeCompare([]byte(stateTag(k, body, ad)), []byte(tag)) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) keyer() *keyedid.Keyer {
+	if s.deps.Keyer == nil {
+		return keyedid.Dev()
+	}
+	return s.deps.Keyer
+}
+
+// openState checks a state's tag, then opens and checks the state sealed for ad.
 func (s *Server) openState(ctx context.Context, raw string, ad []byte) (connectState, error) {
 	var st connectState
-	sealed, err := base64.RawURLEncoding.DecodeString(raw)
-	if err != nil || raw == "" || len(raw) > 4096 {
+	body, tag, ok := strings.Cut(raw, ".")
+	if !ok || body == "" || len(raw) > 4096 || !s.tagged(body, tag, ad) {
+		return st, errBadState
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
 		return st, errBadState
 	}
 	plain, err := s.deps.Keeper.Decrypt(ctx, sealed, ad)
@@ -272,7 +311,7 @@ func (s *Server) handleConnectStart() http.Handler {
 		if !s.useState(w, r.WithContext(ctx), st) {
 			return
 		}
-		oauth, err := sealState(ctx, s.deps.Keeper, connectState{TenantID: st.TenantID,
+		oauth, err := sealState(ctx, s.deps.Keeper, s.keyer(), connectState{TenantID: st.TenantID,
 			Expires: s.deps.Now().Add(OAuthStateTTL).Unix(), Browser: hashHex(c.Value)}, oauthStateAD)
 		if err != nil {
 			s.failPage(w, r, "start the dialog", err)

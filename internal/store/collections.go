@@ -44,7 +44,7 @@ const PayloadChunks = "payload_chunks"
 // tenant's monthly usage is kept (tenants do not expire either); their call markers are.
 func Collections() []string {
 	return []string{InboundEvents, InboundTraces, OutboundMessages, MessageStatuses, DeadLetters, PayloadChunks, TenantInvites,
-		Conversations, ConversationMessages, SenderWindows, UsageCalls, Actions, ConnectStates}
+		Conversations, ConversationMessages, SenderWindows, UsageCalls, Actions, ConnectStates, HeldMessages, ChoiceQuestions, BilledMessages, BudgetAlerts}
 }
 
 // DurableCollections lists the collection groups whose documents never expire: the tenants,

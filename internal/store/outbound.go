@@ -404,6 +404,8 @@ type ApplyResult struct {
 	// TenantID is the tenant of the record the status may change ("" when none matched, or the
 	// single-tenant default's): on a shared number, the tenant that sent.
 	TenantID string
+	// Source is who made the record (SourceAPI: the business's own /v1 send).
+	Source string
 }
 
 // statusMismatch returns why u may not change rec, or "" when it may. The echoed key alone
@@ -485,7 +487,7 @@ func (r *Outbound) ApplyStatus(ctx context.Context, u StatusUpdate) (ApplyResult
 		if res.Mismatch != "" {
 			return false
 		}
-		res.TenantID = rec.TenantID
+		res.TenantID, res.Source = rec.TenantID, rec.Source
 		changed := false
 		switch {
 		case rec.State == OutboundFailed:

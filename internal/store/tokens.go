@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wapipe/wapipe/internal/turnstate"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 // TokenUsage is a tenant's LLM tokens in one quota period, as Vertex AI reported them.
@@ -18,8 +19,9 @@ type TokenUsage struct {
 	Prompt, Output int64
 }
 
-// RecordTokens adds a call's tokens to the tenant's usage of u.Period, on a usage shard beside
-// the call counts (fields prompt_tokens and output_tokens), and marks the call's marker
+// RecordTokens adds a call's tokens and their price to the tenant's usage of u.Period, on a usage
+// shard beside the call counts (fields prompt_tokens, output_tokens, audio_tokens, llm_pico and
+// the day's llm_pico: the ledger), and marks the call's marker
 // (usage/{tenant}_{period}/calls/{call id}) so that a call id is counted once. One transaction:
 // it reads the marker (the call's own document, so calls do not contend) and writes it and an
 // increment of one shard.
@@ -32,7 +34,8 @@ func (g *Guard) RecordTokens(ctx context.Context, u turnstate.TokenUse) error {
 	shard := g.nextShard(ref)
 	now := g.opts.Now()
 	err := g.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		marker := map[string]any{"call_id": u.CallID, "tokens_recorded": true, "prompt_tokens": u.Prompt, "output_tokens": u.Output}
+		marker := map[string]any{"call_id": u.CallID, "tokens_recorded": true, "prompt_tokens": u.Prompt, "output_tokens": u.Output,
+			ledgerAudio: u.Audio, ledgerLLM: int64(u.Amount)}
 		snap, err := tx.Get(callRef)
 		switch {
 		case status.Code(err) == codes.NotFound:
@@ -48,13 +51,48 @@ func (g *Guard) RecordTokens(ctx context.Context, u turnstate.TokenUse) error {
 		if err := tx.Set(callRef, marker, firestore.MergeAll); err != nil {
 			return err
 		}
-		return tx.Set(shard, map[string]any{"tenant_id": u.TenantID, "period": u.Period, "updated_at": now,
-			"prompt_tokens": firestore.Increment(u.Prompt), "output_tokens": firestore.Increment(u.Output)}, firestore.MergeAll)
+		fields := map[string]any{"tenant_id": u.TenantID, "period": u.Period, "updated_at": now,
+			"prompt_tokens": firestore.Increment(u.Prompt), "output_tokens": firestore.Increment(u.Output),
+			ledgerAudio: firestore.Increment(u.Audio), ledgerLLM: firestore.Increment(int64(u.Amount)),
+			ledgerTotal: firestore.Increment(int64(u.Amount))}
+		if !u.At.IsZero() {
+			_, day := ledgerPeriod(u.At)
+			fields[ledgerDays] = map[string]any{day: map[string]any{"llm_pico": firestore.Increment(int64(u.Amount))}}
+		}
+		if u.ContactID != "" && u.Amount != 0 {
+			// The contact's own document: contacts do not contend on it.
+			if err := tx.Set(g.senderSpendDoc(u.TenantID, u.ContactID, u.Period), map[string]any{"tenant_id": u.TenantID,
+				"contact_id": u.ContactID, "period": u.Period, ledgerTotal: firestore.Increment(int64(u.Amount)), "updated_at": now,
+				ExpireAtField: shareExpiry(u.Period, now.Add(g.opts.Retention))}, firestore.MergeAll); err != nil {
+				return err
+			}
+		}
+		return tx.Set(shard, fields, firestore.MergeAll)
 	})
 	if err != nil {
 		return fmt.Errorf("record tokens of %s: %w", UsageID(u.TenantID, u.Period), err)
 	}
 	return nil
+}
+
+// senderSpendDoc is what one contact's turns spent on the model in period (sender_windows/{keyed
+// id}), checked against its share of the budget.
+func (g *Guard) senderSpendDoc(tenantID, contactID, period string) *firestore.DocumentRef {
+	return g.fs.Collection(SenderWindows).Doc(g.db.keyer.ID("spend", tenantID, contactID, period))
+}
+
+// SenderSpent is what contactID's turns spent on the model in period (zero when nothing).
+func (g *Guard) SenderSpent(ctx context.Context, tenantID, contactID, period string) (pricing.Amount, error) {
+	snap, err := g.senderSpendDoc(tenantID, contactID, period).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read a contact's spending in %s: %w", UsageID(tenantID, period), err)
+	}
+	v, _ := snap.DataAt(ledgerTotal)
+	n, err := aggregateInt(v)
+	return pricing.Amount(n), err
 }
 
 // Tokens is a tenant's recorded LLM tokens in period (zero when none): the sums of its usage

@@ -71,6 +71,11 @@ func Diff(prev, next *Tenant) []Change {
 		// Shown only when a file sets it: the default follows llm_calls_per_month.
 		d.value("quota.per_sender_per_month", fmtShare(prev.Quota), fmtShare(next.Quota))
 	}
+	d.text("budget.monthly_usd", prev.Budget.MonthlyUSD, next.Budget.MonthlyUSD)
+	if prev.Budget.PerSenderShare != nil || next.Budget.PerSenderShare != nil {
+		d.value("budget.per_sender_share", fmtOptional(prev.Budget.PerSenderShare, fmtFloat, "0.1"), fmtOptional(next.Budget.PerSenderShare, fmtFloat, "0.1"))
+	}
+	d.value("alerts", fmtRoles(prev.AlertRoles()), fmtRoles(next.AlertRoles()))
 	pa, na := prev.Assistant, next.Assistant
 	d.text("assistant.mode", string(pa.Mode), string(na.Mode))
 	d.text("assistant.ack_text", pa.AckText, na.AckText)
@@ -78,6 +83,10 @@ func Diff(prev, next *Tenant) []Change {
 	d.text("assistant.instructions", pa.Instructions, na.Instructions)
 	d.value("assistant.min_confidence", fmtFloat(pa.MinConfidence), fmtFloat(na.MinConfidence))
 	d.text("assistant.action_url", pa.ActionURL, na.ActionURL)
+	if pa.MediaLimits != na.MediaLimits {
+		pm, nm := pa.MediaLimits.Effective(), na.MediaLimits.Effective()
+		d.value("assistant.media_limits", fmt.Sprintf("%+v", pm), fmt.Sprintf("%+v", nm))
+	}
 	d.list("assistant.intents", intentItems(pa.Intents), intentItems(na.Intents), true)
 	d.text("templates.reengage", fmtTemplate(prev.Templates.Reengage), fmtTemplate(next.Templates.Reengage))
 	d.text("templates.notify", fmtTemplate(prev.Templates.Notify), fmtTemplate(next.Templates.Notify))

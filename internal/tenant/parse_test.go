@@ -237,10 +237,10 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"two documents", base + "---\nid: other\n", []string{
 			"more than one YAML document: a file holds one tenant (line 7)"}},
 		{"not a mapping", "- a\n- b\n", []string{
-			"must be a mapping with keys id, name, language, audience, phone_numbers, members, sending, limits, quota, assistant, templates (line 1)"}},
+			"must be a mapping with keys id, name, language, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 1)"}},
 		// Shape: unknown and duplicate keys, wrong kinds.
 		{"unknown key", base + "colour: red\n", []string{
-			"colour: unknown key; the file takes id, name, language, audience, phone_numbers, members, sending, limits, quota, assistant, templates (line 7)"}},
+			"colour: unknown key; the file takes id, name, language, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 7)"}},
 		{"unknown nested key", base + "sending: {per_second: 20, burst: 3}\n", []string{
 			"sending.burst: unknown key; sending takes per_second, max_concurrent (line 7)"}},
 		{"unknown key in a list item", base + "  - {phone_number_id: \"1\", waba_id: \"2\", token: x}\n", []string{
@@ -391,7 +391,7 @@ sending: {per_second: 0}
 		{"several shape problems", base + "sending: {per_second: x, max_concurrent: y}\ncolour: red\n", []string{
 			"sending.per_second: must be a number (line 7)",
 			"sending.max_concurrent: must be a whole number (line 7)",
-			"colour: unknown key; the file takes id, name, language, audience, phone_numbers, members, sending, limits, quota, assistant, templates (line 8)",
+			"colour: unknown key; the file takes id, name, language, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 8)",
 		}},
 	}
 	for _, tt := range tests {

@@ -1,12 +1,12 @@
 package tenant
 
 import (
-	"github.com/wapipe/wapipe/internal/contact"
-
 	"slices"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 // Tenant is one business, as in its tenant file. Parse returns it with the defaults filled.
@@ -32,6 +32,11 @@ type Tenant struct {
 	Limits Limits `yaml:"limits" firestore:"limits"`
 	// Quota caps the LLM calls.
 	Quota Quota `yaml:"quota,omitempty" firestore:"quota"`
+	// Budget caps the money a month costs (CONTRACT.md, Money).
+	Budget Budget `yaml:"budget,omitempty" firestore:"budget"`
+	// Alerts are the roles told of budget thresholds and every owner notice; nil is
+	// DefaultAlerts.
+	Alerts []Role `yaml:"alerts,omitempty" firestore:"alerts,omitempty"`
 	// Assistant says how messages are answered.
 	Assistant Assistant `yaml:"assistant" firestore:"assistant"`
 	// Templates are the message templates wapipe uses on the tenant's behalf.
@@ -153,6 +158,79 @@ type Quota struct {
 	PerSenderPerMonth *int `yaml:"per_sender_per_month,omitempty" firestore:"per_sender_per_month,omitempty"`
 }
 
+// Budget caps what a tenant spends in a UTC month: Meta's messages and the model together, in
+// USD, checked before each LLM call and each billable send wapipe starts itself.
+type Budget struct {
+	// MonthlyUSD is a decimal ("50", "12.50"); empty means no budget.
+	MonthlyUSD string `yaml:"monthly_usd,omitempty" firestore:"monthly_usd,omitempty"`
+	// PerSenderShare is the fraction of MonthlyUSD one contact's turns may spend; nil is
+	// DefaultSenderShare.
+	PerSenderShare *float64 `yaml:"per_sender_share,omitempty" firestore:"per_sender_share,omitempty"`
+}
+
+// MediaLimits cap one file the model is to read: a longer voice note, video or PDF, or a bigger
+// image, is answered "too long" before the call (its tokens would cost more than the turn is
+// worth: a minute of audio is about 1,900 tokens, a page of a PDF 258).
+type MediaLimits struct {
+	AudioSeconds int `yaml:"audio_seconds,omitempty" firestore:"audio_seconds,omitempty"`
+	VideoSeconds int `yaml:"video_seconds,omitempty" firestore:"video_seconds,omitempty"`
+	PDFPages     int `yaml:"pdf_pages,omitempty" firestore:"pdf_pages,omitempty"`
+	ImageBytes   int `yaml:"image_bytes,omitempty" firestore:"image_bytes,omitempty"`
+}
+
+// DefaultMediaLimits are the caps when the file sets none: ten minutes of audio, two of video,
+// 50 pages, 5 MiB of image (WhatsApp's own image limit).
+var DefaultMediaLimits = MediaLimits{AudioSeconds: 600, VideoSeconds: 120, PDFPages: 50, ImageBytes: 5 << 20}
+
+// Effective is l with its zero fields taken from DefaultMediaLimits.
+func (l MediaLimits) Effective() MediaLimits {
+	d := DefaultMediaLimits
+	for _, f := range []struct{ v, def *int }{{&l.AudioSeconds, &d.AudioSeconds}, {&l.VideoSeconds, &d.VideoSeconds},
+		{&l.PDFPages, &d.PDFPages}, {&l.ImageBytes, &d.ImageBytes}} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return l
+}
+
+// DefaultSenderShare is a contact's share of the monthly budget when the file names none.
+const DefaultSenderShare = 0.1
+
+// Monthly is the budget and whether there is one.
+func (b Budget) Monthly() (pricing.Amount, bool) {
+	if b.MonthlyUSD == "" {
+		return 0, false
+	}
+	a, err := pricing.ParseUSD(b.MonthlyUSD)
+	return a, err == nil
+}
+
+// SenderShare is what one contact's turns may spend in a month, and whether there is a cap.
+func (b Budget) SenderShare() (pricing.Amount, bool) {
+	monthly, ok := b.Monthly()
+	if !ok {
+		return 0, false
+	}
+	share := DefaultSenderShare
+	if b.PerSenderShare != nil {
+		share = *b.PerSenderShare
+	}
+	// A fraction in millionths: exact enough for a share, and integer arithmetic.
+	return monthly.Fraction(int64(share*1e6+0.5), 1e6), true
+}
+
+// DefaultAlerts are the roles told of budget thresholds when the file names none.
+var DefaultAlerts = []Role{RoleOwner, RoleAdmin}
+
+// AlertRoles are the roles told of budget thresholds and owner notices.
+func (t *Tenant) AlertRoles() []Role {
+	if t.Alerts == nil {
+		return DefaultAlerts
+	}
+	return t.Alerts
+}
+
 // MinSenderShare is the smallest default share of one contact (see Quota.SenderShare).
 const MinSenderShare = 10
 
@@ -205,6 +283,9 @@ type Assistant struct {
 	ActionURL string `yaml:"action_url,omitempty" firestore:"action_url"`
 	// Intents are the requests the assistant recognises besides GeneralQuery, in file order.
 	Intents []Intent `yaml:"intents,omitempty" firestore:"intents"`
+	// MediaLimits cap what one file the model reads may hold; zero fields take the defaults
+	// (DefaultMediaLimits).
+	MediaLimits MediaLimits `yaml:"media_limits,omitempty" firestore:"media_limits"`
 }
 
 // GeneralQuery is the built-in intent of a message that asks for no action; the model answers

@@ -1,9 +1,8 @@
 package tenant
 
 import (
-	"github.com/wapipe/wapipe/internal/contact"
-
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"regexp"
@@ -12,7 +11,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 var (
@@ -64,6 +65,23 @@ func (t *Tenant) validate() Problems {
 	}
 	if q := t.Quota.PerSenderPerMonth; q != nil && *q < 1 {
 		c.add("quota.per_sender_per_month", "must be 1 or more (absent: a tenth of llm_calls_per_month, at least %d)", MinSenderShare)
+	}
+	if b := t.Budget.MonthlyUSD; b != "" {
+		if _, err := pricing.ParseUSD(b); err != nil {
+			c.add("budget.monthly_usd", "must be an amount of US dollars like 50 or 12.50: %v", err)
+		}
+	}
+	if s := t.Budget.PerSenderShare; s != nil && (*s <= 0 || *s > 1) {
+		c.add("budget.per_sender_share", "must be a fraction above 0 and at most 1 (absent: %g)", DefaultSenderShare)
+	}
+	for i, r := range t.Alerts {
+		if !slices.Contains([]Role{RoleOwner, RoleAdmin, RoleMember}, r) {
+			c.add(fmt.Sprintf("alerts[%d]", i), "must be owner, admin or member, got %q", r)
+		}
+	}
+	if m := t.Assistant.MediaLimits; m.AudioSeconds < 0 || m.VideoSeconds < 0 || m.PDFPages < 0 || m.ImageBytes < 0 {
+		c.add("assistant.media_limits", "must be positive numbers (absent: %d s of audio, %d s of video, %d pages, %d bytes of image)",
+			DefaultMediaLimits.AudioSeconds, DefaultMediaLimits.VideoSeconds, DefaultMediaLimits.PDFPages, DefaultMediaLimits.ImageBytes)
 	}
 	t.validateAssistant(&c)
 	checkTemplate(&c, "templates.notify", t.Templates.Notify)

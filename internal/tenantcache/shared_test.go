@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -49,9 +50,11 @@ func applyShared(t *testing.T, s *store.Tenants, id string, members ...string) *
 }
 
 // TestContactRouter routes contacts on a shared number against the emulator: a code picks its
-// tenant, a member goes to their tenant (the first by id when in several), a stranger to the
-// number's first tenant; a code redeemed through the router moves the contact at once, though
-// its route was cached.
+// tenant, a member goes to their tenant, a member of several with no choice is to be asked (no
+// tenant wins by its id) until they tap one, a stranger goes to the number's first tenant (it
+// has no primary); a code redeemed, or a tenant chosen, through the router moves the contact at
+// once, though its route was cached; a tap on a tenant the contact is not a member of records
+// nothing.
 func TestContactRouter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -76,7 +79,7 @@ func TestContactRouter(t *testing.T) {
 		name, from, code, want string
 	}{
 		{"a file member", alphaOnly, "", "alpha"},
-		{"a member of both: the first by id", both, "", "alpha"},
+		{"a member of both: asked", both, "", ""},
 		{"a member by invite", betaByInvite, "", "beta"},
 		{"a stranger: the number's first tenant", stranger, "", "alpha"},
 		{"a stranger with beta's code", stranger, "WP-BBBBBBBB", "beta"},
@@ -89,9 +92,22 @@ func TestContactRouter(t *testing.T) {
 			hash = tenant.InviteCodeHash(tc.code)
 		}
 		got, err := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: tc.from}, hash)
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		if err != nil || got.Tenant != tc.want || (tc.want == "") != (got.Ask != nil) {
+			t.Errorf("%s: %+v, %v; want %q", tc.name, got, err, tc.want)
 		}
+	}
+	q, _ := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: both}, "")
+	if want := (&tenantcache.Question{Host: "alpha", Choices: []tenantcache.Choice{{"alpha", "alpha"}, {"beta", "beta"}}}); !reflect.DeepEqual(q.Ask, want) {
+		t.Errorf("the question to a member of both: %+v, want %+v", q.Ask, want)
+	}
+	if ok, err := r.Choose(ctx, sharedNum, contact.Identity{WaID: alphaOnly}, "beta"); ok || err != nil {
+		t.Errorf("alpha's member taps beta's row: %v, %v; want nothing recorded", ok, err)
+	}
+	if ok, err := r.Choose(ctx, sharedNum, contact.Identity{WaID: both}, "beta"); !ok || err != nil {
+		t.Errorf("the member of both taps beta: %v, %v", ok, err)
+	}
+	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: both}, ""); err != nil || got.Tenant != "beta" {
+		t.Errorf("the member of both after choosing beta: %+v, %v", got, err)
 	}
 
 	// alpha's file member redeems beta's code: routed to beta at once (the cached alpha route
@@ -100,11 +116,11 @@ func TestContactRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyShared(t, s, "alpha", alphaOnly, both)
-	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: alphaOnly}, ""); err != nil || got != "beta" {
-		t.Errorf("alpha's member after beta's code: %q, %v; want beta", got, err)
+	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: alphaOnly}, ""); err != nil || got.Tenant != "beta" {
+		t.Errorf("alpha's member after beta's code: %+v, %v; want beta", got, err)
 	}
-	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: alphaOnly}, tenant.InviteCodeHash("WP-CCCCCCCC")); err != nil || got != "beta" {
-		t.Errorf("the used code again from its user (a retried turn): %q, %v; want beta", got, err)
+	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{WaID: alphaOnly}, tenant.InviteCodeHash("WP-CCCCCCCC")); err != nil || got.Tenant != "beta" {
+		t.Errorf("the used code again from its user (a retried turn): %+v, %v; want beta", got, err)
 	}
 
 	if ids, err := r.NumberTenants(ctx, sharedNum); err != nil || len(ids) != 2 || ids[0] != "alpha" || ids[1] != "beta" {
@@ -157,8 +173,8 @@ func TestContactRouterByUserID(t *testing.T) {
 		t.Fatal(err)
 	}
 	joiner := contact.Identity{UserID: joinerUserID, Username: "joiner"}
-	if got, err := r.TenantFor(ctx, sharedNum, joiner, tenant.InviteCodeHash("WP-BBBBBBBB")); err != nil || got != "beta" {
-		t.Fatalf("the code by BSUID alone: %q, %v; want beta", got, err)
+	if got, err := r.TenantFor(ctx, sharedNum, joiner, tenant.InviteCodeHash("WP-BBBBBBBB")); err != nil || got.Tenant != "beta" {
+		t.Fatalf("the code by BSUID alone: %+v, %v; want beta", got, err)
 	}
 	if _, err := r.RedeemSharedInvite(ctx, "beta", sharedNum, tenant.InviteCodeHash("WP-BBBBBBBB"), contactOf(t, db, "beta", joiner), ""); err != nil {
 		t.Fatal(err)
@@ -180,8 +196,8 @@ func TestContactRouterByUserID(t *testing.T) {
 		{"nobody", contact.Identity{Name: "no identifier"}, "alpha"},
 	}
 	for _, tc := range tests {
-		if got, err := r.TenantFor(ctx, sharedNum, tc.who, ""); err != nil || got != tc.want {
-			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		if got, err := r.TenantFor(ctx, sharedNum, tc.who, ""); err != nil || got.Tenant != tc.want {
+			t.Errorf("%s: %+v, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
 
@@ -193,14 +209,14 @@ func TestContactRouterByUserID(t *testing.T) {
 	if _, err := r.RedeemSharedInvite(ctx, "beta", sharedNum, tenant.InviteCodeHash("WP-CCCCCCCC"), stranger, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{UserID: strangerUserID}, ""); err != nil || got != "beta" {
-		t.Errorf("the stranger after beta's code by BSUID alone: %q, %v; want beta", got, err)
+	if got, err := r.TenantFor(ctx, sharedNum, contact.Identity{UserID: strangerUserID}, ""); err != nil || got.Tenant != "beta" {
+		t.Errorf("the stranger after beta's code by BSUID alone: %+v, %v; want beta", got, err)
 	}
 
 	// The late member's phone and BSUID come together: from then on the BSUID alone finds beta
 	// (on an instance that did not cache the stranger's route).
 	contactOf(t, db, "beta", contact.Identity{WaID: latePhone, UserID: lateUserID})
-	if got, err := router().TenantFor(ctx, sharedNum, contact.Identity{UserID: lateUserID}, ""); err != nil || got != "beta" {
-		t.Errorf("a file member by phone, by BSUID alone after both came together: %q, %v; want beta", got, err)
+	if got, err := router().TenantFor(ctx, sharedNum, contact.Identity{UserID: lateUserID}, ""); err != nil || got.Tenant != "beta" {
+		t.Errorf("a file member by phone, by BSUID alone after both came together: %+v, %v; want beta", got, err)
 	}
 }

@@ -10,12 +10,21 @@ package testenv
 //   - Firestore:  https://cloud.google.com/firestore/pricing (Native mode, Standard edition)
 //   - Cloud Tasks: https://cloud.google.com/tasks/pricing
 //   - Cloud Run:  https://cloud.google.com/run/pricing (request-based billing, tier 1)
-//   - Vertex AI:  https://cloud.google.com/vertex-ai/generative-ai/pricing (Gemini 2.5 Flash)
+//
+// The model's token prices are not here: they are the rate card's (pricing/model_prices.csv),
+// which the ledger prices calls with.
 //
 // They were not checked against the live pages when written: check them before quoting a
 // figure. Free tiers (Firestore's daily 50,000 reads and 20,000 writes and deletes, Cloud
 // Tasks' first million operations a month, Cloud Run's monthly 180,000 vCPU-seconds) are left
 // out: the figures are the marginal cost of a message once a deployment is past them.
+
+import (
+	"sync"
+	"time"
+
+	"github.com/wapipe/wapipe/pricing"
+)
 
 // PricesAsOf is the date the prices below refer to.
 const PricesAsOf = "2025-07"
@@ -34,11 +43,22 @@ const (
 	RunVCPUSecond     = 0.000024
 	RunGiBSecond      = 0.0000025
 	RunRequestsPerMil = 0.40
-	// Vertex AI Gemini 2.5 Flash, per million tokens: text input, and output (thinking
-	// tokens included).
-	GeminiFlashInputPerMillion  = 0.30
-	GeminiFlashOutputPerMillion = 2.50
 )
+
+// geminiFlash is Gemini 2.5 Flash's price of one token of kind (prompt, output: thinking tokens
+// included) in USD, from the rate card in pricing/, the prices' one home.
+var geminiFlash = sync.OnceValue(func() map[string]float64 {
+	card, err := pricing.Load()
+	if err != nil {
+		panic("testenv: " + err.Error())
+	}
+	out := map[string]float64{}
+	for _, kind := range []string{"prompt", "output"} {
+		p, _ := card.TokenPrice("gemini-2.5-flash", kind, time.Now())
+		out[kind] = float64(p) / 1e12
+	}
+	return out
+})
 
 // RunGiBPerVCPU is the memory billed with each vCPU-second: the services' defaults in
 // terraform/variables.tf (cpu "1", memory "512Mi").
@@ -76,7 +96,7 @@ func Price(o MessageOps) USD {
 		Tasks: o.TasksOps * TasksOpsPerMillion / 1e6,
 		Run: o.CPUSeconds*RunVCPUSecond + o.CPUSeconds*RunGiBPerVCPU*RunGiBSecond +
 			o.RunRequests*RunRequestsPerMil/1e6,
-		LLM: o.LLMInputTokens*GeminiFlashInputPerMillion/1e6 + o.LLMOutputTokens*GeminiFlashOutputPerMillion/1e6,
+		LLM: o.LLMInputTokens*geminiFlash()["prompt"] + o.LLMOutputTokens*geminiFlash()["output"],
 	}
 }
 

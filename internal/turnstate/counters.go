@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 // TokenUse is the token usage Vertex AI reported for one LLM call (assistant.Guard.RecordTokens).
@@ -14,8 +15,16 @@ type TokenUse struct {
 	Period string
 	CallID string
 	// Prompt counts the request's tokens (media included), Output the answer's (the model's
-	// thoughts included: they are billed as output).
-	Prompt, Output int
+	// thoughts included: they are billed as output); Audio the part of Prompt that is audio
+	// (priced apart).
+	Prompt, Output, Audio int
+	// ContactID is the contact whose turn made the call: its spending counts against its share
+	// of the budget ("" for none).
+	ContactID string
+	// Amount is the call's price (pricing.Card.TokenPrice of each kind); At when it was made
+	// (the ledger's day).
+	Amount pricing.Amount
+	At     time.Time
 }
 
 // CallDecision is assistant.Guard.ReserveCall's answer. The zero value refuses.

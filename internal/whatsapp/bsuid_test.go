@@ -143,7 +143,7 @@ func TestBSUIDWebhooks(t *testing.T) {
 		file: "bsuid_status_sent.json",
 		want: identityView{
 			Statuses: []Status{boStatus("sent", "1784541700", func(s *Status) {
-				s.ConversationID, s.PricingCategory, s.Billable = "0b6f3e1a9c2d4e5f8a7b6c5d4e3f2a1b", "service", &no
+				s.ConversationID, s.PricingCategory, s.PricingType, s.Billable = "0b6f3e1a9c2d4e5f8a7b6c5d4e3f2a1b", "service", "free_customer_service", &no
 			})},
 			Recipients: []contact.Identity{{UserID: boUser}},
 		},

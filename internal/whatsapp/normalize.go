@@ -214,7 +214,7 @@ func normalizeStatus(v *Value, in *StatusUpdate) Status {
 		s.ConversationID = in.Conversation.ID
 	}
 	if in.Pricing != nil {
-		s.PricingCategory = in.Pricing.Category
+		s.PricingCategory, s.PricingType = in.Pricing.Category, in.Pricing.Type
 		if b := in.Pricing.Billable; b != nil {
 			billable := *b // a copy: the Status must not alias the parsed payload
 			s.Billable = &billable

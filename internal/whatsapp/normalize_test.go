@@ -124,9 +124,9 @@ func TestNormalizeStatuses(t *testing.T) {
 		want []Status
 	}{
 		{"status_sent.json", []Status{{ID: wamid, Status: "sent", Timestamp: "1749416400", RecipientID: testFrom, PhoneNumberID: testPNID,
-			BizOpaqueCallbackData: "idem-3f1c2e7a9b", ConversationID: "6ceb9d929c0ea08ba8d60a4cc1d24a5a", PricingCategory: "service", Billable: &no}}},
+			BizOpaqueCallbackData: "idem-3f1c2e7a9b", ConversationID: "6ceb9d929c0ea08ba8d60a4cc1d24a5a", PricingCategory: "service", PricingType: "free_customer_service", Billable: &no}}},
 		{"status_delivered.json", []Status{{ID: wamid, Status: "delivered", Timestamp: "1749416402", RecipientID: testFrom, PhoneNumberID: testPNID,
-			BizOpaqueCallbackData: "idem-3f1c2e7a9b", ConversationID: "6ceb9d929c0ea08ba8d60a4cc1d24a5a", PricingCategory: "service", Billable: &no}}},
+			BizOpaqueCallbackData: "idem-3f1c2e7a9b", ConversationID: "6ceb9d929c0ea08ba8d60a4cc1d24a5a", PricingCategory: "service", PricingType: "free_customer_service", Billable: &no}}},
 		{"status_read.json", []Status{{ID: wamid, Status: "read", Timestamp: "1749416460", RecipientID: testFrom, PhoneNumberID: testPNID,
 			BizOpaqueCallbackData: "idem-3f1c2e7a9b"}}},
 		{"status_failed.json", []Status{{ID: wamid, Status: "failed", Timestamp: "1749416401", RecipientID: testFrom, PhoneNumberID: testPNID,

@@ -155,10 +155,13 @@ type Status struct {
 	// BizOpaqueCallbackData echoes what the send set; wapipe puts the idempotency key there.
 	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
 	// ConversationID, PricingCategory and Billable carry Meta's billing details when sent.
-	ConversationID  string  `json:"conversation_id,omitempty"`
-	PricingCategory string  `json:"pricing_category,omitempty"`
-	Billable        *bool   `json:"billable,omitempty"`
-	Errors          []Error `json:"errors,omitempty"`
+	ConversationID  string `json:"conversation_id,omitempty"`
+	PricingCategory string `json:"pricing_category,omitempty"`
+	// PricingType says whether Meta charges the message: "regular" is paid,
+	// "free_customer_service" and "free_entry_point" are free (Billable is deprecated).
+	PricingType string  `json:"pricing_type,omitempty"`
+	Billable    *bool   `json:"billable,omitempty"`
+	Errors      []Error `json:"errors,omitempty"`
 }
 
 // DedupeKey is the key statuses are deduplicated on: "<id>:<status>".

@@ -274,6 +274,17 @@ func SampleStatus(o SampleOptions, status string) []byte {
 	return o.envelope(v)
 }
 
+// SamplePricedStatus is SampleStatus with Meta's pricing of the message: its category
+// ("marketing", "utility", "authentication", "service", …) and type ("regular" is charged,
+// "free_customer_service" and "free_entry_point" are free).
+func SamplePricedStatus(o SampleOptions, status, category, pricingType string) []byte {
+	o = o.withDefaults()
+	s := o.status(status)
+	billable := pricingType == "regular"
+	s.Pricing = &Pricing{Billable: &billable, PricingModel: "PMP", Category: category, Type: pricingType}
+	return o.envelope(Value{Statuses: []StatusUpdate{s}})
+}
+
 // SampleFailedStatus is a "failed" status with Meta's error, e.g. 131026 "Message
 // undeliverable" or 131047 "Re-engagement message".
 func SampleFailedStatus(o SampleOptions, code int, title, details string) []byte {

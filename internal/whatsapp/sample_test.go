@@ -28,7 +28,7 @@ func TestSamples(t *testing.T) {
 	status := func(st string) []Status {
 		s := Status{ID: "wamid.TEST", Status: st, Timestamp: "1749416383", RecipientID: DefaultSampleOptions.From,
 			PhoneNumberID: DefaultSampleOptions.PhoneNumberID, BizOpaqueCallbackData: "idem-1",
-			ConversationID: conversationID("wamid.TEST"), PricingCategory: "service", Billable: &no}
+			ConversationID: conversationID("wamid.TEST"), PricingCategory: "service", PricingType: "free_customer_service", Billable: &no}
 		return []Status{s}
 	}
 	cases := []struct {

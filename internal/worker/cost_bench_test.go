@@ -94,7 +94,7 @@ func (u *usageCounter) take() (calls, input, output int) {
 	return calls, input, output
 }
 
-// BenchmarkCostPerMessage measures, on the local stack, what one message costs on Google Cloud
+// BenchmarkCloudCostPerMessage measures, on the local stack, what one message costs on Google Cloud
 // (issue 27 part 3) in two scenarios, each message from its own contact:
 //
 //   - default_reply: an inbound text answered by the single-tenant default reply, and the
@@ -110,8 +110,8 @@ func (u *usageCounter) take() (calls, input, output int) {
 // emulator, a separate process, is excluded) and the cost of 1,000 such messages at the list
 // prices in testenv (cost.go). It prints a Markdown table of both scenarios:
 //
-//	go test -run '^$' -bench BenchmarkCostPerMessage -benchtime 20x ./internal/worker/
-func BenchmarkCostPerMessage(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkCloudCostPerMessage -benchtime 20x ./internal/worker/
+func BenchmarkCloudCostPerMessage(b *testing.B) {
 	var rows []string
 	for _, sc := range []struct {
 		name      string

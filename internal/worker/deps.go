@@ -10,18 +10,23 @@ import (
 
 	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/assistant"
+	"github.com/wapipe/wapipe/internal/budget"
+	"github.com/wapipe/wapipe/internal/choice"
 	"github.com/wapipe/wapipe/internal/delivery"
 	"github.com/wapipe/wapipe/internal/events"
+	"github.com/wapipe/wapipe/internal/fanout"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/health"
 	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/media"
+	"github.com/wapipe/wapipe/internal/outbox"
 	"github.com/wapipe/wapipe/internal/people"
 	"github.com/wapipe/wapipe/internal/responder"
 	"github.com/wapipe/wapipe/internal/secrets"
 	"github.com/wapipe/wapipe/internal/store"
 	"github.com/wapipe/wapipe/internal/taskqueue"
 	"github.com/wapipe/wapipe/internal/tenantcache"
+	"github.com/wapipe/wapipe/pricing"
 )
 
 // newActionClient calls the businesses' action URLs: outside dev only https:// to public
@@ -81,10 +86,16 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	if err != nil {
 		return Deps{}, err
 	}
+	prices, err := pricing.Load()
+	if err != nil {
+		return Deps{}, fmt.Errorf("pricing.Load: %w", err)
+	}
 	tenants := store.NewTenants(db, store.Options{})
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
 	guard := store.NewGuard(db, store.Options{})
+	watcher := &budget.Watcher{Ledger: guard, Tenants: tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
+		Teller: newNotifier(db, tq, tenants, cfg.Hasher())}
 	outbound := store.NewOutbound(db, store.Options{ReconcileWindow: cfg.ReconcileWindow})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	tenantCache := tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL)
@@ -105,18 +116,21 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Contacts:      tenantcache.NewContactRouter(tenants, tenantCache, tenantcache.TenantCacheTTL),
 		Tokens:        tokens,
 		Conversations: conversations,
-		Assistant:     assistant.New(lc, guard),
+		Assistant:     assistant.New(lc, guard).WithPrices(prices, guard, watcher),
+		Money:         fanout.Money{Ledger: guard, Prices: prices, Budget: watcher, Spending: guard},
 		Media:         mf,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
 		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),
-		Lease:         cfg.ConversationLease,
-		Sends:         store.NewSends(db, store.Options{}),
-		Events:        events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{}), directory),
-		People:        directory,
-		Keyer:         db.Keyer(),
-		Logger:        logger,
-		Health:        health.ForStore(db, admin, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
+		Choices: &choice.Chooser{Holds: tenants, Tenants: tenantCache, Tasks: tq, Keyer: db.Keyer(), Hasher: cfg.Hasher(),
+			Outbox: &outbox.Outbox{Sends: store.NewSends(db, store.Options{}), Tasks: tq, Hasher: cfg.Hasher()}},
+		Lease:  cfg.ConversationLease,
+		Sends:  store.NewSends(db, store.Options{}),
+		Events: events.New(conversations, tenants, store.NewContactPrefs(db, store.Options{}), directory),
+		People: directory,
+		Keyer:  db.Keyer(),
+		Logger: logger,
+		Health: health.ForStore(db, admin, []string{tq.QueuePath(cfg.InboundQueue), tq.QueuePath(cfg.OutboundQueue)}),
 	}
 	if v := cfg.OIDCVerifier(); v != nil {
 		deps.Verifier = v

@@ -63,6 +63,11 @@ type Deps struct {
 	// a shared number's tenants by invite code; with none a shared number is its first
 	// tenant's, like any number.
 	Contacts ContactRouter
+	// Money counts what statuses price (the ledger) and checks the budget's thresholds.
+	Money fanout.Money
+	// Choices holds the messages of a member of several tenants of a shared number until they
+	// choose one (package choice); with none the number's primary tenant takes them.
+	Choices fanout.Chooser
 	// Tokens opens the tenants' access tokens and action signing secrets (cached).
 	Tokens TokenSource
 	// Conversations keeps the tenants' conversations: a tenant's message is stored in its
@@ -167,7 +172,7 @@ func NewServer(cfg *Config, deps Deps) *Server {
 	}
 	srv := &Server{cfg: cfg, deps: deps, deliver: &delivery.Deliverer{
 		Records: deps.Outbound, Sender: deps.Sender, Tenants: deps.Tenants, Tokens: deps.Tokens,
-		Hasher: deps.Hasher, Now: deps.Now, MarkReadTimeout: deps.MarkReadTimeout,
+		Hasher: deps.Hasher, Now: deps.Now, MarkReadTimeout: deps.MarkReadTimeout, Spending: deps.Money.Spending,
 	}}
 	srv.fanner = &fanout.Fanner{
 		Tasks: deps.Tasks, Payloads: deps.Payloads, Statuses: deps.Statuses, Outbound: deps.Outbound, Traces: deps.Traces,
@@ -184,6 +189,10 @@ func NewServer(cfg *Config, deps Deps) *Server {
 		// A nil interface stays nil: the fanner tells "no shared routing" by it.
 		srv.fanner.Contacts = deps.Contacts
 	}
+	if deps.Choices != nil {
+		srv.fanner.Choices = deps.Choices
+	}
+	srv.fanner.Money = deps.Money
 	if deps.Events != nil {
 		// A nil interface stays nil: the fanner and the turns tell "no events" by it.
 		srv.fanner.Events, srv.defaultTurn.Events = deps.Events, deps.Events

@@ -4,12 +4,15 @@ import (
 	"context"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/keyedid"
 	"github.com/wapipe/wapipe/internal/signup"
 )
 
 // SignupLinks makes Embedded Signup links, as `wapipe tenants connect-link` does.
 type SignupLinks struct {
-	Sealer        signup.Sealer
+	Sealer signup.Sealer
+	// Keyer tags the links' states (LOG_HASH_KEY's key); the dev key's when nil.
+	Keyer         *keyedid.Keyer
 	PublicBaseURL string
 	Now           func() time.Time
 }
@@ -20,6 +23,6 @@ func (l SignupLinks) ConnectLink(ctx context.Context, tenantID string) (string, 
 	if l.Now != nil {
 		now = l.Now
 	}
-	link, _, err := signup.NewConnectLink(ctx, l.Sealer, l.PublicBaseURL, tenantID, now())
+	link, _, err := signup.NewConnectLink(ctx, l.Sealer, l.Keyer, l.PublicBaseURL, tenantID, now())
 	return link, err
 }

@@ -28,6 +28,7 @@ type TenantReader interface {
 type UsageReader interface {
 	Usage(ctx context.Context, tenantID, period string) (int, error)
 	Tokens(ctx context.Context, tenantID, period string) (store.TokenUsage, error)
+	Ledger(ctx context.Context, tenantID, period string) (store.Ledger, error)
 }
 
 // QueueStatser reads a queue's backlog; *taskqueue.Admin implements it.
@@ -149,6 +150,8 @@ type tenantView struct {
 	LinkError string
 	// Account is what Meta last said of the tenant's WhatsApp Business Account (account_update).
 	Account store.AccountStatus
+	// Money is the month in money: the ledger's report and its days' chart (money.go).
+	Money moneyView
 	// Templates are the tenant's message templates as recorded; TemplatesErr why they are not.
 	Templates    []store.Template
 	TemplatesErr string
@@ -187,6 +190,7 @@ func (s *Server) tenantView(ctx context.Context, id string) (tenantView, error) 
 		v.TokensErr = "unavailable"
 	}
 	v.Invited, v.InvitedErr = s.invitedMembers(ctx, t.ID)
+	v.Money = s.moneyOf(ctx, t, v.Period)
 	return v, nil
 }
 
