@@ -306,7 +306,7 @@ func TestLLMRequest(t *testing.T) {
 	run(t, assistant.New(x, assistanttest.NewGuard()), input(tn, textMsg("m-1", memberID, "when is bus 3 free?"), t0, st))
 	want := llm.Request{
 		Model: "gemini-2.5-flash", Instructions: "You are the operations assistant of a tour-bus company.",
-		Role: "member", Language: "en", Text: "when is bus 3 free?", Now: t0,
+		Role: "member", Name: "Sam", Language: "en", Text: "when is bus 3 free?", Now: t0,
 		History: []llm.Turn{{Role: "user", Text: "halo"}, {Role: "model", Text: "Halo!"}, {Role: "user", Text: "ya"}},
 		Intents: []llm.Intent{
 			{Name: "create_booking", Description: "a new booking", Required: []string{"client", "date", "bus"},

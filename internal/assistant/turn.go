@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wapipe/wapipe/internal/contact"
@@ -79,6 +80,9 @@ type Input struct {
 	// nothing). Nil: such messages get the "can't read this message" reply, as before media
 	// were understood.
 	Media MediaLoader
+	// Typing shows the sender the typing indicator (one best-effort call); Turn calls it once
+	// when a model call runs longer than TypingDelay. Nil: never.
+	Typing func(context.Context)
 }
 
 // Outcome is what a turn decided.
@@ -355,7 +359,9 @@ func classify(m whatsapp.Message) (kind, string) {
 
 // turn is one turn in progress.
 type turn struct {
-	in        Input
+	in Input
+	// typing is the turn's one typing indicator (typingAfter).
+	typing    sync.Once
 	lang      string
 	role      tenant.Role
 	state     turnstate.State
@@ -546,7 +552,9 @@ func (e *Engine) converse(ctx context.Context, t *turn, text string) error {
 			return err
 		}
 		t.llmCalls++
+		stop := t.typingAfter(ctx, TypingDelay)
 		res, err := e.extractor.Extract(ctx, req)
+		stop()
 		t.addUsage(res.Usage)
 		e.recordTokens(ctx, t, attempt, req.Model, res.Usage)
 		switch {
@@ -732,9 +740,32 @@ func missingFields(in tenant.Intent, res llm.Result) []string {
 func (t *turn) request(text string) llm.Request {
 	a := t.in.Tenant.Assistant
 	return llm.Request{
-		Model: a.Model, Instructions: a.Instructions, Role: string(t.role), Language: t.lang,
-		Intents: llmIntents(a.Intents), History: history(t.state.Turns), Text: text, Now: t.in.Now,
+		Model: a.Model, Instructions: a.Instructions, Role: string(t.role), Name: t.senderName(), Language: t.lang,
+		Intents: llmIntents(a.Intents), History: history(t.state.Turns), Text: text, Now: t.in.Now.In(t.in.Tenant.Location()),
 	}
+}
+
+// TypingDelay is how long a model call runs before the sender sees the typing indicator: a
+// quick turn's reply comes first, a voice note's or a slow model's shows that it is coming.
+const TypingDelay = time.Second
+
+// typingAfter shows the typing indicator once in the turn if the call it brackets runs longer
+// than d; the returned func ends the bracket.
+func (t *turn) typingAfter(ctx context.Context, d time.Duration) (stop func()) {
+	if t.in.Typing == nil {
+		return func() {}
+	}
+	timer := time.AfterFunc(d, func() { t.typing.Do(func() { t.in.Typing(context.WithoutCancel(ctx)) }) })
+	return func() { timer.Stop() }
+}
+
+// senderName is what the sender is called: the member's name in the tenant file, else the
+// profile name Meta sent with the message.
+func (t *turn) senderName() string {
+	if t.in.IsMember && t.in.Member.Name != "" {
+		return t.in.Member.Name
+	}
+	return t.in.Message.ContactName
 }
 
 // history is the stored turns as the model's conversation, oldest first.

@@ -41,6 +41,8 @@ type Sender interface {
 	// empty) as the quoted message. It returns Meta's message id.
 	Send(ctx context.Context, token, phoneNumberID string, to contact.Address, reply outgoing.Message, callbackData, replyTo string) (string, error)
 	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error
+	// ShowTyping marks the message read and shows the typing indicator.
+	ShowTyping(ctx context.Context, token, phoneNumberID, messageID string) error
 }
 
 // Tenants gives a tenant by id as of a few seconds ago, and hears of a refused token; the
@@ -407,14 +409,29 @@ func (d *Deliverer) toHash(req Request) string {
 // MarkRead marks an inbound message as read, best effort: a failure is logged and false
 // returned (the next attempt, if any, tries again).
 func (d *Deliverer) MarkRead(ctx context.Context, token, phoneNumberID, messageID string) bool {
+	return d.bestEffort(ctx, "mark_read_failed", func(ctx context.Context) error {
+		return d.Sender.MarkRead(ctx, token, phoneNumberID, messageID)
+	})
+}
+
+// ShowTyping shows the sender of messageID the typing indicator while a turn takes long: one
+// call, best effort, never retried (an indicator that comes late is worse than none).
+func (d *Deliverer) ShowTyping(ctx context.Context, token, phoneNumberID, messageID string) bool {
+	return d.bestEffort(ctx, "typing_failed", func(ctx context.Context) error {
+		return d.Sender.ShowTyping(ctx, token, phoneNumberID, messageID)
+	})
+}
+
+// bestEffort runs call within MarkReadTimeout (5 s when zero) and logs its failure as event.
+func (d *Deliverer) bestEffort(ctx context.Context, event string, call func(context.Context) error) bool {
 	timeout := d.MarkReadTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := d.Sender.MarkRead(ctx, token, phoneNumberID, messageID); err != nil {
-		logging.FromContext(ctx).WarnContext(ctx, "mark as read failed (best effort)", "event", "mark_read_failed", "error", err)
+	if err := call(ctx); err != nil {
+		logging.FromContext(ctx).WarnContext(ctx, "a best-effort call to Meta failed", "event", event, "error", err)
 		return false
 	}
 	return true

@@ -444,3 +444,8 @@ func (g *GraphSender) Send(ctx context.Context, token, phoneNumberID string, to 
 func (g *GraphSender) MarkRead(ctx context.Context, token, phoneNumberID, messageID string) error {
 	return g.c.WithToken(token).MarkRead(ctx, phoneNumberID, messageID)
 }
+
+// ShowTyping marks the message read with the typing indicator, with the tenant's token.
+func (g *GraphSender) ShowTyping(ctx context.Context, token, phoneNumberID, messageID string) error {
+	return g.c.WithToken(token).ShowTyping(ctx, phoneNumberID, messageID)
+}

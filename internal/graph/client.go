@@ -188,14 +188,33 @@ func (c *Client) SendTemplate(ctx context.Context, phoneNumberID, to string, t T
 // MarkRead marks an inbound message (and the ones before it) as read: the customer sees blue
 // ticks.
 func (c *Client) MarkRead(ctx context.Context, phoneNumberID, messageID string) error {
+	return c.markRead(ctx, phoneNumberID, messageID, false)
+}
+
+// ShowTyping marks an inbound message read and shows the customer the typing indicator, which
+// Meta clears when the reply arrives or after 25 seconds.
+func (c *Client) ShowTyping(ctx context.Context, phoneNumberID, messageID string) error {
+	return c.markRead(ctx, phoneNumberID, messageID, true)
+}
+
+// typingIndicator is the typing indicator of a mark-as-read ({"type":"text"}).
+type typingIndicator struct {
+	Type string `json:"type"`
+}
+
+func (c *Client) markRead(ctx context.Context, phoneNumberID, messageID string, typing bool) error {
 	if messageID == "" {
 		return fmt.Errorf("mark read: %w: empty message id", ErrInvalidMessage)
 	}
 	body := struct {
-		MessagingProduct string `json:"messaging_product"`
-		Status           string `json:"status"`
-		MessageID        string `json:"message_id"`
-	}{"whatsapp", "read", messageID}
+		MessagingProduct string           `json:"messaging_product"`
+		Status           string           `json:"status"`
+		MessageID        string           `json:"message_id"`
+		Typing           *typingIndicator `json:"typing_indicator,omitempty"`
+	}{MessagingProduct: "whatsapp", Status: "read", MessageID: messageID}
+	if typing {
+		body.Typing = &typingIndicator{Type: "text"}
+	}
 	var resp struct {
 		Success bool `json:"success"`
 	}

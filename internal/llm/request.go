@@ -60,6 +60,9 @@ type Request struct {
 	Instructions string
 	// Role is the member's role (owner, admin, member); empty for a non-member.
 	Role string
+	// Name is what the sender is called: their name in the tenant file, else the profile name
+	// Meta sent; empty when neither is known.
+	Name string
 	// Language is the member's language code (en fr ar es pt id); the reply's fallback
 	// language when the message's own language is unclear.
 	Language string
@@ -236,6 +239,9 @@ func (r *Request) systemInstruction() string {
 	} else {
 		b.WriteString("The user is not a member of the business.\n")
 	}
+	if r.Name != "" {
+		fmt.Fprintf(&b, "The user's name is %q: address them by it where it fits, and use it for a field that means the sender.\n", r.Name)
+	}
 	lang := languageName(r.Language)
 	if lang != "" {
 		fmt.Fprintf(&b, "The user's preferred language is %s.\n", lang)
@@ -246,7 +252,8 @@ func (r *Request) systemInstruction() string {
 	}
 	b.WriteString(".\n")
 	if !r.Now.IsZero() {
-		fmt.Fprintf(&b, "Today is %s (time zone %s).\n", r.Now.Format("Monday 2006-01-02"), r.Now.Location())
+		fmt.Fprintf(&b, "Today is %s (time zone %s), and it is %s there: resolve relative dates (\"tomorrow\", \"besok\") from this day.\n",
+			r.Now.Format("Monday 2006-01-02"), r.Now.Location(), r.Now.Format("15:04"))
 	}
 	b.WriteString("\n## Intents\n")
 	for _, in := range r.Intents {

@@ -122,7 +122,7 @@ func TestSystemInstruction(t *testing.T) {
 		"preferred language is Indonesian (id)",
 		`Write "reply" in the user's language`,
 		"when that is unclear, Indonesian (id)",
-		"Today is Monday 2026-11-23 (time zone UTC)",
+		"Today is Monday 2026-11-23 (time zone UTC), and it is ",
 		"- create_booking: a new booking\n  fields: client (string), date (date), route (string), bus (string), price (integer)\n  required: client, date, bus\n",
 		"- check_schedule: who drives which bus when\n  fields: date (date)\n",
 		"- general_query: anything else",

@@ -53,6 +53,7 @@ func Diff(prev, next *Tenant) []Change {
 	}
 	d.text("name", prev.Name, next.Name)
 	d.text("language", prev.Language, next.Language)
+	d.text("time_zone", prev.TimeZone, next.TimeZone)
 	d.text("audience", string(prev.Audience), string(next.Audience))
 	d.list("phone_numbers", numberItems(prev.PhoneNumbers), numberItems(next.PhoneNumbers), true)
 	d.list("members", memberItems(prev.Members), memberItems(next.Members), false)

@@ -237,10 +237,10 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"two documents", base + "---\nid: other\n", []string{
 			"more than one YAML document: a file holds one tenant (line 7)"}},
 		{"not a mapping", "- a\n- b\n", []string{
-			"must be a mapping with keys id, name, language, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 1)"}},
+			"must be a mapping with keys id, name, language, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 1)"}},
 		// Shape: unknown and duplicate keys, wrong kinds.
 		{"unknown key", base + "colour: red\n", []string{
-			"colour: unknown key; the file takes id, name, language, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 7)"}},
+			"colour: unknown key; the file takes id, name, language, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 7)"}},
 		{"unknown nested key", base + "sending: {per_second: 20, burst: 3}\n", []string{
 			"sending.burst: unknown key; sending takes per_second, max_concurrent (line 7)"}},
 		{"unknown key in a list item", base + "  - {phone_number_id: \"1\", waba_id: \"2\", token: x}\n", []string{
@@ -326,6 +326,11 @@ func TestParseReportsEachProblem(t *testing.T) {
 			"quota.llm_calls_per_month: must be 0 or more (absent: unlimited) (line 7)"}},
 		{"per-sender share zero", base + "quota: {llm_calls_per_month: 100, per_sender_per_month: 0}\n", []string{
 			"quota.per_sender_per_month: must be 1 or more (absent: a tenth of llm_calls_per_month, at least 10) (line 7)"}},
+		{"time zone", base + "time_zone: Bali/Denpasar\n", []string{`time_zone: must be an IANA time zone such as Asia/Makassar or Europe/Paris, got "Bali/Denpasar" (line 7)`}},
+		{"budget not money", base + "budget: {monthly_usd: fifty}\n", []string{`budget.monthly_usd: must be an amount of US dollars like 50 or 12.50, got "fifty" (line 7)`}},
+		{"budget share over one", base + "budget: {monthly_usd: \"50\", per_sender_share: 1.5}\n", []string{"budget.per_sender_share: must be a fraction above 0 and at most 1 (absent: 0.1) (line 7)"}},
+		{"alert role", base + "alerts: [owner, boss]\n", []string{`alerts[1]: must be owner, admin or member, got "boss" (line 7)`}},
+		{"media limits", base + "assistant: {media_limits: {audio_seconds: -1}}\n", []string{"assistant.media_limits: must be positive numbers (absent: 600 s of audio, 120 s of video, 50 pages, 5242880 bytes of image) (line 7)"}},
 		{"mode", base + "assistant: {mode: chat}\n", []string{`assistant.mode: must be ack or llm, not "chat" (line 7)`}},
 		{"mode empty", base + "assistant: {mode: \"\"}\n", []string{`assistant.mode: must be ack or llm, not "" (line 7)`}},
 		{"model", base + "assistant: {model: ../../x}\n", []string{"assistant.model: must be a model name such as gemini-2.5-flash (line 7)"}},
@@ -391,7 +396,7 @@ sending: {per_second: 0}
 		{"several shape problems", base + "sending: {per_second: x, max_concurrent: y}\ncolour: red\n", []string{
 			"sending.per_second: must be a number (line 7)",
 			"sending.max_concurrent: must be a whole number (line 7)",
-			"colour: unknown key; the file takes id, name, language, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 8)",
+			"colour: unknown key; the file takes id, name, language, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 8)",
 		}},
 	}
 	for _, tt := range tests {

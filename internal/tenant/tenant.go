@@ -18,6 +18,9 @@ type Tenant struct {
 	// Language is the language of system messages and the assistant's default: one of
 	// i18n.Languages.
 	Language string `yaml:"language" firestore:"language"`
+	// TimeZone is the business's IANA time zone ("Asia/Makassar"): the day a turn happens on,
+	// for the model's "today" and "tomorrow". Empty is UTC.
+	TimeZone string `yaml:"time_zone,omitempty" firestore:"time_zone,omitempty"`
 	// Audience says who is served.
 	Audience Audience `yaml:"audience" firestore:"audience"`
 	// PhoneNumbers are the WhatsApp business numbers the tenant owns; at least one. The first
@@ -156,6 +159,19 @@ type Quota struct {
 	// PerSenderPerMonth caps the LLM calls one contact may use in a month, so one contact
 	// cannot spend a public tenant's whole quota; nil takes the default (see SenderShare).
 	PerSenderPerMonth *int `yaml:"per_sender_per_month,omitempty" firestore:"per_sender_per_month,omitempty"`
+}
+
+// Location is the tenant's time zone (UTC when the file names none, or names one this binary
+// does not know: apply refuses that).
+func (t *Tenant) Location() *time.Location {
+	if t.TimeZone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(t.TimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
 }
 
 // Budget caps what a tenant spends in a UTC month: Meta's messages and the model together, in

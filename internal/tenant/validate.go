@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
+	_ "time/tzdata" // the IANA database in every binary: distroless images have none
 	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/contact"
@@ -66,9 +68,14 @@ func (t *Tenant) validate() Problems {
 	if q := t.Quota.PerSenderPerMonth; q != nil && *q < 1 {
 		c.add("quota.per_sender_per_month", "must be 1 or more (absent: a tenth of llm_calls_per_month, at least %d)", MinSenderShare)
 	}
+	if tz := t.TimeZone; tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+			c.add("time_zone", "must be an IANA time zone such as Asia/Makassar or Europe/Paris, got %q", tz)
+		}
+	}
 	if b := t.Budget.MonthlyUSD; b != "" {
 		if _, err := pricing.ParseUSD(b); err != nil {
-			c.add("budget.monthly_usd", "must be an amount of US dollars like 50 or 12.50: %v", err)
+			c.add("budget.monthly_usd", "must be an amount of US dollars like 50 or 12.50, got %q", b)
 		}
 	}
 	if s := t.Budget.PerSenderShare; s != nil && (*s <= 0 || *s > 1) {

@@ -267,6 +267,10 @@ func (s *fakeSender) MarkRead(_ context.Context, _, _, messageID string) error {
 	return s.MarkReadErr
 }
 
+func (s *fakeSender) ShowTyping(ctx context.Context, token, number, messageID string) error {
+	return s.MarkRead(ctx, token, number, messageID)
+}
+
 func (s *fakeSender) Sends() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

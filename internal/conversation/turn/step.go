@@ -74,8 +74,19 @@ func (t *Turner) turnFunc(lastAttempt bool) conversation.TurnFunc {
 			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
 			ContactID: c.ID, Person: c.Identity,
 			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: lastAttempt, StaleButton: stale, UntiedWord: untied,
-			Media: loader,
+			Media: loader, Typing: t.typing(p),
 		})
+	}
+}
+
+// typing shows p's sender the typing indicator with its tenant's token (no token, none).
+func (t *Turner) typing(p conversation.Pending) func(context.Context) {
+	return func(ctx context.Context) {
+		rec, token, _, err := t.Tokens.TenantToken(ctx, p.TenantID)
+		if err != nil || rec.AuthStatus == store.AuthNeedsReauth {
+			return
+		}
+		t.Receipts.ShowTyping(ctx, token, p.PhoneNumberID, p.Message.ID)
 	}
 }
 

@@ -62,6 +62,7 @@ type Tokens interface {
 // Receipts marks an inbound message read, best effort; *delivery.Deliverer implements it.
 type Receipts interface {
 	MarkRead(ctx context.Context, token, phoneNumberID, messageID string) bool
+	ShowTyping(ctx context.Context, token, phoneNumberID, messageID string) bool
 }
 
 // Turner runs tenants' messages through their conversations (see the package comment). Runner,
