@@ -9,8 +9,10 @@ import (
 
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
+	"github.com/wapipe/wapipe/internal/llm"
 	"github.com/wapipe/wapipe/internal/outgoing"
 	"github.com/wapipe/wapipe/internal/tenant"
+	"github.com/wapipe/wapipe/internal/turnstate"
 )
 
 // The reply button ids of a confirmation (the contract's names).
@@ -99,6 +101,44 @@ func (rs *replies) confirm(lang, reply, data string) bool {
 	}}
 	*rs = append(*rs, Reply{Message: outgoing.Message{Graph: msg}, Index: len(*rs)})
 	return true
+}
+
+// OptionPrefix starts the ids of the buttons and rows of the model's choices: "option:<id>".
+const OptionPrefix = "option:"
+
+// Meta's limits on a list: a row's title and description.
+const (
+	maxRowTitle = 24
+	maxRowDesc  = 72
+)
+
+// choices adds the reply with the model's options: up to three as reply buttons (titles cut
+// to 20 characters), more as a list (24, with their descriptions), and returns what was
+// offered. A reply too long for an interactive body goes first as text.
+func (rs *replies) choices(lang, reply string, options []llm.Option) []turnstate.Option {
+	body := reply
+	if utf8.RuneCountInString(reply) > MaxButtonBodyLen {
+		rs.text(reply, "", false)
+		body = i18n.Text(lang, i18n.ButtonChoose)
+	}
+	offered := make([]turnstate.Option, 0, len(options))
+	it := &graph.Interactive{Type: "button", Body: &graph.Body{Text: body}}
+	if len(options) > graph.MaxReplyButtons {
+		it.Type, it.Action.Button = "list", clip(i18n.Text(lang, i18n.ButtonChoose), MaxButtonTitleLen)
+		it.Action.Sections = []graph.Section{{}}
+	}
+	for _, o := range options {
+		offered = append(offered, turnstate.Option{ID: o.ID, Title: o.Title})
+		if it.Type == "button" {
+			it.Action.Buttons = append(it.Action.Buttons, graph.ActionButton{Type: "reply",
+				Reply: graph.ButtonReply{ID: OptionPrefix + o.ID, Title: clip(o.Title, MaxButtonTitleLen)}})
+			continue
+		}
+		it.Action.Sections[0].Rows = append(it.Action.Sections[0].Rows, graph.Row{ID: OptionPrefix + o.ID,
+			Title: clip(o.Title, maxRowTitle), Description: clip(o.Description, maxRowDesc)})
+	}
+	*rs = append(*rs, Reply{Message: outgoing.Message{Graph: &graph.Message{Type: "interactive", Interactive: it}}, Index: len(*rs)})
+	return offered
 }
 
 // actionData keeps the intent's fields of d that have a value, and only those: the data lines

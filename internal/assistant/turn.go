@@ -155,6 +155,7 @@ const (
 	ReasonSenderShare       = "sender_share"        // EventQuotaBlocked(Cached): the contact's monthly share
 	ReasonIntentRemoved     = "intent_removed"      // EventExpired: the tenant dropped the intent
 	ReasonStaleButton       = "stale_button"        // EventExpired: a tap on an older confirmation
+	ReasonStaleOption       = "stale_option"        // EventExpired: a tap on a choice not offered by the last reply
 	ReasonUntiedWord        = "untied_word"         // EventConfirmByReply: a typed word not replying to the prompt
 	ReasonPendingNotAllowed = "pending_not_allowed" // EventNotAllowed at confirmation
 )
@@ -186,6 +187,21 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 	}
 	t := newTurn(in)
 	kind, text := classify(in.Message)
+	// The choices the last reply offered are for this message only.
+	offered := t.state.Offered
+	t.state.Offered = nil
+	if kind == kindTap {
+		if id, ok := strings.CutPrefix(in.Message.Reply.ID, OptionPrefix); ok {
+			i := slices.IndexFunc(offered, func(o turnstate.Option) bool { return o.ID == id })
+			if i < 0 {
+				// A choice not offered, or offered before the last reply: not an answer.
+				t.reason = ReasonStaleOption
+				t.system(EventExpired, i18n.Expired)
+				return t.outcome(), nil
+			}
+			text = offered[i].Title
+		}
+	}
 	t.user = text
 	llmMode := in.Tenant.Assistant.Mode == tenant.ModeLLM
 	if !llmMode {
@@ -671,7 +687,7 @@ func (t *turn) decide(res llm.Result) {
 	t.intent = res.Intent
 	reply := strings.TrimSpace(res.Reply)
 	if res.Intent == tenant.GeneralQuery {
-		t.modelReply(EventGeneralQuery, reply)
+		t.modelReply(EventGeneralQuery, reply, res.Options)
 		return
 	}
 	in, ok := t.in.Tenant.Intent(res.Intent)
@@ -687,7 +703,7 @@ func (t *turn) decide(res llm.Result) {
 		return
 	}
 	if res.Confidence < t.in.Tenant.Assistant.MinConfidence || len(missingFields(in, res)) > 0 {
-		t.modelReply(EventClarification, reply)
+		t.modelReply(EventClarification, reply, res.Options)
 		return
 	}
 	id := ActionID(t.in.Tenant.ID, t.in.ConversationID, t.in.Message.ID)
@@ -712,15 +728,21 @@ func (t *turn) decide(res llm.Result) {
 	t.action = t.actionRequest(id, in.Name, data)
 }
 
-// modelReply sends the model's text, or "not understood" when it gave none.
-func (t *turn) modelReply(event, reply string) {
+// modelReply sends the model's text, or "not understood" when it gave none; with the choices
+// it offers as buttons or a list, never beside a pending confirmation (whose buttons alone
+// answer it).
+func (t *turn) modelReply(event, reply string, options []llm.Option) {
 	if reply == "" {
 		t.reason = ReasonEmptyReply
 		t.system(EventNotUnderstood, i18n.NotUnderstood)
 		return
 	}
 	t.event = event
-	t.replies.text(reply, "", false)
+	if len(options) == 0 || t.state.Pending != nil {
+		t.replies.text(reply, "", false)
+		return
+	}
+	t.state.Offered = t.replies.choices(t.lang, reply, options)
 }
 
 // missingFields are the intent's required fields that the data lacks or that the model lists

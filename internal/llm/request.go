@@ -85,6 +85,7 @@ const (
 	propData          = "data"
 	propMissingFields = "missing_fields"
 	propReply         = "reply"
+	propOptions       = "options"
 )
 
 // temperature is low: the model classifies and extracts, it should not be creative.
@@ -318,6 +319,14 @@ func (r *Request) responseSchema() *genai.Schema {
 		propMissingFields: {Type: genai.TypeArray, Items: &genai.Schema{Type: genai.TypeString},
 			Description: "Required fields of the intent that are still unknown."},
 		propReply: {Type: genai.TypeString, Description: "The text for the user, in the user's language."},
+		propOptions: {Type: genai.TypeArray, MaxItems: genai.Ptr[int64](MaxOptions),
+			Description: "When the reply asks the user to pick one of a few known values (which bus, which date), those values, short; otherwise none.",
+			Items: &genai.Schema{Type: genai.TypeObject, Required: []string{"id", "title"}, PropertyOrdering: []string{"id", "title", "description"},
+				Properties: map[string]*genai.Schema{
+					"id":          {Type: genai.TypeString, Description: "A short identifier of the choice."},
+					"title":       {Type: genai.TypeString, Description: "The choice as the user sees it, at most 24 characters."},
+					"description": {Type: genai.TypeString, Description: "An optional detail, at most 72 characters."},
+				}}},
 	}
 	order := []string{propIntent}
 	if data := r.dataSchema(); data != nil {
@@ -325,7 +334,7 @@ func (r *Request) responseSchema() *genai.Schema {
 		props[propMissingFields].Items.Enum = data.PropertyOrdering
 		order = append(order, propData)
 	}
-	order = append(order, propMissingFields, propConfidence, propReply)
+	order = append(order, propMissingFields, propConfidence, propReply, propOptions)
 	return &genai.Schema{
 		Type:             genai.TypeObject,
 		Properties:       props,

@@ -54,7 +54,7 @@ func TestResponseSchema(t *testing.T) {
 	want := `{
 	  "type": "OBJECT",
 	  "required": ["intent", "confidence", "reply"],
-	  "propertyOrdering": ["intent", "data", "missing_fields", "confidence", "reply"],
+	  "propertyOrdering": ["intent", "data", "missing_fields", "confidence", "reply", "options"],
 	  "properties": {
 	    "intent": {"type": "STRING", "format": "enum", "enum": ["create_booking", "check_schedule", "general_query"],
 	               "description": "The user's intent, or general_query."},
@@ -70,7 +70,15 @@ func TestResponseSchema(t *testing.T) {
 	      }},
 	    "missing_fields": {"type": "ARRAY", "description": "Required fields of the intent that are still unknown.",
 	      "items": {"type": "STRING", "enum": ["client", "date", "route", "bus", "price"]}},
-	    "reply": {"type": "STRING", "description": "The text for the user, in the user's language."}
+	    "reply": {"type": "STRING", "description": "The text for the user, in the user's language."},
+	    "options": {"type": "ARRAY", "maxItems": 10,
+	      "description": "When the reply asks the user to pick one of a few known values (which bus, which date), those values, short; otherwise none.",
+	      "items": {"type": "OBJECT", "required": ["id", "title"], "propertyOrdering": ["id", "title", "description"],
+	        "properties": {
+	          "id": {"type": "STRING", "description": "A short identifier of the choice."},
+	          "title": {"type": "STRING", "description": "The choice as the user sees it, at most 24 characters."},
+	          "description": {"type": "STRING", "description": "An optional detail, at most 72 characters."}
+	        }}}
 	  }
 	}`
 	var wantJSON any
@@ -93,7 +101,7 @@ func TestResponseSchemaWithoutFieldsHasNoData(t *testing.T) {
 		if got := s.Properties[propMissingFields].Items.Enum; got != nil {
 			t.Errorf("intents %v: missing_fields enum = %v; want none", intents, got)
 		}
-		if diff := cmp.Diff([]string{propIntent, propMissingFields, propConfidence, propReply}, s.PropertyOrdering); diff != "" {
+		if diff := cmp.Diff([]string{propIntent, propMissingFields, propConfidence, propReply, propOptions}, s.PropertyOrdering); diff != "" {
 			t.Errorf("ordering (-want, +got):\n%s", diff)
 		}
 	}

@@ -37,6 +37,9 @@ type Result struct {
 	MissingFields []string
 	// Reply is the text for the user; never empty.
 	Reply string
+	// Options are the choices the reply offers, when the model gave any: at most MaxOptions,
+	// each with an id and a title (entries without either are dropped).
+	Options []Option
 	// Usage is the token usage Vertex AI reported.
 	Usage Usage
 	// ModelVersion is the model version that answered.
@@ -62,7 +65,20 @@ type answer struct {
 	Data          json.RawMessage `json:"data"`
 	MissingFields []*string       `json:"missing_fields"`
 	Reply         *string         `json:"reply"`
+	Options       []struct {
+		ID          string `json:"id"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+	} `json:"options"`
 }
+
+// Option is one choice the model offers the user.
+type Option struct {
+	ID, Title, Description string
+}
+
+// MaxOptions is how many choices an answer may offer (a WhatsApp list's rows).
+const MaxOptions = 10
 
 // parseAnswer validates the model's text against the call's intents. The model is untrusted:
 // anything outside the schema is an ErrInvalidResponse, except unknown data keys and unknown
@@ -95,6 +111,13 @@ func (c *call) parseAnswer(text string) (Result, error) {
 		return Result{}, invalidf("answer has no reply")
 	}
 	res := Result{Intent: *a.Intent, Confidence: conf, Reply: *a.Reply, Data: map[string]any{}}
+	for _, o := range a.Options {
+		id, title := strings.TrimSpace(o.ID), strings.TrimSpace(o.Title)
+		if id == "" || title == "" || len(id) > 100 || len(res.Options) == MaxOptions {
+			continue
+		}
+		res.Options = append(res.Options, Option{ID: id, Title: title, Description: strings.TrimSpace(o.Description)})
+	}
 	if intent == nil {
 		return res, nil
 	}

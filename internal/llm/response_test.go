@@ -34,6 +34,12 @@ func TestParseAnswer(t *testing.T) {
 				Data: map[string]any{"bus": "01", "client": "A", "date": "2027-03-01"}, MissingFields: []string{"route", "price"}},
 		},
 		{
+			name: "options kept, those without an id or a title dropped",
+			text: `{"intent":"general_query","confidence":0.9,"reply":"Which bus?","options":[{"id":"b1","title":"Bus 01","description":"Hiace"},{"id":"","title":"x"},{"id":"b2","title":" "},{"id":"b3","title":"Bus 03"}]}`,
+			want: Result{Intent: "general_query", Confidence: 0.9, Reply: "Which bus?", Data: map[string]any{},
+				Options: []Option{{ID: "b1", Title: "Bus 01", Description: "Hiace"}, {ID: "b3", Title: "Bus 03"}}},
+		},
+		{
 			name: "unknown and other intents' keys dropped",
 			text: `{"intent":"check_schedule","confidence":1,"data":{"date":"2027-03-01","bus":"01","secret":"x"},"reply":"ok"}`,
 			want: Result{Intent: "check_schedule", Confidence: 1, Reply: "ok", Data: map[string]any{"date": "2027-03-01"}},

@@ -29,6 +29,15 @@ type State struct {
 	RateWindow *Window `firestore:"rate_window" json:"rate_window"`
 	// Onboarding counts the replies to a non-member (see HitOnboarding).
 	Onboarding *Window `firestore:"onboarding_window" json:"onboarding_window"`
+	// Offered are the choices the last reply offered (the model's options, as buttons or a
+	// list): the next message's tap is checked against them; any other message ends them.
+	Offered []Option `firestore:"offered,omitempty" json:"offered,omitempty"`
+}
+
+// Option is one choice offered: the id its tap carries and what it said.
+type Option struct {
+	ID    string `firestore:"id" json:"id"`
+	Title string `firestore:"title" json:"title"`
 }
 
 // The replies a non-member gets (the onboarding prompt, "invalid code") per window: 5 an hour,
@@ -124,7 +133,7 @@ func (b *QuotaBlock) Holds(period string, limit int, limited bool, share int, sh
 
 // Clone returns a deep copy of s, so a turn never changes its input's state.
 func (s State) Clone() State {
-	out := State{Turns: slices.Clone(s.Turns)}
+	out := State{Turns: slices.Clone(s.Turns), Offered: slices.Clone(s.Offered)}
 	if s.Pending != nil {
 		p := *s.Pending
 		p.Data = maps.Clone(p.Data)

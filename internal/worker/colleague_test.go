@@ -5,8 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/graph/graphfake"
+	"github.com/wapipe/wapipe/internal/i18n"
 	"github.com/wapipe/wapipe/internal/llm/geminifake"
+	"github.com/wapipe/wapipe/internal/testenv"
+	"github.com/wapipe/wapipe/internal/whatsapp"
 )
 
 // TestTurnKnowsTheTenantsDayAndTheSendersName: a message at 23:30 UTC to a tenant in
@@ -64,5 +68,55 @@ func TestTypingWhileTheModelThinks(t *testing.T) {
 	s.settled(tid)
 	if n := typing(); n != 1 {
 		t.Errorf("%d typing indicators for a turn the model took 2 s over, want 1", n)
+	}
+}
+
+// TestWhichBusAsAList: the model asks "which bus?" offering four buses: the question goes as a
+// list (ids option:<id>); the contact's row is the answer, given to the model as the bus's
+// title, and completes the booking: its confirmation prompt follows, and "yes" calls the action
+// with that bus. A row that was never offered is not an answer ("expired").
+func TestWhichBusAsAList(t *testing.T) {
+	t.Parallel()
+	s, _ := assistantStack(t)
+	tid := s.assistantTenant("acme-choices", numberA, "")
+	buses := []geminifake.AnswerOption{{ID: "bus-01", Title: "Bus 01"}, {ID: "bus-02", Title: "Bus 02", Description: "Hiace, 14 seats"},
+		{ID: "bus-03", Title: "Bus 03"}, {ID: "bus-04", Title: "Bus 04"}}
+	for _, r := range []geminifake.Rule{
+		{Name: "which bus", Contains: "book a bus", Response: &geminifake.Answer{Intent: "create_booking", Confidence: 0.9,
+			Data: map[string]any{"client": "Pak Agus", "date": "2027-03-01"}, MissingFields: []string{"bus"}, Reply: "Which bus?", Options: buses}},
+		{Name: "bus 02", Contains: "Bus 02", Response: &geminifake.Answer{Intent: "create_booking", Confidence: 0.95,
+			Data: map[string]any{"client": "Pak Agus", "date": "2027-03-01", "bus": "02"}, Reply: "Bus 02 for Pak Agus on 1 March?"}},
+	} {
+		if err := s.Gemini.AddRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.text(numberA, contact, "book a bus for Pak Agus on 1 March", time.Now())
+	question := s.waitSendsTo(contact, 1)[0]
+	it, _ := question.Body["interactive"].(map[string]any)
+	action, _ := it["action"].(map[string]any)
+	sections, _ := action["sections"].([]any)
+	if it["type"] != "list" || len(sections) != 1 || len(sections[0].(map[string]any)["rows"].([]any)) != 4 {
+		t.Fatalf("the question: %v, want a list of the four buses", question.Body)
+	}
+	// A row the question did not offer.
+	s.deliver(whatsapp.SampleListReply(whatsapp.SampleOptions{PhoneNumberID: numberA, From: contact, ContextID: question.MessageID},
+		"option:bus-99", "Bus 99", ""))
+	if got := body(s.waitSendsTo(contact, 2)[1]); got != i18n.Text("en", i18n.Expired) {
+		t.Errorf("a row never offered was answered %q, want expired", got)
+	}
+	s.text(numberA, contact, "book a bus for Pak Agus on 1 March", time.Now().Add(time.Second))
+	question = s.waitSendsTo(contact, 3)[2]
+	s.deliver(whatsapp.SampleListReply(whatsapp.SampleOptions{PhoneNumberID: numberA, From: contact, ContextID: question.MessageID},
+		"option:bus-02", "Bus 02", "Hiace, 14 seats"))
+	prompt := s.waitSendsTo(contact, 4)[3]
+	if !strings.Contains(body(prompt), "bus: 02") || buttons(prompt) == nil {
+		t.Fatalf("after the row: %q with buttons %v, want the confirmation of bus 02", body(prompt), buttons(prompt))
+	}
+	s.tap(numberA, contact, assistant.ButtonYes, prompt.MessageID)
+	testenv.Eventually(t, 30*time.Second, func() bool { return len(s.Action.Calls()) == 1 }, "the booking was never called")
+	s.settled(tid)
+	if calls := s.Action.Calls(); len(calls) != 1 || calls[0].Request.Data["bus"] != "02" {
+		t.Errorf("action calls %+v, want one for bus 02", calls)
 	}
 }

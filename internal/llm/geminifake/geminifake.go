@@ -61,6 +61,14 @@ type Answer struct {
 	Data          map[string]any `json:"data,omitempty"`
 	MissingFields []string       `json:"missing_fields,omitempty"`
 	Reply         string         `json:"reply"`
+	Options       []AnswerOption `json:"options,omitempty"`
+}
+
+// AnswerOption is one choice of an answer's options.
+type AnswerOption struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
 }
 
 // Call is what a rule sees of one generateContent request.
