@@ -186,23 +186,10 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		return Outcome{}, err
 	}
 	t := newTurn(in)
-	kind, text := classify(in.Message)
-	// The choices the last reply offered are for this message only.
-	offered := t.state.Offered
-	t.state.Offered = nil
-	if kind == kindTap {
-		if id, ok := strings.CutPrefix(in.Message.Reply.ID, OptionPrefix); ok {
-			i := slices.IndexFunc(offered, func(o turnstate.Option) bool { return o.ID == id })
-			if i < 0 {
-				// A choice not offered, or offered before the last reply: not an answer.
-				t.reason = ReasonStaleOption
-				t.system(EventExpired, i18n.Expired)
-				return t.outcome(), nil
-			}
-			text = offered[i].Title
-		}
+	kind, text, ok := t.message()
+	if !ok {
+		return t.outcome(), nil
 	}
-	t.user = text
 	llmMode := in.Tenant.Assistant.Mode == tenant.ModeLLM
 	if !llmMode {
 		// A pending action left from mode llm: nothing can confirm it now.
@@ -765,6 +752,35 @@ func (t *turn) request(text string) llm.Request {
 		Model: a.Model, Instructions: a.Instructions, Role: string(t.role), Name: t.senderName(), Language: t.lang,
 		Intents: llmIntents(a.Intents), History: history(t.state.Turns), Text: text, Now: t.in.Now.In(t.in.Tenant.Location()),
 	}
+}
+
+// message classifies the turn's message and returns its text (the turn's user text), once the
+// choices the last reply offered are applied: they are for this message only, and a tap on one
+// is its title. ok is false, the turn answered, for a tap on a choice not offered (or offered
+// before the last reply).
+func (t *turn) message() (kind, string, bool) {
+	k, text := classify(t.in.Message)
+	offered := t.state.Offered
+	t.state.Offered = nil
+	if id, ok := strings.CutPrefix(t.tapID(k), OptionPrefix); ok {
+		i := slices.IndexFunc(offered, func(o turnstate.Option) bool { return o.ID == id })
+		if i < 0 {
+			t.reason = ReasonStaleOption
+			t.system(EventExpired, i18n.Expired)
+			return k, "", false
+		}
+		text = offered[i].Title
+	}
+	t.user = text
+	return k, text, true
+}
+
+// tapID is the id of a tapped button or row, "" for any other message.
+func (t *turn) tapID(k kind) string {
+	if k != kindTap {
+		return ""
+	}
+	return t.in.Message.Reply.ID
 }
 
 // TypingDelay is how long a model call runs before the sender sees the typing indicator: a
