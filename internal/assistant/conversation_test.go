@@ -400,7 +400,7 @@ func TestSystemRepliesExistInEveryLanguage(t *testing.T) {
 		x.Default = always(bookingResult())
 		tn.Audience, tn.Members = tenant.AudienceMembers, []tenant.Member{{WaID: ownerID, Role: tenant.RoleOwner}}
 		out := run(t, e, input(tn, textMsg("m-b", ownerID, "book"), t0, turnstate.State{}))
-		if diff := cmp.Diff([]replyView{{Text: confirmBody(bookingResult()), Buttons: confirmButtons(lang)}}, views(out.Replies)); diff != "" {
+		if diff := cmp.Diff([]replyView{{Text: confirmBodyIn(lang, bookingResult()), Buttons: confirmButtons(lang)}}, views(out.Replies)); diff != "" {
 			t.Errorf("%s: confirmation (-want, +got):\n%s", lang, diff)
 		}
 	}

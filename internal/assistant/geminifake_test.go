@@ -38,7 +38,7 @@ func TestConversationThroughTheRealClient(t *testing.T) {
 	// A booking: one interactive message with the two buttons, and a pending action.
 	out := c.send(textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March, 15 million"), t0)
 	want := []replyView{{Text: "I'll record: booking bus 01 for Pak Agus on 1 March, 15,000,000. Correct?\n\n" +
-		"client: Pak Agus\ndate: 2027-03-01\nbus: 01\nprice: 15000000", Buttons: confirmButtons("id")}}
+		"client: Pak Agus\ndate: 1 Maret 2027\nbus: 01\nprice: 15.000.000", Buttons: confirmButtons("id")}}
 	if diff := cmp.Diff(want, views(out.Replies)); diff != "" || out.Event != assistant.EventPending {
 		t.Fatalf("booking: event %q, replies (-want, +got):\n%s", out.Event, diff)
 	}

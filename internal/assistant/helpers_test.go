@@ -131,18 +131,39 @@ var bookingFields = []string{"client", "date", "route", "bus", "price"}
 
 // dataBlock is what wapipe renders under a confirmation for create_booking's data: one
 // "field: value" line per field with a value, in the file's field order.
-func dataBlock(data map[string]any) string {
+func dataBlock(data map[string]any) string { return dataBlockIn("id", data) }
+
+// dataBlockIn is the data lines of a booking as lang writes them (the test tenant has no labels):
+// dates spelled, numbers grouped (i18n's formats, checked exactly by TestDataLinesInEachLanguage).
+func dataBlockIn(lang string, data map[string]any) string {
 	var lines []string
 	for _, f := range bookingFields {
-		if v, ok := data[f]; ok {
-			lines = append(lines, f+": "+fmt.Sprint(v))
+		v, ok := data[f]
+		if !ok {
+			continue
 		}
+		s := fmt.Sprint(v)
+		switch x := v.(type) {
+		case int64:
+			s = i18n.FormatNumber(lang, float64(x))
+		case string:
+			if d, err := time.Parse(time.DateOnly, x); err == nil && f == "date" {
+				s = i18n.FormatDate(lang, d)
+			}
+		}
+		lines = append(lines, f+": "+s)
 	}
 	return strings.Join(lines, "\n")
 }
 
-// confirmBody is a confirmation's body: the model's reply, then the data lines.
-func confirmBody(r llm.Result) string { return r.Reply + "\n\n" + dataBlock(r.Data) }
+// confirmBody is a confirmation's body in the test tenant's language (id): the model's reply,
+// then the data lines.
+func confirmBody(r llm.Result) string { return confirmBodyIn("id", r) }
+
+// confirmBodyIn is confirmBody in lang.
+func confirmBodyIn(lang string, r llm.Result) string {
+	return r.Reply + "\n\n" + dataBlockIn(lang, r.Data)
+}
 
 // pendingBooking is the pending action a booking message "m-book" left at t0.
 func pendingBooking() *turnstate.PendingAction {

@@ -1,6 +1,7 @@
 package assistant_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +9,7 @@ import (
 	"github.com/wapipe/wapipe/internal/assistant"
 	"github.com/wapipe/wapipe/internal/assistant/assistanttest"
 	"github.com/wapipe/wapipe/internal/llm"
+	"github.com/wapipe/wapipe/internal/tenant"
 	"github.com/wapipe/wapipe/internal/turnstate"
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -53,5 +55,34 @@ func TestOptions(t *testing.T) {
 	last := out.Replies[len(out.Replies)-1]
 	if out.State.Pending == nil || out.State.Offered != nil || last.Graph == nil || last.Graph.Interactive.Action.Buttons[0].Reply.ID != assistant.ButtonYes {
 		t.Errorf("a confirmation with options: %+v, offered %v; want the confirmation's buttons alone", views(out.Replies), out.State.Offered)
+	}
+}
+
+// TestDefaultsToTheSender: a field the intent defaults to the sender (defaults: {driver: sender})
+// and the model left out is filled with the sender's name from the tenant file; one the model
+// gave is kept; the model is told so in the intent's description.
+func TestDefaultsToTheSender(t *testing.T) {
+	t.Parallel()
+	tn := newTenant(t, func(tn *tenant.Tenant) {
+		tn.Assistant.Intents = append(tn.Assistant.Intents, tenant.Intent{Name: "report_ac", Description: "a broken air conditioning",
+			Fields:   tenant.Fields{{Name: "bus", Type: tenant.FieldString}, {Name: "driver", Type: tenant.FieldString}},
+			Required: []string{"bus", "driver"}, Confirm: true, Defaults: map[string]string{"driver": tenant.DefaultSender}})
+	})
+	x := assistanttest.NewExtractor()
+	e := assistant.New(x, assistanttest.NewGuard())
+	for _, tc := range []struct{ name, given, want string }{{"left out", "", "Sam"}, {"given", "Made", "Made"}} {
+		data := map[string]any{"bus": "03"}
+		if tc.given != "" {
+			data["driver"] = tc.given
+		}
+		x.Default = always(llm.Result{Intent: "report_ac", Confidence: 0.9, Data: data, Reply: "AC bus 03?"})
+		out := run(t, e, input(tn, textMsg("m-"+tc.name, memberID, "Bus 03 AC mati"), t0, turnstate.State{}))
+		if out.State.Pending == nil || out.State.Pending.Data["driver"] != tc.want {
+			t.Errorf("%s: pending %+v, want the driver %q", tc.name, out.State.Pending, tc.want)
+		}
+	}
+	reqs := x.Requests()
+	if got := reqs[0].Intents[len(reqs[0].Intents)-1].Description; !strings.Contains(got, "driver is the user unless they name someone else") {
+		t.Errorf("the intent's description %q does not tell the model", got)
 	}
 }

@@ -3,8 +3,10 @@ package assistant
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/graph"
@@ -154,11 +156,12 @@ func actionData(in tenant.Intent, d map[string]any) map[string]any {
 	return out
 }
 
-// dataLines renders data as wapipe shows it under a confirmation: one "field: value" line per
-// field that has a value, in the intent's field order (the tenant file's). It is built from
-// the data the action will carry, never from the model's prose, so what the user confirms is
-// what the business receives.
-func dataLines(in tenant.Intent, data map[string]any) string {
+// dataLines renders data as wapipe shows it under a confirmation, in lang: one "label: value"
+// line per field that has a value, in the intent's field order (the tenant file's), the label
+// the file gives the field in lang (else its name) and the value written the way lang writes it
+// (showValue). It is built from the data the action will carry, never from the model's prose,
+// so what the user confirms is what the business receives; only its writing changes.
+func dataLines(lang, currency string, in tenant.Intent, data map[string]any) string {
 	var b strings.Builder
 	for _, f := range in.Fields {
 		v, ok := data[f.Name]
@@ -168,9 +171,48 @@ func dataLines(in tenant.Intent, data map[string]any) string {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(f.Name + ": " + fieldValue(v))
+		b.WriteString(f.LabelIn(lang) + ": " + showValue(lang, currency, f.Type, v))
 	}
 	return b.String()
+}
+
+// showValue writes a field's value of type typ for people reading lang: numbers with lang's
+// separators, money with the tenant's currency (IDR "Rp15.000.000"), dates spelled ("1 Maret
+// 2026"), booleans as lang's yes or no; anything else as fieldValue does.
+func showValue(lang, currency string, typ tenant.FieldType, v any) string {
+	var num float64
+	isNum := true
+	switch x := v.(type) {
+	case int64:
+		num = float64(x)
+	case float64:
+		num = x
+	default:
+		isNum = false
+	}
+	switch {
+	case isNum && typ == tenant.FieldMoney && currency != "":
+		return i18n.FormatMoney(lang, currency, num)
+	case isNum && math.Abs(num) < 1e15:
+		return i18n.FormatNumber(lang, num)
+	case typ == tenant.FieldBoolean:
+		if b, ok := v.(bool); ok {
+			return i18n.FormatBool(lang, b)
+		}
+	case typ == tenant.FieldDate:
+		if s, ok := v.(string); ok {
+			if d, err := time.Parse(time.DateOnly, s); err == nil {
+				return i18n.FormatDate(lang, d)
+			}
+		}
+	case typ == tenant.FieldDateTime:
+		if s, ok := v.(string); ok {
+			if d, err := time.Parse("2006-01-02T15:04", s); err == nil {
+				return i18n.FormatDate(lang, d) + ", " + d.Format("15:04")
+			}
+		}
+	}
+	return fieldValue(v)
 }
 
 // fieldValue is one value as the action's JSON body carries it: a number or a boolean in its

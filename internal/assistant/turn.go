@@ -689,6 +689,7 @@ func (t *turn) decide(res llm.Result) {
 		t.system(EventNotAllowed, i18n.NotAllowed)
 		return
 	}
+	t.fillDefaults(in, res.Data)
 	if res.Confidence < t.in.Tenant.Assistant.MinConfidence || len(missingFields(in, res)) > 0 {
 		t.modelReply(EventClarification, reply, res.Options)
 		return
@@ -698,7 +699,7 @@ func (t *turn) decide(res llm.Result) {
 	if in.Confirm {
 		// The user confirms the data lines wapipe renders from the data the action will carry,
 		// not the model's prose, which a steered model can make say something else.
-		if !t.replies.confirm(t.lang, reply, dataLines(in, data)) {
+		if !t.replies.confirm(t.lang, reply, dataLines(t.lang, t.in.Tenant.Currency, in, data)) {
 			t.reason = ReasonDataTooLong
 			t.system(EventNotUnderstood, i18n.NotUnderstood)
 			return
@@ -797,6 +798,17 @@ func (t *turn) typingAfter(ctx context.Context, d time.Duration) (stop func()) {
 	return func() { timer.Stop() }
 }
 
+// fillDefaults fills the fields of in that data lacks and the intent defaults to the sender
+// (defaults: {driver: sender}) with the sender's name, when it is known.
+func (t *turn) fillDefaults(in tenant.Intent, data map[string]any) {
+	name := t.senderName()
+	for field, d := range in.Defaults {
+		if _, ok := data[field]; !ok && d == tenant.DefaultSender && name != "" {
+			data[field] = name
+		}
+	}
+}
+
 // senderName is what the sender is called: the member's name in the tenant file, else the
 // profile name Meta sent with the message.
 func (t *turn) senderName() string {
@@ -832,7 +844,7 @@ func llmIntents(intents []tenant.Intent) []llm.Intent {
 			switch f.Type {
 			case tenant.FieldInteger:
 				typ = llm.TypeInteger
-			case tenant.FieldNumber:
+			case tenant.FieldNumber, tenant.FieldMoney:
 				typ = llm.TypeNumber
 			case tenant.FieldBoolean:
 				typ = llm.TypeBoolean
@@ -842,6 +854,9 @@ func llmIntents(intents []tenant.Intent) []llm.Intent {
 				formats = append(formats, f.Name+" is a time HH:MM (24-hour)")
 			case tenant.FieldDateTime:
 				formats = append(formats, f.Name+" is a date and time YYYY-MM-DDTHH:MM")
+			}
+			if in.Defaults[f.Name] == tenant.DefaultSender {
+				formats = append(formats, f.Name+" is the user unless they name someone else")
 			}
 			li.Fields = append(li.Fields, llm.Field{Name: f.Name, Type: typ})
 		}

@@ -346,12 +346,12 @@ func TestTurn(t *testing.T) {
 			msg:    textMsg("m-book", ownerID, "book bus 01 for Pak Agus on 1 March"),
 			script: []assistanttest.Step{ok(steered)},
 			want: view{Event: "pending", Intent: "create_booking", LLMCalls: 1, QuotaChecks: 1,
-				Replies: []replyView{{Text: steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 2027-03-09\nbus: 02\nprice: 15000000",
+				Replies: []replyView{{Text: steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 9 Maret 2027\nbus: 02\nprice: 15.000.000",
 					Buttons: confirmButtons("id")}},
 				Pending: func() *turnstate.PendingAction {
 					p := newPending("m-book", steered, t0)
 					p.Data = map[string]any{"client": "Pak Agus\ndate: 2027-03-01", "date": "2027-03-09", "bus": "02", "price": int64(15000000)}
-					p.Summary = steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 2027-03-09\nbus: 02\nprice: 15000000"
+					p.Summary = steered.Reply + "\n\nclient: \"Pak Agus\\ndate: 2027-03-01\"\ndate: 9 Maret 2027\nbus: 02\nprice: 15.000.000"
 					return p
 				}()},
 		},

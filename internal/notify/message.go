@@ -35,7 +35,7 @@ func Compose(tn *tenant.Tenant, in tenant.Intent, m tenant.Member, from actionca
 	lang := tn.EffectiveLanguage(m)
 	sender := Sender(from, lang)
 	text := i18n.Text(lang, i18n.Notification, "intent", in.Name, "sender", sender)
-	lines := assistant.DataLines(in, data)
+	lines := assistant.DataLines(lang, tn, in, data)
 	if lines != "" {
 		text += "\n\n" + lines
 	}

@@ -246,14 +246,17 @@ func TestKey(t *testing.T) {
 }
 
 // TestCompose: the notification names the intent and the sender, in the member's language,
-// with the data as the confirmation showed them; the template carries the same in three
+// with the data as the confirmation showed them (written the way that language writes them); the template carries the same in three
 // parameters on one line each.
 func TestCompose(t *testing.T) {
 	t.Parallel()
 	tn := tenantFile(t, "[owner]", "templates:\n  notify: {name: new_request, language: en_US}\n")
 	in, _ := tn.Intent("create_booking")
 	data := map[string]any{"price": 150000.0, "bus": "01", "client": "Pak Agus", "date": "2026-03-01", "extra": "dropped"}
-	lines := "client: Pak Agus\ndate: 2026-03-01\nbus: 01\nprice: 150000"
+	// The data as the confirmation showed them, in the member's language (English, French).
+	lines := "client: Pak Agus\ndate: March 1, 2026\nbus: 01\nprice: 150,000"
+	linesFR := "client: Pak Agus\ndate: 1 mars 2026\nbus: 01\nprice: 150\u00a0000"
+	param, paramFR := "client: Pak Agus; date: March 1, 2026; bus: 01; price: 150,000", "client: Pak Agus; date: 1 mars 2026; bus: 01; price: 150 000"
 	tests := []struct {
 		name   string
 		member tenant.Member
@@ -263,16 +266,16 @@ func TestCompose(t *testing.T) {
 	}{
 		{"english, by name, with role and digits", tenant.Member{WaID: admin, Role: tenant.RoleAdmin}, actioncall.From{WaID: driver, Name: "Budi", Role: "member"},
 			`New request from "Budi" (member, …0001): create_booking` + "\n\n" + lines,
-			[]string{"create_booking", `"Budi" (member, …0001)`, "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+			[]string{"create_booking", `"Budi" (member, …0001)`, param}},
 		{"french member, no name: role and last four digits", tenant.Member{WaID: owner, Role: tenant.RoleOwner, Language: "fr"}, actioncall.From{WaID: driver, Role: "member"},
-			"Nouvelle demande de …0001 (member) : create_booking\n\n" + lines,
-			[]string{"create_booking", "…0001 (member)", "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+			"Nouvelle demande de …0001 (member) : create_booking\n\n" + linesFR,
+			[]string{"create_booking", "…0001 (member)", paramFR}},
 		{"a stranger who calls themself the owner is marked, the name quoted", tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Pak Agus (owner)"},
 			`New request from "Pak Agus (owner)" (not a member, …0001): create_booking` + "\n\n" + lines,
-			[]string{"create_booking", `"Pak Agus (owner)" (not a member, …0001)`, "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+			[]string{"create_booking", `"Pak Agus (owner)" (not a member, …0001)`, param}},
 		{"a name with a line break is escaped, one line", tenant.Member{WaID: admin}, actioncall.From{WaID: driver, Name: "Budi\n  Santoso", Role: "member"},
 			`New request from "Budi\n  Santoso" (member, …0001): create_booking` + "\n\n" + lines,
-			[]string{"create_booking", `"Budi\n Santoso" (member, …0001)`, "client: Pak Agus; date: 2026-03-01; bus: 01; price: 150000"}},
+			[]string{"create_booking", `"Budi\n Santoso" (member, …0001)`, param}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

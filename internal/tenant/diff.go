@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"github.com/wapipe/wapipe/internal/contact"
+	"maps"
 
 	"fmt"
 	"slices"
@@ -54,6 +55,7 @@ func Diff(prev, next *Tenant) []Change {
 	d.text("name", prev.Name, next.Name)
 	d.text("language", prev.Language, next.Language)
 	d.text("time_zone", prev.TimeZone, next.TimeZone)
+	d.text("currency", prev.Currency, next.Currency)
 	d.text("audience", string(prev.Audience), string(next.Audience))
 	d.list("phone_numbers", numberItems(prev.PhoneNumbers), numberItems(next.PhoneNumbers), true)
 	d.list("members", memberItems(prev.Members), memberItems(next.Members), false)
@@ -216,6 +218,15 @@ func memberItems(ms []Member) []item {
 	return out
 }
 
+// fmtDefaults shows an intent's defaults as the file writes them: {driver: sender}.
+func fmtDefaults(d map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		parts = append(parts, k+": "+d[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
 func intentItems(ins []Intent) []item {
 	out := make([]item, len(ins))
 	for i, in := range ins {
@@ -226,6 +237,7 @@ func intentItems(ins []Intent) []item {
 			{"confirm", strconv.FormatBool(in.Confirm), false},
 			{"roles", fmtRoles(in.Roles), false},
 			{"notify", fmtRoles(in.Notify), false},
+			{"defaults", fmtDefaults(in.Defaults), false},
 		}}
 	}
 	return out

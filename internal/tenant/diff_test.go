@@ -158,7 +158,7 @@ func TestDiffEachKindOfChange(t *testing.T) {
 			"- assistant.intents: check_schedule"}},
 		{"intent fields", func(t *Tenant) {
 			in := &t.Assistant.Intents[1]
-			in.Fields = append(in.Fields, Field{"bus", FieldString})
+			in.Fields = append(in.Fields, Field{Name: "bus", Type: FieldString})
 		}, []string{"~ assistant.intents[check_schedule].fields: {date: date} -> {date: date, bus: string}"}},
 		{"intent field order", func(t *Tenant) {
 			f := t.Assistant.Intents[0].Fields
@@ -287,6 +287,13 @@ func mutate(v reflect.Value, path []string, full string) bool {
 			v.SetBool(!v.Bool())
 		case reflect.Slice:
 			v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
+		case reflect.Map:
+			m := reflect.MakeMap(v.Type())
+			for _, k := range v.MapKeys() {
+				m.SetMapIndex(k, v.MapIndex(k))
+			}
+			m.SetMapIndex(reflect.ValueOf("xx").Convert(v.Type().Key()), reflect.New(v.Type().Elem()).Elem())
+			v.Set(m)
 		default:
 			return false
 		}

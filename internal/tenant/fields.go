@@ -2,6 +2,8 @@ package tenant
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -36,6 +38,13 @@ func (f Fields) String() string {
 	parts := make([]string, len(f))
 	for i, x := range f {
 		parts[i] = x.Name + ": " + string(x.Type)
+		if len(x.Label) > 0 {
+			var ls []string
+			for _, lang := range slices.Sorted(maps.Keys(x.Label)) {
+				ls = append(ls, lang+": "+x.Label[lang])
+			}
+			parts[i] = x.Name + ": {type: " + string(x.Type) + ", label: {" + strings.Join(ls, ", ") + "}}"
+		}
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
@@ -65,6 +74,25 @@ func (f *Fields) UnmarshalYAML(n *yaml.Node) error {
 			continue
 		}
 		seen[k.Value] = k.Line
+		if v.Kind == yaml.MappingNode {
+			// The long form: {type: money, label: {en: Price, id: Harga}}.
+			var long struct {
+				Type  FieldType         `yaml:"type"`
+				Label map[string]string `yaml:"label"`
+			}
+			dec := v.Decode(&long)
+			if dec != nil || long.Type == "" {
+				ps = append(ps, Problem{Path: k.Value, Line: v.Line, Message: "the long form is {type: …, label: {en: …, id: …}}"})
+				continue
+			}
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				if key := v.Content[i].Value; key != "type" && key != "label" {
+					ps = append(ps, Problem{Path: k.Value + "." + key, Line: v.Content[i].Line, Message: "unknown key; a field takes type and label"})
+				}
+			}
+			out = append(out, Field{Name: k.Value, Type: long.Type, Label: long.Label})
+			continue
+		}
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
 			ps = append(ps, Problem{Path: k.Value, Line: k.Line, Message: "needs a type: " + fieldTypeList()})
 			continue
@@ -82,9 +110,18 @@ func (f *Fields) UnmarshalYAML(n *yaml.Node) error {
 func (f Fields) MarshalYAML() (any, error) {
 	n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 	for _, x := range f {
-		n.Content = append(n.Content,
-			&yaml.Node{Kind: yaml.ScalarNode, Value: x.Name},
-			&yaml.Node{Kind: yaml.ScalarNode, Value: string(x.Type)})
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: string(x.Type)}
+		if len(x.Label) > 0 {
+			v = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			if err := v.Encode(struct {
+				Type  FieldType         `yaml:"type"`
+				Label map[string]string `yaml:"label"`
+			}{x.Type, x.Label}); err != nil {
+				return nil, err
+			}
+			v.Style = yaml.FlowStyle
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: x.Name}, v)
 	}
 	return n, nil
 }

@@ -59,8 +59,8 @@ func contractTenant() *Tenant {
 					Name:        "create_booking",
 					Description: "a new booking",
 					Fields: Fields{
-						{"client", FieldString}, {"date", FieldDate}, {"route", FieldString},
-						{"bus", FieldString}, {"price", FieldInteger},
+						{Name: "client", Type: FieldString}, {Name: "date", Type: FieldDate}, {Name: "route", Type: FieldString},
+						{Name: "bus", Type: FieldString}, {Name: "price", Type: FieldInteger},
 					},
 					Required: []string{"client", "date", "bus"},
 					Confirm:  true,
@@ -69,7 +69,7 @@ func contractTenant() *Tenant {
 				{
 					Name:        "check_schedule",
 					Description: "who drives which bus when",
-					Fields:      Fields{{"date", FieldDate}},
+					Fields:      Fields{{Name: "date", Type: FieldDate}},
 				},
 			},
 		},
@@ -237,10 +237,10 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"two documents", base + "---\nid: other\n", []string{
 			"more than one YAML document: a file holds one tenant (line 7)"}},
 		{"not a mapping", "- a\n- b\n", []string{
-			"must be a mapping with keys id, name, language, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 1)"}},
+			"must be a mapping with keys id, name, language, currency, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 1)"}},
 		// Shape: unknown and duplicate keys, wrong kinds.
 		{"unknown key", base + "colour: red\n", []string{
-			"colour: unknown key; the file takes id, name, language, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 7)"}},
+			"colour: unknown key; the file takes id, name, language, currency, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 7)"}},
 		{"unknown nested key", base + "sending: {per_second: 20, burst: 3}\n", []string{
 			"sending.burst: unknown key; sending takes per_second, max_concurrent (line 7)"}},
 		{"unknown key in a list item", base + "  - {phone_number_id: \"1\", waba_id: \"2\", token: x}\n", []string{
@@ -267,7 +267,7 @@ func TestParseReportsEachProblem(t *testing.T) {
 		{"field listed twice", strings.Replace(base+llm, "{client: string, date: date}", "{client: string, client: date}", 1), []string{
 			"assistant.intents[0].fields.client: listed twice (first on line 13) (line 13)"}},
 		{"field without type", strings.Replace(base+llm, "{client: string, date: date}", "{client: string, date: }", 1), []string{
-			"assistant.intents[0].fields.date: needs a type: one of string, integer, number, boolean, date, time, datetime (line 13)"}},
+			"assistant.intents[0].fields.date: needs a type: one of string, integer, number, boolean, date, time, datetime, money (line 13)"}},
 
 		// Validation, rule by rule.
 		{"id missing", strings.Replace(base, "id: acme-bus\n", "", 1), []string{
@@ -326,6 +326,7 @@ func TestParseReportsEachProblem(t *testing.T) {
 			"quota.llm_calls_per_month: must be 0 or more (absent: unlimited) (line 7)"}},
 		{"per-sender share zero", base + "quota: {llm_calls_per_month: 100, per_sender_per_month: 0}\n", []string{
 			"quota.per_sender_per_month: must be 1 or more (absent: a tenth of llm_calls_per_month, at least 10) (line 7)"}},
+		{"currency", base + "currency: rupiah\n", []string{`currency: must be an ISO 4217 code such as IDR, EUR or USD, got "rupiah" (line 7)`}},
 		{"time zone", base + "time_zone: Bali/Denpasar\n", []string{`time_zone: must be an IANA time zone such as Asia/Makassar or Europe/Paris, got "Bali/Denpasar" (line 7)`}},
 		{"budget not money", base + "budget: {monthly_usd: fifty}\n", []string{`budget.monthly_usd: must be an amount of US dollars like 50 or 12.50, got "fifty" (line 7)`}},
 		{"budget share over one", base + "budget: {monthly_usd: \"50\", per_sender_share: 1.5}\n", []string{"budget.per_sender_share: must be a fraction above 0 and at most 1 (absent: 0.1) (line 7)"}},
@@ -355,8 +356,8 @@ func TestParseReportsEachProblem(t *testing.T) {
 			"assistant.intents[1].name: create_booking is listed twice (also assistant.intents[0]) (line 15)"}},
 		{"intent description", strings.Replace(base+llm, "      description: a new booking\n", "", 1), []string{
 			"assistant.intents[0].description: required: it tells the model when the intent applies (line 11)"}},
-		{"field type", strings.Replace(base+llm, "date: date}", "date: money}", 1), []string{
-			`assistant.intents[0].fields.date: unknown type "money": one of string, integer, number, boolean, date, time, datetime (line 13)`}},
+		{"field type", strings.Replace(base+llm, "date: date}", "date: amount}", 1), []string{
+			`assistant.intents[0].fields.date: unknown type "amount": one of string, integer, number, boolean, date, time, datetime, money (line 13)`}},
 		{"field name", strings.Replace(base+llm, "{client: string,", "{Client Name: string,", 1) + "", []string{
 			"assistant.intents[0].fields.Client Name: a field name must be a lower-case word of a-z, 0-9 and _ starting with a letter (line 13)",
 			`assistant.intents[0].required[0]: "client" is not one of the intent's fields (line 14)`}},
@@ -396,7 +397,7 @@ sending: {per_second: 0}
 		{"several shape problems", base + "sending: {per_second: x, max_concurrent: y}\ncolour: red\n", []string{
 			"sending.per_second: must be a number (line 7)",
 			"sending.max_concurrent: must be a whole number (line 7)",
-			"colour: unknown key; the file takes id, name, language, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 8)",
+			"colour: unknown key; the file takes id, name, language, currency, time_zone, audience, phone_numbers, members, sending, limits, quota, budget, alerts, assistant, templates (line 8)",
 		}},
 	}
 	for _, tt := range tests {

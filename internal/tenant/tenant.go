@@ -18,6 +18,9 @@ type Tenant struct {
 	// Language is the language of system messages and the assistant's default: one of
 	// i18n.Languages.
 	Language string `yaml:"language" firestore:"language"`
+	// Currency is the ISO 4217 code of the business's money (fields of type money); empty
+	// when it has none.
+	Currency string `yaml:"currency,omitempty" firestore:"currency,omitempty"`
 	// TimeZone is the business's IANA time zone ("Asia/Makassar"): the day a turn happens on,
 	// for the model's "today" and "tomorrow". Empty is UTC.
 	TimeZone string `yaml:"time_zone,omitempty" firestore:"time_zone,omitempty"`
@@ -325,6 +328,9 @@ type Intent struct {
 	// Notify are the member roles told of each of the intent's actions once it succeeds (package
 	// notify): every member with one of them, except the member who asked.
 	Notify []Role `yaml:"notify,omitempty" firestore:"notify"`
+	// Defaults fill fields the model left out: DefaultSender fills a string field with the
+	// sender's name (a driver reporting "AC mati" is the driver of the report).
+	Defaults map[string]string `yaml:"defaults,omitempty" firestore:"defaults,omitempty"`
 }
 
 // AllowedFor reports whether a sender with role may use the intent. A non-member has the
@@ -345,17 +351,32 @@ const (
 	FieldDate     FieldType = "date"     // YYYY-MM-DD
 	FieldTime     FieldType = "time"     // HH:MM, 24-hour, the business's local time (a departure time)
 	FieldDateTime FieldType = "datetime" // YYYY-MM-DDTHH:MM, the business's local time
+	FieldMoney    FieldType = "money"    // an amount in the tenant's currency, a plain number
 )
+
+// DefaultSender is the one default of Intent.Defaults: the sender's name.
+const DefaultSender = "sender"
 
 // FieldTypes lists the valid field types.
 func FieldTypes() []FieldType {
-	return []FieldType{FieldString, FieldInteger, FieldNumber, FieldBoolean, FieldDate, FieldTime, FieldDateTime}
+	return []FieldType{FieldString, FieldInteger, FieldNumber, FieldBoolean, FieldDate, FieldTime, FieldDateTime, FieldMoney}
 }
 
 // Field is one datum of an intent.
 type Field struct {
 	Name string    `yaml:"name" firestore:"name"`
 	Type FieldType `yaml:"type" firestore:"type"`
+	// Label is what a confirmation calls the field, per language code; the name when the
+	// conversation's language has none.
+	Label map[string]string `yaml:"label,omitempty" firestore:"label,omitempty"`
+}
+
+// LabelIn is f's label in lang: its own, else the name.
+func (f Field) LabelIn(lang string) string {
+	if l := f.Label[lang]; l != "" {
+		return l
+	}
+	return f.Name
 }
 
 // Templates are the tenant's message templates (approved by Meta).

@@ -109,7 +109,7 @@ func TestMonthlyLLMCalls(t *testing.T) {
 
 func TestFields(t *testing.T) {
 	t.Parallel()
-	f := Fields{{"client", FieldString}, {"date", FieldDate}}
+	f := Fields{{Name: "client", Type: FieldString}, {Name: "date", Type: FieldDate}}
 	if got := f.String(); got != "{client: string, date: date}" {
 		t.Errorf("String = %q", got)
 	}

@@ -3,6 +3,7 @@ package tenant
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 	"time"
 	_ "time/tzdata" // the IANA database in every binary: distroless images have none
 	"unicode/utf8"
+
+	"golang.org/x/text/currency"
 
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/i18n"
@@ -67,6 +70,11 @@ func (t *Tenant) validate() Problems {
 	}
 	if q := t.Quota.PerSenderPerMonth; q != nil && *q < 1 {
 		c.add("quota.per_sender_per_month", "must be 1 or more (absent: a tenth of llm_calls_per_month, at least %d)", MinSenderShare)
+	}
+	if cur := t.Currency; cur != "" {
+		if u, err := currency.ParseISO(cur); err != nil || u.String() != cur {
+			c.add("currency", "must be an ISO 4217 code such as IDR, EUR or USD, got %q", cur)
+		}
 	}
 	if tz := t.TimeZone; tz != "" {
 		if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
@@ -212,6 +220,43 @@ func validateAPILimit(c *problems, l APILimit) {
 	}
 }
 
+// validateFields checks intent in's fields (path is the intent's): their names, types, labels,
+// and that a money field has the tenant's currency.
+func (t *Tenant) validateFields(c *problems, path string, in Intent) {
+	for _, f := range in.Fields {
+		fp := path + ".fields." + f.Name
+		if !fieldNameRE.MatchString(f.Name) {
+			c.add(fp, "a field name must be a lower-case word of a-z, 0-9 and _ starting with a letter")
+		}
+		if !slices.Contains(FieldTypes(), f.Type) {
+			c.add(fp, "unknown type %q: %s", f.Type, fieldTypeList())
+		}
+		if f.Type == FieldMoney && t.Currency == "" {
+			c.add(fp, "a money field needs the tenant's currency (currency: IDR)")
+		}
+		for _, lang := range slices.Sorted(maps.Keys(f.Label)) {
+			if l := f.Label[lang]; !i18n.Supported(lang) || strings.TrimSpace(l) == "" || utf8.RuneCountInString(l) > 40 {
+				c.add(fp+".label."+lang, "a label is 1 to 40 characters in one of %s", strings.Join(i18n.Languages(), ", "))
+			}
+		}
+	}
+}
+
+// checkDefaults checks intent in's defaults: each names a string field, filled with the sender.
+func checkDefaults(c *problems, path string, in Intent) {
+	for _, name := range slices.Sorted(maps.Keys(in.Defaults)) {
+		f, ok := in.Fields.Lookup(name)
+		switch {
+		case !ok:
+			c.add(path+".defaults."+name, "%q is not one of the intent's fields", name)
+		case in.Defaults[name] != DefaultSender:
+			c.add(path+".defaults."+name, "the only default is %s (the sender's name)", DefaultSender)
+		case f.Type != FieldString:
+			c.add(path+".defaults."+name, "a field filled with the sender's name must be of type string")
+		}
+	}
+}
+
 func (t *Tenant) validateAssistant(c *problems) {
 	a := t.Assistant
 	switch a.Mode {
@@ -255,15 +300,7 @@ func (t *Tenant) validateAssistant(c *problems) {
 		if strings.TrimSpace(in.Description) == "" {
 			c.add(path+".description", "required: it tells the model when the intent applies")
 		}
-		for _, f := range in.Fields {
-			fp := path + ".fields." + f.Name
-			if !fieldNameRE.MatchString(f.Name) {
-				c.add(fp, "a field name must be a lower-case word of a-z, 0-9 and _ starting with a letter")
-			}
-			if !slices.Contains(FieldTypes(), f.Type) {
-				c.add(fp, "unknown type %q: %s", f.Type, fieldTypeList())
-			}
-		}
+		t.validateFields(c, path, in)
 		seen := map[string]bool{}
 		for j, r := range in.Required {
 			rp := index(path+".required", j)
@@ -279,6 +316,7 @@ func (t *Tenant) validateAssistant(c *problems) {
 			checkRole(c, index(path+".roles", j), r)
 		}
 		checkNotify(c, path+".notify", in.Notify)
+		checkDefaults(c, path, in)
 	}
 }
 

@@ -58,7 +58,23 @@ func (s *stack) assistantTenant(id, number, extra string) string {
 // assistantTenantWith is assistantTenant with the operator's commands ops.
 func (s *stack) assistantTenantWith(ops *operator.Tenants, id, number, extra string) string {
 	s.t.Helper()
-	file := tenantFile(id, number, "en", "public", fmt.Sprintf(`members:
+	return s.assistantTenantOf(ops, id, number, "en", extra, bookingIntents)
+}
+
+// bookingIntents are the assistant tenants' intents, as the tenant file writes them.
+const bookingIntents = `    - name: create_booking
+      description: a new booking of a bus for a client on a date
+      fields: {client: string, date: date, route: string, bus: string, price: integer}
+      required: [client, date, bus]
+      confirm: true
+    - {name: check_schedule, description: who drives which bus when, fields: {date: date}, confirm: false}
+`
+
+// assistantTenantOf is assistantTenantWith in language lang with intents (the tenant file's
+// assistant.intents entries) of its own.
+func (s *stack) assistantTenantOf(ops *operator.Tenants, id, number, lang, extra, intents string) string {
+	s.t.Helper()
+	file := tenantFile(id, number, lang, "public", fmt.Sprintf(`members:
   - {wa_id: %q, role: owner, name: Marie}
 %sassistant:
   mode: llm
@@ -67,13 +83,7 @@ func (s *stack) assistantTenantWith(ops *operator.Tenants, id, number, extra str
   min_confidence: 0.7
   action_url: %s
   intents:
-    - name: create_booking
-      description: a new booking of a bus for a client on a date
-      fields: {client: string, date: date, route: string, bus: string, price: integer}
-      required: [client, date, bus]
-      confirm: true
-    - {name: check_schedule, description: who drives which bus when, fields: {date: date}, confirm: false}
-`, contact, extra, s.ActionURL))
+%s`, contact, extra, s.ActionURL, intents))
 	tid := s.applyTenant(ops, file, "token-"+id)
 	ctx := context.Background()
 	keeper, err := secrets.New(ctx, secrets.Config{Dev: true})

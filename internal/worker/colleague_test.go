@@ -120,3 +120,39 @@ func TestWhichBusAsAList(t *testing.T) {
 		t.Errorf("action calls %+v, want one for bus 02", calls)
 	}
 }
+
+// TestConfirmationReadsInTheConversationsLanguage: a booking in an Indonesian tenant is confirmed
+// with the file's Indonesian labels and the values written for them (Harga: Rp15.000.000,
+// Tanggal: 1 Maret 2026), while the action receives the canonical values (15000000, 2026-03-01).
+func TestConfirmationReadsInTheConversationsLanguage(t *testing.T) {
+	t.Parallel()
+	s, _ := assistantStack(t)
+	tid := s.assistantTenantOf(s.ops(), "acme-id", numberA, "id", "currency: IDR\n", `    - name: create_booking
+      description: a new booking of a bus for a client on a date
+      fields:
+        client: string
+        date: {type: date, label: {en: Date, id: Tanggal}}
+        bus: string
+        price: {type: money, label: {en: Price, id: Harga}}
+      required: [client, date, bus]
+      confirm: true
+`)
+	if err := s.Gemini.AddRule(geminifake.Rule{Contains: "pesan bus", Response: &geminifake.Answer{Intent: "create_booking", Confidence: 0.95,
+		Data: map[string]any{"client": "Pak Agus", "date": "2026-03-01", "bus": "01", "price": 15000000}, Reply: "Saya catat. Benar?"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.text(numberA, contact, "pesan bus 01 untuk Pak Agus 1 Maret, 15 juta", time.Now())
+	prompt := s.waitSendsTo(contact, 1)[0]
+	for _, want := range []string{"Harga: Rp15.000.000", "Tanggal: 1 Maret 2026"} {
+		if !strings.Contains(body(prompt), want) {
+			t.Errorf("the confirmation %q lacks %q", body(prompt), want)
+		}
+	}
+	s.tap(numberA, contact, assistant.ButtonYes, prompt.MessageID)
+	testenv.Eventually(t, 30*time.Second, func() bool { return len(s.Action.Calls()) == 1 }, "the booking was never called")
+	s.settled(tid)
+	d := s.Action.Calls()[0].Request.Data
+	if price, _ := d["price"].(float64); price != 15000000 || d["date"] != "2026-03-01" {
+		t.Errorf("the action's data %v, want price 15000000 and date 2026-03-01", d)
+	}
+}

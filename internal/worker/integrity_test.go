@@ -38,7 +38,7 @@ func TestAssistantConfirmationShowsTheDataSent(t *testing.T) {
 	}
 	s.text(numberA, contact, "steer: book bus 01 for Pak Agus on 1 March", time.Time{})
 	prompt := s.waitSendsTo(contact, 1)[0]
-	wantBody := reply + "\n\nclient: Pak Agus\ndate: 2027-03-02\nbus: 02\nprice: 99000000"
+	wantBody := reply + "\n\nclient: Pak Agus\ndate: March 2, 2027\nbus: 02\nprice: 99,000,000"
 	if got := body(prompt); got != wantBody || len(buttons(prompt)) != 2 {
 		t.Fatalf("confirmation %q with buttons %v, want %q with the two buttons", got, buttons(prompt), wantBody)
 	}
