@@ -83,6 +83,9 @@ type Input struct {
 	// Typing shows the sender the typing indicator (one best-effort call); Turn calls it once
 	// when a model call runs longer than TypingDelay. Nil: never.
 	Typing func(context.Context)
+	// HumanAt is when a human of the business last answered in the conversation: the
+	// assistant stays silent until the tenant's human_pause after it (takeover).
+	HumanAt time.Time
 }
 
 // Outcome is what a turn decided.
@@ -124,6 +127,7 @@ const (
 	EventConfirmed          = "confirmed"            // the pending action runs: Outcome.Action, no reply
 	EventCancelled          = "cancelled"            // the pending action was rejected
 	EventExpired            = "expired"              // an answer to a pending action past its time
+	EventHumanHolds         = "human_holds"          // a human of the business answered lately: silent
 	EventNothingToConfirm   = "nothing_to_confirm"   // a confirm button with nothing pending
 	EventConfirmByReply     = "confirm_by_reply"     // a typed yes or no on a shared number, not replying to the prompt
 	EventRateLimited        = "rate_limited"         // over a rate limit: the notice or silence
@@ -195,7 +199,7 @@ func (e *Engine) Turn(ctx context.Context, in Input) (Outcome, error) {
 		// A pending action left from mode llm: nothing can confirm it now.
 		t.state.Pending = nil
 	}
-	if (in.Message.Type == "revoke" || in.Message.Type == "edit") && t.revise(llmMode) {
+	if (in.Message.Type == "revoke" || in.Message.Type == "edit") && t.revise(llmMode) || t.humanHolds() {
 		return t.outcome(), nil
 	}
 	if t.state.Pending != nil {
@@ -782,6 +786,19 @@ func (t *turn) tapID(k kind) string {
 		return ""
 	}
 	return t.in.Message.Reply.ID
+}
+
+// humanHolds reports whether a human of the business answered in the conversation within the
+// tenant's human_pause (checked after a revoke or an edit is applied, which holds whoever holds
+// the conversation): the message then waits for them, stored and unanswered (a pending action
+// stays until it expires).
+func (t *turn) humanHolds() bool {
+	in := t.in
+	if in.HumanAt.IsZero() || !in.Now.Before(in.HumanAt.Add(in.Tenant.Assistant.EffectiveHumanPause())) {
+		return false
+	}
+	t.event = EventHumanHolds
+	return true
 }
 
 // TypingDelay is how long a model call runs before the sender sees the typing indicator: a

@@ -521,3 +521,29 @@ func TestTheContactIsTheTruth(t *testing.T) {
 		t.Errorf("with the contacts unreadable GET = %d: want what the conversation recorded", code)
 	}
 }
+
+// TestReplyTakesTheConversationOver: an operator's reply makes the assistant silent in the
+// conversation (takeover), which the page says, with who answered and until when, beside a
+// "Hand back" button; the hand-back gives it to the assistant again.
+func TestReplyTakesTheConversationOver(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	_, sari := addPeople(f)
+	f.rebuild()
+	if _, body := f.get(t, "/conversations/"+sari); !strings.Contains(body, `id="held-by-assistant"`) || strings.Contains(body, `id="hand-back"`) {
+		t.Fatalf("before any reply the page does not say the assistant answers")
+	}
+	if rec := f.post(t, "/conversations/"+sari+"/reply", url.Values{RequestIDField: {newRequestID()}, "text": {"On it"}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("reply = %d:\n%s", rec.Code, rec.Body.String())
+	}
+	_, body := f.get(t, "/conversations/"+sari)
+	if !strings.Contains(body, `id="held-by"`) || !strings.Contains(body, "answered by "+OperatorDev) || !strings.Contains(body, `id="hand-back"`) {
+		t.Fatalf("after the reply the page does not show the takeover:\n%s", body)
+	}
+	if rec := f.post(t, "/conversations/"+sari+"/handback", url.Values{RequestIDField: {newRequestID()}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("hand back = %d:\n%s", rec.Code, rec.Body.String())
+	}
+	if _, body := f.get(t, "/conversations/"+sari); !strings.Contains(body, `id="held-by-assistant"`) {
+		t.Errorf("after the hand-back the page does not say the assistant answers")
+	}
+}

@@ -199,6 +199,28 @@ func (f *fakeConversations) AssignConversation(_ context.Context, id, op string)
 	return nil
 }
 
+func (f *fakeConversations) TakeOver(_ context.Context, id, by string, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.find(id)
+	if err != nil {
+		return err
+	}
+	c.HumanAt, c.HumanBy = at, by
+	return nil
+}
+
+func (f *fakeConversations) HandBack(_ context.Context, id, by string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.find(id)
+	if err != nil {
+		return err
+	}
+	c.HumanAt, c.HumanBy, c.HandedBackBy = time.Time{}, "", by
+	return nil
+}
+
 func (f *fakeConversations) CloseConversation(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -60,6 +60,9 @@ type Inbound struct {
 type Pending struct {
 	Inbound
 	ConversationID string
+	// HumanAt is when a human of the business last answered in the conversation (store's
+	// Conversation.HumanAt), as the drain last read it.
+	HumanAt time.Time
 }
 
 // TurnFunc runs the turn of p from the state st the previous turn left, and returns what to
@@ -290,7 +293,7 @@ func (r *Runner) Handle(ctx context.Context, in Inbound, turn TurnFunc) (Result,
 			"event", event, "fence", conv.Lease.Fence, "lease_expires_at", conv.Lease.ExpiresAt)
 		return res, ErrHeld
 	}
-	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, turn: turn, res: &res,
+	d := &drain{r: r, convID: convID, holder: holder, lease: conv.Lease, state: conv.State, humanAt: conv.HumanAt, turn: turn, res: &res,
 		lastAttempt: in.LastAttempt}
 	return res, d.run(ctx)
 }
@@ -334,8 +337,10 @@ type drain struct {
 	holder string
 	lease  store.Lease
 	state  turnstate.State
-	turn   TurnFunc
-	res    *Result
+	// humanAt is the conversation's HumanAt as last read (takeover).
+	humanAt time.Time
+	turn    TurnFunc
+	res     *Result
 	// job is the previous turn's effects, performed while the next turn runs.
 	job *effects
 	// lastAttempt is the Handle call's Inbound.LastAttempt.
@@ -369,7 +374,7 @@ func (d *drain) run(ctx context.Context) error {
 			if err != nil || !taken {
 				return err
 			}
-			d.lease, d.state = conv.Lease, conv.State
+			d.lease, d.state, d.humanAt = conv.Lease, conv.State, conv.HumanAt
 			logger.InfoContext(ctx, "lease taken again for a message stored during its release",
 				"event", "conversation_reacquired", "fence", d.lease.Fence)
 			continue
@@ -378,6 +383,7 @@ func (d *drain) run(ctx context.Context) error {
 		if err != nil {
 			return d.stop(ctx, err, true)
 		}
+		p.HumanAt = d.humanAt
 		if m.Turn == store.TurnDone {
 			// An earlier holder committed this turn and stopped before its effects.
 			if err := d.wait(); err != nil {
@@ -439,7 +445,7 @@ func (d *drain) runTurn(ctx context.Context, p Pending, m store.Message) error {
 		// A lost lease is the new holder's to release.
 		return d.stop(ctx, err, !errors.Is(err, store.ErrLeaseLost))
 	}
-	d.state = conv.State
+	d.state, d.humanAt = conv.State, conv.HumanAt
 	d.res.Turns++
 	logging.FromContext(ctx).InfoContext(ctx, "turn committed", "event", "conversation_turn", "fence", d.lease.Fence,
 		"turn_event", out.Event, "reason", out.Reason, "replies", len(commit.Replies), "action", commit.ActionID != "")

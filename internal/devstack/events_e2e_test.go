@@ -239,6 +239,15 @@ func TestOtherEventsAssistantTenantEndToEnd(t *testing.T) {
 	if m := e.message(t, conv, echo, func(m store.Message) bool { return m.Operator == store.OperatorApp }, "the echo was not stored"); m.Direction == store.DirectionIn || m.Text != "we open at 8 tomorrow" {
 		t.Errorf("the echo stored as %+v, want the business's message", m)
 	}
+	// The echo took the conversation over (a human of the business answered: the assistant is
+	// silent, TestTakeoverByAHuman); handed back, as the console's button does, so that the
+	// member's next message below is answered.
+	if c, err := e.conversations.Get(ctx, conv); err != nil || c.HumanBy != store.HumanByApp {
+		t.Errorf("after the echo the conversation is held by %q (%v), want the app", c.HumanBy, err)
+	}
+	if err := e.conversations.HandBack(ctx, conv, "ops@example.com"); err != nil {
+		t.Fatal(err)
+	}
 
 	// A number change: followed as the inbound task runs, never answered (no outbound task);
 	// the contact is found by the new number and keeps its conversation, and the member stays a

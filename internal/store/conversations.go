@@ -69,6 +69,15 @@ type Conversation struct {
 	// AssignedTo is the operator who took the conversation in the console (AssignConversation).
 	// It is a field of the struct so that CommitTurn, which writes the whole document, keeps it.
 	AssignedTo string `firestore:"assigned_to" json:"assigned_to"`
+	// HumanAt is when a human of the business last answered in the conversation (a console
+	// reply, a WhatsApp Business app message), HumanBy who: the assistant stays silent there for
+	// the tenant's assistant.human_pause after it, until then or until HandBack. Fields of the
+	// struct, like AssignedTo, so that CommitTurn keeps them.
+	HumanAt time.Time `firestore:"human_at,omitempty" json:"human_at,omitzero"`
+	HumanBy string    `firestore:"human_by,omitempty" json:"human_by,omitempty"`
+	// HandedBackAt and HandedBackBy record the last hand-back to the assistant.
+	HandedBackAt time.Time `firestore:"handed_back_at,omitempty" json:"handed_back_at,omitzero"`
+	HandedBackBy string    `firestore:"handed_back_by,omitempty" json:"handed_back_by,omitempty"`
 	// MovedTo is the conversation this one continues in after the contact changed number
 	// (MoveContact); MovedFrom the one it continues.
 	MovedTo   string          `firestore:"moved_to,omitempty" json:"moved_to,omitempty"`
@@ -597,6 +606,20 @@ type ConversationPage struct {
 // such conversation. One write.
 func (c *ConversationStore) AssignConversation(ctx context.Context, conversationID, operator string) error {
 	return c.consoleUpdate(ctx, conversationID, "assign", []firestore.Update{{Path: "assigned_to", Value: operator}})
+}
+
+// TakeOver records that human by (an operator) answered in the conversation at at: the assistant
+// stays silent there for the tenant's human_pause. ErrNotFound when there is no such
+// conversation. One write.
+func (c *ConversationStore) TakeOver(ctx context.Context, conversationID, by string, at time.Time) error {
+	return c.consoleUpdate(ctx, conversationID, "take over", []firestore.Update{{Path: "human_at", Value: at}, {Path: "human_by", Value: by}})
+}
+
+// HandBack gives the conversation back to the assistant now (by is the operator), recorded on it.
+// One write.
+func (c *ConversationStore) HandBack(ctx context.Context, conversationID, by string) error {
+	return c.consoleUpdate(ctx, conversationID, "hand back", []firestore.Update{{Path: "human_at", Value: firestore.Delete},
+		{Path: "human_by", Value: firestore.Delete}, {Path: "handed_back_at", Value: c.opts.Now()}, {Path: "handed_back_by", Value: by}})
 }
 
 // CloseConversation marks the conversation closed; its next inbound message opens it again.

@@ -95,30 +95,44 @@ func (c *ConversationStore) changeMessage(ctx context.Context, conversationID, m
 // tenant, or an identity with no identifier: nothing is ever keyed by an empty one).
 var errNoContact = errors.New("no contact")
 
+// HumanByApp is who took a conversation over from the WhatsApp Business app.
+const HumanByApp = "WhatsApp Business app"
+
 // AddBusinessMessage stores what the business sent from the WhatsApp Business app on the
 // conversation's number (an smb_message_echoes message, Operator OperatorApp), and, with history,
 // adds it to the assistant's history when the conversation exists, so the model sees what the
-// business said (not on a shared number, whose app is not this tenant's alone).
+// business said, and takes the conversation over (HumanAt, HumanByApp: the assistant stays
+// silent); neither on a shared number, whose app is not this tenant's alone.
 // The history is written outside the conversation's lease: a turn committed at the same moment
 // writes its own state over it, which loses the echo from the history only (the stored message
 // stays). Storing it twice changes nothing. One write, then one transaction: one read, at most
 // one write.
 func (c *ConversationStore) AddBusinessMessage(ctx context.Context, conversationID string, m Message, history bool) error {
 	m.Operator = OperatorApp
-	if err := c.AddOutbound(ctx, conversationID, m); err != nil || !history {
+	if err := c.AddOutbound(ctx, conversationID, m); err != nil {
 		return err
 	}
 	ref := c.conversationDoc(conversationID)
+	at := time.Unix(m.Timestamp, 0).UTC()
 	err := c.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		conv, ok, err := getTx[Conversation](tx, ref)
 		if err != nil || !ok {
 			return err // without a conversation yet, the message is its first: the history is empty
 		}
-		st := conv.State.WithBusinessMessage(m.MessageID, m.Text, time.Unix(m.Timestamp, 0).UTC())
-		if len(st.Turns) == len(conv.State.Turns) {
+		var ups []firestore.Update
+		if history && at.After(conv.HumanAt) && at.After(conv.HandedBackAt) {
+			// A human of the business answered from the app: the assistant stays silent (takeover).
+			// Not on a shared number, whose app is not this tenant's alone: another business there
+			// must not silence this one's assistant.
+			ups = append(ups, firestore.Update{Path: "human_at", Value: at}, firestore.Update{Path: "human_by", Value: HumanByApp})
+		}
+		if st := conv.State.WithBusinessMessage(m.MessageID, m.Text, at); history && len(st.Turns) != len(conv.State.Turns) {
+			ups = append(ups, firestore.Update{Path: "state.turns", Value: st.Turns})
+		}
+		if len(ups) == 0 {
 			return nil
 		}
-		return tx.Update(ref, []firestore.Update{{Path: "state.turns", Value: st.Turns}})
+		return tx.Update(ref, ups)
 	}, firestore.MaxAttempts(maxTxAttempts))
 	if err != nil {
 		return fmt.Errorf("add business message to the history: %w", err)

@@ -86,6 +86,10 @@ func Diff(prev, next *Tenant) []Change {
 	d.text("assistant.instructions", pa.Instructions, na.Instructions)
 	d.value("assistant.min_confidence", fmtFloat(pa.MinConfidence), fmtFloat(na.MinConfidence))
 	d.text("assistant.action_url", pa.ActionURL, na.ActionURL)
+	if pa.HumanPause != 0 || na.HumanPause != 0 {
+		// Shown only when a file sets it, as limits.api.
+		d.value("assistant.human_pause", pa.EffectiveHumanPause().String(), na.EffectiveHumanPause().String())
+	}
 	if pa.MediaLimits != na.MediaLimits {
 		pm, nm := pa.MediaLimits.Effective(), na.MediaLimits.Effective()
 		d.value("assistant.media_limits", fmt.Sprintf("%+v", pm), fmt.Sprintf("%+v", nm))

@@ -187,6 +187,17 @@ type Budget struct {
 	PerSenderShare *float64 `yaml:"per_sender_share,omitempty" firestore:"per_sender_share,omitempty"`
 }
 
+// DefaultHumanPause is the assistant's silence after a human's answer when the file sets none.
+const DefaultHumanPause = 30 * time.Minute
+
+// EffectiveHumanPause is the assistant's silence after a human's answer.
+func (a Assistant) EffectiveHumanPause() time.Duration {
+	if a.HumanPause <= 0 {
+		return DefaultHumanPause
+	}
+	return a.HumanPause
+}
+
 // MediaLimits cap one file the model is to read: a longer voice note, video or PDF, or a bigger
 // image, is answered "too long" before the call (its tokens would cost more than the turn is
 // worth: a minute of audio is about 1,900 tokens, a page of a PDF 258).
@@ -302,6 +313,10 @@ type Assistant struct {
 	ActionURL string `yaml:"action_url,omitempty" firestore:"action_url"`
 	// Intents are the requests the assistant recognises besides GeneralQuery, in file order.
 	Intents []Intent `yaml:"intents,omitempty" firestore:"intents"`
+	// HumanPause is how long the assistant stays silent in a conversation after a human of the
+	// business answered there (a console reply, a WhatsApp Business app message); zero is
+	// DefaultHumanPause.
+	HumanPause time.Duration `yaml:"human_pause,omitempty" firestore:"human_pause,omitempty"`
 	// MediaLimits cap what one file the model reads may hold; zero fields take the defaults
 	// (DefaultMediaLimits).
 	MediaLimits MediaLimits `yaml:"media_limits,omitempty" firestore:"media_limits"`

@@ -259,6 +259,9 @@ func checkDefaults(c *problems, path string, in Intent) {
 
 func (t *Tenant) validateAssistant(c *problems) {
 	a := t.Assistant
+	if p := a.HumanPause; p < 0 || p > 7*24*time.Hour {
+		c.add("assistant.human_pause", "must be a duration from 1m to 168h, such as 30m (absent: 30m)")
+	}
 	switch a.Mode {
 	case ModeAck, ModeLLM:
 	default:

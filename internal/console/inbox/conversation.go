@@ -94,6 +94,10 @@ type conversationView struct {
 	// MarketingStopped: the contact asked Meta to stop the tenant's marketing messages
 	// (user_preferences); MARKETING templates to it are refused.
 	MarketingStopped bool
+	// HeldBy is the human who holds the conversation (takeover): the assistant is silent until
+	// HeldUntil; empty when the assistant answers.
+	HeldBy    string
+	HeldUntil time.Time
 }
 
 // messageView is one bubble of the thread.
@@ -354,6 +358,24 @@ func labelEvents(items []messageView, pending *turnstate.PendingAction, now time
 	}
 }
 
+// heldBy is who holds conversation c at now (takeover) and until when; "" when the assistant
+// answers.
+func (s *Server) heldBy(ctx context.Context, c store.Conversation, now time.Time) (string, time.Time) {
+	if c.HumanAt.IsZero() {
+		return "", time.Time{}
+	}
+	pause := tenant.DefaultHumanPause
+	if s.deps.Tenants != nil {
+		if rec, err := s.deps.Tenants.Get(ctx, c.TenantID); err == nil {
+			pause = rec.Tenant.Assistant.EffectiveHumanPause()
+		}
+	}
+	if until := c.HumanAt.Add(pause); now.Before(until) {
+		return c.HumanBy, until
+	}
+	return "", time.Time{}
+}
+
 func (s *Server) conversationView(ctx context.Context, id string) (conversationView, error) {
 	c, err := s.deps.Conversations.Get(ctx, id)
 	if err != nil {
@@ -402,6 +424,7 @@ func (s *Server) conversationView(ctx context.Context, id string) (conversationV
 	ct := s.contactOf(ctx, c)
 	pv := personOf(ct.Identity)
 	v := conversationView{C: c, Contact: pv.Label, Person: pv, Messages: items}
+	v.HeldBy, v.HeldUntil = s.heldBy(ctx, c, now)
 	if pv.NoPhone {
 		v.PhoneRequest = DefaultPhoneRequest
 	}
@@ -545,6 +568,11 @@ func (s *Server) handleReply() http.Handler {
 			if err != nil {
 				return "", err
 			}
+			// A human answered: the assistant stays silent here (takeover) until the pause ends
+			// or the conversation is handed back.
+			if err := s.deps.Conversations.TakeOver(ctx, c.ID, page.OperatorFrom(ctx), s.deps.Now()); err != nil {
+				return "", err
+			}
 			return strings.TrimSpace("message " + res.ID + " " + res.Status), nil
 		}}, nil
 	})
@@ -601,6 +629,18 @@ func (s *Server) handleAssign() http.Handler {
 				return "", err
 			}
 			return "assigned to " + op, nil
+		}}, nil
+	})
+}
+
+// handleHandBack gives the conversation back to the assistant at once.
+func (s *Server) handleHandBack() http.Handler {
+	return s.conversationAction(func(r *http.Request, c store.Conversation) (page.Action, error) {
+		return page.Action{Name: "hand_back", Run: func(ctx context.Context) (string, error) {
+			if err := s.deps.Conversations.HandBack(ctx, c.ID, page.OperatorFrom(ctx)); err != nil {
+				return "", err
+			}
+			return "handed back to the assistant", nil
 		}}, nil
 	})
 }

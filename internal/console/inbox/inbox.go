@@ -30,6 +30,10 @@ type Conversations interface {
 	Get(ctx context.Context, conversationID string) (store.Conversation, error)
 	ListLatestMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 	AssignConversation(ctx context.Context, conversationID, operator string) error
+	// TakeOver and HandBack: an operator's reply silences the assistant in the conversation
+	// for the tenant's human_pause; Hand back ends that at once.
+	TakeOver(ctx context.Context, conversationID, by string, at time.Time) error
+	HandBack(ctx context.Context, conversationID, by string) error
 	CloseConversation(ctx context.Context, conversationID string) error
 }
 

@@ -50,6 +50,7 @@ func (s *Server) Routes(r chi.Router) {
 	r.Method(http.MethodPost, "/conversations/{conversation}/reply", s.kit.Protect(s.handleReply()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/request-phone", s.kit.Protect(s.handleRequestPhone()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/assign", s.kit.Protect(s.handleAssign()))
+	r.Method(http.MethodPost, "/conversations/{conversation}/handback", s.kit.Protect(s.handleHandBack()))
 	r.Method(http.MethodPost, "/conversations/{conversation}/close", s.kit.Protect(s.handleClose()))
 	r.Method(http.MethodGet, "/media/{tenant_id}/{media_id}", s.handleMedia()) // media.go
 }

@@ -74,7 +74,7 @@ func (t *Turner) turnFunc(lastAttempt bool) conversation.TurnFunc {
 			Tenant: tn, Member: adm.Member, IsMember: adm.IsMember, ConversationID: p.ConversationID,
 			ContactID: c.ID, Person: c.Identity,
 			Message: m, Now: p.ReceivedAt, State: st, LastAttempt: lastAttempt, StaleButton: stale, UntiedWord: untied,
-			Media: loader, Typing: t.typing(p),
+			Media: loader, Typing: t.typing(p), HumanAt: p.HumanAt,
 		})
 	}
 }
