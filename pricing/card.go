@@ -116,9 +116,35 @@ func index(rows []row, per Amount) map[rateKey][]dated {
 
 // MessagePrice is the price of one billable message of category in market on the UTC day of at:
 // the row with the latest effective_from on or before that day. ok is false when the card has no
-// row for (market, category) in effect then (the caller then falls back to market "Other").
+// row for (market, category) in effect then (BillPrice then falls back to market "Other").
 func (c *Card) MessagePrice(market, category string, at time.Time) (Amount, bool) {
 	return priceOn(c.messages[rateKey{market, category}], at)
+}
+
+// BillPrice is what Meta charges for one billable message of category to a recipient in market
+// on the UTC day of at: the market's price, else the "Other" market's. ok is false when neither
+// has one (the message is then counted at 0).
+func (c *Card) BillPrice(market, category string, at time.Time) (Amount, bool) {
+	if p, ok := c.MessagePrice(market, category, at); ok {
+		return p, true
+	}
+	return c.MessagePrice(marketOther, category, at)
+}
+
+// CallPrice is what a model call costs on the UTC day of at: prompt tokens (audio included)
+// at the prompt price, the audio part of them at the audio price, and output tokens at the
+// output price. A kind the card has no price for costs nothing.
+func (c *Card) CallPrice(model string, at time.Time, prompt, audio, output int) Amount {
+	var sum Amount
+	for _, p := range []struct {
+		kind string
+		n    int
+	}{{"prompt", prompt - audio}, {"audio", audio}, {"output", output}} {
+		if unit, ok := c.TokenPrice(model, p.kind, at); ok && p.n > 0 {
+			sum += unit * Amount(p.n)
+		}
+	}
+	return sum
 }
 
 // TokenPrice is the price of one token of kind ("prompt", "audio", "output") of model on the UTC

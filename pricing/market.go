@@ -141,6 +141,16 @@ func MarketOfPhone(number string) string {
 	return market
 }
 
+// MarketOf is the pricing market of a recipient: by their phone number when Meta shared it, else
+// by the country their business-scoped user id starts with ("ID.1234…").
+func MarketOf(phone, userID string) string {
+	if phone != "" {
+		return MarketOfPhone(phone)
+	}
+	country, _, _ := strings.Cut(userID, ".")
+	return MarketOfCountry(country)
+}
+
 // MarketOfCountry is the pricing market of an ISO 3166-1 alpha-2 country code (any case): a
 // BSUID starts with its country ("ID.1234…"), the market to use when Meta did not share the
 // phone number. An unknown code is "Other".

@@ -619,3 +619,32 @@ func TestMarketOfCountry(t *testing.T) {
 		}
 	}
 }
+
+// TestBillPriceAndCallPrice: a market the card does not price is billed at "Other"'s price; a
+// call costs its prompt tokens (audio apart) and output tokens at the model's prices; a
+// recipient's market is their phone's, else their BSUID's country's.
+func TestBillPriceAndCallPrice(t *testing.T) {
+	t.Parallel()
+	card, err := pricing.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	other, _ := card.MessagePrice("Other", pricing.CategoryUtility, at)
+	if p, ok := card.BillPrice("Atlantis", pricing.CategoryUtility, at); !ok || p != other {
+		t.Errorf("BillPrice(Atlantis) = %v, %v; want Other's %v", p, ok, other)
+	}
+	prompt, _ := card.TokenPrice("gemini-2.5-flash", "prompt", at)
+	audio, _ := card.TokenPrice("gemini-2.5-flash", "audio", at)
+	output, _ := card.TokenPrice("gemini-2.5-flash", "output", at)
+	if got, want := card.CallPrice("gemini-2.5-flash", at, 1000, 400, 100), prompt*600+audio*400+output*100; got != want {
+		t.Errorf("CallPrice = %v, want %v", got, want)
+	}
+	for _, tc := range []struct{ phone, user, want string }{
+		{"6281234567890", "BR.abc", "Indonesia"}, {"", "BR.abc", "Brazil"}, {"", "", "Other"},
+	} {
+		if got := pricing.MarketOf(tc.phone, tc.user); got != tc.want {
+			t.Errorf("MarketOf(%q, %q) = %q, want %q", tc.phone, tc.user, got, tc.want)
+		}
+	}
+}

@@ -42,8 +42,8 @@ const (
 	MaxButtonTitle       = 20
 	MaxButtonID          = 256
 	MaxListButtonText    = 20
-	MaxRowTitle          = 24
-	MaxRowDescription    = 72
+	MaxRowTitle          = graph.MaxListRowTitle
+	MaxRowDescription    = graph.MaxListRowDescription
 	MaxRowID             = 200
 	MaxSectionTitle      = 24
 	MaxTemplateName      = 512

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/i18n"
 )
 
@@ -63,7 +64,7 @@ func hashIDs(kind string, parts ...string) string {
 // "done".
 func ActionReply(lang, reply string) string {
 	if strings.TrimSpace(reply) != "" {
-		return clip(reply, MaxTextLen)
+		return graph.Clip(reply, MaxTextLen)
 	}
 	return i18n.Text(lang, i18n.Done)
 }
@@ -72,7 +73,7 @@ func ActionReply(lang, reply string) string {
 // action error (a 4xx without a reply is the business's failure, not the user's).
 func ActionRefusal(lang, reply string) string {
 	if strings.TrimSpace(reply) != "" {
-		return clip(reply, MaxTextLen)
+		return graph.Clip(reply, MaxTextLen)
 	}
 	return i18n.Text(lang, i18n.ActionError)
 }

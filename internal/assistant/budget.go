@@ -58,16 +58,7 @@ func (e *Engine) price(model string, at time.Time, prompt, audio, output int) pr
 	if e.prices == nil {
 		return 0
 	}
-	var sum pricing.Amount
-	for _, p := range []struct {
-		kind string
-		n    int
-	}{{"prompt", prompt - audio}, {"audio", audio}, {"output", output}} {
-		if unit, ok := e.prices.TokenPrice(model, p.kind, at); ok && p.n > 0 {
-			sum += unit * pricing.Amount(p.n)
-		}
-	}
-	return sum
+	return e.prices.CallPrice(model, at, prompt, audio, output)
 }
 
 // withinBudget checks, before the call, that req's estimated price fits in what is left of the

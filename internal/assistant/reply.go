@@ -57,7 +57,7 @@ func (r Reply) Body() string {
 type replies []Reply
 
 func (rs *replies) text(text string, key i18n.Key, quote bool) {
-	*rs = append(*rs, Reply{Message: outgoing.Message{Text: clip(text, MaxTextLen), Quote: quote}, Index: len(*rs), Key: key})
+	*rs = append(*rs, Reply{Message: outgoing.Message{Text: graph.Clip(text, MaxTextLen), Quote: quote}, Index: len(*rs), Key: key})
 }
 
 func (rs *replies) system(lang string, key i18n.Key) { rs.text(i18n.Text(lang, key), key, false) }
@@ -97,8 +97,8 @@ func (rs *replies) confirm(lang, reply, data string) bool {
 		Type: "button",
 		Body: &graph.Body{Text: body},
 		Action: graph.Action{Buttons: []graph.ActionButton{
-			{Type: "reply", Reply: graph.ButtonReply{ID: ButtonYes, Title: clip(i18n.Text(lang, i18n.ButtonConfirm), MaxButtonTitleLen)}},
-			{Type: "reply", Reply: graph.ButtonReply{ID: ButtonNo, Title: clip(i18n.Text(lang, i18n.ButtonCancel), MaxButtonTitleLen)}},
+			{Type: "reply", Reply: graph.ButtonReply{ID: ButtonYes, Title: graph.Clip(i18n.Text(lang, i18n.ButtonConfirm), MaxButtonTitleLen)}},
+			{Type: "reply", Reply: graph.ButtonReply{ID: ButtonNo, Title: graph.Clip(i18n.Text(lang, i18n.ButtonCancel), MaxButtonTitleLen)}},
 		}},
 	}}
 	*rs = append(*rs, Reply{Message: outgoing.Message{Graph: msg}, Index: len(*rs)})
@@ -107,12 +107,6 @@ func (rs *replies) confirm(lang, reply, data string) bool {
 
 // OptionPrefix starts the ids of the buttons and rows of the model's choices: "option:<id>".
 const OptionPrefix = "option:"
-
-// Meta's limits on a list: a row's title and description.
-const (
-	maxRowTitle = 24
-	maxRowDesc  = 72
-)
 
 // choices adds the reply with the model's options: up to three as reply buttons (titles cut
 // to 20 characters), more as a list (24, with their descriptions), and returns what was
@@ -126,18 +120,18 @@ func (rs *replies) choices(lang, reply string, options []llm.Option) []turnstate
 	offered := make([]turnstate.Option, 0, len(options))
 	it := &graph.Interactive{Type: "button", Body: &graph.Body{Text: body}}
 	if len(options) > graph.MaxReplyButtons {
-		it.Type, it.Action.Button = "list", clip(i18n.Text(lang, i18n.ButtonChoose), MaxButtonTitleLen)
+		it.Type, it.Action.Button = "list", graph.Clip(i18n.Text(lang, i18n.ButtonChoose), MaxButtonTitleLen)
 		it.Action.Sections = []graph.Section{{}}
 	}
 	for _, o := range options {
 		offered = append(offered, turnstate.Option{ID: o.ID, Title: o.Title})
 		if it.Type == "button" {
 			it.Action.Buttons = append(it.Action.Buttons, graph.ActionButton{Type: "reply",
-				Reply: graph.ButtonReply{ID: OptionPrefix + o.ID, Title: clip(o.Title, MaxButtonTitleLen)}})
+				Reply: graph.ButtonReply{ID: OptionPrefix + o.ID, Title: graph.Clip(o.Title, MaxButtonTitleLen)}})
 			continue
 		}
 		it.Action.Sections[0].Rows = append(it.Action.Sections[0].Rows, graph.Row{ID: OptionPrefix + o.ID,
-			Title: clip(o.Title, maxRowTitle), Description: clip(o.Description, maxRowDesc)})
+			Title: graph.Clip(o.Title, graph.MaxListRowTitle), Description: graph.Clip(o.Description, graph.MaxListRowDescription)})
 	}
 	*rs = append(*rs, Reply{Message: outgoing.Message{Graph: &graph.Message{Type: "interactive", Interactive: it}}, Index: len(*rs)})
 	return offered
@@ -240,13 +234,4 @@ func (rs replies) transcript() string {
 		parts = append(parts, r.Body())
 	}
 	return strings.Join(parts, "\n\n")
-}
-
-// clip cuts s to at most n characters (runes), ending a cut text with an ellipsis.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -23,9 +23,29 @@ import (
 	"github.com/wapipe/wapipe/pricing"
 )
 
+// Spending reads what a tenant spent in a month; *store.Guard implements it.
+type Spending interface {
+	Spent(ctx context.Context, tenantID, period string) (pricing.Amount, error)
+}
+
+// Exhausted reports whether tn's spending in the UTC month of at has reached its budget: the
+// templates wapipe sends on its own then wait, and the business's own sends are marked over
+// budget. A tenant without a budget never exhausts it.
+func Exhausted(ctx context.Context, s Spending, tn *tenant.Tenant, at time.Time) (bool, error) {
+	budget, ok := tn.Budget.Monthly()
+	if !ok {
+		return false, nil
+	}
+	spent, err := s.Spent(ctx, tn.ID, turnstate.Period(at))
+	if err != nil {
+		return false, fmt.Errorf("read the spending of tenant %s: %w", tn.ID, err)
+	}
+	return spent >= budget, nil
+}
+
 // Ledger reads the month's spending and keeps the thresholds told; *store.Guard implements it.
 type Ledger interface {
-	Spent(ctx context.Context, tenantID, period string) (pricing.Amount, error)
+	Spending
 	BudgetAlerted(ctx context.Context, tenantID, period string, percent int) (bool, error)
 	MarkBudgetAlerted(ctx context.Context, tenantID, period string, percent int, spent pricing.Amount) (bool, error)
 }

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
@@ -64,12 +63,6 @@ type Chooser struct {
 	Now     func() time.Time
 }
 
-// Maximum lengths Meta allows in a list: a row's title, and its description.
-const (
-	maxRowTitle = 24
-	maxRowDesc  = 72
-)
-
 // Hold keeps message body.Message of its task body (routed to no tenant yet) until its sender
 // chooses among q's tenants, and asks them with the list when it is the first message held since
 // their last choice. It returns whether the list was queued by this call's message.
@@ -99,7 +92,7 @@ func (c *Chooser) Hold(ctx context.Context, body tasks.Outbound, q tenantcache.Q
 	}
 	_, _, err = c.Outbox.Queue(ctx, store.OutboundRecord{
 		IdempotencyKey: c.Keyer.ChoiceKey(m.ID), Source: store.SourceTenantChoice, TenantID: q.Host,
-		PhoneNumberID: m.PhoneNumberID, To: addr.To, Recipient: addr.Recipient, ToHash: c.ref(person),
+		PhoneNumberID: m.PhoneNumberID, To: addr.To, Recipient: addr.Recipient, ToHash: c.Hasher.Address(addr.To, addr.Recipient),
 		Message: string(list), MessageType: "interactive", CorrelationID: body.CorrelationID,
 		InboundEventID: body.InboundEventID, ReceivedAt: now(),
 	})
@@ -116,9 +109,9 @@ func Question(lang string, q tenantcache.Question) graph.Message {
 		if len(rows) == graph.MaxListRows {
 			break
 		}
-		row := graph.Row{ID: tenantcache.ChoiceRowID(ch.ID), Title: cut(ch.Name, maxRowTitle)}
+		row := graph.Row{ID: tenantcache.ChoiceRowID(ch.ID), Title: graph.Clip(ch.Name, graph.MaxListRowTitle)}
 		if row.Title != ch.Name {
-			row.Description = cut(ch.Name, maxRowDesc)
+			row.Description = graph.Clip(ch.Name, graph.MaxListRowDescription)
 		}
 		rows = append(rows, row)
 	}
@@ -127,15 +120,6 @@ func Question(lang string, q tenantcache.Question) graph.Message {
 		Body:   &graph.Body{Text: i18n.Text(lang, i18n.ChooseTenant)},
 		Action: graph.Action{Button: i18n.Text(lang, i18n.ButtonChoose), Sections: []graph.Section{{Rows: rows}}},
 	}}
-}
-
-// cut shortens s to at most n characters, ending it with "…" when it was longer.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }
 
 // Release sends the messages held for person on phoneNumberID to tenant id, which they chose,
@@ -178,12 +162,4 @@ func (c *Chooser) Release(ctx context.Context, phoneNumberID string, person cont
 		return 0, err
 	}
 	return len(held), nil
-}
-
-// ref is the keyed reference of a person in logs and records.
-func (c *Chooser) ref(person contact.Identity) string {
-	if person.WaID != "" {
-		return c.Hasher.Phone(person.WaID)
-	}
-	return c.Hasher.User(person.UserID)
 }

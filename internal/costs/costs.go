@@ -36,19 +36,11 @@ var DefaultMix = Mix{Texts: 750, VoiceNotes: 170, Photos: 80, VoiceSeconds: 20, 
 // Cost is what m costs in market with model on the day of at: Meta's templates and the model's
 // tokens (each turn estimated as llm.EstimateTokens does, with the mix's answer length).
 func (m Mix) Cost(card *pricing.Card, market, model string, at time.Time) (meta, llmCost pricing.Amount) {
-	price := func(cat string) pricing.Amount {
-		p, ok := card.MessagePrice(market, cat, at)
-		if !ok {
-			p, _ = card.MessagePrice("Other", cat, at)
-		}
-		return p
-	}
+	price := func(cat string) pricing.Amount { p, _ := card.BillPrice(market, cat, at); return p }
 	meta = price(pricing.CategoryUtility)*pricing.Amount(m.Utility) + price(pricing.CategoryMarketing)*pricing.Amount(m.Marketing)
-	token := func(kind string) pricing.Amount { p, _ := card.TokenPrice(model, kind, at); return p }
 	turn := func(n int, media *llm.Media) pricing.Amount {
 		e := llm.EstimateTokens(llm.Request{Model: model, Instructions: strings.Repeat("x", m.ContextChars), Text: "Bus 03 AC mati", Media: media})
-		one := token("prompt")*pricing.Amount(e.Prompt-e.Audio) + token("audio")*pricing.Amount(e.Audio) + token("output")*pricing.Amount(m.OutputTokens)
-		return one * pricing.Amount(n)
+		return card.CallPrice(model, at, e.Prompt, e.Audio, m.OutputTokens) * pricing.Amount(n)
 	}
 	voice := &llm.Media{MIMEType: "audio/ogg", Data: make([]byte, m.VoiceSeconds*2000)}
 	photo := &llm.Media{MIMEType: "image/jpeg", Data: make([]byte, 200_000)}

@@ -400,10 +400,7 @@ func (d *Deliverer) toHash(req Request) string {
 	if d.Hasher == nil {
 		return ""
 	}
-	if req.To != "" {
-		return d.Hasher.Phone(req.To)
-	}
-	return d.Hasher.User(req.Recipient)
+	return d.Hasher.Address(req.To, req.Recipient)
 }
 
 // MarkRead marks an inbound message as read, best effort: a failure is logged and false

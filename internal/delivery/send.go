@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wapipe/wapipe/internal/budget"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/graph"
 	"github.com/wapipe/wapipe/internal/logging"
@@ -126,15 +127,7 @@ func (d *Deliverer) overBudget(ctx context.Context, fr from) (bool, error) {
 	if d.Spending == nil || fr.tenant == nil {
 		return false, nil
 	}
-	budget, ok := fr.tenant.Tenant.Budget.Monthly()
-	if !ok {
-		return false, nil
-	}
-	spent, err := d.Spending.Spent(ctx, fr.tenant.Tenant.ID, d.now().UTC().Format("2006-01"))
-	if err != nil {
-		return false, fmt.Errorf("read the tenant's spending: %w", err)
-	}
-	return spent >= budget, nil
+	return budget.Exhausted(ctx, d.Spending, fr.tenant.Tenant, d.now())
 }
 
 // reengage is the tenant's reengage template, when the policy sends it and the tenant has one;

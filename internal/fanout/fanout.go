@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wapipe/wapipe/internal/budget"
 	"github.com/wapipe/wapipe/internal/contact"
 	"github.com/wapipe/wapipe/internal/events"
 	"github.com/wapipe/wapipe/internal/keyedid"
@@ -361,7 +361,9 @@ func (f *Fanner) messageRoute(ctx context.Context, logger *slog.Logger, in tasks
 	case r.chosen:
 		return route{}, &store.TraceTarget{MessageID: m.ID, TenantID: r.tenantID, Status: traceChosen}, nil
 	case r.ask != nil:
-		asked, err := f.Choices.Hold(ctx, f.outboundBody(in, m, key, ""), *r.ask)
+		asked, err := storeCall(ctx, func(ctx context.Context) (bool, error) {
+			return f.Choices.Hold(ctx, f.outboundBody(in, m, key, ""), *r.ask)
+		})
 		if err != nil {
 			return route{}, &store.TraceTarget{MessageID: m.ID, Status: "failed", Error: err.Error()}, err
 		}
@@ -507,15 +509,8 @@ func (f *Fanner) bill(ctx context.Context, st whatsapp.Status, res store.ApplyRe
 		return nil
 	}
 	at := time.Unix(sec, 0).UTC()
-	market := pricing.MarketOfPhone(st.RecipientID)
-	if st.RecipientID == "" {
-		country, _, _ := strings.Cut(st.RecipientUserID, ".")
-		market = pricing.MarketOfCountry(country)
-	}
-	amount, ok := f.Money.Prices.MessagePrice(market, st.PricingCategory, at)
-	if !ok {
-		amount, ok = f.Money.Prices.MessagePrice("Other", st.PricingCategory, at)
-	}
+	market := pricing.MarketOf(st.RecipientID, st.RecipientUserID)
+	amount, ok := f.Money.Prices.BillPrice(market, st.PricingCategory, at)
 	if !ok {
 		logging.FromContext(ctx).WarnContext(ctx, "no price for a billed message: counted at 0", "event", "price_unknown",
 			"category", st.PricingCategory, "market", market, "tenant_id", res.TenantID)
@@ -551,14 +546,9 @@ func (f *Fanner) overBudget(ctx context.Context, phoneNumberID string, res store
 		// A shared number's record of another tenant: read it no further (not marked).
 		return false, err
 	}
-	budget, ok := rec.Tenant.Budget.Monthly()
-	if !ok {
-		return false, nil
-	}
-	spent, err := storeCall(ctx, func(ctx context.Context) (pricing.Amount, error) {
-		return f.Money.Spending.Spent(ctx, res.TenantID, at.UTC().Format("2006-01"))
+	return storeCall(ctx, func(ctx context.Context) (bool, error) {
+		return budget.Exhausted(ctx, f.Money.Spending, rec.Tenant, at)
 	})
-	return err == nil && spent >= budget, err
 }
 
 // paid reports whether Meta charges the message a status prices: pricing.type decides, and
@@ -839,7 +829,7 @@ func (f *Fanner) choose(ctx context.Context, phoneNumberID string, person contac
 	if err != nil || !ok {
 		return "", false, err
 	}
-	n, err := f.Choices.Release(ctx, phoneNumberID, person, id)
+	n, err := storeCall(ctx, func(ctx context.Context) (int, error) { return f.Choices.Release(ctx, phoneNumberID, person, id) })
 	if err != nil {
 		return "", false, fmt.Errorf("release the messages held for the choice: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/whatsapp"
 )
@@ -317,7 +318,19 @@ const (
 	MaxReplyButtons = 3
 	MaxListRows     = 10
 	MaxListSections = 10
+	// MaxListRowTitle and MaxListRowDescription are a list row's title and description.
+	MaxListRowTitle       = 24
+	MaxListRowDescription = 72
 )
+
+// Clip cuts s to at most n characters (runes), ending a cut text with an ellipsis, so that a
+// text meets one of Meta's limits and still shows it was cut.
+func Clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
 
 func interactiveParts(header, body, footer string) (*Header, *Body, *Footer) {
 	var h *Header

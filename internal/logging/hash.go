@@ -106,6 +106,15 @@ func (h *Hasher) User(userID string) string {
 	return UserPrefix + h.sum("user", userID, 6)
 }
 
+// Address returns the ref of a send's recipient, as records' to_hash and logs carry it: the ph_
+// ref of its phone to, else the us_ ref of its business-scoped user id recipient.
+func (h *Hasher) Address(to, recipient string) string {
+	if to != "" {
+		return h.Phone(to)
+	}
+	return h.User(recipient)
+}
+
 // Username returns the un_ ref of a WhatsApp username; a leading "@" and letter case do not
 // change it (usernames are shown with "@" and are not case-sensitive). Empty in, empty out; a
 // nil Hasher gives Redacted.

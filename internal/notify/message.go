@@ -3,7 +3,6 @@ package notify
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/wapipe/wapipe/internal/actioncall"
 	"github.com/wapipe/wapipe/internal/assistant"
@@ -39,7 +38,7 @@ func Compose(tn *tenant.Tenant, in tenant.Intent, m tenant.Member, from actionca
 	if lines != "" {
 		text += "\n\n" + lines
 	}
-	msg := Message{Text: graph.Message{Type: "text", Text: &graph.Text{Body: clip(text, maxText)}}}
+	msg := Message{Text: graph.Message{Type: "text", Text: &graph.Text{Body: graph.Clip(text, maxText)}}}
 	if t := tn.Templates.Notify; t != nil {
 		msg.Fallback = Template(t, in.Name, sender, lines)
 	}
@@ -90,13 +89,5 @@ func param(v string) string {
 	if v == "" {
 		v = "-"
 	}
-	return clip(v, maxParam)
-}
-
-// clip cuts s to at most n characters, ending a cut text with an ellipsis.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
+	return graph.Clip(v, maxParam)
 }

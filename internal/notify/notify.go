@@ -76,10 +76,6 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if n.Now != nil {
-		now = n.Now
-	}
 	var errs []error
 	for _, m := range to {
 		person := m.Identity()
@@ -95,7 +91,7 @@ func (n *Notifier) Notify(ctx context.Context, tn *tenant.Tenant, a tasks.Action
 			continue
 		}
 		msg := Compose(tn, in, m, req.From, req.Data)
-		seed, err := n.seed(ctx, tn.ID, a.PhoneNumberID, m, n.Key(a.ActionID, memberKey(m)), msg, now())
+		seed, err := n.seed(ctx, tn.ID, a.PhoneNumberID, m, n.Key(a.ActionID, memberKey(m)), msg)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -216,14 +212,10 @@ func (n *Notifier) Tell(ctx context.Context, tn *tenant.Tenant, noticeID string,
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if n.Now != nil {
-		now = n.Now
-	}
 	var errs []error
 	for _, m := range to {
-		msg := Message{Text: graph.Message{Type: "text", Text: &graph.Text{Body: clip(text(tn.EffectiveLanguage(m)), maxText)}}}
-		seed, err := n.seed(ctx, tn.ID, number, m, n.Key(noticeID, memberKey(m)), msg, now())
+		msg := Message{Text: graph.Message{Type: "text", Text: &graph.Text{Body: graph.Clip(text(tn.EffectiveLanguage(m)), maxText)}}}
+		seed, err := n.seed(ctx, tn.ID, number, m, n.Key(noticeID, memberKey(m)), msg)
 		if err == nil {
 			_, _, err = n.Outbox.Queue(ctx, seed)
 		}
@@ -234,9 +226,17 @@ func (n *Notifier) Tell(ctx context.Context, tn *tenant.Tenant, noticeID string,
 	return errors.Join(errs...)
 }
 
+// now is Now, else time.Now.
+func (n *Notifier) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
 // seed is the send record of msg to member m of tenantID on phoneNumberID under key: in the
 // member's conversation there, when they have one (the window's check).
-func (n *Notifier) seed(ctx context.Context, tenantID, phoneNumberID string, m tenant.Member, key string, msg Message, now time.Time) (store.OutboundRecord, error) {
+func (n *Notifier) seed(ctx context.Context, tenantID, phoneNumberID string, m tenant.Member, key string, msg Message) (store.OutboundRecord, error) {
 	person := m.Identity()
 	convID, err := n.conversation(ctx, tenantID, phoneNumberID, person)
 	if err != nil {
@@ -250,7 +250,7 @@ func (n *Notifier) seed(ctx context.Context, tenantID, phoneNumberID string, m t
 	seed := store.OutboundRecord{
 		IdempotencyKey: key, Source: store.SourceNotification, TenantID: tenantID, PhoneNumberID: phoneNumberID,
 		To: addr.To, Recipient: addr.Recipient, ConversationID: convID, ToHash: n.ref(person),
-		Message: string(text), MessageType: msg.Text.Type, ReceivedAt: now,
+		Message: string(text), MessageType: msg.Text.Type, ReceivedAt: n.now(),
 	}
 	if msg.Fallback != nil {
 		fallback, err := json.Marshal(msg.Fallback)

@@ -151,10 +151,7 @@ func (o *Outbox) Send(ctx context.Context, r Request) (Result, error) {
 	if source == "" {
 		source = store.SourceAPI
 	}
-	toHash := o.Hasher.Phone(r.To)
-	if r.To == "" {
-		toHash = o.Hasher.User(r.Recipient)
-	}
+	toHash := o.Hasher.Address(r.To, r.Recipient)
 	rec, created, err := o.Queue(ctx, store.OutboundRecord{
 		IdempotencyKey: key, Source: source, APIMessageID: id, RequestHash: requestHash,
 		TenantID: r.TenantID, PhoneNumberID: number, To: r.To, Recipient: r.Recipient, ConversationID: w.conversationID, ToHash: toHash,

@@ -94,11 +94,11 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 	conversations := store.NewConversationStore(db, store.Options{Retention: cfg.ConversationRetention})
 	tokens := tenantcache.NewTokenCache(keeper, tenantcache.TokenCacheTTL)
 	guard := store.NewGuard(db, store.Options{})
-	watcher := &budget.Watcher{Ledger: guard, Tenants: tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL),
-		Teller: newNotifier(db, tq, tenants, cfg.Hasher())}
 	outbound := store.NewOutbound(db, store.Options{ReconcileWindow: cfg.ReconcileWindow})
 	deadLetters := store.NewDeadLetters(db, store.Options{})
 	tenantCache := tenantcache.NewTenantCache(tenants, tenantcache.TenantCacheTTL)
+	notifier := newNotifier(db, tq, tenants, cfg.Hasher())
+	watcher := &budget.Watcher{Ledger: guard, Tenants: tenantCache, Teller: notifier}
 	directory := &people.Directory{Contacts: store.NewContacts(db, store.Options{}), Tenants: tenants, Reader: tenantCache,
 		Conversations: conversations}
 	deps := Deps{
@@ -121,7 +121,7 @@ func NewDeps(cfg *Config, db *store.DB, tq *taskqueue.Client, admin *taskqueue.A
 		Media:         mf,
 		Actions:       store.NewActionStore(db, store.Options{Retention: cfg.ConversationRetention}),
 		Caller:        newActionClient(cfg.IsDev()),
-		Notifier:      newNotifier(db, tq, tenants, cfg.Hasher()),
+		Notifier:      notifier,
 		Choices: &choice.Chooser{Holds: tenants, Tenants: tenantCache, Tasks: tq, Keyer: db.Keyer(), Hasher: cfg.Hasher(),
 			Outbox: &outbox.Outbox{Sends: store.NewSends(db, store.Options{}), Tasks: tq, Hasher: cfg.Hasher()}},
 		Lease:  cfg.ConversationLease,
